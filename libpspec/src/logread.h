@@ -1,0 +1,103 @@
+/* logread.h — reading monitoring logs: cmon-ascii 1 and cmon-bin 1 (private).
+ *
+ * Contract: DESIGN.md §4. The reader detects the format from the first bytes,
+ * parses the header, then hands out one record at a time. It never prints:
+ * malformed records are reported through the warning callback (with the
+ * ascii line number or the binary byte offset) and skipped.
+ *
+ * Streaming: the reader uses plain read(2) on the descriptor and returns each
+ * record as soon as it is complete, so a checker in continuous mode sees a
+ * record the moment it arrives on a pipe. It blocks only when no complete
+ * record is buffered.
+ *
+ * Event type names are interned: every distinct name gets a small dense id
+ * (0, 1, 2, ... in order of first appearance) so a client can cache
+ * per-type decisions in an array instead of hashing names per record.
+ */
+#ifndef PSPEC_LOGREAD_H
+#define PSPEC_LOGREAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum log_format {
+    LOG_FORMAT_ASCII = 1,   /* cmon-ascii 1 */
+    LOG_FORMAT_BIN = 2,     /* cmon-bin 1 */
+} log_format;
+
+/* One header entry: '#key value' (ascii) or a Header field (binary, with the
+ * standard fields under the keys "program", "machine", "pid", "tick-ns",
+ * "clock", "start-unix-ns" and extra fields under their own keys). */
+typedef struct log_header_field {
+    char *key;
+    char *value;
+} log_header_field;
+
+typedef struct log_header {
+    log_format format;
+    double tick_ns;             /* nanoseconds per tick; 1 when not given */
+    log_header_field *fields;   /* every header entry, in order (excluding the magic line) */
+    size_t nfields;
+} log_header;
+
+typedef enum log_rec_kind {
+    LOG_REC_EVENT = 1,          /* an event record */
+    LOG_REC_GAP,                /* the transport dropped `gap` whole records here */
+} log_rec_kind;
+
+/* A record. Pointers stay valid until the next call on the reader. */
+typedef struct log_record {
+    log_rec_kind kind;
+    uint64_t pos;               /* events: 1-based ordinal among the log's event records
+                                   (malformed ones included, so positions do not depend on
+                                   which records could be parsed); gaps: ordinal of the
+                                   last event record before the gap (0 if none) */
+    uint64_t where;             /* ascii: line number; binary: byte offset of the frame */
+    int64_t ts;                 /* timestamp, ticks */
+    int64_t thread;             /* thread id */
+    uint32_t name_id;           /* interned id of the event type name */
+    const char *name;           /* event type name (NUL-terminated) */
+    const double *values;       /* attribute values, in log order */
+    uint32_t nvalues;
+    uint64_t gap;               /* LOG_REC_GAP: number of records dropped */
+} log_record;
+
+/* Called for each malformed record, which is then skipped.
+ * `where` is the line number (ascii) or byte offset (binary). */
+typedef void (*log_warn_fn)(void *ctx, const char *logname, uint64_t where, const char *msg);
+
+typedef struct log_reader log_reader;
+
+/* Open a reader on `fd` (not closed by the reader unless `own_fd`), detect the
+ * format and read the header. `logname` is used in messages ("-" is shown as
+ * "<stdin>"). On failure returns NULL and stores a heap-allocated message in
+ * *errmsg ("unrecognized log format", "bad header: ...", read errors). */
+log_reader *log_reader_open(int fd, bool own_fd, const char *logname,
+                            log_warn_fn warn, void *warn_ctx, char **errmsg);
+/* Same from a byte buffer (used by tests and fuzzers; the buffer is copied). */
+log_reader *log_reader_open_mem(const void *data, size_t len, const char *logname,
+                                log_warn_fn warn, void *warn_ctx, char **errmsg);
+
+const log_header *log_reader_header(const log_reader *r);
+
+/* The next record: 1 when *rec was filled, 0 at end of log (EOF or an End
+ * record), negative errno-style on a read error (message in *errmsg). */
+int log_reader_next(log_reader *r, log_record *rec, char **errmsg);
+
+/* Name of an interned id (valid for the reader's lifetime). */
+const char *log_reader_name(const log_reader *r, uint32_t name_id);
+/* Number of ids interned so far. */
+uint32_t log_reader_nnames(const log_reader *r);
+
+/* Start again from the first record (same header). Only for seekable files
+ * and memory readers; returns -ESPIPE otherwise. */
+int log_reader_rewind(log_reader *r);
+
+/* Counts for reports: records read so far, malformed records skipped. */
+uint64_t log_reader_nrecords(const log_reader *r);
+uint64_t log_reader_nmalformed(const log_reader *r);
+
+void log_reader_free(log_reader *r);   /* NULL ok */
+
+#endif

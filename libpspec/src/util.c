@@ -1,0 +1,134 @@
+/* util.c — allocation wrappers and the growable buffer. */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *oom(void)
+{
+    /* Not printing from a library: abort() leaves a core and a clear signal. */
+    abort();
+}
+
+void *ps_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    return p ? p : oom();
+}
+
+void *ps_calloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    return p ? p : oom();
+}
+
+void *ps_realloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    return q ? q : oom();
+}
+
+char *ps_strdup(const char *s)
+{
+    return ps_strndup(s, strlen(s));
+}
+
+char *ps_strndup(const char *s, size_t n)
+{
+    char *p = ps_malloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *ps_vasprintf(const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        n = 0;
+    char *p = ps_malloc((size_t)n + 1);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    return p;
+}
+
+char *ps_asprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *p = ps_vasprintf(fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+static void buf_reserve(ps_buf *b, size_t extra)
+{
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    b->data = ps_realloc(b->data, cap);
+    b->cap = cap;
+}
+
+void ps_buf_put(ps_buf *b, const char *s, size_t n)
+{
+    buf_reserve(b, n);
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void ps_buf_puts(ps_buf *b, const char *s)
+{
+    ps_buf_put(b, s, strlen(s));
+}
+
+void ps_buf_putc(ps_buf *b, char c)
+{
+    buf_reserve(b, 1);
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
+
+void ps_buf_printf(ps_buf *b, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n > 0) {
+        buf_reserve(b, (size_t)n);
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+        b->len += (size_t)n;
+    }
+    va_end(ap);
+}
+
+void ps_buf_reset(ps_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+void ps_buf_free(ps_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+char *ps_buf_take(ps_buf *b)
+{
+    char *p = b->data ? b->data : ps_strdup("");
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return p;
+}

@@ -1,0 +1,286 @@
+/* value.h — PSpec run-time values (private to libpspec).
+ *
+ * A value (`pv`) is a small tagged struct passed by value. Numbers, booleans,
+ * strings and triples are plain data. Mappings, events and intervals are
+ * reference-counted heap objects.
+ *
+ * Ownership rule (jq style): every pv_* function that takes a `pv` by value
+ * CONSUMES that reference, and every returned `pv` is owned by the caller.
+ * Use pv_copy() to keep a second reference and pv_free() to drop one.
+ * Functions taking `const pv *` only borrow.
+ * Consuming lets a mapping that nobody else holds (refs == 1) be updated in
+ * place, which is what makes histograms built by `{+ x : T : k -> 1}` cheap.
+ *
+ * UNDEFINED is a value of every type (kind PV_UNDEF). Operations propagate it
+ * unless documented otherwise. Run-time errors of the reference (division by
+ * zero, a triple containing 0 as divisor, `div` of non-integers, a negative
+ * triple component, a non-integral mapping key) also yield UNDEFINED.
+ *
+ * Semantics follow appendix A of the CMon report: Figure 8 (triple
+ * arithmetic), Figure 9 (triple relations), Figure 10 (aggregate boundary
+ * cases), A.9.3 (mappings).
+ */
+#ifndef PSPEC_VALUE_H
+#define PSPEC_VALUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+typedef enum pv_kind {
+    PV_UNDEF = 0,   /* UNDEFINED */
+    PV_NUM,         /* number (a double; "longreal") */
+    PV_BOOL,
+    PV_STR,         /* string literal from the spec; not owned (lives as long as the spec) */
+    PV_TRIPLE,      /* [v, p, m]: a measurement v within [v-m, v+p], p,m >= 0 */
+    PV_MAP,         /* mapping from integral numbers to values */
+    PV_EVENT,
+    PV_INTERVAL,
+} pv_kind;
+
+typedef struct pv_map pv_map;
+typedef struct pv_event pv_event;
+typedef struct pv_interval pv_interval;
+
+typedef struct pv_triple {
+    double v, p, m;
+} pv_triple;
+
+typedef struct pv {
+    uint8_t kind;               /* pv_kind */
+    union {
+        double num;             /* PV_NUM */
+        bool b;                 /* PV_BOOL */
+        const char *str;        /* PV_STR (borrowed from the spec's arena) */
+        pv_triple t;            /* PV_TRIPLE */
+        pv_map *map;            /* PV_MAP (refcounted) */
+        pv_event *ev;           /* PV_EVENT (refcounted) */
+        pv_interval *iv;        /* PV_INTERVAL (refcounted) */
+    };
+} pv;
+
+/* ---- events and intervals --------------------------------------------------
+ * Created by the engine; value.c only needs to count references, free them
+ * and print them. `type` points at the engine's type descriptor, whose name
+ * pv_type_name() returns (implemented by the engine). */
+
+/* Undefined attribute values are stored as this NaN. Log values are finite. */
+#define PV_ATTR_UNDEF (__builtin_nan(""))
+static inline bool pv_attr_defined(double a) { return a == a; }
+
+struct pv_event {
+    uint32_t refs;
+    uint32_t nattr;             /* number of attribute slots in attr[] */
+    const void *type;           /* engine event type descriptor */
+    uint64_t pos;               /* position: record ordinal of this (real) event, or of the
+                                   closest preceding real event for fabricated ones (0 = none) */
+    uint32_t sub;               /* 0 for real events; 1, 2, ... for fabricated events after `pos` */
+    bool timed;                 /* has a timestamp */
+    int64_t thread;             /* thread id (0 when unknown / fabricated) */
+    int64_t ts;                 /* timestamp in ticks */
+    double attr[];              /* attribute values, PV_ATTR_UNDEF when missing */
+};
+
+struct pv_interval {
+    uint32_t refs;
+    uint32_t nmetric;           /* number of metric slots */
+    const void *type;           /* engine interval type descriptor */
+    uint64_t uid;               /* unique id, assigned when the interval closes (1, 2, ...) */
+    pv_event *start;            /* owned reference */
+    pv_event *end;              /* owned reference */
+    pv metric[];                /* metric values, owned */
+};
+
+/* Name of an engine type descriptor (event or interval type). */
+const char *pv_type_name(const void *type);
+
+pv_event *pv_event_new(const void *type, uint32_t nattr);     /* refs = 1, attrs undefined */
+pv_interval *pv_interval_new(const void *type, uint32_t nmetric); /* refs = 1, metrics UNDEF */
+void pv_event_release(pv_event *e);        /* NULL ok */
+void pv_interval_release(pv_interval *i);  /* NULL ok */
+
+/* ---- constructors ---------------------------------------------------------- */
+
+static inline pv pv_undef(void) { pv r = {.kind = PV_UNDEF}; return r; }
+static inline pv pv_num(double x) { pv r = {.kind = PV_NUM, .num = x}; return r; }
+static inline pv pv_bool(bool b) { pv r = {.kind = PV_BOOL, .b = b}; return r; }
+static inline pv pv_str(const char *s) { pv r = {.kind = PV_STR, .str = s}; return r; }
+/* A triple; UNDEFINED when p or m is negative or any component is not finite. */
+pv pv_triple_make(double v, double p, double m);
+/* A timestamp of `ts` ticks: [ts, 1, 0]. */
+pv pv_timestamp(int64_t ts);
+pv pv_event_val(pv_event *e);       /* consumes the reference */
+pv pv_interval_val(pv_interval *i); /* consumes the reference */
+
+static inline bool pv_is_undef(pv v) { return v.kind == PV_UNDEF; }
+
+pv pv_copy(pv v);        /* new reference to the same value */
+void pv_free(pv v);      /* drop a reference */
+
+/* ---- mappings ----------------------------------------------------------------
+ * Keys are integral numbers (stored as doubles; -0 is 0). */
+
+pv pv_map_empty(void);
+/* i -> v: UNDEFINED when key is UNDEFINED or not integral. Triples use their
+ * favoured value as key. v may be UNDEFINED (the key then maps to UNDEFINED). */
+pv pv_map_single(pv key, pv v);
+/* m(i): the value i maps to, or UNDEFINED. Consumes m and key. */
+pv pv_map_apply(pv m, pv key);
+/* mapped(m, i). UNDEFINED if m or i is UNDEFINED. */
+pv pv_map_mapped(pv m, pv key);
+/* Set key := v in m (m consumed, returned; copied first if shared). */
+pv pv_map_set(pv m, double key, pv v);
+/* Number of domain values (m borrowed; 0 for non-maps). */
+uint32_t pv_map_count(const pv *m);
+/* Domain values in ascending order: fills a fresh array (caller frees) and
+ * returns its length. The order used by printing and by `in domain(m)`. */
+uint32_t pv_map_keys_sorted(const pv *m, double **keys_out);
+/* Borrowed pointer to the value of key, or NULL. */
+const pv *pv_map_lookup(const pv *m, double key);
+
+/* ---- operators --------------------------------------------------------------
+ * One list, used by the checker (for typing), the evaluator and the printer.
+ *   X(NAME, spelling) */
+#define PV_BINOPS(X)          \
+    X(ADD, "+")               \
+    X(SUB, "-")               \
+    X(MUL, "*")               \
+    X(DIV, "/")               \
+    X(IDIV, "div")            \
+    X(MOD, "mod")             \
+    X(EQ, "=")                \
+    X(NE, "!=")               \
+    X(LT, "<")                \
+    X(LE, "<=")               \
+    X(GT, ">")                \
+    X(GE, ">=")               \
+    X(AND, "&")               \
+    X(OR, "|")                \
+    X(IMPLIES, "=>")          \
+    X(MIN, "min")             \
+    X(MAX, "max")             \
+    X(POWER, "power")         \
+    X(LOG, "log")
+
+typedef enum pv_binop {
+#define X(name, spelling) PV_OP_##name,
+    PV_BINOPS(X)
+#undef X
+    PV_OP__COUNT
+} pv_binop;
+
+extern const char *const pv_binop_spelling[PV_OP__COUNT];
+
+/* Apply a binary operator (both arguments consumed).
+ *  - numbers: as in Modula-3 (div/mod need integral arguments: floor division,
+ *    mod result has the sign of the divisor); log(a,b) = log base a of b;
+ *    power(a,b) = a^b.
+ *  - number with triple: the number becomes [n,0,0] (Figure 8), except log and
+ *    power, which use the number as the base/exponent b of Figure 8.
+ *  - relations on numbers/triples per Figure 9; = and != also on booleans.
+ *  - & | => on booleans.
+ *  - + * & | min max on two mappings: union of domains, op applied to the values
+ *    of keys in both (recursively for nested mappings), others kept as they are.
+ *  - any UNDEFINED argument gives UNDEFINED.
+ * Ill-typed combinations (which the checker rejects) give UNDEFINED. */
+pv pv_binary(pv_binop op, pv a, pv b);
+
+pv pv_neg(pv a);        /* unary minus: numbers and triples (-t = [-v, m, p]) */
+pv pv_not(pv a);        /* ! on booleans */
+pv pv_abs(pv a);        /* numbers and triples (Figure 8) */
+pv pv_trunc(pv a);      /* toward zero; numbers and triples (Figure 8) */
+/* elapsed(e, s) on two triples (A.9.11): [e.v-s.v, e.p+s.m, min(e.v-s.v, e.m+s.p)] */
+pv pv_elapsed(pv e, pv s);
+/* The three components of a triple as numbers ('v', 'p' or 'm'). */
+pv pv_triple_part(pv t, char which);
+/* Numbers become [n,0,0]; triples are returned as they are. */
+pv pv_to_triple(pv a);
+/* `truthy` helper: true iff v is the boolean true. */
+static inline bool pv_is_true(pv v) { return v.kind == PV_BOOL && v.b; }
+
+/* ---- aggregate accumulators ---------------------------------------------------
+ * Incremental evaluation of {op x : ... : expr}. One accumulator per aggregate
+ * instance; feed it each element's value in sequence order, read the result
+ * at the end. Memory is O(1) for scalars and O(domain) for mappings. */
+
+#define PV_AGGOPS(X)        \
+    X(SUM, "+")             \
+    X(PROD, "*")            \
+    X(ALL, "&")             \
+    X(ANY, "|")             \
+    X(MIN, "min")           \
+    X(MAX, "max")           \
+    X(MEAN, "mean")         \
+    X(STDEV, "stdev")       \
+    X(VAR, "var")           \
+    X(THE, "the")           \
+    X(LAST, "last")         \
+    X(FIRST, "first")       \
+    X(COUNT, "count")
+
+typedef enum pv_aggop {
+#define X(name, spelling) PV_AGG_##name,
+    PV_AGGOPS(X)
+#undef X
+    PV_AGG__COUNT
+} pv_aggop;
+
+extern const char *const pv_aggop_spelling[PV_AGG__COUNT];
+
+typedef struct pv_acc pv_acc;
+
+/* A new accumulator for `op`. `map_depth` is how many mapping levels the
+ * element type has (0 for numbers/triples/booleans, 1 for map[num], 2 for
+ * map[map[num]] ...): it decides the empty result, e.g. {+ ...} over no
+ * elements is 0 at depth 0 and the empty mapping at depth >= 1. */
+pv_acc *pv_acc_new(pv_aggop op, int map_depth);
+void pv_acc_free(pv_acc *a);                /* NULL ok */
+void pv_acc_reset(pv_acc *a);               /* back to the empty sequence */
+/* Add the next element's value (consumed). For COUNT the value is ignored. */
+void pv_acc_add(pv_acc *a, pv v);
+/* Mark the whole aggregate UNDEFINED (a where-clause evaluated to UNDEFINED). */
+void pv_acc_poison(pv_acc *a);
+/* Number of elements added so far. */
+uint64_t pv_acc_count(const pv_acc *a);
+/* The aggregate's value for the elements added so far (accumulator unchanged):
+ *  - Figure 10 boundary cases: empty + is 0, * is 1, & true, | false, count 0;
+ *    empty min/max/mean/the/last/first and stdev/var of fewer than two
+ *    elements are UNDEFINED (the reference's "error").
+ *  - + * & | min max: left-to-right reduction with pv_binary semantics.
+ *  - mean/stdev/var: over numbers, or the favoured values of triples; result is
+ *    a number; var is the unbiased (n-1) estimate, stdev its square root.
+ *  - the: the single element, UNDEFINED if there are two or more.
+ *  - first/last: the first/last element (which may itself be UNDEFINED).
+ *  - an UNDEFINED element makes + * & | min max mean stdev var UNDEFINED.
+ *  - mapping elements: the result maps every key in the union of the domains
+ *    to the aggregate (same op, recursively) of the values at that key, in
+ *    sequence order. */
+pv pv_acc_result(const pv_acc *a);
+
+/* ---- printing -----------------------------------------------------------------
+ * Text notation of the reference (DESIGN.md §5):
+ *  - numbers: integral values with magnitude < 1e9 print as integers ("1024",
+ *    "-3"); others with up to 10 significant digits, trailing zeros dropped,
+ *    in exponent form when the decimal exponent is < -4 or >= 9, written
+ *    like "3.641230271e9" / "1.5e-7" (no '+', no leading zeros);
+ *    "191.4820313", "0.04".
+ *  - triples "[606.2,0.04,0.04]" (no spaces), booleans "true"/"false",
+ *    UNDEFINED "UNDEFINED", strings: raw at top level, quoted with escapes
+ *    inside a mapping;
+ *  - mappings "(k -> v, k -> v)" in ascending key order, "()" when empty;
+ *  - events "<Type pos.sub>", intervals "<Type #uid>".
+ * JSON (DESIGN.md §5, --json): numbers as JSON numbers (integral values exactly,
+ * others with %.17g), triples [v,p,m], mappings as objects keyed by the
+ * printed key ("4096"), UNDEFINED null, strings escaped, events
+ * {"type":..,"pos":"12.0","ts":..}, intervals {"type":..,"uid":..}. */
+void pv_format(ps_buf *out, const pv *v);
+void pv_format_json(ps_buf *out, const pv *v);
+void pv_format_number(ps_buf *out, double x);     /* the text notation of a number */
+void pv_json_string(ps_buf *out, const char *s);  /* a JSON string literal */
+
+/* Structural equality of two values, for tests and for multi-element mapping
+ * constructors (not the language's "=", which is Figure 9's overlap test). */
+bool pv_identical(const pv *a, const pv *b);
+
+#endif

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Run the ctest suite of a build tree and end with one summary line.
+#   scripts/run-tests.sh BUILD_DIR [ctest args...]
+set -u
+dir=$1; shift
+jobs=$(nproc 2>/dev/null || echo 2)
+log=$(mktemp)
+ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$log"
+status=$?
+summary=$(grep -E 'tests passed|tests failed' "$log" | tail -n 1)
+rm -f "$log"
+[ -n "$summary" ] || summary="no tests ran"
+echo "check ($dir): $summary"
+# ctest's status is the pipeline's first element; recompute from the summary.
+case "$summary" in
+    "100% tests passed"*) exit 0 ;;
+    *) exit 1 ;;
+esac
