@@ -62,8 +62,8 @@ typedef struct pv {
 
 /* ---- events and intervals --------------------------------------------------
  * Created by the engine; value.c only needs to count references, free them
- * and print them. `type` points at the engine's type descriptor, whose name
- * pv_type_name() returns (implemented by the engine). */
+ * and print them. `type` points at the engine's type descriptor, which is
+ * any struct whose FIRST member is `const char *name` (pv_type_name reads it). */
 
 /* Undefined attribute values are stored as this NaN. Log values are finite. */
 #define PV_ATTR_UNDEF (__builtin_nan(""))
@@ -93,7 +93,10 @@ struct pv_interval {
 };
 
 /* Name of an engine type descriptor (event or interval type). */
-const char *pv_type_name(const void *type);
+static inline const char *pv_type_name(const void *type)
+{
+    return type ? *(const char *const *)type : "?";
+}
 
 pv_event *pv_event_new(const void *type, uint32_t nattr);     /* refs = 1, attrs undefined */
 pv_interval *pv_interval_new(const void *type, uint32_t nmetric); /* refs = 1, metrics UNDEF */
