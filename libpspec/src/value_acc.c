@@ -1,0 +1,262 @@
+/* value_acc.c — incremental aggregate accumulators (A.9.13, Figure 10).
+ * Uses only the interface in value.h.
+ *
+ * Three modes, chosen by the operator and the element type's mapping depth:
+ *  - reduction (+ * & | min max): one running value folded with pv_binary,
+ *    which already combines mappings key by key; an unshared running mapping
+ *    is updated in place, so a histogram costs O(1) per element;
+ *  - scalar (mean stdev var the first last at depth 0): O(1) state, Welford's
+ *    running mean and sum of squared deviations for var/stdev;
+ *  - per key (mean stdev var the first last at depth >= 1): one child
+ *    accumulator of depth - 1 for every key seen, fed in sequence order.
+ * count only counts.
+ */
+#include "value.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const pv_aggop_spelling[PV_AGG__COUNT] = {
+#define X(name, spelling) [PV_AGG_##name] = spelling,
+    PV_AGGOPS(X)
+#undef X
+};
+
+struct pv_acc {
+    uint8_t op;             /* pv_aggop */
+    int depth;              /* mapping levels of the elements */
+    bool poisoned;          /* result is UNDEFINED whatever comes next */
+    bool first_undef;       /* per key: the first element was UNDEFINED (first) */
+    bool last_undef;        /* per key: the latest element was UNDEFINED (last) */
+    uint64_t n;             /* elements added */
+    pv val;                 /* reduction: running value; scalar the/first/last: the element */
+    double sum;             /* scalar mean: running sum (mean = sum / n) */
+    double wmean, m2;       /* scalar var/stdev: Welford's running mean and squared deviations */
+    pv kidx;                /* per key: mapping key -> number of its child (a PV_MAP) */
+    double *kkeys;          /* per key: key of each child */
+    pv_acc **kids;          /* per key: child accumulators, depth - 1 */
+    uint32_t nkids, capkids;
+};
+
+/* The pv_binary operator a reduction folds with. */
+static const pv_binop reduce_op[PV_AGG__COUNT] = {
+    [PV_AGG_SUM] = PV_OP_ADD, [PV_AGG_PROD] = PV_OP_MUL, [PV_AGG_ALL] = PV_OP_AND,
+    [PV_AGG_ANY] = PV_OP_OR,  [PV_AGG_MIN] = PV_OP_MIN,  [PV_AGG_MAX] = PV_OP_MAX,
+};
+
+_Static_assert(PV_AGG_SUM == 0 && PV_AGG_MAX == 5, "reductions come first in PV_AGGOPS");
+
+static inline bool is_reduction(const pv_acc *a)
+{
+    return a->op <= PV_AGG_MAX;
+}
+
+static inline bool is_per_key(const pv_acc *a)
+{
+    return a->depth >= 1 && !is_reduction(a) && a->op != PV_AGG_COUNT;
+}
+
+pv_acc *pv_acc_new(pv_aggop op, int map_depth)
+{
+    pv_acc *a = ps_calloc(1, sizeof(*a));
+    a->op = (uint8_t)op;
+    a->depth = map_depth < 0 ? 0 : map_depth;
+    return a;
+}
+
+/* Drop every element-dependent state (memory included). */
+static void acc_clear(pv_acc *a)
+{
+    pv_free(a->val);
+    pv_free(a->kidx);
+    for (uint32_t i = 0; i < a->nkids; i++)
+        pv_acc_free(a->kids[i]);
+    free(a->kids);
+    free(a->kkeys);
+    uint8_t op = a->op;
+    int depth = a->depth;
+    memset(a, 0, sizeof(*a));
+    a->op = op;
+    a->depth = depth;
+}
+
+void pv_acc_free(pv_acc *a)
+{
+    if (!a)
+        return;
+    acc_clear(a);
+    free(a);
+}
+
+void pv_acc_reset(pv_acc *a)
+{
+    acc_clear(a);
+}
+
+void pv_acc_poison(pv_acc *a)
+{
+    uint64_t n = a->n;
+    acc_clear(a);
+    a->n = n;
+    a->poisoned = true;
+}
+
+uint64_t pv_acc_count(const pv_acc *a)
+{
+    return a->n;
+}
+
+/* The child accumulator for key, created on first sight. */
+static pv_acc *acc_kid(pv_acc *a, double key)
+{
+    if (a->kidx.kind != PV_MAP)
+        a->kidx = pv_map_empty();
+    const pv *slot = pv_map_lookup(&a->kidx, key);
+    if (slot)
+        return a->kids[(uint32_t)slot->num];
+    if (a->nkids == a->capkids) {
+        a->capkids = a->capkids ? 2 * a->capkids : 4;
+        a->kids = ps_realloc(a->kids, a->capkids * sizeof(*a->kids));
+        a->kkeys = ps_realloc(a->kkeys, a->capkids * sizeof(*a->kkeys));
+    }
+    uint32_t i = a->nkids++;
+    a->kids[i] = pv_acc_new((pv_aggop)a->op, a->depth - 1);
+    a->kkeys[i] = key;
+    a->kidx = pv_map_set(a->kidx, key, pv_num(i));
+    return a->kids[i];
+}
+
+static void add_per_key(pv_acc *a, pv v)
+{
+    if (v.kind != PV_MAP) {
+        if (v.kind != PV_UNDEF)
+            a->poisoned = true;         /* ill-typed element */
+        else if (a->op == PV_AGG_FIRST)
+            a->first_undef |= a->n == 1;
+        else if (a->op == PV_AGG_LAST)
+            a->last_undef = true;
+        else
+            a->poisoned = true;
+        pv_free(v);
+        return;
+    }
+    a->last_undef = false;
+    double *keys;
+    uint32_t n = pv_map_keys_sorted(&v, &keys);
+    for (uint32_t i = 0; i < n; i++)
+        pv_acc_add(acc_kid(a, keys[i]), pv_copy(*pv_map_lookup(&v, keys[i])));
+    free(keys);
+    pv_free(v);
+}
+
+/* mean/var/stdev over numbers or the favoured values of triples. */
+static void add_stat(pv_acc *a, pv v)
+{
+    double x;
+    if (v.kind == PV_NUM) {
+        x = v.num;
+    } else if (v.kind == PV_TRIPLE) {
+        x = v.t.v;
+    } else {
+        pv_free(v);
+        a->poisoned = true;
+        return;
+    }
+    a->sum += x;
+    double delta = x - a->wmean;
+    a->wmean += delta / (double)a->n;
+    a->m2 += delta * (x - a->wmean);
+}
+
+void pv_acc_add(pv_acc *a, pv v)
+{
+    a->n++;
+    if (a->poisoned) {
+        pv_free(v);
+        return;
+    }
+    if (is_reduction(a)) {
+        if (a->n == 1) {
+            a->val = v;
+        } else if (a->val.kind == PV_UNDEF) {
+            pv_free(v);                 /* UNDEFINED absorbs everything */
+        } else {
+            a->val = pv_binary(reduce_op[a->op], a->val, v);
+        }
+        return;
+    }
+    if (a->op == PV_AGG_COUNT) {
+        pv_free(v);
+        return;
+    }
+    if (is_per_key(a)) {
+        add_per_key(a, v);
+        return;
+    }
+    switch (a->op) {
+    case PV_AGG_MEAN:
+    case PV_AGG_VAR:
+    case PV_AGG_STDEV: add_stat(a, v); break;
+    case PV_AGG_THE:
+    case PV_AGG_FIRST:
+        if (a->n == 1)
+            a->val = v;
+        else
+            pv_free(v);
+        break;
+    case PV_AGG_LAST:
+        pv_free(a->val);
+        a->val = v;
+        break;
+    default: pv_free(v); break;
+    }
+}
+
+/* A finite statistic as a number; an overflowed one is UNDEFINED. */
+static inline pv finite_num(double x)
+{
+    return isfinite(x) ? pv_num(x) : pv_undef();
+}
+
+static pv result_per_key(const pv_acc *a)
+{
+    if ((a->op == PV_AGG_FIRST && a->first_undef) || (a->op == PV_AGG_LAST && a->last_undef))
+        return pv_undef();
+    pv m = pv_map_empty();
+    for (uint32_t i = 0; i < a->nkids; i++)
+        m = pv_map_set(m, a->kkeys[i], pv_acc_result(a->kids[i]));
+    return m;
+}
+
+pv pv_acc_result(const pv_acc *a)
+{
+    if (a->poisoned)
+        return pv_undef();
+    if (a->op == PV_AGG_COUNT)
+        return pv_num((double)a->n);
+    if (a->n == 0) {
+        /* Figure 10; over mappings the identity is the empty mapping. */
+        switch (a->op) {
+        case PV_AGG_SUM: return a->depth ? pv_map_empty() : pv_num(0);
+        case PV_AGG_PROD: return a->depth ? pv_map_empty() : pv_num(1);
+        case PV_AGG_ALL: return a->depth ? pv_map_empty() : pv_bool(true);
+        case PV_AGG_ANY: return a->depth ? pv_map_empty() : pv_bool(false);
+        default: return pv_undef();
+        }
+    }
+    if (is_reduction(a))
+        return pv_copy(a->val);
+    if (is_per_key(a))
+        return result_per_key(a);
+    switch (a->op) {
+    case PV_AGG_MEAN: return finite_num(a->sum / (double)a->n);
+    case PV_AGG_VAR: return a->n < 2 ? pv_undef() : finite_num(a->m2 / (double)(a->n - 1));
+    case PV_AGG_STDEV:
+        return a->n < 2 ? pv_undef() : finite_num(sqrt(a->m2 / (double)(a->n - 1)));
+    case PV_AGG_THE: return a->n == 1 ? pv_copy(a->val) : pv_undef();
+    case PV_AGG_FIRST:
+    case PV_AGG_LAST: return pv_copy(a->val);
+    default: return pv_undef();
+    }
+}
