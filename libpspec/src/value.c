@@ -269,7 +269,7 @@ static pv num_mod(double a, double b)
 }
 
 /* The operator table for two numbers: the evaluator's hot path. */
-static pv num_binary(pv_binop op, double a, double b)
+static inline pv num_binary(pv_binop op, double a, double b)
 {
     switch (op) {
     case PV_OP_ADD: return num_result(a + b);
@@ -391,7 +391,7 @@ static void index_put(pv_map *m, uint32_t entry)
 static void index_rebuild(pv_map *m)
 {
     uint32_t n = 16;
-    while (n < 2 * m->cap)
+    while (n < 2 * (uint64_t)m->cap)
         n *= 2;
     free(m->slot);
     m->slot = ps_calloc(n, sizeof(uint32_t));
@@ -608,11 +608,10 @@ static pv map_binary(pv_binop op, pv a, pv b)
 
 /* ---- operators --------------------------------------------------------------------- */
 
-pv pv_binary(pv_binop op, pv a, pv b)
+/* pv_binary for everything but two numbers; kept out of line so the number
+ * path does not pay for its stack frame. */
+static __attribute__((noinline)) pv binary_general(pv_binop op, pv a, pv b)
 {
-    if (PS_LIKELY(a.kind == PV_NUM && b.kind == PV_NUM))
-        return num_binary(op, a.num, b.num);
-
     pv r = pv_undef();
     pv_triple t, u;
     if (a.kind == PV_UNDEF || b.kind == PV_UNDEF) {
@@ -645,6 +644,13 @@ pv pv_binary(pv_binop op, pv a, pv b)
     pv_free(a);
     pv_free(b);
     return r;
+}
+
+pv pv_binary(pv_binop op, pv a, pv b)
+{
+    if (PS_LIKELY(a.kind == PV_NUM && b.kind == PV_NUM))
+        return num_binary(op, a.num, b.num);
+    return binary_general(op, a, b);
 }
 
 pv pv_neg(pv a)
