@@ -112,9 +112,12 @@ static inline bool as_triple(pv a, pv_triple *t)
 
 /* A triple whose range is the smallest containing f's values lo, fv, hi, with
  * favoured value fv (the endpoint rule behind every Figure 8 definition; it
- * includes fv itself so p and m can never come out negative). */
+ * includes fv itself so p and m can never come out negative). A NaN endpoint
+ * (inf * 0 after an overflow) gives UNDEFINED: fmin/fmax would drop it. */
 static pv triple_span(double fv, double lo, double hi)
 {
+    if (isnan(lo) || isnan(hi))
+        return pv_undef();
     double top = fmax(fv, fmax(lo, hi));
     double bot = fmin(fv, fmin(lo, hi));
     return pv_triple_make(fv, top - fv, fv - bot);

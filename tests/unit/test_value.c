@@ -203,6 +203,8 @@ static const struct binop_case binop_cases[] = {
     {"triple mul positive", PV_OP_MUL, "[2,1,1]", "[3,1,1]", "[6,6,4]"},
     {"triple mul straddling zero", PV_OP_MUL, "[2,1,3]", "[-3,1,1]", "[-6,10,6]"},
     {"triple mul both negative", PV_OP_MUL, "[-2,1,1]", "[-3,1,1]", "[6,6,4]"},
+    {"triple mul overflow", PV_OP_MUL, "[1e308,1e308,0]", "[0,1,0]", "UNDEFINED"},
+    {"triple add overflow", PV_OP_ADD, "[1e308,0,0]", "[1e308,0,0]", "UNDEFINED"},
     {"triple mul zero width", PV_OP_MUL, "[2,0,0]", "[3,0,0]", "[6,0,0]"},
     {"num times triple", PV_OP_MUL, "2", "[3,1,1]", "[6,2,2]"},
     {"negative num times triple", PV_OP_MUL, "-2", "[3,1,1]", "[-6,2,2]"},
