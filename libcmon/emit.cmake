@@ -1,0 +1,43 @@
+# libcmon, instrumentation part: the library monitored programs link
+# (public header cmon/emit.h, pkg-config module `cmon`). It hand-encodes the
+# cmon-bin 1 wire format, so it needs nothing but libc at run time.
+#   cmon         shared library libcmon.so (what tests and examples link)
+#   cmon_static  the same code as libcmon.a, for programs linked statically
+set(CMON_EMIT_SRC
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/emit.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/emit_sink.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/emit_wire.c)
+
+find_package(Threads REQUIRED)
+foreach(kind SHARED STATIC)
+  if(kind STREQUAL SHARED)
+    set(tgt cmon)
+  else()
+    set(tgt cmon_static)
+  endif()
+  add_library(${tgt} ${kind} ${CMON_EMIT_SRC})
+  target_include_directories(${tgt} PUBLIC
+    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  # Only the cmon_* API (CMON_API in the header) is exported.
+  target_compile_options(${tgt} PRIVATE -fvisibility=hidden)
+  set_target_properties(${tgt} PROPERTIES
+    OUTPUT_NAME cmon
+    POSITION_INDEPENDENT_CODE ON)
+  target_link_libraries(${tgt} PUBLIC Threads::Threads)
+endforeach()
+# Never unloaded: its atexit, fork and thread-exit handlers must stay mapped.
+target_link_options(cmon PRIVATE -Wl,-z,nodelete)
+set_target_properties(cmon PROPERTIES
+  VERSION ${PROJECT_VERSION}
+  SOVERSION ${PROJECT_VERSION_MAJOR})
+
+configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmon.pc.in
+               ${CMAKE_CURRENT_BINARY_DIR}/cmon.pc @ONLY)
+install(TARGETS cmon cmon_static
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/cmon/emit.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cmon)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cmon.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

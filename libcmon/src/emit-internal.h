@@ -1,0 +1,136 @@
+/* emit-internal.h — private interfaces of the instrumentation library.
+ *
+ * emit.c       the API: state, per-thread buffers, flushing, exit and fork
+ * emit_wire.c  protobuf wire encoding of Header, TypeDef and Gap records,
+ *              and name validation (the Event encoder is inline below,
+ *              because it is the hot path)
+ * emit_sink.c  the log descriptor: opening it from the environment and
+ *              writing whole batches without ever blocking
+ */
+#ifndef CMON_EMIT_INTERNAL_H
+#define CMON_EMIT_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cmon/emit.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the Event encoder copies doubles as little-endian fixed64"
+#endif
+
+#define EMIT_HIDDEN __attribute__((visibility("hidden")))
+
+/* Largest single write: a pipe write of at most PIPE_BUF bytes is atomic. */
+#define EMIT_WRITE_MAX PIPE_BUF
+/* Room kept in front of every batch for one Gap frame (at most 14 bytes). */
+#define EMIT_HEADROOM 16
+/* Bytes of Event frames one batch may hold. */
+#define EMIT_BATCH_MAX (EMIT_WRITE_MAX - EMIT_HEADROOM)
+/* Upper bound of one encoded Event frame with N values (+16 bytes of slack
+ * for the fixed-size copy of the pre-encoded thread field). */
+#define EMIT_EVENT_MAX(n) (52 + 8 * (size_t)(n))
+/* A thread's batch is written once its oldest event is this old (ns). */
+#define EMIT_FLUSH_NS 10000000ull
+
+/* ---- protobuf wire format ------------------------------------------- */
+
+/* Field tags (field number << 3 | wire type) used by the encoders. */
+enum {
+	PB_VARINT = 0,   /* wire type of int/uint/bool fields */
+	PB_FIXED64 = 1,  /* wire type of double fields */
+	PB_LEN = 2,      /* wire type of strings, sub-messages, packed arrays */
+};
+#define PB_TAG(field, type) ((uint8_t)(((field) << 3) | (type)))
+
+/* Bytes a base-128 varint of V takes (1..10). */
+static inline unsigned emit_varint_size(uint64_t v)
+{
+	unsigned log2 = 63u - (unsigned)__builtin_clzll(v | 1);
+	return (log2 * 9u + 73u) / 64u;
+}
+
+/* Writes V as a base-128 varint at P; returns the byte after it. */
+static inline uint8_t *emit_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* Size of a Gap frame reporting COUNT dropped events. */
+EMIT_HIDDEN size_t emit_wire_gap_size(uint64_t count);
+/* Writes a Gap frame for COUNT at OUT (room: emit_wire_gap_size bytes). */
+EMIT_HIDDEN void emit_wire_gap(uint8_t *out, uint64_t count);
+
+/* What the Header record says about this log. */
+struct emit_header_info {
+	const char *program;       /* program name (already sanitized) */
+	const char *machine;       /* host name (already sanitized) */
+	int64_t pid;               /* process id of the writer */
+	int64_t start_unix_ns;     /* CLOCK_REALTIME when the log was opened */
+	uint64_t start_ts;         /* CLOCK_MONOTONIC at the same moment */
+};
+
+/* Encodes the Header frame into OUT (CAP bytes); returns its length, or 0 if
+ * it does not fit. */
+EMIT_HIDDEN size_t emit_wire_header(uint8_t *out, size_t cap,
+                                    const struct emit_header_info *h);
+
+/* Encodes the TypeDef frame of type ID into OUT (CAP bytes); returns its
+ * length, or 0 if it does not fit. */
+EMIT_HIDDEN size_t emit_wire_typedef(uint8_t *out, size_t cap, uint32_t id,
+                                     const char *name, size_t nattrs,
+                                     const char *const *attrs);
+
+/* True if S is an identifier [A-Za-z_][A-Za-z0-9_]* or (ALLOW_PROC)
+ * call@IDENT / ret@IDENT, at most CMON_MAX_NAME bytes long. */
+EMIT_HIDDEN bool emit_name_valid(const char *s, bool allow_proc);
+
+/* Copies S into OUT (CAP bytes, NUL-terminated, at most CAP-1 characters),
+ * replacing every byte outside [A-Za-z0-9._+-] by '_' (DESIGN.md §6 names);
+ * an empty result becomes "unknown". */
+EMIT_HIDDEN void emit_sanitize_word(char *out, size_t cap, const char *s);
+
+/* ---- the log descriptor ----------------------------------------------- */
+
+/* How the log descriptor is written. */
+struct emit_sink {
+	int fd;                    /* the log, or -1 */
+	bool owned;                /* we opened it from $CMON_LOG (O_CLOEXEC) */
+	bool is_fifo;              /* pipe or FIFO: writes <= PIPE_BUF are atomic,
+	                              so threads write without a lock; SIGPIPE is
+	                              blocked around each write */
+	bool is_sock;              /* socket: send(MSG_NOSIGNAL) */
+	size_t carry_len;          /* unwritten tail of a short write (not a FIFO);
+	                              completed before anything else is written */
+	uint8_t carry[EMIT_WRITE_MAX]; /* that tail */
+};
+
+/* emit_sink_open's answer when no log is configured. */
+#define EMIT_SINK_NONE 1
+
+/* Opens the log named by $CMON_LOG_FD, or else $CMON_LOG, into *S. Returns 0,
+ * EMIT_SINK_NONE when neither is set, or a negative errno code when the
+ * configured log cannot be used. */
+EMIT_HIDDEN int emit_sink_open(struct emit_sink *s);
+
+/* Writes LEN (<= EMIT_WRITE_MAX) bytes of whole records without blocking.
+ * Returns 0 when the bytes were accepted (for a non-FIFO possibly partly
+ * kept in the carry), -EAGAIN when they were not written at all (the log is
+ * full or briefly failing: drop them), -EPIPE when the log is gone for good.
+ * For a non-FIFO the caller serializes calls (holds the library's lock). */
+EMIT_HIDDEN int emit_sink_write(struct emit_sink *s, const void *buf,
+                                size_t len);
+
+/* Tries to finish a pending carry; returns 0 when none is left, -EAGAIN or
+ * -EPIPE otherwise. Same locking rule as emit_sink_write. */
+EMIT_HIDDEN int emit_sink_drain_carry(struct emit_sink *s);
+
+#endif /* CMON_EMIT_INTERNAL_H */

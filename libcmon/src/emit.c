@@ -1,0 +1,739 @@
+/* emit.c — the instrumentation API (cmon/emit.h): library state, per-thread
+ * batches, flushing at the right moments, process exit and fork.
+ *
+ * Life of an event: cmon_emit() reads CLOCK_MONOTONIC and appends an Event
+ * frame to the calling thread's batch (no lock, no syscall besides the vDSO
+ * clock). The batch is written in one write() of at most PIPE_BUF bytes when
+ * it is full, when its oldest event is EMIT_FLUSH_NS old, on cmon_flush(), at
+ * thread exit (pthread key destructor) and at exit() (atexit handler).
+ *
+ * Ordering rules, and how they hold:
+ *   - Header first, TypeDef before its first Event: the Header and TypeDefs
+ *     are "meta" records 0..ntypes. A batch is written only once every meta
+ *     record declared so far has been written (meta_written == ntypes + 1);
+ *     otherwise the writer first sends the missing ones (under meta_lock). If
+ *     that fails the batch is dropped, the TypeDefs stay pending for the next
+ *     try: a TypeDef is never lost.
+ *   - Loss is counted: a dropped batch adds its events to gap_pending; the
+ *     next batch that gets through carries a Gap frame with that count in
+ *     front (in the batch's headroom: the same single write).
+ *   - Pipes and FIFOs: threads write their batches without a lock; the
+ *     kernel keeps writes of <= PIPE_BUF bytes whole. Other descriptors
+ *     (sockets, files, devices) are written under meta_lock, which also
+ *     guards the carry of a short write.
+ *
+ * Exit: the atexit handler flushes its own thread's batch, then sets state
+ * EXITING and flushes the batches of threads still running. Each batch has
+ * a `busy` flag its owner raises around every use; the owner re-reads the
+ * state after raising it, and the exit handler issues membarrier() after
+ * setting the state, so either the owner sees EXITING and backs off, or the
+ * handler sees busy and waits for it to fall (asymmetric Dekker; the owner
+ * pays only plain stores). Without membarrier only the exiting thread's own
+ * batch and those of threads that already ended are written.
+ *
+ * Fork: the prepare handler flushes the forking thread's batch and takes the
+ * locks; the child drops every other thread's batch (they belong to the
+ * parent), resets its counters and keeps writing to the same stream with its
+ * own thread ids. A child cannot declare new type ids (they would clash with
+ * the parent's in the shared stream); it may use every type declared before.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/membarrier.h>
+
+#include "emit-internal.h"
+
+/* Where the library stands; transitions are one-way except in a fork child. */
+enum emit_state {
+	ST_UNINIT = 0,   /* nothing done yet: the first call initialises */
+	ST_OFF,          /* no log configured (or unusable): every call a no-op */
+	ST_ON,           /* writing */
+	ST_EXITING,      /* exit() is running: only the exiting thread writes */
+	ST_DEAD,         /* the reader is gone for good: events are counted lost */
+};
+
+/* One thread's batch of encoded Event frames. */
+struct emit_tbuf {
+	_Atomic int busy;           /* owner is using the batch (see exit) */
+	uint32_t len;               /* bytes of frames after the headroom */
+	uint32_t nevents;           /* events in the batch */
+	uint32_t tid_len;           /* bytes of tid_enc in use */
+	uint64_t oldest_ts;         /* timestamp of the batch's first event */
+	int64_t tid;                /* the owner's kernel thread id */
+	uint8_t tid_enc[16];        /* Event.thread pre-encoded (tag + varint) */
+	struct emit_tbuf *next;     /* registry of live batches */
+	struct emit_tbuf *prev;     /* registry of live batches */
+	uint8_t buf[EMIT_HEADROOM + EMIT_BATCH_MAX]; /* headroom, then frames */
+};
+
+/* A meta record: the Header (index 0) or the TypeDef of type id INDEX. */
+struct emit_meta {
+	uint8_t *frame;             /* the encoded frame */
+	uint32_t len;               /* its length */
+	char *name;                 /* the type name (NULL for the Header) */
+};
+
+/* The library's process-wide state. */
+static struct {
+	_Atomic int state;              /* enum emit_state */
+	_Atomic uint32_t ntypes;        /* type ids 1..ntypes are declared */
+	_Atomic uint32_t meta_written;  /* meta records 0..meta_written-1 sent */
+	_Atomic uint64_t gap_pending;   /* dropped events not yet reported */
+	_Atomic uint64_t st_written;    /* struct cmon_stats, in order */
+	_Atomic uint64_t st_dropped;
+	_Atomic uint64_t st_gap;
+	_Atomic uint64_t st_batches;
+	_Atomic uint64_t st_batches_dropped;
+	pthread_mutex_t init_lock;      /* serializes initialisation */
+	pthread_mutex_t meta_lock;      /* meta array, meta writes, non-FIFO writes */
+	pthread_mutex_t reg_lock;       /* registry list; taken before meta_lock */
+	pthread_key_t key;              /* runs tbuf_destroy at thread exit */
+	struct emit_meta *meta;         /* meta records, ntypes + 1 of them */
+	size_t meta_cap;                /* allocated entries of meta */
+	struct emit_tbuf *threads;      /* registry of live batches */
+	bool forked_child;              /* we are a fork of the log's opener */
+	bool membarrier_ok;             /* private expedited membarrier works */
+	struct emit_sink sink;          /* the log descriptor */
+} g = {
+	.init_lock = PTHREAD_MUTEX_INITIALIZER,
+	.meta_lock = PTHREAD_MUTEX_INITIALIZER,
+	.reg_lock = PTHREAD_MUTEX_INITIALIZER,
+	.sink = { .fd = -1 },
+};
+
+/* The calling thread's batch (initial-exec: no __tls_get_addr call). */
+static __thread struct emit_tbuf *t_tbuf __attribute__((tls_model("initial-exec")));
+/* True in the thread running the exit handler: it may still write. */
+static __thread bool t_exit_thread __attribute__((tls_model("initial-exec")));
+
+static int emit_init(const char *program);
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* The state, initialising on first use. */
+static int state_get(void)
+{
+	int st = atomic_load_explicit(&g.state, memory_order_acquire);
+
+	if (unlikely(st == ST_UNINIT)) {
+		emit_init(NULL);
+		st = atomic_load_explicit(&g.state, memory_order_acquire);
+	}
+	return st;
+}
+
+/* ---- batches --------------------------------------------------------- */
+
+/* Pre-encodes the Event.thread field for TB's owner. */
+static void tbuf_set_tid(struct emit_tbuf *tb)
+{
+	uint8_t *p = tb->tid_enc;
+
+	tb->tid = gettid();
+	*p++ = PB_TAG(2, PB_VARINT);
+	p = emit_put_varint(p, (uint64_t)tb->tid);
+	tb->tid_len = (uint32_t)(p - tb->tid_enc);
+}
+
+/* Appends an Event frame to TB. The caller made room (EMIT_EVENT_MAX). */
+static inline void tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
+                               const double *values, uint64_t ts)
+{
+	uint8_t *p = tb->buf + EMIT_HEADROOM + tb->len;
+	uint8_t *start = p;
+	size_t vbytes = n * sizeof(double);
+	size_t ev = 1 + emit_varint_size(type) + tb->tid_len + 1 +
+	            emit_varint_size(ts) +
+	            (n ? 1 + emit_varint_size(vbytes) + vbytes : 0);
+	size_t rec = 1 + emit_varint_size(ev) + ev;
+
+	p = emit_put_varint(p, rec);
+	*p++ = PB_TAG(3, PB_LEN);               /* Record.event */
+	p = emit_put_varint(p, ev);
+	*p++ = PB_TAG(1, PB_VARINT);            /* Event.type */
+	p = emit_put_varint(p, type);
+	memcpy(p, tb->tid_enc, sizeof tb->tid_enc); /* Event.thread (+slack) */
+	p += tb->tid_len;
+	*p++ = PB_TAG(3, PB_VARINT);            /* Event.ts */
+	p = emit_put_varint(p, ts);
+	if (n) {
+		*p++ = PB_TAG(5, PB_LEN);       /* Event.values, packed */
+		p = emit_put_varint(p, vbytes);
+		for (size_t i = 0; i < n; i++, p += sizeof(double))
+			memcpy(p, &values[i], sizeof(double));
+	}
+	tb->len += (uint32_t)(p - start);
+	if (tb->nevents++ == 0)
+		tb->oldest_ts = ts;
+}
+
+/* True when every meta record declared so far is in the log. */
+static bool meta_ready(void)
+{
+	uint32_t w = atomic_load_explicit(&g.meta_written, memory_order_acquire);
+	return w == atomic_load_explicit(&g.ntypes, memory_order_acquire) + 1;
+}
+
+/* Writes the meta records not yet in the log, in chunks of whole records of
+ * at most PIPE_BUF bytes. Caller holds meta_lock. 0, -EAGAIN or -EPIPE. */
+static int meta_flush_locked(void)
+{
+	static uint8_t chunk[EMIT_WRITE_MAX];
+	uint32_t w = atomic_load_explicit(&g.meta_written, memory_order_relaxed);
+	uint32_t total = atomic_load_explicit(&g.ntypes, memory_order_relaxed) + 1;
+
+	while (w < total) {
+		size_t len = 0;
+		uint32_t k = w;
+		int r;
+
+		while (k < total && len + g.meta[k].len <= sizeof chunk) {
+			memcpy(chunk + len, g.meta[k].frame, g.meta[k].len);
+			len += g.meta[k++].len;
+		}
+		r = emit_sink_write(&g.sink, chunk, len);
+		if (r < 0)
+			return r;
+		w = k;
+		atomic_store_explicit(&g.meta_written, w, memory_order_release);
+	}
+	return 0;
+}
+
+/* Counts the events of a batch that could not be written. */
+static void count_dropped(uint64_t events)
+{
+	if (!events)
+		return;
+	atomic_fetch_add_explicit(&g.gap_pending, events, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g.st_dropped, events, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g.st_batches_dropped, 1, memory_order_relaxed);
+}
+
+/* Writes TB's batch, preceded by missing meta records and a Gap frame for
+ * what was dropped before, or drops it as a whole. Empties TB either way.
+ * Caller is TB's owner with busy raised, or the exit handler. */
+static void tbuf_flush(struct emit_tbuf *tb)
+{
+	bool serial = !g.sink.is_fifo;
+	uint64_t gap = 0;
+	uint8_t *start;
+	size_t len;
+	int r = 0;
+
+	if (atomic_load_explicit(&g.state, memory_order_acquire) == ST_DEAD) {
+		count_dropped(tb->nevents);
+		goto out;
+	}
+	if (serial)
+		pthread_mutex_lock(&g.meta_lock);
+	if (!meta_ready()) {
+		if (!serial)
+			pthread_mutex_lock(&g.meta_lock);
+		r = meta_flush_locked();
+		if (!serial)
+			pthread_mutex_unlock(&g.meta_lock);
+		if (r < 0)
+			goto drop;
+	}
+	gap = atomic_exchange_explicit(&g.gap_pending, 0, memory_order_relaxed);
+	if (tb->nevents == 0 && gap == 0)
+		goto unlock;
+	start = tb->buf + EMIT_HEADROOM;
+	len = tb->len;
+	if (gap) {
+		size_t glen = emit_wire_gap_size(gap);
+		start -= glen;
+		len += glen;
+		emit_wire_gap(start, gap);
+	}
+	r = emit_sink_write(&g.sink, start, len);
+	if (r < 0) {
+		atomic_fetch_add_explicit(&g.gap_pending, gap, memory_order_relaxed);
+		goto drop;
+	}
+	atomic_fetch_add_explicit(&g.st_gap, gap, memory_order_relaxed);
+	if (tb->nevents) {
+		atomic_fetch_add_explicit(&g.st_written, tb->nevents,
+		                          memory_order_relaxed);
+		atomic_fetch_add_explicit(&g.st_batches, 1, memory_order_relaxed);
+	}
+	goto unlock;
+drop:
+	count_dropped(tb->nevents);
+	if (r == -EPIPE)
+		atomic_store_explicit(&g.state, ST_DEAD, memory_order_release);
+unlock:
+	if (serial)
+		pthread_mutex_unlock(&g.meta_lock);
+out:
+	tb->len = 0;
+	tb->nevents = 0;
+}
+
+/* Raises TB's busy flag and says whether the owner may use the batch. */
+static inline bool tbuf_enter(struct emit_tbuf *tb, int *state)
+{
+	atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
+	/* Ordered against the exit handler's state store by its membarrier. */
+	atomic_signal_fence(memory_order_seq_cst);
+	*state = atomic_load_explicit(&g.state, memory_order_acquire);
+	return likely(*state == ST_ON) || (*state == ST_EXITING && t_exit_thread);
+}
+
+/* Lowers TB's busy flag; publishes the batch to the exit handler. */
+static inline void tbuf_leave(struct emit_tbuf *tb)
+{
+	atomic_store_explicit(&tb->busy, 0, memory_order_release);
+}
+
+/* Thread exit: writes what the thread left and frees its batch. */
+static void tbuf_destroy(void *arg)
+{
+	struct emit_tbuf *tb = arg;
+	int st;
+
+	if (tbuf_enter(tb, &st))
+		tbuf_flush(tb);
+	tbuf_leave(tb);
+	pthread_mutex_lock(&g.reg_lock);
+	if (tb->prev)
+		tb->prev->next = tb->next;
+	else
+		g.threads = tb->next;
+	if (tb->next)
+		tb->next->prev = tb->prev;
+	pthread_mutex_unlock(&g.reg_lock);
+	if (t_tbuf == tb)
+		t_tbuf = NULL;
+	free(tb);
+}
+
+/* The calling thread's batch, created on first use; NULL if out of memory. */
+static struct emit_tbuf *tbuf_get(void)
+{
+	struct emit_tbuf *tb = t_tbuf;
+
+	if (likely(tb != NULL))
+		return tb;
+	tb = calloc(1, sizeof *tb);
+	if (!tb)
+		return NULL;
+	tbuf_set_tid(tb);
+	if (pthread_setspecific(g.key, tb) != 0) {
+		free(tb);
+		return NULL;
+	}
+	pthread_mutex_lock(&g.reg_lock);
+	tb->next = g.threads;
+	if (g.threads)
+		g.threads->prev = tb;
+	g.threads = tb;
+	pthread_mutex_unlock(&g.reg_lock);
+	t_tbuf = tb;
+	return tb;
+}
+
+/* ---- exit and fork --------------------------------------------------- */
+
+/* Waits (bounded, ~10 ms) for another thread to leave TB; true if it did. */
+static bool tbuf_wait_idle(struct emit_tbuf *tb)
+{
+	for (int i = 0; i < 10000; i++) {
+		if (!atomic_load_explicit(&tb->busy, memory_order_acquire))
+			return true;
+		if (i > 100)
+			sched_yield();
+	}
+	return false;
+}
+
+/* atexit: writes every batch there is, then lets only this thread write. */
+static void emit_atexit(void)
+{
+	struct emit_tbuf *self;
+	int st;
+
+	if (atomic_load_explicit(&g.state, memory_order_acquire) != ST_ON)
+		return;
+	self = tbuf_get();
+	t_exit_thread = true;
+	atomic_store_explicit(&g.state, ST_EXITING, memory_order_seq_cst);
+	if (self && tbuf_enter(self, &st))
+		tbuf_flush(self);
+	if (g.membarrier_ok &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) {
+		pthread_mutex_lock(&g.reg_lock);
+		for (struct emit_tbuf *tb = g.threads; tb; tb = tb->next)
+			if (tb != self && tbuf_wait_idle(tb))
+				tbuf_flush(tb);
+		pthread_mutex_unlock(&g.reg_lock);
+	}
+	/* A Gap for batches dropped at the very end, if the log takes it. */
+	if (self) {
+		tbuf_flush(self);
+		tbuf_leave(self);
+	}
+}
+
+/* fork, before: write our batch, then hold the locks across the fork. */
+static void emit_prefork(void)
+{
+	struct emit_tbuf *tb = t_tbuf;
+	int st;
+
+	if (tb) {
+		if (tbuf_enter(tb, &st))
+			tbuf_flush(tb);
+		tbuf_leave(tb);
+	}
+	pthread_mutex_lock(&g.reg_lock);
+	pthread_mutex_lock(&g.meta_lock);
+}
+
+/* fork, in the parent: carry on. */
+static void emit_postfork_parent(void)
+{
+	pthread_mutex_unlock(&g.meta_lock);
+	pthread_mutex_unlock(&g.reg_lock);
+}
+
+/* fork, in the child: forget the parent's batches, losses and counters. */
+static void emit_postfork_child(void)
+{
+	struct emit_tbuf *self = t_tbuf;
+	struct emit_tbuf *tb, *next;
+
+	pthread_mutex_unlock(&g.meta_lock);
+	pthread_mutex_unlock(&g.reg_lock);
+	g.forked_child = true;
+	for (tb = g.threads; tb; tb = next) {
+		next = tb->next;
+		if (tb != self)
+			free(tb);
+	}
+	g.threads = self;
+	if (self) {
+		self->next = self->prev = NULL;
+		self->len = self->nevents = 0;
+		atomic_store_explicit(&self->busy, 0, memory_order_relaxed);
+		tbuf_set_tid(self);
+	}
+	atomic_store(&g.gap_pending, 0);
+	atomic_store(&g.st_written, 0);
+	atomic_store(&g.st_dropped, 0);
+	atomic_store(&g.st_gap, 0);
+	atomic_store(&g.st_batches, 0);
+	atomic_store(&g.st_batches_dropped, 0);
+	/* The parent owns a half-written record; writing now would tear it. */
+	if (g.sink.carry_len)
+		atomic_store(&g.state, ST_DEAD);
+	g.sink.carry_len = 0;
+}
+
+/* ---- initialisation -------------------------------------------------- */
+
+/* Nanoseconds of clock CLK. */
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Encodes the Header as meta record 0. */
+static int meta_init(const char *program)
+{
+	struct emit_header_info h;
+	char prog[65], host[65], rawhost[256];
+	uint8_t frame[EMIT_WRITE_MAX];
+	size_t len;
+
+	emit_sanitize_word(prog, sizeof prog,
+	                   program ? program : program_invocation_short_name);
+	if (gethostname(rawhost, sizeof rawhost) < 0)
+		rawhost[0] = '\0';
+	rawhost[sizeof rawhost - 1] = '\0';
+	emit_sanitize_word(host, sizeof host, rawhost);
+	h.program = prog;
+	h.machine = host;
+	h.pid = getpid();
+	h.start_unix_ns = (int64_t)clock_ns(CLOCK_REALTIME);
+	h.start_ts = clock_ns(CLOCK_MONOTONIC);
+	len = emit_wire_header(frame, sizeof frame, &h);
+	g.meta_cap = 16;
+	g.meta = calloc(g.meta_cap, sizeof *g.meta);
+	if (!len || !g.meta)
+		return -ENOMEM;
+	g.meta[0].frame = malloc(len);
+	if (!g.meta[0].frame)
+		return -ENOMEM;
+	memcpy(g.meta[0].frame, frame, len);
+	g.meta[0].len = (uint32_t)len;
+	return 0;
+}
+
+/* Opens the log and sets the state; see cmon_init(). */
+static int emit_init(const char *program)
+{
+	int r;
+
+	pthread_mutex_lock(&g.init_lock);
+	if (atomic_load(&g.state) != ST_UNINIT) {
+		pthread_mutex_unlock(&g.init_lock);
+		return -EALREADY;
+	}
+	r = emit_sink_open(&g.sink);
+	if (r != 0)
+		goto out_off;
+	r = meta_init(program);
+	if (r < 0)
+		goto out_close;
+	r = -pthread_key_create(&g.key, tbuf_destroy);
+	if (r < 0)
+		goto out_close;
+	if (atexit(emit_atexit) != 0 ||
+	    pthread_atfork(emit_prefork, emit_postfork_parent,
+	                   emit_postfork_child) != 0) {
+		/* A half-registered handler only ever sees state OFF. */
+		r = -ENOMEM;
+		goto out_close;
+	}
+	g.membarrier_ok = syscall(SYS_membarrier,
+	                          MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+	                          0, 0) == 0;
+	atomic_store(&g.state, ST_ON);
+	pthread_mutex_unlock(&g.init_lock);
+	/* The Header goes out now, so the reader knows the program is up. */
+	pthread_mutex_lock(&g.meta_lock);
+	if (meta_flush_locked() == -EPIPE)
+		atomic_store(&g.state, ST_DEAD);
+	pthread_mutex_unlock(&g.meta_lock);
+	return 0;
+
+out_close:
+	if (g.sink.owned)
+		close(g.sink.fd);
+	g.sink.fd = -1;
+out_off:
+	atomic_store(&g.state, ST_OFF);
+	pthread_mutex_unlock(&g.init_lock);
+	return r == EMIT_SINK_NONE ? 0 : r;
+}
+
+/* ---- the API --------------------------------------------------------- */
+
+int cmon_init(const char *program)
+{
+	return emit_init(program);
+}
+
+bool cmon_enabled(void)
+{
+	return state_get() == ST_ON;
+}
+
+cmon_type cmon_declare(const char *name, size_t nattrs,
+                       const char *const *attrs)
+{
+	uint8_t frame[EMIT_WRITE_MAX];
+	struct emit_meta *m;
+	uint32_t n;
+	size_t len;
+	int err = 0;
+
+	int st = state_get();
+
+	if (st != ST_ON && !(st == ST_EXITING && t_exit_thread)) {
+		errno = ENODEV;
+		return 0;
+	}
+	if (!emit_name_valid(name, true) || (nattrs && !attrs)) {
+		errno = EINVAL;
+		return 0;
+	}
+	if (nattrs > CMON_MAX_ATTRS) {
+		errno = E2BIG;
+		return 0;
+	}
+	for (size_t i = 0; i < nattrs; i++)
+		if (!emit_name_valid(attrs[i], false)) {
+			errno = EINVAL;
+			return 0;
+		}
+	pthread_mutex_lock(&g.meta_lock);
+	n = atomic_load_explicit(&g.ntypes, memory_order_relaxed);
+	for (uint32_t id = 1; id <= n; id++)
+		if (strcmp(g.meta[id].name, name) == 0) {
+			pthread_mutex_unlock(&g.meta_lock);
+			return id;
+		}
+	if (g.forked_child)
+		err = ENOTSUP;
+	else if (n >= CMON_MAX_TYPES)
+		err = ENOSPC;
+	if (err)
+		goto out_err;
+	if (n + 2 > g.meta_cap) {
+		size_t cap = g.meta_cap * 2;
+		m = realloc(g.meta, cap * sizeof *m);
+		if (!m)
+			goto out_nomem;
+		g.meta = m;
+		g.meta_cap = cap;
+	}
+	len = emit_wire_typedef(frame, sizeof frame, n + 1, name, nattrs, attrs);
+	m = &g.meta[n + 1];
+	m->frame = malloc(len);
+	m->name = strdup(name);
+	if (!len || !m->frame || !m->name) {
+		free(m->frame);
+		free(m->name);
+		m->frame = NULL;
+		m->name = NULL;
+		goto out_nomem;
+	}
+	memcpy(m->frame, frame, len);
+	m->len = (uint32_t)len;
+	atomic_store_explicit(&g.ntypes, n + 1, memory_order_release);
+	pthread_mutex_unlock(&g.meta_lock);
+	return n + 1;
+
+out_nomem:
+	err = ENOMEM;
+out_err:
+	pthread_mutex_unlock(&g.meta_lock);
+	errno = err;
+	return 0;
+}
+
+/* emit, the rare cases: first event of a thread, exiting, log gone. */
+static __attribute__((noinline)) void emit_slow(cmon_type type, size_t n,
+                                                const double *values)
+{
+	struct emit_tbuf *tb = tbuf_get();
+	int st;
+
+	if (!tb) {
+		count_dropped(1);
+		return;
+	}
+	if (tbuf_enter(tb, &st)) {
+		if (tb->len + EMIT_EVENT_MAX(n) > EMIT_BATCH_MAX)
+			tbuf_flush(tb);
+		tbuf_append(tb, type, n, values, clock_ns(CLOCK_MONOTONIC));
+		/* While exiting, nobody will flush later: write through. */
+		if (st != ST_ON || tb->oldest_ts + EMIT_FLUSH_NS <= clock_ns(CLOCK_MONOTONIC))
+			tbuf_flush(tb);
+	} else if (st == ST_DEAD || st == ST_EXITING) {
+		atomic_fetch_add_explicit(&g.st_dropped, 1, memory_order_relaxed);
+	}
+	tbuf_leave(tb);
+}
+
+void cmon_emit(cmon_type type, size_t n, const double *values)
+{
+	struct emit_tbuf *tb;
+	struct timespec now;
+	uint64_t ts;
+	int st;
+
+	/* Also false for type 0 and whenever logging is off (ntypes == 0). */
+	if (unlikely(type - 1u >=
+	             atomic_load_explicit(&g.ntypes, memory_order_relaxed)))
+		return;
+	if (unlikely(n > CMON_MAX_ATTRS))
+		n = CMON_MAX_ATTRS;
+	tb = t_tbuf;
+	if (unlikely(!tb)) {
+		emit_slow(type, n, values);
+		return;
+	}
+	atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	st = atomic_load_explicit(&g.state, memory_order_acquire);
+	if (unlikely(st != ST_ON)) {
+		tbuf_leave(tb);
+		emit_slow(type, n, values);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ts = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	if (unlikely(tb->len + EMIT_EVENT_MAX(n) > EMIT_BATCH_MAX))
+		tbuf_flush(tb);
+	tbuf_append(tb, type, n, values, ts);
+	if (unlikely(ts - tb->oldest_ts >= EMIT_FLUSH_NS))
+		tbuf_flush(tb);
+	tbuf_leave(tb);
+}
+
+cmon_proc cmon_declare_proc(const char *name, size_t nargs,
+                            const char *const *args, const char *result)
+{
+	cmon_proc p = { 0, 0 };
+	const char *ret_attrs[2] = { result ? result : "r", "exact" };
+	char full[CMON_MAX_NAME + 8];
+
+	if (!emit_name_valid(name, false) || strlen(name) + 5 > CMON_MAX_NAME) {
+		errno = EINVAL;
+		return p;
+	}
+	snprintf(full, sizeof full, "call@%s", name);
+	p.call = cmon_declare(full, nargs, args);
+	if (!p.call)
+		return p;
+	snprintf(full, sizeof full, "ret@%s", name);
+	p.ret = cmon_declare(full, 2, ret_attrs);
+	if (!p.ret)
+		p.call = 0;
+	return p;
+}
+
+void cmon_call(cmon_proc p, size_t n, const double *args)
+{
+	cmon_emit(p.call, n, args);
+}
+
+void cmon_ret(cmon_proc p, double result)
+{
+	const double v[2] = { result, 1.0 };   /* exact: the return was seen */
+
+	cmon_emit(p.ret, 2, v);
+}
+
+void cmon_flush(void)
+{
+	struct emit_tbuf *tb;
+	int st = state_get();
+
+	if (st == ST_OFF || (st == ST_EXITING && !t_exit_thread))
+		return;
+	tb = st == ST_DEAD ? t_tbuf : tbuf_get();
+	if (!tb)
+		return;
+	/* When the log is gone, this counts what was left as dropped. */
+	if (tbuf_enter(tb, &st) || st == ST_DEAD)
+		tbuf_flush(tb);
+	tbuf_leave(tb);
+}
+
+int cmon_get_stats(struct cmon_stats *out)
+{
+	if (!out)
+		return -EINVAL;
+	out->events_written = atomic_load(&g.st_written);
+	out->events_dropped = atomic_load(&g.st_dropped);
+	out->gap_reported = atomic_load(&g.st_gap);
+	out->batches_written = atomic_load(&g.st_batches);
+	out->batches_dropped = atomic_load(&g.st_batches_dropped);
+	return 0;
+}
