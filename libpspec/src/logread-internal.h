@@ -1,0 +1,183 @@
+/* logread-internal.h — what the log reader's three files share (private).
+ *
+ * logread.c owns the reader object, the input buffer, name interning and the
+ * public entry points; logread_ascii.c and logread_bin.c each parse one
+ * format. The decoding helpers at the end are exported only so the unit test
+ * and the fuzzers can compare the fast paths with the slow ones.
+ */
+#ifndef PSPEC_LOGREAD_INTERNAL_H
+#define PSPEC_LOGREAD_INTERNAL_H
+
+#include <locale.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "logread.h"
+
+/* Limits: everything a bad log can make the reader allocate is bounded. */
+#define LOG_READ_CHUNK (256u * 1024)          /* bytes asked of each read(2) */
+#define LOG_MAX_LINE (1024u * 1024)           /* longest ascii line */
+#define LOG_MAX_FRAME (16u * 1024 * 1024)     /* longest binary frame */
+#define LOG_MAX_ARENA (64u * 1024 * 1024)     /* protobuf-c memory for one frame */
+#define LOG_MAX_NAME 1024u                    /* longest event type name */
+#define LOG_MAX_NAMES (1u << 20)              /* distinct event type names */
+#define LOG_MAX_TYPES (1u << 20)              /* binary TypeDef ids */
+#define LOG_MAX_HEADER_FIELDS 4096u           /* header entries */
+#define LOG_MAX_NUMBER 256u                   /* longest ascii number token */
+#define LOG_BUF_PAD 16u                       /* readable slack after the data */
+
+/* Small-id TypeDef map size: ids below this use a direct array. */
+#define LOG_SMALL_TYPES 65536u
+
+/* Bump allocator handed to protobuf-c; reset after every frame. */
+typedef struct log_arena {
+    char *block;            /* main block */
+    size_t cap;             /* its size */
+    size_t used;            /* bytes handed out from it */
+    void **extra;           /* overflow allocations since the last reset */
+    size_t nextra, extra_cap;
+    size_t extra_bytes;     /* their total size */
+} log_arena;
+
+/* One slot of the name hash table; id == UINT32_MAX marks an empty slot. */
+typedef struct log_name_slot {
+    uint32_t hash;
+    uint32_t id;
+} log_name_slot;
+
+/* One slot of the large-id TypeDef map; key == 0 marks an empty slot
+ * (keys are stored as id + 1 in 64 bits so every uint32 id fits). */
+typedef struct log_type_slot {
+    uint64_t key;
+    uint32_t name_id;
+} log_type_slot;
+
+struct log_reader {
+    /* where the bytes come from */
+    int fd;                 /* -1 for memory readers */
+    bool own_fd;
+    bool mem;               /* memory reader: buf holds the whole log */
+    bool eof;               /* no more bytes will come */
+    bool ended;             /* end of log reached (EOF handled or End record) */
+    char *logname;          /* display name ("<stdin>" for "-") */
+    log_warn_fn warn;
+    void *warn_ctx;
+
+    /* input buffer: unread bytes are buf[start..end), slack after end */
+    char *buf;
+    size_t cap;             /* allocated bytes minus LOG_BUF_PAD */
+    size_t start, end;
+    uint64_t base;          /* stream offset of buf[0] */
+    size_t scan;            /* ascii: bytes after start known to hold no newline */
+
+    /* rewinding */
+    off_t fd_origin;        /* file offset where the log starts; -1: not seekable */
+    uint64_t data_off;      /* stream offset of the first record */
+    uint64_t data_line;     /* ascii: lines before the first record */
+
+    log_header hdr;
+    size_t hdr_cap;
+
+    /* position state */
+    uint64_t lineno;        /* ascii: lines consumed so far */
+    uint64_t pos;           /* event records seen (malformed included) */
+    uint64_t nrecords;      /* records returned */
+    uint64_t nmalformed;    /* malformed records skipped */
+    int64_t prev_ts;        /* binary: timestamp of the previous Event */
+    bool fastpath;          /* binary: use the hand-written Event decoder */
+
+    /* values of the current record */
+    double *vals;
+    size_t vals_cap;
+
+    /* interned names */
+    char **names;
+    uint32_t *name_len;
+    uint32_t nnames, names_cap;
+    log_name_slot *slots;
+    uint32_t slot_mask;     /* table size - 1 */
+
+    /* binary TypeDef id -> name id + 1 (0: undefined) */
+    uint32_t *tsmall;
+    uint32_t tsmall_cap;
+    log_type_slot *tbig;
+    uint32_t tbig_mask, tbig_count;
+
+    log_arena arena;
+};
+
+/* --- logread.c ---------------------------------------------------------- */
+
+/* Read once more into the buffer so that at least `want` unread bytes fit.
+ * Returns 1 when bytes arrived, 0 at EOF, negative errno on a read error
+ * (message in *errmsg). */
+int logr_fill(log_reader *r, size_t want, char **errmsg);
+/* Store a formatted message in *errmsg (when errmsg is not NULL). */
+void logr_error(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Report a malformed record at `where` and count it. */
+void logr_warn(log_reader *r, uint64_t where, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Quote a token for a message: at most 40 bytes, non-printables escaped. */
+const char *logr_quote(char out[200], const char *s, size_t n);
+/* Append a header entry (copies both strings). */
+int logr_header_add(log_reader *r, const char *key, size_t klen, const char *val, size_t vlen);
+/* Intern the name [s, s+n) (already validated); UINT32_MAX when the table is full. */
+uint32_t logr_intern(log_reader *r, const char *s, size_t n, uint32_t hash);
+/* Hash of [s, s+n); reads up to 7 bytes past the end (the buffer has slack). */
+uint32_t logr_hash(const char *s, size_t n);
+/* The "C" locale, so numbers never depend on setlocale(); may be 0. */
+locale_t log_c_locale(void);
+/* strtod in the "C" locale. */
+double log_strtod(const char *s, char **end);
+/* The shortest decimal text ("%.15g".."%.17g", "C" locale) that reads back as v. */
+void log_fmt_double(char out[40], double v);
+/* Name character classes: bit 1 may start a name, bit 2 may follow. */
+const unsigned char *log_name_class(void);
+/* Make sure vals can hold n values. */
+void logr_vals_reserve(log_reader *r, size_t n);
+
+/* True when [s, s+n) is an event name: [A-Za-z_][A-Za-z0-9_]* or call@NAME / ret@NAME. */
+bool log_name_valid(const char *s, size_t n);
+
+/* --- logread_ascii.c ---------------------------------------------------- */
+
+/* Parse the ascii header (the buffer starts with "#cmon-ascii"). */
+int logascii_open(log_reader *r, char **errmsg);
+int logascii_next(log_reader *r, log_record *rec, char **errmsg);
+/* Parse the number token [s, e) as the reader does (fast path, then
+ * strtod_l); *s..*e must be writable with one byte of slack at e.
+ * Returns 0, -EINVAL for bad syntax, -ERANGE when out of range. */
+int logascii_number(log_reader *r, char *s, char *e, double *out);
+
+/* --- logread_bin.c ------------------------------------------------------ */
+
+/* Read and check the Header frame (the caller saw no ascii magic). Returns 0,
+ * 1 when the input is not a cmon-bin log, negative errno on read errors. */
+int logbin_open(log_reader *r, char **errmsg);
+int logbin_next(log_reader *r, log_record *rec, char **errmsg);
+void logbin_rewind(log_reader *r);
+void logbin_free(log_reader *r);
+/* Use (default) or bypass the hand-written Event decoder. */
+void logbin_set_fastpath(log_reader *r, bool on);
+
+/* An Event as decoded from the wire, before any checks. */
+typedef struct logbin_event {
+    bool has_type, has_thread, has_ts, has_ts_delta;
+    uint32_t type;
+    int64_t thread;
+    uint64_t ts;
+    int64_t ts_delta;
+    size_t nvalues;
+    const unsigned char *values;    /* nvalues little-endian doubles (fast path) */
+} logbin_event;
+
+/* Hand-written decoder for a frame holding exactly one Record{event}: 1 when
+ * it decoded the frame, 0 when it declines (protobuf-c must decide). */
+int logbin_decode_fast(const unsigned char *p, size_t n, logbin_event *ev);
+/* Differential check for tests and fuzzers: 0 when the fast decoder declines
+ * or agrees with protobuf-c on the frame, -1 when they disagree. */
+int logbin_check_fast(const unsigned char *p, size_t n);
+
+#endif

@@ -1,0 +1,477 @@
+/* logread.c — the log reader: opening and format detection, the input
+ * buffer, name interning, and the public entry points of logread.h.
+ *
+ * The two formats live in logread_ascii.c and logread_bin.c; both pull bytes
+ * through logr_fill(), which issues one read(2) at a time so that a record
+ * is handed out as soon as its last byte has arrived.
+ */
+#include "logread-internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static const char ascii_magic[] = "#cmon-ascii";
+#define ASCII_MAGIC_LEN (sizeof ascii_magic - 1)
+
+/* --- errors and warnings ------------------------------------------------ */
+
+void logr_error(char **errmsg, const char *fmt, ...)
+{
+    if (!errmsg)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    free(*errmsg);
+    *errmsg = ps_vasprintf(fmt, ap);
+    va_end(ap);
+}
+
+void logr_warn(log_reader *r, uint64_t where, const char *fmt, ...)
+{
+    r->nmalformed++;
+    if (!r->warn)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    r->warn(r->warn_ctx, r->logname, where, msg);
+}
+
+const char *logr_quote(char out[200], const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, lim = n > 40 ? 40 : n;
+    for (size_t i = 0; i < lim; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
+            out[o++] = (char)c;
+        } else {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    if (lim < n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* --- locale-independent numbers ----------------------------------------- */
+
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void c_locale_init(void)
+{
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+locale_t log_c_locale(void)
+{
+    pthread_once(&c_locale_once, c_locale_init);
+    return c_locale;
+}
+
+double log_strtod(const char *s, char **end)
+{
+    locale_t loc = log_c_locale();
+    return loc ? strtod_l(s, end, loc) : strtod(s, end);
+}
+
+void log_fmt_double(char out[40], double v)
+{
+    locale_t loc = log_c_locale();
+    locale_t old = loc ? uselocale(loc) : (locale_t)0;
+    /* The shortest of %.15g .. %.17g that reads back as the same double. */
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, 40, "%.*g", prec, v);
+        if (prec == 17 || strtod(out, NULL) == v)
+            break;
+    }
+    if (old)
+        uselocale(old);
+}
+
+/* --- the input buffer --------------------------------------------------- */
+
+/* Wait until fd is readable (for descriptors opened O_NONBLOCK). */
+static int wait_readable(int fd)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    for (;;) {
+        int n = poll(&pfd, 1, -1);
+        if (n >= 0)
+            return 0;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+static void buf_resize(log_reader *r, size_t cap)
+{
+    r->buf = ps_realloc(r->buf, cap + LOG_BUF_PAD);
+    if (cap > r->cap)
+        memset(r->buf + r->cap, 0, cap - r->cap + LOG_BUF_PAD);
+    r->cap = cap;
+}
+
+int logr_fill(log_reader *r, size_t want, char **errmsg)
+{
+    if (r->eof)
+        return 0;
+    size_t avail = r->end - r->start;
+    /* Move the unread tail to the front when the free space runs short. */
+    if (r->start > 0 && (r->cap - r->end < LOG_READ_CHUNK / 4 || r->cap - r->start < want)) {
+        memmove(r->buf, r->buf + r->start, avail);
+        r->base += r->start;
+        r->start = 0;
+        r->end = avail;
+        /* Give back memory a huge frame or line made us take. */
+        if (r->cap > 4 * LOG_READ_CHUNK && avail < LOG_READ_CHUNK && want <= LOG_READ_CHUNK)
+            buf_resize(r, LOG_READ_CHUNK);
+    }
+    if (want > r->cap - r->start || r->end == r->cap) {
+        size_t need = r->start + (want > avail + 1 ? want : avail + 1);
+        size_t cap = r->cap * 2;
+        buf_resize(r, cap > need ? cap : need);
+    }
+    for (;;) {
+        ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
+        if (n > 0) {
+            r->end += (size_t)n;
+            return 1;
+        }
+        if (n == 0) {
+            r->eof = true;
+            return 0;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            int rc = wait_readable(r->fd);
+            if (rc == 0)
+                continue;
+            errno = -rc;
+        }
+        int err = errno;
+        logr_error(errmsg, "read error at byte %llu: %s",
+                   (unsigned long long)(r->base + r->end), strerror(err));
+        return -err;
+    }
+}
+
+void logr_vals_reserve(log_reader *r, size_t n)
+{
+    if (n <= r->vals_cap)
+        return;
+    size_t cap = r->vals_cap ? r->vals_cap * 2 : 16;
+    while (cap < n)
+        cap *= 2;
+    r->vals = ps_realloc(r->vals, cap * sizeof *r->vals);
+    r->vals_cap = cap;
+}
+
+/* --- header ------------------------------------------------------------- */
+
+int logr_header_add(log_reader *r, const char *key, size_t klen, const char *val, size_t vlen)
+{
+    if (r->hdr.nfields >= LOG_MAX_HEADER_FIELDS)
+        return -E2BIG;
+    if (r->hdr.nfields == r->hdr_cap) {
+        r->hdr_cap = r->hdr_cap ? r->hdr_cap * 2 : 8;
+        r->hdr.fields = ps_realloc(r->hdr.fields, r->hdr_cap * sizeof *r->hdr.fields);
+    }
+    log_header_field *f = &r->hdr.fields[r->hdr.nfields++];
+    f->key = ps_strndup(key, klen);
+    f->value = ps_strndup(val, vlen);
+    return 0;
+}
+
+/* --- event names -------------------------------------------------------- */
+
+/* Character classes for names: bit 1 may start a name, bit 2 may follow. */
+static const unsigned char name_class[256] = {
+    ['_'] = 3,
+#define R(c) [c] = 3
+    R('A'), R('B'), R('C'), R('D'), R('E'), R('F'), R('G'), R('H'), R('I'), R('J'), R('K'),
+    R('L'), R('M'), R('N'), R('O'), R('P'), R('Q'), R('R'), R('S'), R('T'), R('U'), R('V'),
+    R('W'), R('X'), R('Y'), R('Z'),
+    R('a'), R('b'), R('c'), R('d'), R('e'), R('f'), R('g'), R('h'), R('i'), R('j'), R('k'),
+    R('l'), R('m'), R('n'), R('o'), R('p'), R('q'), R('r'), R('s'), R('t'), R('u'), R('v'),
+    R('w'), R('x'), R('y'), R('z'),
+#undef R
+    ['0'] = 2, ['1'] = 2, ['2'] = 2, ['3'] = 2, ['4'] = 2,
+    ['5'] = 2, ['6'] = 2, ['7'] = 2, ['8'] = 2, ['9'] = 2,
+};
+
+const unsigned char *log_name_class(void)
+{
+    return name_class;
+}
+
+static bool ident_valid(const char *s, size_t n)
+{
+    if (n == 0 || !(name_class[(unsigned char)s[0]] & 1))
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if (!(name_class[(unsigned char)s[i]] & 2))
+            return false;
+    return true;
+}
+
+bool log_name_valid(const char *s, size_t n)
+{
+    const char *at = memchr(s, '@', n);
+    if (!at)
+        return ident_valid(s, n);
+    size_t pre = (size_t)(at - s);
+    if (!((pre == 4 && memcmp(s, "call", 4) == 0) || (pre == 3 && memcmp(s, "ret", 3) == 0)))
+        return false;
+    return ident_valid(at + 1, n - pre - 1);
+}
+
+uint32_t logr_hash(const char *s, size_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 32;
+    return (uint32_t)h;
+}
+
+static void names_rehash(log_reader *r, uint32_t size)
+{
+    free(r->slots);
+    r->slots = ps_malloc(size * sizeof *r->slots);
+    memset(r->slots, 0xff, size * sizeof *r->slots);
+    r->slot_mask = size - 1;
+    for (uint32_t id = 0; id < r->nnames; id++) {
+        uint32_t h = logr_hash(r->names[id], r->name_len[id]);
+        uint32_t i = h & r->slot_mask;
+        while (r->slots[i].id != UINT32_MAX)
+            i = (i + 1) & r->slot_mask;
+        r->slots[i].hash = h;
+        r->slots[i].id = id;
+    }
+}
+
+uint32_t logr_intern(log_reader *r, const char *s, size_t n, uint32_t hash)
+{
+    if (r->slots) {
+        for (uint32_t i = hash & r->slot_mask;; i = (i + 1) & r->slot_mask) {
+            log_name_slot sl = r->slots[i];
+            if (sl.id == UINT32_MAX)
+                break;
+            if (sl.hash == hash && r->name_len[sl.id] == n && memcmp(r->names[sl.id], s, n) == 0)
+                return sl.id;
+        }
+    }
+    if (r->nnames >= LOG_MAX_NAMES)
+        return UINT32_MAX;
+    if (r->nnames == r->names_cap) {
+        r->names_cap = r->names_cap ? r->names_cap * 2 : 16;
+        r->names = ps_realloc(r->names, r->names_cap * sizeof *r->names);
+        r->name_len = ps_realloc(r->name_len, r->names_cap * sizeof *r->name_len);
+    }
+    uint32_t id = r->nnames++;
+    r->names[id] = ps_strndup(s, n);
+    r->name_len[id] = (uint32_t)n;
+    if (!r->slots || 2 * r->nnames > r->slot_mask + 1) {
+        names_rehash(r, r->slots ? 2 * (r->slot_mask + 1) : 64);
+    } else {
+        uint32_t i = hash & r->slot_mask;
+        while (r->slots[i].id != UINT32_MAX)
+            i = (i + 1) & r->slot_mask;
+        r->slots[i].hash = hash;
+        r->slots[i].id = id;
+    }
+    return id;
+}
+
+/* --- opening ------------------------------------------------------------ */
+
+static log_reader *reader_new(const char *logname, log_warn_fn warn, void *warn_ctx)
+{
+    log_reader *r = ps_calloc(1, sizeof *r);
+    r->fd = -1;
+    r->fd_origin = -1;
+    r->logname = ps_strdup(!logname ? "<log>" : strcmp(logname, "-") == 0 ? "<stdin>" : logname);
+    r->warn = warn;
+    r->warn_ctx = warn_ctx;
+    r->hdr.tick_ns = 1;
+    r->fastpath = true;
+    return r;
+}
+
+/* Detect the format from the first bytes and read the header. */
+static int reader_start(log_reader *r, char **errmsg)
+{
+    for (;;) {
+        size_t avail = r->end - r->start;
+        size_t n = avail < ASCII_MAGIC_LEN ? avail : ASCII_MAGIC_LEN;
+        if (memcmp(r->buf + r->start, ascii_magic, n) != 0 || avail >= ASCII_MAGIC_LEN)
+            break;
+        int rc = logr_fill(r, ASCII_MAGIC_LEN, errmsg);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            break;
+    }
+    size_t avail = r->end - r->start;
+    if (avail == 0) {
+        logr_error(errmsg, "unrecognized log format (empty input)");
+        return -EINVAL;
+    }
+    if (avail >= ASCII_MAGIC_LEN && memcmp(r->buf + r->start, ascii_magic, ASCII_MAGIC_LEN) == 0) {
+        r->hdr.format = LOG_FORMAT_ASCII;
+        return logascii_open(r, errmsg);
+    }
+    r->hdr.format = LOG_FORMAT_BIN;
+    int rc = logbin_open(r, errmsg);
+    if (rc == 1) {
+        logr_error(errmsg, "unrecognized log format");
+        return -EINVAL;
+    }
+    return rc;
+}
+
+log_reader *log_reader_open(int fd, bool own_fd, const char *logname,
+                            log_warn_fn warn, void *warn_ctx, char **errmsg)
+{
+    log_reader *r = reader_new(logname, warn, warn_ctx);
+    r->fd = fd;
+    r->own_fd = own_fd;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+        r->fd_origin = lseek(fd, 0, SEEK_CUR);
+    buf_resize(r, LOG_READ_CHUNK);
+    if (reader_start(r, errmsg) < 0) {
+        log_reader_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+log_reader *log_reader_open_mem(const void *data, size_t len, const char *logname,
+                                log_warn_fn warn, void *warn_ctx, char **errmsg)
+{
+    log_reader *r = reader_new(logname, warn, warn_ctx);
+    r->mem = true;
+    r->eof = true;
+    buf_resize(r, len);
+    if (len)
+        memcpy(r->buf, data, len);
+    r->end = len;
+    if (reader_start(r, errmsg) < 0) {
+        log_reader_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* --- the rest of the public API ----------------------------------------- */
+
+const log_header *log_reader_header(const log_reader *r)
+{
+    return &r->hdr;
+}
+
+int log_reader_next(log_reader *r, log_record *rec, char **errmsg)
+{
+    if (r->hdr.format == LOG_FORMAT_ASCII)
+        return logascii_next(r, rec, errmsg);
+    return logbin_next(r, rec, errmsg);
+}
+
+const char *log_reader_name(const log_reader *r, uint32_t name_id)
+{
+    return name_id < r->nnames ? r->names[name_id] : NULL;
+}
+
+uint32_t log_reader_nnames(const log_reader *r)
+{
+    return r->nnames;
+}
+
+int log_reader_rewind(log_reader *r)
+{
+    if (r->mem) {
+        r->start = (size_t)r->data_off;
+    } else {
+        if (r->fd_origin < 0)
+            return -ESPIPE;
+        if (lseek(r->fd, r->fd_origin + (off_t)r->data_off, SEEK_SET) < 0)
+            return -errno;
+        r->start = r->end = 0;
+        r->base = r->data_off;
+        r->eof = false;
+    }
+    r->scan = 0;
+    r->ended = false;
+    r->lineno = r->data_line;
+    r->pos = 0;
+    r->nrecords = 0;
+    r->nmalformed = 0;
+    r->prev_ts = 0;
+    if (r->hdr.format == LOG_FORMAT_BIN)
+        logbin_rewind(r);
+    return 0;
+}
+
+uint64_t log_reader_nrecords(const log_reader *r)
+{
+    return r->nrecords;
+}
+
+uint64_t log_reader_nmalformed(const log_reader *r)
+{
+    return r->nmalformed;
+}
+
+void log_reader_free(log_reader *r)
+{
+    if (!r)
+        return;
+    if (r->own_fd && r->fd >= 0)
+        close(r->fd);
+    for (size_t i = 0; i < r->hdr.nfields; i++) {
+        free(r->hdr.fields[i].key);
+        free(r->hdr.fields[i].value);
+    }
+    free(r->hdr.fields);
+    for (uint32_t i = 0; i < r->nnames; i++)
+        free(r->names[i]);
+    free(r->names);
+    free(r->name_len);
+    free(r->slots);
+    free(r->vals);
+    free(r->buf);
+    free(r->logname);
+    logbin_free(r);
+    free(r);
+}

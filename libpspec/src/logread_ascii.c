@@ -1,0 +1,506 @@
+/* logread_ascii.c — the cmon-ascii 1 reader (DESIGN.md §4.1).
+ *
+ * A line is complete when its '\n' has arrived (or at end of input). Lines
+ * are parsed in place in the reader's buffer: the byte at the end of every
+ * line handed to the parser is '\n' (the real one, or a sentinel written into
+ * the buffer's slack at end of input), so the scanning loops below stop at
+ * the end of the line without bounds checks.
+ *
+ * Speed matters here (the checker on top must beat awk by a wide margin):
+ * one memchr per line, integers parsed by hand, reals by the exact
+ * "small mantissa / power of ten" shortcut, strtod only for the rest.
+ */
+#include "logread-internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define LINE_TOO_LONG 2
+
+static inline bool is_digit(char c)
+{
+    return (unsigned char)(c - '0') < 10;
+}
+
+static inline bool is_sep(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* True when p ends a token: the end of the line or a separator. */
+static inline bool at_sep(const char *p, const char *lend)
+{
+    return p == lend || is_sep(*p);
+}
+
+static const char *token_end(const char *p, const char *lend)
+{
+    while (p < lend && !is_sep(*p))
+        p++;
+    return p;
+}
+
+/* Find the next complete line without consuming it: 1 with *le the index of
+ * its '\n' (or of the sentinel at end of input), 0 at end of input,
+ * LINE_TOO_LONG, or a negative read error. */
+static int peek_line(log_reader *r, size_t *le, char **errmsg)
+{
+    for (;;) {
+        size_t avail = r->end - r->start;
+        if (r->scan < avail) {
+            const char *nl = memchr(r->buf + r->start + r->scan, '\n', avail - r->scan);
+            if (nl) {
+                *le = (size_t)(nl - r->buf);
+                return *le - r->start > LOG_MAX_LINE ? LINE_TOO_LONG : 1;
+            }
+            r->scan = avail;
+        }
+        if (r->eof) {
+            if (avail == 0)
+                return 0;
+            r->buf[r->end] = '\n';
+            *le = r->end;
+            return avail > LOG_MAX_LINE ? LINE_TOO_LONG : 1;
+        }
+        if (avail > LOG_MAX_LINE)
+            return LINE_TOO_LONG;
+        int rc = logr_fill(r, avail + 1, errmsg);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+static void consume_line(log_reader *r, size_t le)
+{
+    r->start = le < r->end ? le + 1 : r->end;
+    r->scan = 0;
+    r->lineno++;
+}
+
+/* Skip a line longer than LOG_MAX_LINE: report it, then discard bytes up to
+ * and including its newline. Returns 0 or a negative read error. */
+static int skip_long_line(log_reader *r, char **errmsg)
+{
+    uint64_t line = ++r->lineno;
+    if (r->buf[r->start] != '#')
+        r->pos++;
+    logr_warn(r, line, "line longer than %u bytes skipped", LOG_MAX_LINE);
+    for (;;) {
+        const char *nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+        r->scan = 0;
+        if (nl) {
+            r->start = (size_t)(nl - r->buf) + 1;
+            return 0;
+        }
+        r->start = r->end;
+        int rc = logr_fill(r, 1, errmsg);
+        if (rc <= 0)
+            return rc;
+    }
+}
+
+/* --- numbers ------------------------------------------------------------ */
+
+static const double pow10_tab[] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* Parse a number starting at s: [+-]? (D+ (. D*)? | . D+) ([eE] [+-]? D+)?.
+ * *endp is set to the first byte after it (the caller checks that a
+ * separator follows). Up to 15 digits without exponent are exact as
+ * m / 10^k (both exactly representable, one correctly rounded division);
+ * anything else goes to strtod, with the byte after the token temporarily
+ * replaced by NUL. Returns 0, -EINVAL, -ERANGE (not finite) or -E2BIG. */
+static int parse_num(char *s, char **endp, double *out)
+{
+    char *p = s;
+    bool neg = false;
+    if (*p == '-' || *p == '+') {
+        neg = *p == '-';
+        p++;
+    }
+    uint64_t m = 0;
+    const char *ds = p;
+    while (is_digit(*p))
+        m = m * 10 + (uint64_t)(*p++ - '0');
+    size_t ndig = (size_t)(p - ds), nfrac = 0;
+    if (*p == '.') {
+        const char *fs = ++p;
+        while (is_digit(*p))
+            m = m * 10 + (uint64_t)(*p++ - '0');
+        nfrac = (size_t)(p - fs);
+        ndig += nfrac;
+    }
+    if (ndig == 0)
+        return -EINVAL;
+    bool expo = false;
+    if (*p == 'e' || *p == 'E') {
+        char *q = p + 1;
+        if (*q == '+' || *q == '-')
+            q++;
+        if (!is_digit(*q))
+            return -EINVAL;
+        while (is_digit(*q))
+            q++;
+        p = q;
+        expo = true;
+    }
+    *endp = p;
+    if (PS_LIKELY(!expo && ndig <= 15)) {
+        double v = (double)m;
+        if (nfrac)
+            v /= pow10_tab[nfrac];
+        *out = neg ? -v : v;
+        return 0;
+    }
+    if ((size_t)(p - s) > LOG_MAX_NUMBER)
+        return -E2BIG;
+    char save = *p, *end;
+    *p = '\0';
+    double v = log_strtod(s, &end);
+    *p = save;
+    if (end != p)
+        return -EINVAL;
+    if (!isfinite(v))
+        return -ERANGE;
+    *out = v;
+    return 0;
+}
+
+int logascii_number(log_reader *r, char *s, char *e, double *out)
+{
+    (void)r;
+    size_t n = (size_t)(e - s);
+    if (n > LOG_MAX_NUMBER)
+        return -E2BIG;
+    char tmp[LOG_MAX_NUMBER + 1], *end;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    double v;
+    int rc = parse_num(tmp, &end, &v);
+    if (rc < 0)
+        return rc;
+    if (end != tmp + n)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* Parse digits at *pp into *v (no sign). Returns 0, -EINVAL (no digits),
+ * -ERANGE (above max). */
+static int parse_uint(const char **pp, uint64_t max, uint64_t *v)
+{
+    const char *p = *pp, *s = p;
+    uint64_t x = 0;
+    while (is_digit(*p))
+        x = x * 10 + (uint64_t)(*p++ - '0');
+    if (p == s)
+        return -EINVAL;
+    *pp = p;
+    if (PS_UNLIKELY(p - s > 18)) {
+        /* Could have wrapped: redo with overflow checks. */
+        x = 0;
+        for (const char *q = s; q < p; q++) {
+            uint64_t d = (uint64_t)(*q - '0');
+            if (x > (UINT64_MAX - d) / 10)
+                return -ERANGE;
+            x = x * 10 + d;
+        }
+    }
+    if (x > max)
+        return -ERANGE;
+    *v = x;
+    return 0;
+}
+
+/* --- header ------------------------------------------------------------- */
+
+/* Split "#key value" (p after '#', lend the end of the line). */
+static void split_kv(const char *p, const char *lend, const char **k, size_t *kl,
+                     const char **v, size_t *vl)
+{
+    const char *ke = p;
+    while (ke < lend && !is_sep(*ke))
+        ke++;
+    const char *vs = ke;
+    while (vs < lend && is_sep(*vs))
+        vs++;
+    const char *ve = lend;
+    while (ve > vs && is_sep(ve[-1]))
+        ve--;
+    *k = p;
+    *kl = (size_t)(ke - p);
+    *v = vs;
+    *vl = (size_t)(ve - vs);
+}
+
+static bool is_gap_line(const char *p, const char *lend)
+{
+    return lend - p >= 9 && memcmp(p, "#cmon-gap", 9) == 0 && at_sep(p + 9, lend);
+}
+
+static int bad_header(char **errmsg, uint64_t line, const char *what, const char *tok, size_t n)
+{
+    char q[200];
+    logr_error(errmsg, "bad header: line %llu: %s '%s'", (unsigned long long)line, what,
+               logr_quote(q, tok, n));
+    return -EINVAL;
+}
+
+/* One header line (after the magic line): keep it; tick-ns must be > 0. */
+static int header_line(log_reader *r, uint64_t line, const char *p, const char *lend, char **errmsg)
+{
+    const char *k, *v;
+    size_t kl, vl;
+    split_kv(p + 1, lend, &k, &kl, &v, &vl);
+    if (kl == 0)
+        return 0;   /* "# some comment" */
+    if (kl == 7 && memcmp(k, "tick-ns", 7) == 0) {
+        char tmp[LOG_MAX_NUMBER + 1], *end;
+        double t = 0;
+        if (vl > 0 && vl <= LOG_MAX_NUMBER) {
+            memcpy(tmp, v, vl);
+            tmp[vl] = '\0';
+            if (parse_num(tmp, &end, &t) < 0 || end != tmp + vl)
+                t = 0;
+        }
+        if (!(t > 0))
+            return bad_header(errmsg, line, "bad tick-ns", v, vl);
+        r->hdr.tick_ns = t;
+    }
+    if (logr_header_add(r, k, kl, v, vl) < 0) {
+        logr_error(errmsg, "bad header: more than %u header lines", LOG_MAX_HEADER_FIELDS);
+        return -E2BIG;
+    }
+    return 0;
+}
+
+int logascii_open(log_reader *r, char **errmsg)
+{
+    for (;;) {
+        size_t le;
+        int rc = peek_line(r, &le, errmsg);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            break;
+        if (rc == LINE_TOO_LONG) {
+            logr_error(errmsg, "bad header: line %llu is longer than %u bytes",
+                       (unsigned long long)r->lineno + 1, LOG_MAX_LINE);
+            return -E2BIG;
+        }
+        const char *p = r->buf + r->start, *lend = r->buf + le;
+        if (lend > p && lend[-1] == '\r')
+            lend--;
+        uint64_t line = r->lineno + 1;
+        if (line == 1) {
+            const char *k, *v;
+            size_t kl, vl;
+            split_kv(p + 1, lend, &k, &kl, &v, &vl);
+            if (kl != 10)
+                return bad_header(errmsg, 1, "expected '#cmon-ascii 1', got", p, (size_t)(lend - p));
+            if (vl != 1 || *v != '1')
+                return bad_header(errmsg, 1, "unsupported cmon-ascii version", v, vl);
+        } else {
+            const char *q = p;
+            while (q < lend && is_sep(*q))
+                q++;
+            if (q < lend && (*p != '#' || is_gap_line(p, lend)))
+                break;   /* the first record */
+            if (q < lend) {
+                rc = header_line(r, line, p, lend, errmsg);
+                if (rc < 0)
+                    return rc;
+            }
+        }
+        consume_line(r, le);
+    }
+    r->data_off = r->base + r->start;
+    r->data_line = r->lineno;
+    return 0;
+}
+
+/* --- records ------------------------------------------------------------ */
+
+/* "#cmon-gap N" -> a gap record (1), or a warning (0). */
+static int gap_record(log_reader *r, uint64_t line, const char *p, const char *lend, log_record *rec)
+{
+    p += 9;
+    while (is_sep(*p))
+        p++;
+    const char *s = p;
+    uint64_t n = 0;
+    int rc = parse_uint(&p, UINT64_MAX, &n);
+    const char *t = p;
+    while (is_sep(*t))
+        t++;
+    if (rc < 0 || t != lend) {
+        char q[200];
+        const char *e = lend;
+        while (e > s && is_sep(e[-1]))
+            e--;
+        logr_warn(r, line, "bad gap count '%s'", logr_quote(q, s, (size_t)(e - s)));
+        return 0;
+    }
+    memset(rec, 0, sizeof *rec);
+    rec->kind = LOG_REC_GAP;
+    rec->pos = r->pos;
+    rec->where = line;
+    rec->ts = r->prev_ts;
+    rec->gap = n;
+    r->nrecords++;
+    return 1;
+}
+
+/* Warn about the token at s: "<pre>'<token>'<suffix>". Returns 0. */
+static int bad_token(log_reader *r, uint64_t line, const char *pre, const char *s,
+                     const char *lend, const char *suffix)
+{
+    char q[200];
+    logr_warn(r, line, "%s'%s'%s", pre, logr_quote(q, s, (size_t)(token_end(s, lend) - s)), suffix);
+    return 0;
+}
+
+/* TIMESTAMP THREAD EVENT [VALUE ...]; p is the first byte of the line's
+ * first token. Returns 1 with *rec filled, or 0 after a warning. */
+static int parse_record(log_reader *r, uint64_t line, char *p, char *lend, log_record *rec)
+{
+    const unsigned char *cls = log_name_class();
+    r->pos++;
+
+    const char *s = p;
+    uint64_t ts;
+    int rc = parse_uint((const char **)&p, INT64_MAX, &ts);
+    if (rc < 0 || !at_sep(p, lend))
+        return rc == -ERANGE ? bad_token(r, line, "timestamp ", s, lend, " out of range")
+                             : bad_token(r, line, "bad timestamp ", s, lend, "");
+    while (is_sep(*p))
+        p++;
+    if (p == lend) {
+        logr_warn(r, line, "missing thread and event name");
+        return 0;
+    }
+
+    s = p;
+    bool neg = *p == '-';
+    p += neg;
+    uint64_t th;
+    rc = parse_uint((const char **)&p, (uint64_t)INT64_MAX + neg, &th);
+    if (rc < 0 || !at_sep(p, lend))
+        return rc == -ERANGE ? bad_token(r, line, "thread ", s, lend, " out of range")
+                             : bad_token(r, line, "bad thread ", s, lend, "");
+    while (is_sep(*p))
+        p++;
+    if (p == lend) {
+        logr_warn(r, line, "missing event name");
+        return 0;
+    }
+
+    s = p;
+    if (!(cls[(unsigned char)*p] & 1))
+        return bad_token(r, line, "bad event name ", s, lend, "");
+    p++;
+    while (cls[(unsigned char)*p] & 2)
+        p++;
+    if (*p == '@') {
+        size_t pre = (size_t)(p - s);
+        if (!((pre == 4 && memcmp(s, "call", 4) == 0) || (pre == 3 && memcmp(s, "ret", 3) == 0)))
+            return bad_token(r, line, "bad event name ", s, lend, "");
+        p++;
+        if (!(cls[(unsigned char)*p] & 1))
+            return bad_token(r, line, "bad event name ", s, lend, "");
+        p++;
+        while (cls[(unsigned char)*p] & 2)
+            p++;
+    }
+    if (!at_sep(p, lend))
+        return bad_token(r, line, "bad event name ", s, lend, "");
+    size_t nlen = (size_t)(p - s);
+    if (nlen > LOG_MAX_NAME) {
+        logr_warn(r, line, "event name longer than %u bytes", LOG_MAX_NAME);
+        return 0;
+    }
+    uint32_t id = logr_intern(r, s, nlen, logr_hash(s, nlen));
+    if (id == UINT32_MAX) {
+        logr_warn(r, line, "too many distinct event names (limit %u)", LOG_MAX_NAMES);
+        return 0;
+    }
+
+    uint32_t nv = 0;
+    for (;;) {
+        while (is_sep(*p))
+            p++;
+        if (p >= lend)
+            break;
+        if (PS_UNLIKELY(nv == r->vals_cap))
+            logr_vals_reserve(r, nv + 1);
+        s = p;
+        rc = parse_num(p, &p, &r->vals[nv]);
+        if (rc < 0 || !at_sep(p, lend)) {
+            char suffix[64];
+            bool bad = rc != -ERANGE && rc != -E2BIG;
+            snprintf(suffix, sizeof suffix, "%s (field %u)",
+                     rc == -ERANGE ? " out of range" : rc == -E2BIG ? " too long" : "", nv + 4);
+            return bad_token(r, line, bad ? "bad value " : "value ", s, lend, suffix);
+        }
+        nv++;
+    }
+
+    rec->kind = LOG_REC_EVENT;
+    rec->pos = r->pos;
+    rec->where = line;
+    rec->ts = (int64_t)ts;
+    rec->thread = neg ? (int64_t)(0 - th) : (int64_t)th;
+    rec->name_id = id;
+    rec->name = r->names[id];
+    rec->values = r->vals;
+    rec->nvalues = nv;
+    rec->gap = 0;
+    r->prev_ts = (int64_t)ts;
+    r->nrecords++;
+    return 1;
+}
+
+int logascii_next(log_reader *r, log_record *rec, char **errmsg)
+{
+    if (r->ended)
+        return 0;
+    for (;;) {
+        size_t le;
+        int rc = peek_line(r, &le, errmsg);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            r->ended = true;
+            return 0;
+        }
+        if (rc == LINE_TOO_LONG) {
+            rc = skip_long_line(r, errmsg);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        char *p = r->buf + r->start, *lend = r->buf + le;
+        consume_line(r, le);
+        uint64_t line = r->lineno;
+        if (lend > p && lend[-1] == '\r')
+            lend--;
+        while (is_sep(*p))
+            p++;
+        if (p == lend)
+            continue;
+        if (*p == '#') {
+            if (is_gap_line(p, lend) && gap_record(r, line, p, lend, rec))
+                return 1;
+            continue;
+        }
+        if (parse_record(r, line, p, lend, rec))
+            return 1;
+    }
+}
