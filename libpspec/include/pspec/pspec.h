@@ -1,0 +1,153 @@
+/* pspec.h — libpspec, the PSpec performance-specification language.
+ *
+ * Load a specification (parse + type-check, before any log is read), then
+ * check it against a monitoring log in one pass (more only when aggregates
+ * are nested). Results come back as reports through one callback; the
+ * library formats them (text in the reference's notation, or JSON Lines)
+ * but never prints or exits.
+ *
+ * Conventions: functions that act return 0 or a negative errno-style code;
+ * constructors return NULL on failure; heap strings returned to the caller
+ * are freed with free().
+ */
+#ifndef PSPEC_PSPEC_H
+#define PSPEC_PSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A loaded specification and everything it imports. */
+typedef struct pspec pspec;
+
+/* A diagnostic about the specification. */
+typedef struct pspec_diag {
+    const char *file;           /* path as given */
+    unsigned line, col;         /* 1-based */
+    const char *message;
+} pspec_diag;
+
+/* A new, empty program. */
+pspec *pspec_new(void);
+void pspec_free(pspec *ps);     /* NULL ok */
+
+/* Directories searched for imported specifications (colon-separated). When
+ * never set, imports are looked up in the folder of the main spec. */
+void pspec_set_search_path(pspec *ps, const char *colon_separated);
+
+/* Load the main specification from a file. Returns 0, or -EINVAL when the
+ * spec does not parse or type-check (see pspec_diags), or -errno when the
+ * file cannot be read. */
+int pspec_load_file(pspec *ps, const char *path);
+
+/* Diagnostics collected so far, and "FILE:LINE:COL: error: MESSAGE" lines
+ * for all of them (heap string, "" when none). */
+size_t pspec_ndiags(const pspec *ps);
+pspec_diag pspec_diag_at(const pspec *ps, size_t i);
+char *pspec_diags_format(const pspec *ps);
+void pspec_clear_diags(pspec *ps);
+
+/* Number of passes over the log that checking the main spec takes: 1, or
+ * more when log aggregates are nested (a multi-pass log must be seekable). */
+unsigned pspec_passes(const pspec *ps);
+/* Does the spec contain unknowns (def X = ?) that an assertion or print uses? */
+bool pspec_uses_unknowns(const pspec *ps);
+
+/* ---- reports ------------------------------------------------------------------ */
+
+typedef enum pspec_result {
+    PSPEC_PASS = 0,
+    PSPEC_FAIL = 1,
+    PSPEC_UNDEFINED = 2,
+} pspec_result;
+
+typedef enum pspec_report_kind {
+    PSPEC_REPORT_OFFENDER,      /* an event/interval for which an outermost {& ...} is false/UNDEFINED */
+    PSPEC_REPORT_ASSERT,        /* an assertion's verdict (end of log) */
+    PSPEC_REPORT_PRINT,         /* a print statement's value (end of log) */
+    PSPEC_REPORT_INTERVAL,      /* every interval, for -v */
+    PSPEC_REPORT_EVENT,         /* every event relevant to the spec, for -e */
+    PSPEC_REPORT_VALUE,         /* peval: an expression's value */
+} pspec_report_kind;
+
+typedef struct pspec_report pspec_report;
+
+/* Accessors (the report is only valid during the callback). */
+pspec_report_kind pspec_report_kind_of(const pspec_report *r);
+pspec_result pspec_report_result(const pspec_report *r);
+/* The assertion's (or print's) file and line; label or NULL. */
+const char *pspec_report_file(const pspec_report *r);
+unsigned pspec_report_line(const pspec_report *r);
+const char *pspec_report_label(const pspec_report *r);
+/* ASSERT: how many offenders its outermost {& ...} reported (0 otherwise). */
+uint64_t pspec_report_offenders(const pspec_report *r);
+/* OFFENDER/INTERVAL/EVENT: the element's type name, interval uid (0 for
+ * events), event position "pos.sub", start/end timestamps in ticks. */
+const char *pspec_report_type(const pspec_report *r);
+uint64_t pspec_report_uid(const pspec_report *r);
+int64_t pspec_report_start_ts(const pspec_report *r);
+int64_t pspec_report_end_ts(const pspec_report *r);
+
+typedef enum pspec_format {
+    PSPEC_FORMAT_TEXT,          /* human-readable, the reference's value notation */
+    PSPEC_FORMAT_JSON,          /* one JSON object (DESIGN.md §5 keys) */
+} pspec_format;
+
+/* The report as one line (no trailing newline); heap string. */
+char *pspec_report_format(const pspec_report *r, pspec_format fmt);
+
+typedef void (*pspec_report_fn)(void *ctx, const pspec_report *r);
+/* A malformed log record was skipped (`where`: line or byte offset). */
+typedef void (*pspec_warn_fn)(void *ctx, const char *logname, uint64_t where, const char *msg);
+
+typedef struct pspec_check_options {
+    bool continuous;            /* report offenders as their interval/event closes (the client
+                                   flushes); everything else at end of log */
+    bool want_intervals;        /* PSPEC_REPORT_INTERVAL for every interval (-v) */
+    bool want_events;           /* PSPEC_REPORT_EVENT for every event (-e) */
+    pspec_report_fn report;
+    pspec_warn_fn warn;
+    void *ctx;
+} pspec_check_options;
+
+/* Exit-status meaning of a check (DESIGN.md §5). */
+enum {
+    PSPEC_EXIT_OK = 0,          /* every assertion held */
+    PSPEC_EXIT_FAILED = 1,      /* some assertion failed or was UNDEFINED */
+    PSPEC_EXIT_SPEC = 2,        /* the spec did not parse or type-check (or a time constant is bad) */
+    PSPEC_EXIT_LOG = 3,         /* the log could not be read */
+};
+
+/* Check the main specification against the log read from fd (not closed).
+ * Multi-pass specs need a seekable fd. Returns one of PSPEC_EXIT_*; on
+ * PSPEC_EXIT_LOG or _SPEC *errmsg gets a heap message. */
+int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg);
+
+/* ---- interactive use (peval) --------------------------------------------------- */
+
+/* A session reads the log header once and evaluates commands against the
+ * log (which must be seekable: the caller spools a pipe to a file). */
+typedef struct pspec_session pspec_session;
+
+pspec_session *pspec_session_new(pspec *ps, int fd, const char *logname, pspec_warn_fn warn, void *ctx,
+                                  char **errmsg);
+void pspec_session_free(pspec_session *s);
+/* Run the commands in `text` (each ending in ';'): declarations are added,
+ * expressions are evaluated and reported as PSPEC_REPORT_VALUE; `echo` text
+ * and `help` come back through `out` as plain text. Returns 0, -EINVAL on
+ * a syntax/type error (message in *errmsg as FILE:LINE:COL: error: ...). */
+int pspec_session_run(pspec_session *s, const char *text, const char *source_name, pspec_report_fn report,
+                      void (*out)(void *ctx, const char *text), void *ctx, char **errmsg);
+/* Does `text` hold at least one complete command (ends with ';' outside
+ * strings and comments)? For line-by-line input. */
+bool pspec_command_complete(const char *text);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,245 @@
+/* report.c — formatting reports as text lines or JSON objects. */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+pspec_report_kind pspec_report_kind_of(const pspec_report *r) { return r->kind; }
+pspec_result pspec_report_result(const pspec_report *r) { return r->result; }
+uint64_t pspec_report_offenders(const pspec_report *r) { return r->offenders; }
+
+const char *pspec_report_file(const pspec_report *r)
+{
+    return r->stmt ? r->prog->files.v[r->stmt->loc.file]->path : NULL;
+}
+
+unsigned pspec_report_line(const pspec_report *r) { return r->stmt ? r->stmt->loc.line : 0; }
+const char *pspec_report_label(const pspec_report *r) { return r->stmt ? r->stmt->label : NULL; }
+
+const char *pspec_report_type(const pspec_report *r)
+{
+    if (!r->elem)
+        return NULL;
+    if (r->elem->kind == PV_EVENT)
+        return pv_type_name(r->elem->ev->type);
+    if (r->elem->kind == PV_INTERVAL)
+        return pv_type_name(r->elem->iv->type);
+    return NULL;
+}
+
+uint64_t pspec_report_uid(const pspec_report *r)
+{
+    return r->elem && r->elem->kind == PV_INTERVAL ? r->elem->iv->uid : 0;
+}
+
+int64_t pspec_report_start_ts(const pspec_report *r)
+{
+    if (!r->elem)
+        return 0;
+    return r->elem->kind == PV_INTERVAL ? r->elem->iv->start->ts : r->elem->ev->ts;
+}
+
+int64_t pspec_report_end_ts(const pspec_report *r)
+{
+    if (!r->elem)
+        return 0;
+    return r->elem->kind == PV_INTERVAL ? r->elem->iv->end->ts : r->elem->ev->ts;
+}
+
+static const char *result_word(pspec_result r)
+{
+    return r == PSPEC_PASS ? "pass" : r == PSPEC_FAIL ? "fail" : "undefined";
+}
+
+static void pos_text(ps_buf *b, const pv_event *e)
+{
+    ps_buf_printf(b, "%" PRIu64 ".%u", e->pos, e->sub);
+}
+
+/* The fields of an element: attributes of an event, metrics of an interval. */
+static void fields_text(ps_buf *b, const pv *elem)
+{
+    bool first = true;
+    if (elem->kind == PV_EVENT) {
+        const pv_event *e = elem->ev;
+        const ps_evtype *t = e->type;
+        for (uint32_t i = 0; i < e->nattr; i++) {
+            if (!t->attrs[i])
+                continue;
+            ps_buf_puts(b, first ? " " : ", ");
+            first = false;
+            pv v = pv_attr_defined(e->attr[i]) ? pv_num(e->attr[i]) : pv_undef();
+            ps_buf_printf(b, "%s = ", t->attrs[i]);
+            pv_format(b, &v);
+        }
+    } else {
+        const pv_interval *iv = elem->iv;
+        const ps_ivtype *t = iv->type;
+        for (uint32_t i = 0; i < iv->nmetric; i++) {
+            ps_buf_puts(b, first ? " " : ", ");
+            first = false;
+            ps_buf_printf(b, "%s = ", t->metrics[i].name);
+            pv_format(b, &iv->metric[i]);
+        }
+    }
+}
+
+static void fields_json(ps_buf *b, const pv *elem)
+{
+    bool first = true;
+    ps_buf_putc(b, '{');
+    if (elem->kind == PV_EVENT) {
+        const pv_event *e = elem->ev;
+        const ps_evtype *t = e->type;
+        for (uint32_t i = 0; i < e->nattr; i++) {
+            if (!t->attrs[i])
+                continue;
+            if (!first)
+                ps_buf_putc(b, ',');
+            first = false;
+            pv_json_string(b, t->attrs[i]);
+            ps_buf_putc(b, ':');
+            pv v = pv_attr_defined(e->attr[i]) ? pv_num(e->attr[i]) : pv_undef();
+            pv_format_json(b, &v);
+        }
+    } else {
+        const pv_interval *iv = elem->iv;
+        const ps_ivtype *t = iv->type;
+        for (uint32_t i = 0; i < iv->nmetric; i++) {
+            if (!first)
+                ps_buf_putc(b, ',');
+            first = false;
+            pv_json_string(b, t->metrics[i].name);
+            ps_buf_putc(b, ':');
+            pv_format_json(b, &iv->metric[i]);
+        }
+    }
+    ps_buf_putc(b, '}');
+}
+
+/* "Read #17 start 12.0 ts 1000, end 14.0 ts 9200:" / "CacheHit 5.0 ts 1800 thread 7:" */
+static void element_text(ps_buf *b, const pv *elem)
+{
+    if (elem->kind == PV_INTERVAL) {
+        const pv_interval *iv = elem->iv;
+        ps_buf_printf(b, "%s #%" PRIu64 " start ", pv_type_name(iv->type), iv->uid);
+        pos_text(b, iv->start);
+        ps_buf_printf(b, " ts %" PRId64 ", end ", iv->start->ts);
+        pos_text(b, iv->end);
+        ps_buf_printf(b, " ts %" PRId64 ":", iv->end->ts);
+    } else {
+        const pv_event *e = elem->ev;
+        ps_buf_printf(b, "%s ", pv_type_name(e->type));
+        pos_text(b, e);
+        ps_buf_printf(b, " ts %" PRId64 " thread %" PRId64 ":", e->ts, e->thread);
+    }
+    fields_text(b, elem);
+}
+
+static void element_json(ps_buf *b, const pv *elem)
+{
+    if (elem->kind == PV_INTERVAL) {
+        const pv_interval *iv = elem->iv;
+        ps_buf_puts(b, "\"kind\":\"interval\",\"type\":");
+        pv_json_string(b, pv_type_name(iv->type));
+        ps_buf_printf(b, ",\"uid\":%" PRIu64 ",\"start\":\"", iv->uid);
+        pos_text(b, iv->start);
+        ps_buf_puts(b, "\",\"end\":\"");
+        pos_text(b, iv->end);
+        ps_buf_printf(b, "\",\"start_ts\":%" PRId64 ",\"end_ts\":%" PRId64 ",\"metrics\":", iv->start->ts,
+                      iv->end->ts);
+    } else {
+        const pv_event *e = elem->ev;
+        ps_buf_puts(b, "\"kind\":\"event\",\"type\":");
+        pv_json_string(b, pv_type_name(e->type));
+        ps_buf_puts(b, ",\"uid\":\"");
+        pos_text(b, e);
+        ps_buf_puts(b, "\",\"start\":\"");
+        pos_text(b, e);
+        ps_buf_puts(b, "\",\"end\":\"");
+        pos_text(b, e);
+        ps_buf_printf(b, "\",\"start_ts\":%" PRId64 ",\"end_ts\":%" PRId64 ",\"thread\":%" PRId64 ",\"metrics\":",
+                      e->ts, e->ts, e->thread);
+    }
+    fields_json(b, elem);
+}
+
+/* "FILE:LINE: " plus the label, for assertion-related lines. */
+static void where_text(ps_buf *b, const pspec_report *r)
+{
+    ps_buf_printf(b, "%s:%u: ", pspec_report_file(r), pspec_report_line(r));
+}
+
+static void assert_json_head(ps_buf *b, const pspec_report *r)
+{
+    ps_buf_puts(b, "{\"spec\":");
+    pv_json_string(b, pspec_report_file(r));
+    ps_buf_puts(b, ",\"assert\":");
+    if (r->stmt->label)
+        pv_json_string(b, r->stmt->label);
+    else
+        ps_buf_puts(b, "null");
+    ps_buf_printf(b, ",\"line\":%u,\"result\":\"%s\"", r->stmt->loc.line, result_word(r->result));
+}
+
+char *pspec_report_format(const pspec_report *r, pspec_format fmt)
+{
+    ps_buf b = {0};
+    bool json = fmt == PSPEC_FORMAT_JSON;
+    switch (r->kind) {
+    case PSPEC_REPORT_ASSERT:
+        if (json) {
+            assert_json_head(&b, r);
+            ps_buf_printf(&b, ",\"offenders\":%" PRIu64 "}", r->offenders);
+            break;
+        }
+        where_text(&b, r);
+        ps_buf_puts(&b, "assertion ");
+        if (r->stmt->label)
+            ps_buf_printf(&b, "\"%s\" ", r->stmt->label);
+        ps_buf_puts(&b, r->result == PSPEC_PASS ? "held" : r->result == PSPEC_FAIL ? "failed" : "is UNDEFINED");
+        if (r->offenders)
+            ps_buf_printf(&b, " (%" PRIu64 " offender%s)", r->offenders, r->offenders == 1 ? "" : "s");
+        break;
+    case PSPEC_REPORT_OFFENDER:
+        if (json) {
+            assert_json_head(&b, r);
+            ps_buf_putc(&b, ',');
+            element_json(&b, r->elem);
+            ps_buf_putc(&b, '}');
+            break;
+        }
+        where_text(&b, r);
+        if (r->stmt->label)
+            ps_buf_printf(&b, "\"%s\" ", r->stmt->label);
+        ps_buf_puts(&b, r->result == PSPEC_FAIL ? "failed for " : "UNDEFINED for ");
+        element_text(&b, r->elem);
+        break;
+    case PSPEC_REPORT_INTERVAL:
+    case PSPEC_REPORT_EVENT:
+        if (json) {
+            ps_buf_putc(&b, '{');
+            element_json(&b, r->elem);
+            ps_buf_putc(&b, '}');
+        } else {
+            element_text(&b, r->elem);
+        }
+        break;
+    case PSPEC_REPORT_PRINT:
+    case PSPEC_REPORT_VALUE:
+        if (json) {
+            ps_buf_puts(&b, r->kind == PSPEC_REPORT_PRINT ? "{\"print\":" : "{\"value\":");
+            pv_format_json(&b, r->value);
+            ps_buf_putc(&b, '}');
+        } else if (r->value->kind == PV_STR) {
+            ps_buf_puts(&b, r->value->str);
+        } else {
+            pv_format(&b, r->value);
+        }
+        break;
+    }
+    return ps_buf_take(&b);
+}

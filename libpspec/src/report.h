@@ -1,0 +1,19 @@
+/* report.h — what the library tells its client (private side of pspec.h). */
+#ifndef PSPEC_REPORT_H
+#define PSPEC_REPORT_H
+
+#include "ast.h"
+#include "pspec/pspec.h"
+#include "value.h"
+
+struct pspec_report {
+    pspec_report_kind kind;
+    pspec_result result;
+    const ps_program *prog;
+    const ps_stmt *stmt;        /* ASSERT, PRINT, OFFENDER */
+    const pv *elem;             /* OFFENDER, INTERVAL, EVENT: an event or interval value */
+    const pv *value;            /* PRINT, VALUE */
+    uint64_t offenders;         /* ASSERT */
+};
+
+#endif

@@ -1,0 +1,541 @@
+/* run.c — checking a specification against a log, and peval sessions.
+ *
+ * The evaluation strategy of the thesis (§4.3.2, Figure 4.3): constants
+ * without log aggregates are evaluated once the log's tick length is known;
+ * then pass k over the log computes the top-level aggregates of depth k
+ * (those containing only aggregates and constants of smaller depth), after
+ * which the constants of depth k can be evaluated. Almost every spec needs
+ * exactly one pass. Assertions and prints are evaluated at the end.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "logread.h"
+#include "program.h"
+#include "report.h"
+#include "util.h"
+
+/* ---- what an evaluation needs ------------------------------------------------------ */
+
+typedef struct plan {
+    ps_program *prog;
+    bool *agg_needed;           /* [topaggs] */
+    bool *const_needed;         /* [consts] */
+    bool *need_iv;              /* [ivtypes] */
+    unsigned passes;            /* deepest needed aggregate */
+} plan;
+
+static void walk(plan *pl, const ps_expr *e);
+
+static void walk_list(plan *pl, ps_expr *const *items, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        walk(pl, items[i]);
+}
+
+static void mark_iv(plan *pl, const ps_ivtype *iv)
+{
+    if (pl->need_iv[iv->id])
+        return;
+    pl->need_iv[iv->id] = true;
+    for (uint32_t k = 0; k < iv->naggs; k++)
+        if (iv->aggs[k]->iv)
+            mark_iv(pl, iv->aggs[k]->iv);
+}
+
+static void walk(plan *pl, const ps_expr *e)
+{
+    if (!e)
+        return;
+    switch ((ps_expr_kind)e->kind) {
+    case X_CONST:
+        if (!pl->const_needed[e->cst->id]) {
+            pl->const_needed[e->cst->id] = true;
+            walk(pl, e->cst->expr);
+        }
+        return;
+    case X_ATTR: case X_METRIC: case X_PART: case X_FIELD:
+        walk(pl, e->field.obj);
+        return;
+    case X_BUILTIN: case X_APPLY: case X_CALL:
+        walk(pl, e->call.fn);
+        walk_list(pl, e->call.args, e->call.nargs);
+        return;
+    case X_NEG: case X_NOT:
+        walk(pl, e->bin.a);
+        return;
+    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE:
+        walk(pl, e->bin.a);
+        walk(pl, e->bin.b);
+        return;
+    case X_CHAIN: case X_TRIPLE: case X_MAPLIST:
+        walk_list(pl, e->list.items, e->list.n);
+        return;
+    case X_AGG: {
+        const ps_agg *a = e->agg;
+        if (a->place == AGG_TOP && !pl->agg_needed[a->id]) {
+            pl->agg_needed[a->id] = true;
+            if (a->depth > pl->passes)
+                pl->passes = a->depth;
+            if (a->iv)
+                mark_iv(pl, a->iv);
+        }
+        walk(pl, a->domain);
+        walk(pl, a->where);
+        walk(pl, a->value);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+static void plan_init(plan *pl, ps_program *prog)
+{
+    pl->prog = prog;
+    pl->agg_needed = ps_calloc(prog->topaggs.n + 1, sizeof(bool));
+    pl->const_needed = ps_calloc(prog->consts.n + 1, sizeof(bool));
+    pl->need_iv = ps_calloc(prog->ivtypes.n + 1, sizeof(bool));
+    pl->passes = 0;
+}
+
+static void plan_free(plan *pl)
+{
+    free(pl->agg_needed);
+    free(pl->const_needed);
+    free(pl->need_iv);
+}
+
+/* ---- running the passes -------------------------------------------------------------- */
+
+typedef struct runner {
+    pspec *ps;
+    ps_program *prog;
+    ps_evalctx ev;
+    const pspec_check_options *opt;
+    uint64_t *offenders;        /* [stmts] */
+    const ps_stmt **report_for; /* [topaggs] */
+} runner;
+
+static void runner_init(runner *rn, pspec *ps, double tick_ns)
+{
+    ps_program *prog = &ps->prog;
+    memset(rn, 0, sizeof *rn);
+    rn->ps = ps;
+    rn->prog = prog;
+    rn->ev.nslots = prog->nslots;
+    rn->ev.slots = ps_calloc(prog->nslots + 1, sizeof(pv));
+    rn->ev.consts = ps_calloc(prog->consts.n + 1, sizeof(pv));
+    rn->ev.topvals = ps_calloc(prog->topaggs.n + 1, sizeof(pv));
+    rn->ev.tick_ns = tick_ns > 0 ? tick_ns : 1;
+    rn->offenders = ps_calloc(prog->stmts.n + 1, sizeof(uint64_t));
+    rn->report_for = ps_calloc(prog->topaggs.n + 1, sizeof(*rn->report_for));
+}
+
+static void runner_free(runner *rn)
+{
+    for (uint32_t i = 0; i < rn->prog->consts.n; i++)
+        pv_free(rn->ev.consts[i]);
+    for (uint32_t i = 0; i < rn->prog->topaggs.n; i++)
+        pv_free(rn->ev.topvals[i]);
+    free(rn->ev.slots);
+    free(rn->ev.consts);
+    free(rn->ev.topvals);
+    free(rn->offenders);
+    free(rn->report_for);
+}
+
+/* Evaluate the constants of depth `depth` (all of depth 0; of larger depths
+ * only the needed ones, whose aggregates have been computed). */
+static void eval_consts(runner *rn, const plan *pl, uint32_t depth)
+{
+    for (uint32_t i = 0; i < rn->prog->consts.n; i++) {
+        ps_const *k = rn->prog->consts.v[i];
+        if (k->depth != depth || k->unknown || !k->expr)
+            continue;
+        if (depth > 0 && !pl->const_needed[i])
+            continue;
+        pv_free(rn->ev.consts[i]);
+        rn->ev.consts[i] = ps_eval(&rn->ev, k->expr);
+    }
+}
+
+static void on_offender(void *ctx, const ps_stmt *st, const pv *elem, int result)
+{
+    runner *rn = ctx;
+    rn->offenders[st->id]++;
+    if (!rn->opt || !rn->opt->report)
+        return;
+    pspec_report r = {.kind = PSPEC_REPORT_OFFENDER, .result = result == 1 ? PSPEC_FAIL : PSPEC_UNDEFINED,
+                      .prog = rn->prog, .stmt = st, .elem = elem};
+    rn->opt->report(rn->opt->ctx, &r);
+}
+
+static void on_interval(void *ctx, const pv_interval *iv)
+{
+    runner *rn = ctx;
+    pv v = {.kind = PV_INTERVAL, .iv = (pv_interval *)iv};
+    pspec_report r = {.kind = PSPEC_REPORT_INTERVAL, .prog = rn->prog, .elem = &v};
+    rn->opt->report(rn->opt->ctx, &r);
+}
+
+static void on_event(void *ctx, const pv_event *e)
+{
+    runner *rn = ctx;
+    pv v = {.kind = PV_EVENT, .ev = (pv_event *)e};
+    pspec_report r = {.kind = PSPEC_REPORT_EVENT, .prog = rn->prog, .elem = &v};
+    rn->opt->report(rn->opt->ctx, &r);
+}
+
+/* Run every pass the plan needs. Returns a PSPEC_EXIT_* code. */
+static int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, bool want_iv, bool want_ev,
+                      char **errmsg)
+{
+    ps_program *prog = rn->prog;
+    eval_consts(rn, pl, 0);
+    unsigned passes = pl->passes;
+    if (passes == 0 && (want_iv || want_ev))
+        passes = 1;
+    bool *need_iv = pl->need_iv;
+    bool *all_iv = NULL;
+    if (want_iv) {
+        all_iv = ps_malloc((prog->ivtypes.n + 1) * sizeof(bool));
+        for (uint32_t i = 0; i < prog->ivtypes.n; i++)
+            all_iv[i] = true;
+        need_iv = all_iv;
+    }
+    ps_agg **tops = ps_malloc((prog->topaggs.n + 1) * sizeof *tops);
+    const ps_stmt **rep = ps_malloc((prog->topaggs.n + 1) * sizeof *rep);
+    int status = PSPEC_EXIT_OK;
+    for (unsigned pass = 1; pass <= passes; pass++) {
+        if (pass > 1 || rewind_first) {
+            int rc = log_reader_rewind(r);
+            if (rc < 0) {
+                *errmsg = ps_asprintf("this specification needs %u passes over the log, so the log must be a "
+                                      "file, not a pipe", pl->passes);
+                status = PSPEC_EXIT_LOG;
+                break;
+            }
+        }
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < prog->topaggs.n; i++) {
+            if (pl->agg_needed[i] && prog->topaggs.v[i]->depth == pass) {
+                tops[n] = prog->topaggs.v[i];
+                rep[n] = rn->report_for[i];
+                n++;
+            }
+        }
+        ps_pass p = {.prog = prog, .ev = &rn->ev, .need_iv = need_iv, .tops = tops, .ntops = n,
+                     .report_for = rep, .want_intervals = want_iv && pass == 1,
+                     .want_events = want_ev && pass == 1, .offender = on_offender, .interval = on_interval,
+                     .event = on_event, .ctx = rn};
+        int rc = ps_engine_run(&p, r, errmsg);
+        if (rc == -EDOM) {
+            status = PSPEC_EXIT_SPEC;
+            break;
+        }
+        if (rc < 0) {
+            if (!*errmsg)
+                *errmsg = ps_asprintf("%s", strerror(-rc));
+            status = PSPEC_EXIT_LOG;
+            break;
+        }
+        eval_consts(rn, pl, pass);
+    }
+    free(tops);
+    free(rep);
+    free(all_iv);
+    return status;
+}
+
+/* Is this assertion an outermost {& x : T ...} over events or intervals? */
+static const ps_agg *reporting_agg(const ps_stmt *st)
+{
+    const ps_expr *e = st->expr;
+    if (st->kind != ST_ASSERT || e->kind != X_AGG)
+        return NULL;
+    const ps_agg *a = e->agg;
+    return (a->place == AGG_TOP && a->op == PV_AGG_ALL && (a->ev || a->iv)) ? a : NULL;
+}
+
+unsigned pspec_passes(const pspec *ps)
+{
+    plan pl;
+    plan_init(&pl, (ps_program *)&ps->prog);
+    for (uint32_t i = 0; i < ps->prog.stmts.n; i++)
+        if (ps->prog.stmts.v[i]->kind != ST_SOLVE)
+            walk(&pl, ps->prog.stmts.v[i]->expr);
+    unsigned n = pl.passes;
+    plan_free(&pl);
+    return n;
+}
+
+static bool uses_unknown(const ps_expr *e);
+
+static bool list_uses_unknown(ps_expr *const *items, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (uses_unknown(items[i]))
+            return true;
+    return false;
+}
+
+static bool uses_unknown(const ps_expr *e)
+{
+    if (!e)
+        return false;
+    switch ((ps_expr_kind)e->kind) {
+    case X_CONST: return e->cst->unknown || uses_unknown(e->cst->expr);
+    case X_ATTR: case X_METRIC: case X_PART: return uses_unknown(e->field.obj);
+    case X_BUILTIN: case X_APPLY: return uses_unknown(e->call.fn) || list_uses_unknown(e->call.args, e->call.nargs);
+    case X_NEG: case X_NOT: return uses_unknown(e->bin.a);
+    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE: return uses_unknown(e->bin.a) || uses_unknown(e->bin.b);
+    case X_CHAIN: case X_TRIPLE: case X_MAPLIST: return list_uses_unknown(e->list.items, e->list.n);
+    case X_AGG: return uses_unknown(e->agg->domain) || uses_unknown(e->agg->where) || uses_unknown(e->agg->value);
+    default: return false;
+    }
+}
+
+bool pspec_uses_unknowns(const pspec *ps)
+{
+    for (uint32_t i = 0; i < ps->prog.stmts.n; i++)
+        if (ps->prog.stmts.v[i]->kind != ST_SOLVE && uses_unknown(ps->prog.stmts.v[i]->expr))
+            return true;
+    return false;
+}
+
+static pspec_result result_of(const pv *v)
+{
+    if (v->kind != PV_BOOL)
+        return PSPEC_UNDEFINED;
+    return v->b ? PSPEC_PASS : PSPEC_FAIL;
+}
+
+int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg)
+{
+    ps_program *prog = &ps->prog;
+    *errmsg = NULL;
+    if (!prog->main) {
+        *errmsg = ps_strdup("no specification loaded");
+        return PSPEC_EXIT_SPEC;
+    }
+    log_reader *r = log_reader_open(fd, false, logname, opt->warn, opt->ctx, errmsg);
+    if (!r)
+        return PSPEC_EXIT_LOG;
+    runner rn;
+    runner_init(&rn, ps, log_reader_header(r)->tick_ns);
+    rn.opt = opt;
+    plan pl;
+    plan_init(&pl, prog);
+    for (uint32_t i = 0; i < prog->stmts.n; i++) {
+        ps_stmt *st = prog->stmts.v[i];
+        if (st->kind == ST_SOLVE)
+            continue;
+        walk(&pl, st->expr);
+        const ps_agg *a = reporting_agg(st);
+        if (a && !rn.report_for[a->id])
+            rn.report_for[a->id] = st;
+    }
+    int status = run_passes(&rn, &pl, r, false, opt->want_intervals, opt->want_events, errmsg);
+    if (status == PSPEC_EXIT_OK) {
+        for (uint32_t pass = 0; pass < 2; pass++) {
+            for (uint32_t i = 0; i < prog->stmts.n; i++) {
+                ps_stmt *st = prog->stmts.v[i];
+                if ((pass == 0 && st->kind != ST_ASSERT) || (pass == 1 && st->kind != ST_PRINT))
+                    continue;
+                pv v = ps_eval(&rn.ev, st->expr);
+                pspec_report rep = {.prog = prog, .stmt = st, .value = &v};
+                if (st->kind == ST_ASSERT) {
+                    rep.kind = PSPEC_REPORT_ASSERT;
+                    rep.result = result_of(&v);
+                    rep.offenders = rn.offenders[i];
+                    if (rep.result != PSPEC_PASS)
+                        status = PSPEC_EXIT_FAILED;
+                } else {
+                    rep.kind = PSPEC_REPORT_PRINT;
+                }
+                if (opt->report)
+                    opt->report(opt->ctx, &rep);
+                pv_free(v);
+            }
+        }
+    }
+    plan_free(&pl);
+    runner_free(&rn);
+    log_reader_free(r);
+    return status;
+}
+
+/* ---- peval sessions ------------------------------------------------------------------ */
+
+struct pspec_session {
+    pspec *ps;
+    log_reader *r;
+    double tick_ns;
+    ps_scope *scope;
+    uint32_t chunks;
+};
+
+pspec_session *pspec_session_new(pspec *ps, int fd, const char *logname, pspec_warn_fn warn, void *ctx,
+                                  char **errmsg)
+{
+    *errmsg = NULL;
+    log_reader *r = NULL;
+    if (fd >= 0) {
+        r = log_reader_open(fd, false, logname, warn, ctx, errmsg);
+        if (!r)
+            return NULL;
+    }
+    pspec_session *s = ps_calloc(1, sizeof *s);
+    s->ps = ps;
+    s->r = r;
+    s->tick_ns = r ? log_reader_header(r)->tick_ns : 1;
+    if (ps->prog.main) {
+        s->scope = ps->prog.main;
+    } else {
+        uint32_t f = ps_add_file(&ps->prog, "<peval>", "", 0);
+        s->scope = ps_scope_new(&ps->prog, "peval", f);
+        ps->prog.main = s->scope;
+        ps->prog.name = "peval";
+    }
+    return s;
+}
+
+void pspec_session_free(pspec_session *s)
+{
+    if (!s)
+        return;
+    log_reader_free(s->r);
+    free(s);
+}
+
+static const char help_text[] =
+    "Commands end with ';'. Besides expressions, which are evaluated against the log\n"
+    "and printed, you can enter:\n"
+    "  def NAME = EXPR;                         a constant\n"
+    "  [timed] event NAME(ATTR, ...);           an event type\n"
+    "  [nested] interval NAME = s: T [where P], e: T [where P] [metrics M = EXPR, ...] end NAME;\n"
+    "  interval NAME = s: [from T] every T, e: after T ... end NAME;   time-based intervals\n"
+    "  interval NAME = TYPE [metrics ...] end NAME;                     a subtype\n"
+    "  proc NAME[(ARG, ...)] [returns R];       call@NAME, ret@NAME and intv@NAME\n"
+    "  import SPEC;                             types of SPEC.pspec, as SPEC.NAME\n"
+    "  echo \"TEXT\";                             print TEXT\n"
+    "  help;                                    this text\n"
+    "Expressions: numbers (10 ms, 2 sec, 5 cyc ...), true, false, \"strings\", [v, p, m] triples,\n"
+    "k -> v mappings, (k1 -> v1, k2 -> v2), m(k), x.field, -, * / div mod, + -, = != < <= > >=,\n"
+    "!, &, |, =>, c ? a ~ b, aggregates {OP x : TYPE [where P] : EXPR} and\n"
+    "{OP x in domain(M) [where P] : EXPR} with OP one of + * & | min max mean stdev var the last\n"
+    "first count (count takes no ': EXPR'), and the functions min max power log elapsed abs\n"
+    "trunc timestamp thread defined mapped.\n"
+    "Times are in log ticks: divide by a unit to convert, e.g. elapsed(i) / 1 us.\n";
+
+/* Evaluate one expression against the log. */
+static int session_eval(pspec_session *s, const ps_expr *e, pv *out, char **errmsg)
+{
+    runner rn;
+    runner_init(&rn, s->ps, s->tick_ns);
+    plan pl;
+    plan_init(&pl, &s->ps->prog);
+    walk(&pl, e);
+    int status = PSPEC_EXIT_OK;
+    if (pl.passes > 0 && !s->r) {
+        *errmsg = ps_strdup("this expression needs a log, and none was given");
+        status = PSPEC_EXIT_LOG;
+    } else {
+        status = run_passes(&rn, &pl, s->r, true, false, false, errmsg);
+    }
+    if (status == PSPEC_EXIT_OK || (status != PSPEC_EXIT_LOG && status != PSPEC_EXIT_SPEC))
+        *out = ps_eval(&rn.ev, e);
+    plan_free(&pl);
+    runner_free(&rn);
+    return status;
+}
+
+int pspec_session_run(pspec_session *s, const char *text, const char *source_name, pspec_report_fn report,
+                      void (*out)(void *ctx, const char *text), void *ctx, char **errmsg)
+{
+    pspec *ps = s->ps;
+    ps_program *prog = &ps->prog;
+    *errmsg = NULL;
+    uint32_t file = ps_add_file(prog, source_name ? source_name : "<input>", text, strlen(text));
+    ps_items items = {0};
+    ps_diag d = {0};
+    if (ps_parse_commands(prog, file, &items, &d) < 0) {
+        *errmsg = ps_format_diag(prog, &d);
+        free(d.msg);
+        return -EINVAL;
+    }
+    ps_checker ck = {.prog = prog, .scope = s->scope, .is_main = false, .diags = &ps->diags,
+                     .import = ps_import_spec, .import_ctx = ps};
+    for (uint32_t i = 0; i < items.n; i++) {
+        ps_item *it = items.v[i];
+        if (it->kind == IT_ECHO) {
+            if (out) {
+                out(ctx, it->echo);
+                out(ctx, "\n");
+            }
+            continue;
+        }
+        if (it->kind == IT_HELP) {
+            if (out)
+                out(ctx, help_text);
+            continue;
+        }
+        bool is_expr = it->kind == IT_EXPR || it->kind == IT_ASSERT || it->kind == IT_PRINT;
+        if (is_expr)
+            it->kind = IT_EXPR;
+        uint32_t before = ps->diags.n;
+        if (ps_check_item(&ck, it) < 0 || ps->diags.n != before) {
+            ps_buf b = {0};
+            for (uint32_t k = before; k < ps->diags.n; k++) {
+                char *line = ps_format_diag(prog, &ps->diags.v[k]);
+                ps_buf_printf(&b, "%s%s", k > before ? "\n" : "", line);
+                free(line);
+            }
+            pspec_clear_diags(ps);
+            *errmsg = ps_buf_take(&b);
+            return -EINVAL;
+        }
+        if (!is_expr)
+            continue;
+        pv v = pv_undef();
+        int st = session_eval(s, it->assert.expr, &v, errmsg);
+        if (st == PSPEC_EXIT_LOG || st == PSPEC_EXIT_SPEC) {
+            pv_free(v);
+            return -EIO;
+        }
+        pspec_report rep = {.kind = PSPEC_REPORT_VALUE, .prog = prog, .value = &v};
+        if (report)
+            report(ctx, &rep);
+        pv_free(v);
+    }
+    return 0;
+}
+
+bool pspec_command_complete(const char *text)
+{
+    bool in_str = false, in_comment = false, any = false;
+    for (const char *p = text; *p; p++) {
+        char c = *p;
+        if (in_comment) {
+            if (c == '\n')
+                in_comment = false;
+        } else if (in_str) {
+            if (c == '\\' && p[1])
+                p++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '%') {
+            in_comment = true;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == ';') {
+            any = true;
+        } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+            any = false;
+        }
+    }
+    return any;
+}
