@@ -100,6 +100,8 @@ static int reserve(log_writer *w, size_t n)
 static int put_record(log_writer *w, const Cmonlog__Record *rec)
 {
     size_t n = cmonlog__record__get_packed_size(rec);
+    if (n > LOG_MAX_FRAME)
+        return -E2BIG;   /* readers would refuse it */
     int rc = reserve(w, n + 10);
     if (rc < 0)
         return rc;
@@ -385,6 +387,8 @@ static int ascii_event(log_writer *w, int type, int64_t ts, int64_t thread,
 {
     const wtype *ty = &w->types[type];
     size_t nlen = strlen(ty->name);
+    if (nvalues > LOG_MAX_LINE / 2)
+        return -E2BIG;
     int rc = reserve(w, 48 + nlen + 41 * nvalues);
     if (rc < 0)
         return rc;
@@ -399,6 +403,8 @@ static int ascii_event(log_writer *w, int type, int64_t ts, int64_t thread,
         *p++ = ' ';
         p = put_double(p, values[i]);
     }
+    if ((size_t)(p - (w->buf + w->len)) > LOG_MAX_LINE)
+        return -E2BIG;   /* readers would skip it; the buffer is left as it was */
     *p++ = '\n';
     w->len = (size_t)(p - w->buf);
     return 0;

@@ -35,7 +35,9 @@ int log_writer_open(log_writer **out, int fd, bool own_fd, log_format format,
  * that is not [A-Za-z_][A-Za-z0-9_]* or call@NAME / ret@NAME. */
 int log_writer_declare(log_writer *w, const char *name, const char *const *attrs, size_t nattrs);
 
-/* Write an event of a declared type. ts >= 0; values must be finite. */
+/* Write an event of a declared type. ts >= 0; values must be finite;
+ * -E2BIG for an event longer than a reader accepts (1 MiB ascii line,
+ * 16 MiB binary frame). */
 int log_writer_event_id(log_writer *w, int type, int64_t ts, int64_t thread,
                         const double *values, size_t nvalues);
 
