@@ -1,0 +1,217 @@
+/* telemonreg — the CMon registry. Parse the command line, open the
+ * listening sockets, tell systemd we are ready, run the loop until
+ * SIGTERM/SIGINT, clean up. The work happens in conn.c and matcher.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "cmon/log.h"
+#include "cmon/service.h"
+#include "cmon/tls.h"
+#include "registry.h"
+
+static const char usage[] =
+	"usage: telemonreg [-listen ADDR]... [-portfile FILE] [-debug]\n"
+	"                  [-tls-cert FILE -tls-key FILE [-tls-ca FILE]]\n"
+	"                  [-max-conns N] [-hello-timeout SECONDS]\n"
+	"\n"
+	"The CMon registry: snarflogs announce monitored programs here and\n"
+	"telemonitors subscribe to classes of them.\n"
+	"\n"
+	"  -listen ADDR        HOST:PORT, [V6]:PORT, *:PORT or unix:PATH; repeatable.\n"
+	"                      Default 127.0.0.1 and ::1 port 7361 (every interface\n"
+	"                      when TLS is configured). Ignored under socket activation.\n"
+	"  -portfile FILE      write the bound TCP port to FILE (useful with port 0)\n"
+	"  -debug              log instances and classes as they come and go\n"
+	"  -tls-cert FILE      serve TLS with this certificate (PEM)\n"
+	"  -tls-key FILE       and this private key\n"
+	"  -tls-ca FILE        require client certificates signed by this CA\n"
+	"  -max-conns N        refuse connections beyond N (default: open-file limit)\n"
+	"  -hello-timeout SEC  disconnect peers silent for SEC seconds after\n"
+	"                      connecting (default 10)\n"
+	"  --help, --version\n";
+
+/* Command-line settings. */
+struct options {
+	char *listen[REG_MAX_LISTENERS];   /* -listen addresses */
+	size_t nlisten;                    /* how many */
+	const char *portfile;              /* -portfile */
+	bool debug;                        /* -debug */
+	struct cmon_tls_opts tls;          /* -tls-* */
+	long max_conns;                    /* -max-conns, 0 = from rlimit */
+	long hello_timeout;                /* -hello-timeout */
+};
+
+static long parse_long(const char *s, const char *opt, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < lo || v > hi) {
+		fprintf(stderr, "telemonreg: bad value '%s' for %s\n", s, opt);
+		exit(2);
+	}
+	return v;
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	enum { O_LISTEN = 1, O_PORTFILE, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXC, O_HELLO,
+	       O_HELP, O_VERSION };
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, O_LISTEN },
+		{ "portfile", required_argument, NULL, O_PORTFILE },
+		{ "debug", no_argument, NULL, O_DEBUG },
+		{ "tls-cert", required_argument, NULL, O_CERT },
+		{ "tls-key", required_argument, NULL, O_KEY },
+		{ "tls-ca", required_argument, NULL, O_CA },
+		{ "max-conns", required_argument, NULL, O_MAXC },
+		{ "hello-timeout", required_argument, NULL, O_HELLO },
+		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	o->hello_timeout = 10;
+	while ((c = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_LISTEN:
+			if (o->nlisten == REG_MAX_LISTENERS) {
+				fprintf(stderr, "telemonreg: too many -listen options\n");
+				exit(2);
+			}
+			o->listen[o->nlisten++] = optarg;
+			break;
+		case O_PORTFILE: o->portfile = optarg; break;
+		case O_DEBUG: o->debug = true; break;
+		case O_CERT: o->tls.cert = optarg; break;
+		case O_KEY: o->tls.key = optarg; break;
+		case O_CA: o->tls.ca = optarg; break;
+		case O_MAXC: o->max_conns = parse_long(optarg, "-max-conns", 1, 10000000); break;
+		case O_HELLO:
+			o->hello_timeout = parse_long(optarg, "-hello-timeout", 1, 3600);
+			break;
+		case O_HELP:
+			fputs(usage, stdout);
+			exit(0);
+		case O_VERSION:
+			puts("telemonreg " CMON_VERSION);
+			exit(0);
+		default:
+			fputs(usage, stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "telemonreg: unexpected argument '%s'\n%s", argv[optind], usage);
+		exit(2);
+	}
+}
+
+/* Raise the open-file limit as far as allowed and derive the connection cap. */
+static size_t connection_limit(long wanted)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	} else {
+		rl.rlim_cur = 1024;
+	}
+	size_t cap = rl.rlim_cur > 64 + 32 ? (size_t)rl.rlim_cur - 32 : 64;
+	return wanted > 0 && (size_t)wanted < cap ? (size_t)wanted : cap;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct reg *r = arg;
+
+	cmon_notice("signal %d: shutting down (%zu instances, %zu classes)", (int)sig,
+		    r->ninstances, r->nsubs);
+	cmon_service_stopping();
+	event_base_loopexit(r->base, NULL);
+}
+
+static void on_status(evutil_socket_t fd, short what, void *arg)
+{
+	struct reg *r = arg;
+
+	cmon_service_status("%zu instances, %zu classes, %zu connections", r->ninstances,
+			    r->nsubs, r->nconns);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	struct reg r = { 0 };
+	struct event *sigterm = NULL, *sigint = NULL, *status = NULL, *watchdog = NULL;
+	struct timeval every = { 2, 0 };
+	char err[400];
+	int rc = 1;
+
+	parse_args(argc, argv, &o);
+	cmon_log_init("telemonreg", o.debug);
+	signal(SIGPIPE, SIG_IGN);
+	TAILQ_INIT(&r.conns);
+	TAILQ_INIT(&r.doomed);
+	TAILQ_INIT(&r.instances);
+	TAILQ_INIT(&r.subs);
+	r.max_conns = connection_limit(o.max_conns);
+	r.hello_timeout_s = (int)o.hello_timeout;
+	r.base = event_base_new();
+	if (!r.base) {
+		cmon_err("cannot create event loop");
+		return 1;
+	}
+	if (cmon_tls_enabled(&o.tls)) {
+		r.tls = cmon_tls_server_ctx(&o.tls, err, sizeof err);
+		if (!r.tls) {
+			cmon_err("%s", err);
+			goto out_base;
+		}
+	}
+	r.reaper = event_new(r.base, -1, 0, conn_reap, &r);
+	if (!r.reaper || listen_open(&r, o.listen, o.nlisten, o.portfile) < 0)
+		goto out_listen;
+	sigterm = evsignal_new(r.base, SIGTERM, on_signal, &r);
+	sigint = evsignal_new(r.base, SIGINT, on_signal, &r);
+	status = event_new(r.base, -1, EV_PERSIST, on_status, &r);
+	if (!sigterm || !sigint || !status)
+		goto out_events;
+	evsignal_add(sigterm, NULL);
+	evsignal_add(sigint, NULL);
+	event_add(status, &every);
+	watchdog = cmon_service_watchdog(r.base);
+	cmon_service_ready("0 instances, 0 classes");
+	cmon_notice("ready (version %s, max %zu connections%s)", CMON_VERSION, r.max_conns,
+		    r.tls ? (o.tls.ca ? ", mutual TLS" : ", TLS") : "");
+	event_base_dispatch(r.base);
+	rc = 0;
+out_events:
+	if (watchdog)
+		event_free(watchdog);
+	if (status)
+		event_free(status);
+	if (sigint)
+		event_free(sigint);
+	if (sigterm)
+		event_free(sigterm);
+out_listen:
+	listen_close(&r);
+	conn_close_all(&r);
+	if (r.reaper)
+		event_free(r.reaper);
+	SSL_CTX_free(r.tls);
+out_base:
+	event_base_free(r.base);
+	return rc;
+}

@@ -1,0 +1,123 @@
+/* telemonreg internals: the registry state, its connections, and the
+ * instance/class store. One event loop, no threads. */
+#ifndef REGISTRY_H
+#define REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <openssl/ssl.h>
+
+#include "cmon/names.h"
+#include "cmon/net.h"
+#include "cmon/proto.h"
+
+/* Limits on what one peer can make the registry hold or do. */
+#define REG_MAX_SUBS_PER_CONN 10000      /* classes one telemonitor may add */
+#define REG_OUTPUT_MAX (16u << 20)       /* unread notifications before we give up */
+#define REG_MSG_BURST 20000.0            /* messages a peer may send at once... */
+#define REG_MSG_RATE 5000.0              /* ...and per second after that */
+#define REG_MAX_LISTENERS 16             /* listening sockets */
+
+/* Where a connection is in its life; driven by conn_drive(). */
+enum conn_state {
+	CONN_HELLO,          /* accepted (TLS done); waiting for the peer's Hello */
+	CONN_SNARFLOG,       /* a snarflog said Hello; waiting for its Announce */
+	CONN_ANNOUNCED,      /* a snarflog whose instance is registered */
+	CONN_LEFT,           /* a snarflog that said Leave; waiting for it to close */
+	CONN_TELEMONITOR,    /* a subscriber; may add and drop classes */
+	CONN_CLOSING,        /* sending a final Error, then close */
+	CONN_DEAD,           /* closed; waiting to be freed outside any iteration */
+};
+
+struct conn;
+
+/* A running monitored program, announced by one snarflog connection. */
+struct instance {
+	TAILQ_ENTRY(instance) link;   /* in reg.instances */
+	struct conn *owner;           /* the snarflog connection that announced it */
+	Cmon__Instance info;          /* what we tell subscribers (strings owned) */
+};
+
+/* A class of instances one telemonitor connection wants to hear about. */
+struct sub {
+	TAILQ_ENTRY(sub) in_conn;     /* in owner->subs */
+	TAILQ_ENTRY(sub) in_all;      /* in reg.subs */
+	struct conn *owner;           /* the telemonitor connection */
+	uint32_t id;                  /* subscriber-chosen id */
+	char program[CMON_NAME_MAX + 1]; /* pattern ("" = any) */
+	char machine[CMON_NAME_MAX + 1]; /* pattern ("" = any) */
+	char pid[24];                 /* pattern ("" = any) */
+	bool autostart;               /* the class's auto flag */
+	bool block;                   /* the class's block flag */
+};
+
+TAILQ_HEAD(instance_list, instance);
+TAILQ_HEAD(sub_list, sub);
+TAILQ_HEAD(conn_list, conn);
+
+/* One peer connection. */
+struct conn {
+	TAILQ_ENTRY(conn) link;       /* in reg.conns or reg.doomed */
+	struct reg *reg;              /* back pointer */
+	enum conn_state state;        /* see enum conn_state */
+	struct bufferevent *bev;      /* socket or TLS stream */
+	char peer[CMON_ADDRSTR_MAX];  /* "addr:port" for log lines */
+	char peer_host[CMON_HOST_MAX + 1]; /* address only, to fill in ":PORT" endpoints */
+	struct event *timer;          /* Hello deadline, then close deadline */
+	struct instance *inst;        /* CONN_ANNOUNCED: its instance */
+	struct sub_list subs;         /* CONN_TELEMONITOR: its classes */
+	size_t nsubs;                 /* length of subs */
+	double tokens;                /* flood control bucket */
+	struct timeval refill;        /* when tokens were last refilled */
+};
+
+/* The whole registry. */
+struct reg {
+	struct event_base *base;      /* the loop */
+	SSL_CTX *tls;                 /* server TLS context, or NULL */
+	struct evconnlistener *listeners[REG_MAX_LISTENERS]; /* listening sockets */
+	size_t nlisteners;            /* how many */
+	struct conn_list conns;       /* live connections */
+	struct conn_list doomed;      /* closed connections not yet freed */
+	struct event *reaper;         /* frees `doomed` from a clean stack */
+	size_t nconns;                /* live connections */
+	size_t max_conns;             /* refuse beyond this */
+	int hello_timeout_s;          /* seconds a new peer has to say Hello */
+	struct instance_list instances; /* every announced instance */
+	size_t ninstances;            /* length of instances */
+	struct sub_list subs;         /* every class of every telemonitor */
+	size_t nsubs;                 /* length of subs */
+	uint64_t next_key;            /* next instance key */
+	time_t last_refused_log;      /* rate limit for "too many connections" */
+};
+
+/* listen.c: open listeners from -listen addresses or systemd sockets. */
+int listen_open(struct reg *r, char **addrs, size_t naddrs, const char *portfile);
+void listen_close(struct reg *r);
+
+/* conn.c: accept a socket; drive and close connections. */
+void conn_accept(struct reg *r, int fd);
+void conn_kill(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void conn_close_all(struct reg *r);
+void conn_reap(evutil_socket_t fd, short what, void *arg);
+int conn_send(struct conn *c, const Cmon__Msg *m);
+
+/* matcher.c: the store of instances and classes, and notifications.
+ * matcher_add_instance returns 1 if an auto class wants the log from the
+ * start, 0 if not, -ENOMEM. matcher_add_sub returns 0 or -ErrorCode. */
+int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Instance *in,
+			 bool reannounce, struct instance **out);
+void matcher_remove_instance(struct reg *r, struct instance *inst, bool clean);
+int matcher_add_sub(struct reg *r, struct conn *owner, const Cmon__Subscribe *s, char *why,
+		    size_t size);
+bool matcher_remove_sub(struct reg *r, struct conn *owner, uint32_t id);
+void matcher_remove_conn_subs(struct reg *r, struct conn *owner);
+void matcher_free_all(struct reg *r);
+
+#endif

@@ -1,0 +1,321 @@
+/* The registry link: announce this instance, keep the connection, and
+ * when it breaks (or the registry is not there yet) try again with
+ * exponential backoff capped at RL_BACKOFF_MAX_MS, re-announcing so a
+ * restarted registry learns about us again. Nothing here ever waits on
+ * the network: resolution, connect and TLS are asynchronous. The link is
+ * an explicit state machine (enum reg_state) driven by reg_drive(). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmon/connect.h"
+#include "cmon/log.h"
+#include "snarflog.h"
+
+#define RL_BACKOFF_MIN_MS 100      /* first retry delay */
+#define RL_BACKOFF_MAX_MS 3000     /* retry delay cap */
+#define RL_CONNECT_MS 3000         /* per-address connect + handshake bound */
+#define RL_LEAVE_MS 1000           /* how long a goodbye may take */
+
+/* Where the link is. */
+enum reg_state {
+	RL_CONNECTING,    /* resolving / connecting / TLS handshake */
+	RL_HANDSHAKE,     /* Hello and Announce sent; waiting for Hello and AnnounceAck */
+	RL_UP,            /* announced */
+	RL_BACKOFF,       /* waiting before the next attempt */
+	RL_LEAVING,       /* Leave sent; closing once it is out */
+	RL_DONE,          /* finished */
+};
+
+/* The link. */
+struct reglink {
+	struct snarf *s;              /* back pointer */
+	enum reg_state state;         /* see enum reg_state */
+	struct cmon_addr addr;        /* registry address */
+	char name[CMON_ADDRSTR_MAX];  /* registry address for logs */
+	struct cmon_connector *conn;  /* connect attempt in progress */
+	struct bufferevent *bev;      /* established connection */
+	struct event *timer;          /* backoff and leave deadline */
+	unsigned failures;            /* consecutive failed attempts */
+	bool announced;               /* an AnnounceAck has been seen once */
+	bool hello_seen;              /* the registry's Hello arrived on this connection */
+	bool complained;              /* the "unreachable" warning was logged */
+};
+
+static void reg_connect(struct reglink *rl);
+
+static void timer_set(struct reglink *rl, event_callback_fn fn, unsigned ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	evtimer_del(rl->timer);
+	evtimer_assign(rl->timer, rl->s->base, fn, rl);
+	evtimer_add(rl->timer, &tv);
+}
+
+static void finished(struct reglink *rl)
+{
+	rl->state = RL_DONE;
+	evtimer_del(rl->timer);
+	if (rl->bev) {
+		bufferevent_free(rl->bev);
+		rl->bev = NULL;
+	}
+	core_done(rl->s);
+}
+
+static void backoff_fire(evutil_socket_t fd, short what, void *arg)
+{
+	reg_connect(arg);
+}
+
+/* The connection failed or broke: close it and schedule a new attempt. */
+static void reg_lost(struct reglink *rl, const char *why)
+{
+	unsigned ms = RL_BACKOFF_MIN_MS;
+
+	if (rl->bev) {
+		bufferevent_free(rl->bev);
+		rl->bev = NULL;
+	}
+	if (rl->state == RL_LEAVING) {
+		finished(rl);
+		return;
+	}
+	for (unsigned i = 0; i < rl->failures && ms < RL_BACKOFF_MAX_MS; i++)
+		ms *= 2;
+	if (ms > RL_BACKOFF_MAX_MS)
+		ms = RL_BACKOFF_MAX_MS;
+	ms = ms - ms / 5 + (unsigned)(random() % (ms / 5 * 2 + 1));   /* +-20% jitter */
+	if (rl->state == RL_UP)
+		cmon_warn("lost the registry at %s (%s); re-announcing when it is back", rl->name,
+			  why);
+	else if (!rl->complained)
+		cmon_warn("registry at %s unreachable (%s); will keep trying every few seconds",
+			  rl->name, why);
+	else
+		cmon_debug("registry at %s: %s; retry in %u ms", rl->name, why, ms);
+	rl->complained = true;
+	rl->failures++;
+	rl->state = RL_BACKOFF;
+	timer_set(rl, backoff_fire, ms);
+}
+
+static void send_announce(struct reglink *rl)
+{
+	struct snarf *s = rl->s;
+	Cmon__Msg m = CMON__MSG__INIT;
+	Cmon__Announce a = CMON__ANNOUNCE__INIT;
+	Cmon__Instance in = CMON__INSTANCE__INIT;
+	struct evbuffer *out = bufferevent_get_output(rl->bev);
+
+	in.program = (char *)s->opt.program;
+	in.machine = s->machine;
+	in.has_pid = true;
+	in.pid = s->pid;
+	in.has_start_unix_ns = true;
+	in.start_unix_ns = s->start_unix_ns;
+	in.data_endpoint = s->endpoint;
+	in.has_format = s->format != CMON__FORMAT__FORMAT_UNSPECIFIED;
+	in.format = s->format;
+	in.has_tls = true;
+	in.tls = s->tls_server != NULL;
+	a.instance = &in;
+	a.has_reannounce = true;
+	a.reannounce = rl->announced;
+	m.kind_case = CMON__MSG__KIND_ANNOUNCE;
+	m.announce = &a;
+	cmon_send_hello(out, CMON__ROLE__ROLE_SNARFLOG, "snarflog " CMON_VERSION);
+	cmon_frame_send(out, &m);
+}
+
+/* Advance the link by one message from the registry. */
+static void reg_drive(struct reglink *rl, const Cmon__Msg *m)
+{
+	char why[200];
+	Cmon__Role role;
+
+	if (m->kind_case == CMON__MSG__KIND_PING) {
+		cmon_send_ping(bufferevent_get_output(rl->bev), true,
+			       m->ping->has_nonce ? m->ping->nonce : 0);
+		return;
+	}
+	if (m->kind_case == CMON__MSG__KIND_ERROR) {
+		snprintf(why, sizeof why, "registry refused us: %s",
+			 m->error->message ? m->error->message : "?");
+		reg_lost(rl, why);
+		return;
+	}
+	switch (rl->state) {
+	case RL_HANDSHAKE:
+		if (!rl->hello_seen) {
+			if (!cmon_hello_ok(m, &role, why, sizeof why)) {
+				reg_lost(rl, why);
+				return;
+			}
+			rl->hello_seen = true;
+			return;
+		}
+		if (m->kind_case == CMON__MSG__KIND_ANNOUNCE_ACK) {
+			const Cmon__AnnounceAck *ack = m->announce_ack;
+			if (rl->complained || rl->announced)
+				cmon_notice("%s to the registry at %s",
+					    rl->announced ? "re-announced" : "announced", rl->name);
+			else
+				cmon_debug("announced to the registry at %s (key %llu)", rl->name,
+					   (unsigned long long)ack->key);
+			rl->state = RL_UP;
+			rl->failures = 0;
+			rl->complained = false;
+			if (!rl->announced && ack->has_auto_wanted && ack->auto_wanted)
+				core_hold_start(rl->s);
+			rl->announced = true;
+			return;
+		}
+		break;
+	case RL_UP:
+	case RL_LEAVING:
+		if (m->kind_case == CMON__MSG__KIND_PONG)
+			return;
+		break;
+	default:
+		return;
+	}
+	snprintf(why, sizeof why, "unexpected %s message from the registry", cmon_msg_kind_name(m));
+	reg_lost(rl, why);
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct reglink *rl = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	const char *why = NULL;
+	Cmon__Msg *m;
+	int r;
+
+	while (rl->bev == bev) {
+		r = cmon_frame_next(in, CMON_CONTROL_FRAME_MAX, &m, &why);
+		if (r == 0)
+			return;
+		if (r < 0) {
+			reg_lost(rl, why);
+			return;
+		}
+		reg_drive(rl, m);
+		cmon_msg_free(m);
+	}
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	struct reglink *rl = arg;
+
+	if (rl->state == RL_LEAVING && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		finished(rl);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct reglink *rl = arg;
+
+	reg_lost(rl, what & BEV_EVENT_EOF ? "connection closed"
+		 : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+static void connected(struct bufferevent *bev, const char *peer, const char *err, void *arg)
+{
+	struct reglink *rl = arg;
+
+	rl->conn = NULL;
+	if (!bev) {
+		reg_lost(rl, err);
+		return;
+	}
+	rl->bev = bev;
+	rl->hello_seen = false;
+	rl->state = RL_HANDSHAKE;
+	bufferevent_setcb(bev, read_cb, write_cb, event_cb, rl);
+	bufferevent_setwatermark(bev, EV_READ, 0, CMON_CONTROL_FRAME_MAX + 16);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	send_announce(rl);
+}
+
+static void reg_connect(struct reglink *rl)
+{
+	rl->state = RL_CONNECTING;
+	rl->conn = cmon_connect_start(rl->s->base, rl->s->dns, &rl->addr,
+				      rl->addr.kind == CMON_ADDR_TCP ? rl->s->tls_client : NULL,
+				      RL_CONNECT_MS, connected, rl);
+	if (!rl->conn)
+		reg_lost(rl, "out of memory");
+}
+
+int reg_start(struct snarf *s)
+{
+	struct reglink *rl = calloc(1, sizeof *rl);
+
+	if (!rl)
+		return -ENOMEM;
+	rl->s = s;
+	if (cmon_addr_parse(s->opt.regmachine, CMON_REGISTRY_PORT, &rl->addr) < 0) {
+		cmon_err("bad registry address '%s'", s->opt.regmachine);
+		free(rl);
+		return -EINVAL;
+	}
+	cmon_addr_format(&rl->addr, rl->name, sizeof rl->name);
+	rl->timer = evtimer_new(s->base, backoff_fire, rl);
+	if (!rl->timer) {
+		free(rl);
+		return -ENOMEM;
+	}
+	s->reg = rl;
+	reg_connect(rl);
+	return 0;
+}
+
+static void leave_expired(evutil_socket_t fd, short what, void *arg)
+{
+	struct reglink *rl = arg;
+
+	cmon_debug("registry did not take our goodbye in time");
+	finished(rl);
+}
+
+void reg_leave(struct snarf *s)
+{
+	struct reglink *rl = s->reg;
+	Cmon__Msg m = CMON__MSG__INIT;
+	Cmon__Leave l = CMON__LEAVE__INIT;
+
+	if (!rl) {
+		core_done(s);
+		return;
+	}
+	if (rl->state != RL_UP) {
+		cmon_connect_cancel(rl->conn);
+		rl->conn = NULL;
+		finished(rl);
+		return;
+	}
+	m.kind_case = CMON__MSG__KIND_LEAVE;
+	m.leave = &l;
+	cmon_frame_send(bufferevent_get_output(rl->bev), &m);
+	rl->state = RL_LEAVING;
+	bufferevent_setwatermark(rl->bev, EV_WRITE, 0, 0);
+	timer_set(rl, leave_expired, RL_LEAVE_MS);
+}
+
+void reg_free(struct snarf *s)
+{
+	struct reglink *rl = s->reg;
+
+	if (!rl)
+		return;
+	cmon_connect_cancel(rl->conn);
+	if (rl->bev)
+		bufferevent_free(rl->bev);
+	event_free(rl->timer);
+	free(rl);
+	s->reg = NULL;
+}

@@ -1,0 +1,52 @@
+/* A fixed-size buffer of whole log records, oldest first. Records are
+ * stored contiguously and never wrap around the end of the memory, so any
+ * run of them can be handed out as one piece. When a new record does not
+ * fit, the caller may drop the oldest whole records to make room. */
+#ifndef SNARFLOG_BUFFER_H
+#define SNARFLOG_BUFFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cmon.pb-c.h"
+
+/* The buffer. Records live in [head, wrap) then [0, tail) when wrapped,
+ * else in [head, tail). */
+struct ring {
+	uint8_t *mem;          /* cap bytes */
+	size_t cap;            /* capacity in bytes */
+	size_t head;           /* offset of the oldest record */
+	size_t tail;           /* where the next record goes */
+	size_t wrap;           /* end of the older run when wrapped */
+	bool wrapped;          /* records continue at offset 0 */
+	size_t used;           /* bytes of records held */
+	uint64_t nrec;         /* records held */
+	Cmon__Format fmt;      /* how to find a record's end: '\n' or varint frame */
+};
+
+/* Allocate `cap` bytes for records of format `fmt`. 0 or -ENOMEM. */
+int ring_init(struct ring *r, size_t cap, Cmon__Format fmt);
+
+/* Release the memory; the ring can be initialised again. */
+void ring_free(struct ring *r);
+
+/* True if a record of `len` bytes fits without dropping anything. */
+bool ring_fits(const struct ring *r, size_t len);
+
+/* Store a record (len <= cap), first dropping as many of the oldest
+ * records as needed; returns how many were dropped. */
+uint64_t ring_push(struct ring *r, const void *rec, size_t len);
+
+/* The oldest records as one contiguous piece of at most `max` bytes (but
+ * always at least one whole record when any is held). Returns its length
+ * (0 if empty) and the number of records in it. */
+size_t ring_peek(const struct ring *r, size_t max, const uint8_t **p, uint64_t *nrec);
+
+/* Forget the first `len` bytes / `nrec` records, as returned by ring_peek. */
+void ring_consume(struct ring *r, size_t len, uint64_t nrec);
+
+/* Drop everything; returns how many records were held. */
+uint64_t ring_clear(struct ring *r);
+
+#endif

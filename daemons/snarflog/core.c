@@ -1,0 +1,246 @@
+/* snarflog's policy and life cycle: which records to keep, when to stop
+ * reading (block, hold), and how the program ends (drain, leave, exit).
+ * Principle 1 of DESIGN.md rules here: unless the consumer's class asked
+ * for `block`, or an auto subscriber is being waited for (bounded by
+ * -hold), reading never stops and the oldest whole records are dropped. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmon/log.h"
+#include "cmon/logfmt.h"
+#include "snarflog.h"
+
+void core_format_known(struct snarf *s, Cmon__Format fmt)
+{
+	s->format = fmt;
+	s->ring.fmt = fmt;
+	cmon_debug("log format: %s", cmon_format_name(fmt));
+	stream_format_known(s);
+}
+
+void core_header_append(struct snarf *s, const uint8_t *p, size_t len)
+{
+	struct header *h = &s->hdr;
+
+	if (h->len + len > SNARF_HEADER_MAX) {
+		cmon_warn("saved header would exceed %u bytes; line not kept", SNARF_HEADER_MAX);
+		return;
+	}
+	if (h->len + len > h->cap) {
+		size_t cap = h->cap ? h->cap : 4096;
+		uint8_t *n;
+		while (cap < h->len + len)
+			cap *= 2;
+		n = realloc(h->data, cap);
+		if (!n) {
+			cmon_warn("out of memory saving the header");
+			return;
+		}
+		h->data = n;
+		h->cap = cap;
+	}
+	memcpy(h->data + h->len, p, len);
+	h->len += len;
+}
+
+/* True when the buffer must not drop: a blocking consumer, or the hold. */
+static bool must_keep(const struct snarf *s)
+{
+	return !s->stopping && (s->hold || (s->active && stream_blocks(s->active)));
+}
+
+bool core_record(struct snarf *s, const uint8_t *p, size_t len)
+{
+	uint64_t dropped;
+
+	if (must_keep(s) && !ring_fits(&s->ring, len)) {
+		input_pause(s);
+		return false;
+	}
+	dropped = ring_push(&s->ring, p, len);
+	s->records_in++;
+	if (dropped) {
+		s->dropped += dropped;
+		stream_dropped(s, dropped);
+	}
+	return true;
+}
+
+void core_lost(struct snarf *s, uint64_t n, const char *why)
+{
+	uint8_t marker[CMON_GAP_MARKER_MAX];
+	size_t len;
+
+	s->resyncs++;
+	if (s->resyncs <= 10 || cmon_log_debugging())
+		cmon_warn("input damaged (%s); skipped to the next record%s", why,
+			  s->resyncs == 10 ? " (further reports only with -debug)" : "");
+	/* The loss sits after every buffered record: mark it there, in the
+	 * log's own format, so a consumer sees it exactly where it happened. */
+	len = cmon_log_gap_marker(s->format, n, marker);
+	s->dropped += n;
+	{
+		uint64_t d = ring_push(&s->ring, marker, len);
+		if (d) {
+			s->dropped += d;
+			stream_dropped(s, d);
+		}
+	}
+}
+
+void core_space_freed(struct snarf *s)
+{
+	if (s->in.paused && (!must_keep(s) || ring_fits(&s->ring, s->in.rec_max)))
+		input_resume(s);
+}
+
+static void hold_expired(evutil_socket_t fd, short what, void *arg)
+{
+	core_hold_release(arg, "no auto subscriber connected in time");
+}
+
+void core_hold_start(struct snarf *s)
+{
+	struct timeval tv;
+
+	if (s->active || s->hold || s->opt.hold_s <= 0)
+		return;
+	s->hold = true;
+	tv.tv_sec = (time_t)s->opt.hold_s;
+	tv.tv_usec = (suseconds_t)((s->opt.hold_s - (double)tv.tv_sec) * 1e6);
+	evtimer_add(s->hold_timer, &tv);
+	cmon_debug("an auto subscriber wants the log from the start: holding up to %.1f s",
+		   s->opt.hold_s);
+}
+
+void core_hold_release(struct snarf *s, const char *why)
+{
+	if (!s->hold)
+		return;
+	s->hold = false;
+	evtimer_del(s->hold_timer);
+	cmon_debug("hold released: %s", why);
+	core_space_freed(s);
+	core_check_done(s);
+}
+
+void core_input_ended(struct snarf *s)
+{
+	cmon_debug("end of log: %llu records read, %llu dropped",
+		   (unsigned long long)s->records_in, (unsigned long long)s->dropped);
+	core_check_done(s);
+}
+
+void core_child_exited(struct snarf *s)
+{
+	core_check_done(s);
+}
+
+static void drain_expired(evutil_socket_t fd, short what, void *arg)
+{
+	struct snarf *s = arg;
+
+	if (s->phase != PH_DRAINING)
+		return;
+	cmon_warn("end of log: consumer did not take the last %llu records within %.1f s",
+		  (unsigned long long)s->ring.nrec, s->opt.drain_s);
+	stream_close_all(s);
+	s->phase = PH_LEAVING;
+	reg_leave(s);
+}
+
+/* Move the life cycle forward when its conditions hold:
+ * RUNNING -> DRAINING once the log ended (and CMD exited);
+ * DRAINING -> LEAVING once the consumer has everything (or none is
+ * coming); LEAVING -> DONE is reg_leave()'s job. */
+void core_check_done(struct snarf *s)
+{
+	struct timeval tv;
+
+	if (s->phase == PH_RUNNING) {
+		if (s->in.state != IN_EOF || (s->child && !s->child_done))
+			return;
+		s->phase = PH_DRAINING;
+	}
+	if (s->phase != PH_DRAINING)
+		return;
+	if (s->hold)
+		return;                        /* hold_expired or a consumer moves us on */
+	if (!evtimer_pending(s->drain_timer, NULL)) {
+		tv.tv_sec = (time_t)s->opt.drain_s;
+		tv.tv_usec = (suseconds_t)((s->opt.drain_s - (double)tv.tv_sec) * 1e6);
+		evtimer_add(s->drain_timer, &tv);
+	}
+	if (s->active) {
+		if (!stream_drained(s)) {
+			stream_pump(s);
+			return;
+		}
+		stream_end(s, CMON__END_REASON__END_EOF);
+	}
+	if (stream_ending(s))
+		return;                        /* a LogEnd is still being flushed */
+	s->phase = PH_LEAVING;
+	evtimer_del(s->drain_timer);
+	reg_leave(s);
+}
+
+void core_done(struct snarf *s)
+{
+	s->phase = PH_DONE;
+	event_base_loopexit(s->base, NULL);
+}
+
+void core_shutdown(struct snarf *s, const char *why)
+{
+	if (s->phase != PH_RUNNING || s->in.state == IN_EOF) {
+		cmon_notice("%s again: exiting now", why);
+		stream_close_all(s);
+		core_done(s);
+		return;
+	}
+	cmon_debug("%s: ending the log", why);
+	s->stopping = true;
+	input_stop(s);
+}
+
+static void stats_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snarf *s = arg;
+
+	if (s->dropped == s->dropped_reported && !s->active)
+		return;
+	cmon_debug("%llu records read, %llu buffered (%zu bytes), %llu dropped (+%llu), %s",
+		   (unsigned long long)s->records_in, (unsigned long long)s->ring.nrec,
+		   s->ring.used, (unsigned long long)s->dropped,
+		   (unsigned long long)(s->dropped - s->dropped_reported),
+		   s->active ? "forwarding" : "no consumer");
+	s->dropped_reported = s->dropped;
+}
+
+int core_init(struct snarf *s)
+{
+	struct timeval every = { 5, 0 };
+
+	s->hold_timer = evtimer_new(s->base, hold_expired, s);
+	s->drain_timer = evtimer_new(s->base, drain_expired, s);
+	s->stats_timer = event_new(s->base, -1, EV_PERSIST, stats_cb, s);
+	if (!s->hold_timer || !s->drain_timer || !s->stats_timer)
+		return -1;
+	if (s->opt.debug)
+		event_add(s->stats_timer, &every);
+	return ring_init(&s->ring, s->opt.buffer, s->opt.format);
+}
+
+void core_free(struct snarf *s)
+{
+	if (s->hold_timer)
+		event_free(s->hold_timer);
+	if (s->drain_timer)
+		event_free(s->drain_timer);
+	if (s->stats_timer)
+		event_free(s->stats_timer);
+	ring_free(&s->ring);
+	free(s->hdr.data);
+}

@@ -1,0 +1,287 @@
+/* snarflog — forward a program's monitoring log to a telemonitor.
+ * Parse the command line, start CMD first (so it never waits for us and
+ * inherits nothing of ours), then open the log input, the data endpoint
+ * and the registry link, and run the loop until the log has ended and
+ * been delivered. Exit the way CMD exited. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmon/log.h"
+#include "snarflog.h"
+
+static const char usage[] =
+	"usage: snarflog PROGNAME [-ascii|-binary] [-buffer NBYTES] [-fifo PATH] [-debug]\n"
+	"                [-regmachine HOST[:PORT]] [-standalone] [-data-listen ADDR]\n"
+	"                [-machine NAME] [-hold SECONDS] [-drain SECONDS] [-portfile FILE]\n"
+	"                [-tls-cert FILE -tls-key FILE] [-tls-ca FILE] [-- CMD ARGS...]\n"
+	"\n"
+	"Reads a monitoring log from standard input, from the named pipe PATH, or\n"
+	"from CMD (through the pipe in CMON_LOG_FD / CMON_LOG), keeps the last\n"
+	"NBYTES of whole records, and forwards the log to one telemonitor at a time.\n"
+	"\n"
+	"  -ascii, -binary     log format (default: detected from the first bytes)\n"
+	"  -buffer NBYTES      record buffer size, suffix K, M or G allowed (default 2M)\n"
+	"  -fifo PATH          read the log from named pipe PATH (created if missing)\n"
+	"  -debug              report forwarding, drops and registry traffic\n"
+	"  -regmachine ADDR    registry HOST or HOST:PORT (default $TELEMONREG_MACHINE,\n"
+	"                      else localhost:7361)\n"
+	"  -standalone         do not use a registry; consumers connect directly\n"
+	"  -data-listen ADDR   data endpoint address (default $CMON_DATA_LISTEN, else\n"
+	"                      127.0.0.1:0, or *:0 with TLS)\n"
+	"  -machine NAME       machine name to announce (default: host name)\n"
+	"  -hold SECONDS       wait this long for an auto subscriber before dropping\n"
+	"                      the first records (default 5)\n"
+	"  -drain SECONDS      at end of log, wait this long for the consumer to take\n"
+	"                      the rest (default 5)\n"
+	"  -portfile FILE      write the data endpoint's port to FILE\n"
+	"  -tls-cert, -tls-key, -tls-ca FILE   TLS (default $CMON_TLS_CERT, ...)\n"
+	"  --help, --version\n";
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "snarflog: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage);
+	exit(2);
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		die_usage("bad -buffer size '%s'", s);
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B' || *end == 'b')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end || v < SNARF_MIN_BUFFER || v > SNARF_MAX_BUFFER)
+		die_usage("-buffer must be between 4K and 1G, not '%s'", s);
+	return (size_t)v;
+}
+
+static double parse_seconds(const char *s, const char *opt)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end || !(v >= 0 && v <= 86400))
+		die_usage("bad number of seconds for %s", opt);
+	return v;
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	enum { O_ASCII = 1, O_BINARY, O_BUFFER, O_FIFO, O_DEBUG, O_REG, O_REGNAME, O_STANDALONE,
+	       O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_PORTFILE, O_CERT, O_KEY, O_CA, O_HELP,
+	       O_VERSION };
+	static const struct option opts[] = {
+		{ "ascii", no_argument, NULL, O_ASCII },
+		{ "binary", no_argument, NULL, O_BINARY },
+		{ "buffer", required_argument, NULL, O_BUFFER },
+		{ "fifo", required_argument, NULL, O_FIFO },
+		{ "debug", no_argument, NULL, O_DEBUG },
+		{ "regmachine", required_argument, NULL, O_REG },
+		{ "regname", required_argument, NULL, O_REGNAME },
+		{ "standalone", no_argument, NULL, O_STANDALONE },
+		{ "data-listen", required_argument, NULL, O_LISTEN },
+		{ "machine", required_argument, NULL, O_MACHINE },
+		{ "hold", required_argument, NULL, O_HOLD },
+		{ "drain", required_argument, NULL, O_DRAIN },
+		{ "portfile", required_argument, NULL, O_PORTFILE },
+		{ "tls-cert", required_argument, NULL, O_CERT },
+		{ "tls-key", required_argument, NULL, O_KEY },
+		{ "tls-ca", required_argument, NULL, O_CA },
+		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, nopt = argc;
+
+	/* Everything after "--" is CMD; options come before it. */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			nopt = i;
+			o->cmd = argv + i + 1;
+			if (!o->cmd[0])
+				die_usage("%s", "no command after --");
+			break;
+		}
+	o->buffer = SNARF_DEFAULT_BUFFER;
+	o->hold_s = 5;
+	o->drain_s = 5;
+	while ((c = getopt_long_only(nopt, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_ASCII: o->format = CMON__FORMAT__FORMAT_ASCII; break;
+		case O_BINARY: o->format = CMON__FORMAT__FORMAT_BINARY; break;
+		case O_BUFFER: o->buffer = parse_size(optarg); break;
+		case O_FIFO: o->fifo = optarg; break;
+		case O_DEBUG: o->debug = true; break;
+		case O_REG: o->regmachine = optarg; break;
+		case O_REGNAME: break;             /* Network Objects name: meaningless here */
+		case O_STANDALONE: o->standalone = true; break;
+		case O_LISTEN: o->data_listen = optarg; break;
+		case O_MACHINE: o->machine = optarg; break;
+		case O_HOLD: o->hold_s = parse_seconds(optarg, "-hold"); break;
+		case O_DRAIN: o->drain_s = parse_seconds(optarg, "-drain"); break;
+		case O_PORTFILE: o->portfile = optarg; break;
+		case O_CERT: o->tls.cert = optarg; break;
+		case O_KEY: o->tls.key = optarg; break;
+		case O_CA: o->tls.ca = optarg; break;
+		case O_HELP: fputs(usage, stdout); exit(0);
+		case O_VERSION: puts("snarflog " CMON_VERSION); exit(0);
+		default: fputs(usage, stderr); exit(2);
+		}
+	}
+	if (optind >= nopt)
+		die_usage("%s", "missing PROGNAME");
+	if (optind + 1 < nopt)
+		die_usage("unexpected argument '%s' (put the command after --)", argv[optind + 1]);
+	o->program = argv[optind];
+	if (!cmon_name_valid(o->program))
+		die_usage("invalid PROGNAME '%s': use up to 64 of A-Z a-z 0-9 . _ + -, "
+			  "starting with a letter or digit", o->program);
+	if (o->machine && !cmon_name_valid(o->machine))
+		die_usage("invalid -machine name '%s'", o->machine);
+	if (o->fifo && o->cmd)
+		die_usage("%s", "-fifo and a command cannot be combined");
+	if (!o->regmachine)
+		o->regmachine = getenv("TELEMONREG_MACHINE");
+	if (!o->regmachine || !*o->regmachine)
+		o->regmachine = CMON_REGISTRY_HOST;
+	cmon_tls_opts_from_env(&o->tls);
+	if (!o->data_listen)
+		o->data_listen = getenv("CMON_DATA_LISTEN");
+	if (!o->data_listen || !*o->data_listen)
+		o->data_listen = cmon_tls_enabled(&o->tls) ? "*:0" : "127.0.0.1:0";
+}
+
+/* Last resort after a setup failure in wrapper mode: keep CMD's log pipe
+ * drained so CMD is never blocked or killed by SIGPIPE, then wait for it. */
+static int sink(struct snarf *s, int fd)
+{
+	char buf[65536];
+	ssize_t n;
+	int st = 0;
+
+	cmon_err("forwarding disabled; discarding the log until %s exits", s->opt.cmd[0]);
+	if (fd > 0) {
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+			;
+	}
+	while (waitpid(s->child, &st, 0) < 0 && errno == EINTR)
+		;
+	s->child_done = true;
+	s->child_status = st;
+	return child_exit_code(s);
+}
+
+int main(int argc, char **argv)
+{
+	static struct snarf snarf;
+	struct snarf *s = &snarf;
+	char prefix[CMON_NAME_MAX + 16], host[256], err[400];
+	struct timespec now;
+	int log_fd = 0, r;
+
+	parse_args(argc, argv, &s->opt);
+	snprintf(prefix, sizeof prefix, "snarflog(%s)", s->opt.program);
+	cmon_log_init(prefix, s->opt.debug);
+	s->sigfd = -1;
+	s->pid = getpid();
+	TAILQ_INIT(&s->streams);
+	clock_gettime(CLOCK_REALTIME, &now);
+	s->start_unix_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	srandom((unsigned)(now.tv_nsec ^ getpid()));
+
+	if (signals_block() < 0) {
+		cmon_err("cannot block signals: %s", strerror(errno));
+		return 1;
+	}
+	if (s->opt.cmd) {
+		r = child_spawn(s, &log_fd);
+		if (r < 0) {
+			cmon_err("cannot run %s: %s", s->opt.cmd[0], strerror(-r));
+			return r == -ENOENT ? 127 : 126;
+		}
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (s->opt.machine) {
+		snprintf(s->machine, sizeof s->machine, "%s", s->opt.machine);
+	} else {
+		if (gethostname(host, sizeof host) < 0)
+			strcpy(host, "localhost");
+		host[sizeof host - 1] = '\0';
+		cmon_name_sanitize(host, s->machine, sizeof s->machine);
+	}
+
+	s->base = event_base_new();
+	if (!s->base)
+		goto out_sink;
+	s->dns = evdns_base_new(s->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+					 EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+	if (!s->dns)
+		s->dns = evdns_base_new(s->base, EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+	if (cmon_tls_enabled(&s->opt.tls)) {
+		s->tls_client = cmon_tls_client_ctx(&s->opt.tls, err, sizeof err);
+		if (s->tls_client)
+			s->tls_server = cmon_tls_server_ctx(&s->opt.tls, err, sizeof err);
+		if (!s->tls_client || !s->tls_server) {
+			cmon_err("%s", err);
+			goto out_sink;
+		}
+	}
+	if (signals_setup(s) < 0 || core_init(s) < 0)
+		goto out_sink;
+	if (s->opt.fifo)
+		r = input_open_fifo(s, s->opt.fifo);
+	else
+		r = input_open(s, log_fd);
+	if (r < 0) {
+		cmon_err("cannot read the log%s%s: %s", s->opt.fifo ? " from " : "",
+			 s->opt.fifo ? s->opt.fifo : "", strerror(-r));
+		goto out_sink;
+	}
+	/* Without a data endpoint nobody can read the log, but the program
+	 * still must not notice: keep reading (and dropping). */
+	if (stream_listen(s) < 0)
+		cmon_err("no data endpoint: the log will be read and dropped");
+	else if (!s->opt.standalone && reg_start(s) < 0)
+		cmon_err("no registry: consumers must connect to the data endpoint directly");
+
+	event_base_dispatch(s->base);
+
+	s->exit_code = 0;
+	reg_free(s);
+	stream_close_all(s);
+	input_close(s);
+	signals_free(s);
+	core_free(s);
+	if (s->dns)
+		evdns_base_free(s->dns, 0);
+	SSL_CTX_free(s->tls_server);
+	SSL_CTX_free(s->tls_client);
+	event_base_free(s->base);
+	return child_exit_code(s);
+
+out_sink:
+	if (!s->opt.cmd)
+		return 1;
+	return sink(s, log_fd);
+}

@@ -1,0 +1,534 @@
+/* The data endpoint: telemonitors connect here and, one at a time, receive
+ * the log: Accepted, the saved header, then whole records with LogGap
+ * wherever records were dropped, and LogEnd. Each connection is an
+ * explicit state machine (enum stream_state) driven by stream_drive().
+ * Records move from the buffer to a socket only while that socket has
+ * less than SNARF_OUT_HIGH bytes queued, so a stalled consumer makes the
+ * buffer drop old records instead of growing memory. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmon/log.h"
+#include "snarflog.h"
+
+/* Where a data connection is. */
+enum stream_state {
+	ST_HELLO,         /* accepted; waiting for the peer's Hello */
+	ST_WAIT_START,    /* said Hello; waiting for Start */
+	ST_WAIT_FORMAT,   /* the consumer; Accepted waits until the log format is known */
+	ST_STREAMING,     /* the consumer; records flow */
+	ST_ENDING,        /* LogEnd, Busy or Error queued; close once flushed */
+};
+
+/* One data connection. */
+struct stream {
+	TAILQ_ENTRY(stream) link;     /* in snarf.streams */
+	struct snarf *s;              /* back pointer */
+	enum stream_state state;      /* see enum stream_state */
+	struct bufferevent *bev;      /* socket or TLS stream */
+	char peer[CMON_ADDRSTR_MAX];  /* for log lines and Busy */
+	struct event *timer;          /* handshake deadline, then flush deadline */
+	bool block;                   /* Start.block: back-pressure instead of dropping */
+	bool from_start;              /* Start.from_start: report earlier loss as a gap */
+	size_t hdr_sent;              /* bytes of the saved header already sent */
+	uint64_t pending_gap;         /* records dropped since the last thing sent */
+	uint64_t sent_records;        /* records sent (for LogEnd) */
+	uint64_t sent_gap;            /* records reported as dropped (for LogEnd) */
+};
+
+#define HANDSHAKE_S 10            /* Hello + Start must arrive within this */
+#define FLUSH_S 5                 /* a closing connection gets this long */
+
+static void stream_free(struct stream *st);
+
+bool stream_blocks(const struct stream *st)
+{
+	return st->block;
+}
+
+static void timer_set(struct stream *st, event_callback_fn fn, int seconds)
+{
+	struct timeval tv = { seconds, 0 };
+
+	evtimer_del(st->timer);
+	evtimer_assign(st->timer, st->s->base, fn, st);
+	evtimer_add(st->timer, &tv);
+}
+
+static void timer_close(evutil_socket_t fd, short what, void *arg)
+{
+	struct stream *st = arg;
+
+	cmon_warn("%s: %s", st->peer, st->state == ST_ENDING ? "did not take the end of the log"
+							  : "no hello and start within 10 s");
+	stream_free(st);
+}
+
+/* Stop being the consumer: undelivered loss goes to the next one. */
+static void release_active(struct stream *st)
+{
+	struct snarf *s = st->s;
+
+	if (s->active != st)
+		return;
+	s->active = NULL;
+	s->dropped_unseen += st->pending_gap;
+	st->pending_gap = 0;
+	core_space_freed(s);          /* a blocking consumer no longer holds us */
+}
+
+/* Queue a final message and close once it is out (bounded). */
+static void stream_finish(struct stream *st)
+{
+	release_active(st);
+	st->state = ST_ENDING;
+	bufferevent_disable(st->bev, EV_READ);
+	bufferevent_setwatermark(st->bev, EV_WRITE, 0, 0);
+	timer_set(st, timer_close, FLUSH_S);
+	if (evbuffer_get_length(bufferevent_get_output(st->bev)) == 0)
+		bufferevent_trigger(st->bev, EV_WRITE, BEV_OPT_DEFER_CALLBACKS);
+}
+
+static void stream_fail(struct stream *st, Cmon__ErrorCode code, const char *why)
+{
+	cmon_warn("%s: %s; disconnecting", st->peer, why);
+	cmon_send_error(bufferevent_get_output(st->bev), code, "%s", why);
+	stream_finish(st);
+}
+
+static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t *p, size_t n)
+{
+	Cmon__Msg m = CMON__MSG__INIT;
+	Cmon__LogData d = CMON__LOG_DATA__INIT;
+	Cmon__LogHeader h = CMON__LOG_HEADER__INIT;
+
+	m.kind_case = kind;
+	if (kind == CMON__MSG__KIND_HEADER) {
+		h.has_data = true;
+		h.data.data = (uint8_t *)p;
+		h.data.len = n;
+		m.header = &h;
+	} else {
+		d.has_data = true;
+		d.data.data = (uint8_t *)p;
+		d.data.len = n;
+		m.data = &d;
+	}
+	return cmon_frame_send(bufferevent_get_output(st->bev), &m);
+}
+
+static void send_accepted(struct stream *st, uint64_t skipped)
+{
+	struct snarf *s = st->s;
+	Cmon__Msg m = CMON__MSG__INIT;
+	Cmon__Accepted a = CMON__ACCEPTED__INIT;
+	Cmon__Instance in = CMON__INSTANCE__INIT;
+
+	in.program = (char *)s->opt.program;
+	in.machine = s->machine;
+	in.has_pid = true;
+	in.pid = s->pid;
+	in.has_start_unix_ns = true;
+	in.start_unix_ns = s->start_unix_ns;
+	in.data_endpoint = s->endpoint;
+	in.has_format = true;
+	in.format = s->format;
+	in.has_tls = true;
+	in.tls = s->tls_server != NULL;
+	a.instance = &in;
+	a.has_skipped = true;
+	a.skipped = skipped;
+	m.kind_case = CMON__MSG__KIND_ACCEPTED;
+	m.accepted = &a;
+	cmon_frame_send(bufferevent_get_output(st->bev), &m);
+	send_data(st, CMON__MSG__KIND_HEADER, s->hdr.data, s->hdr.len);
+	st->hdr_sent = s->hdr.len;
+	st->state = ST_STREAMING;
+}
+
+/* The consumer's Start: become the consumer, or be told who is. */
+static void on_start(struct stream *st, const Cmon__Start *m)
+{
+	struct snarf *s = st->s;
+	Cmon__Msg bm = CMON__MSG__INIT;
+	Cmon__Busy busy = CMON__BUSY__INIT;
+	uint64_t skipped = 0;
+
+	if (s->active || s->phase >= PH_LEAVING) {
+		busy.holder = s->active ? s->active->peer : "nobody (snarflog is exiting)";
+		bm.kind_case = CMON__MSG__KIND_BUSY;
+		bm.busy = &busy;
+		cmon_frame_send(bufferevent_get_output(st->bev), &bm);
+		cmon_debug("%s: busy, already streaming to %s", st->peer, busy.holder);
+		stream_finish(st);
+		return;
+	}
+	s->active = st;
+	evtimer_del(st->timer);
+	st->block = m->has_block && m->block;
+	st->from_start = m->has_from_start && m->from_start;
+	if (st->from_start)
+		st->pending_gap = s->dropped_unseen;
+	else
+		skipped = s->dropped_unseen;
+	s->dropped_unseen = 0;
+	cmon_debug("%s: streaming to it%s%s", st->peer, st->block ? " (block)" : "",
+		   st->from_start ? " (from the start)" : "");
+	core_hold_release(s, "consumer connected");
+	if (s->active != st)
+		return;
+	if (s->format == CMON__FORMAT__FORMAT_UNSPECIFIED) {
+		st->state = ST_WAIT_FORMAT;
+		st->sent_gap = skipped;        /* remembered for Accepted */
+		return;
+	}
+	send_accepted(st, skipped);
+	stream_pump(s);
+	core_check_done(s);
+}
+
+/* Advance `st` by one message from its peer. */
+static void stream_drive(struct stream *st, const Cmon__Msg *m)
+{
+	char why[200];
+	Cmon__Role role;
+
+	if (m->kind_case == CMON__MSG__KIND_PING && st->state != ST_HELLO) {
+		cmon_send_ping(bufferevent_get_output(st->bev), true,
+			       m->ping->has_nonce ? m->ping->nonce : 0);
+		return;
+	}
+	switch (st->state) {
+	case ST_HELLO:
+		if (!cmon_hello_ok(m, &role, why, sizeof why)) {
+			stream_fail(st, m->kind_case == CMON__MSG__KIND_HELLO
+					? CMON__ERROR_CODE__ERROR_VERSION : CMON__ERROR_CODE__ERROR_PROTOCOL,
+				    why);
+			return;
+		}
+		cmon_send_hello(bufferevent_get_output(st->bev), CMON__ROLE__ROLE_SNARFLOG,
+				"snarflog " CMON_VERSION);
+		st->state = ST_WAIT_START;
+		return;
+	case ST_WAIT_START:
+		if (m->kind_case == CMON__MSG__KIND_START) {
+			on_start(st, m->start);
+			return;
+		}
+		break;
+	case ST_WAIT_FORMAT:
+	case ST_STREAMING:
+		if (m->kind_case == CMON__MSG__KIND_STOP) {
+			cmon_debug("%s: asked to stop", st->peer);
+			stream_end(st->s, CMON__END_REASON__END_STOPPED);
+			return;
+		}
+		break;
+	case ST_ENDING:
+		return;
+	}
+	snprintf(why, sizeof why, "unexpected %s message", cmon_msg_kind_name(m));
+	stream_fail(st, CMON__ERROR_CODE__ERROR_PROTOCOL, why);
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct stream *st = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	const char *why = NULL;
+	Cmon__Msg *m;
+	int r;
+
+	while (st->state != ST_ENDING) {
+		r = cmon_frame_next(in, CMON_CONTROL_FRAME_MAX, &m, &why);
+		if (r == 0)
+			return;
+		if (r < 0) {
+			stream_fail(st, r == -EMSGSIZE ? CMON__ERROR_CODE__ERROR_TOO_BIG
+						       : CMON__ERROR_CODE__ERROR_PROTOCOL, why);
+			return;
+		}
+		stream_drive(st, m);
+		cmon_msg_free(m);
+	}
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	struct stream *st = arg;
+
+	if (st->state == ST_ENDING) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			stream_free(st);
+		return;
+	}
+	if (st->state == ST_STREAMING)
+		stream_pump(st->s);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct stream *st = arg;
+	char tlserr[200];
+	int e = EVUTIL_SOCKET_ERROR();
+
+	if (st->state == ST_ENDING) {
+		stream_free(st);
+		return;
+	}
+	if (what & BEV_EVENT_EOF) {
+		if (st->s->active == st)
+			cmon_info("%s: consumer disconnected", st->peer);
+		else
+			cmon_debug("%s: closed", st->peer);
+	} else if (st->s->tls_server && st->state == ST_HELLO && !e) {
+		cmon_warn("%s: TLS handshake failed: %s", st->peer,
+			  cmon_tls_error(bev, tlserr, sizeof tlserr));
+	} else {
+		cmon_warn("%s: connection error: %s", st->peer,
+			  e ? evutil_socket_error_to_string(e) : cmon_tls_error(bev, tlserr, sizeof tlserr));
+	}
+	stream_free(st);
+}
+
+static void stream_free(struct stream *st)
+{
+	struct snarf *s = st->s;
+
+	release_active(st);
+	TAILQ_REMOVE(&s->streams, st, link);
+	s->nstreams--;
+	bufferevent_free(st->bev);
+	event_free(st->timer);
+	free(st);
+	core_check_done(s);
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+		      int len, void *arg)
+{
+	struct snarf *s = arg;
+	struct stream *st;
+	char peer[CMON_ADDRSTR_MAX];
+
+	cmon_sockaddr_format(sa, (socklen_t)len, peer, sizeof peer);
+	if (s->nstreams >= SNARF_MAX_PENDING + 1) {
+		cmon_warn("%s: refused: %zu data connections already open", peer, s->nstreams);
+		close(fd);
+		return;
+	}
+	st = calloc(1, sizeof *st);
+	if (!st) {
+		close(fd);
+		return;
+	}
+	st->s = s;
+	st->state = ST_HELLO;
+	snprintf(st->peer, sizeof st->peer, "%s", peer);
+	cmon_socket_tune(fd);
+	st->bev = cmon_tls_accept_bev(s->base, s->tls_server, fd);
+	st->timer = evtimer_new(s->base, timer_close, st);
+	if (!st->bev || !st->timer) {
+		if (st->bev)
+			bufferevent_free(st->bev);
+		if (st->timer)
+			event_free(st->timer);
+		free(st);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&s->streams, st, link);
+	s->nstreams++;
+	bufferevent_setcb(st->bev, read_cb, write_cb, event_cb, st);
+	bufferevent_setwatermark(st->bev, EV_READ, 0, CMON_CONTROL_FRAME_MAX + 16);
+	bufferevent_setwatermark(st->bev, EV_WRITE, SNARF_OUT_LOW, 0);
+	bufferevent_enable(st->bev, EV_READ | EV_WRITE);
+	timer_set(st, timer_close, HANDSHAKE_S);
+	cmon_debug("%s: data connection", st->peer);
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	cmon_warn("data endpoint: accept failed: %s",
+		  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+int stream_listen(struct snarf *s)
+{
+	struct cmon_addr a;
+	char err[400], abuf[CMON_ADDRSTR_MAX];
+	int fds[4];
+	size_t n = 0;
+	int r;
+
+	if (cmon_addr_parse(s->opt.data_listen, 0, &a) < 0) {
+		cmon_err("bad data endpoint address '%s'", s->opt.data_listen);
+		return -EINVAL;
+	}
+	r = cmon_listen(&a, 64, fds, 1, &n, err, sizeof err);
+	if (r < 0) {
+		cmon_err("%s", err);
+		return r;
+	}
+	s->data_listener = evconnlistener_new(s->base, accept_cb, s,
+					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
+					      fds[0]);
+	if (!s->data_listener) {
+		close(fds[0]);
+		return -ENOMEM;
+	}
+	evconnlistener_set_error_cb(s->data_listener, accept_error_cb);
+	if (a.kind == CMON_ADDR_TCP) {
+		a.port = cmon_socket_port(fds[0]);
+		if (!a.host[0] || strcmp(a.host, "0.0.0.0") == 0 || strcmp(a.host, "::") == 0)
+			snprintf(s->endpoint, sizeof s->endpoint, ":%u", a.port);
+		else
+			cmon_addr_format(&a, s->endpoint, sizeof s->endpoint);
+	} else {
+		cmon_addr_format(&a, s->endpoint, sizeof s->endpoint);
+	}
+	cmon_debug("data endpoint %s%s", cmon_addr_format(&a, abuf, sizeof abuf),
+		   s->tls_server ? " (TLS)" : "");
+	if (s->opt.portfile) {
+		char text[16];
+		snprintf(text, sizeof text, "%u\n", a.port);
+		r = cmon_write_file_atomic(s->opt.portfile, text);
+		if (r < 0)
+			cmon_warn("cannot write %s: %s", s->opt.portfile, strerror(-r));
+	}
+	return 0;
+}
+
+void stream_format_known(struct snarf *s)
+{
+	struct stream *st = s->active;
+
+	if (st && st->state == ST_WAIT_FORMAT) {
+		uint64_t skipped = st->sent_gap;
+		st->sent_gap = 0;
+		send_accepted(st, skipped);
+	}
+}
+
+void stream_dropped(struct snarf *s, uint64_t n)
+{
+	if (s->active)
+		s->active->pending_gap += n;
+	else
+		s->dropped_unseen += n;
+}
+
+bool stream_drained(struct snarf *s)
+{
+	struct stream *st = s->active;
+
+	if (!st)
+		return true;
+	if (st->state == ST_WAIT_FORMAT)
+		return s->ring.nrec == 0 && s->hdr.len == 0;
+	return s->ring.nrec == 0 && st->pending_gap == 0 && st->hdr_sent == s->hdr.len;
+}
+
+bool stream_ending(struct snarf *s)
+{
+	struct stream *st;
+
+	TAILQ_FOREACH(st, &s->streams, link)
+		if (st->state == ST_ENDING)
+			return true;
+	return false;
+}
+
+void stream_pump(struct snarf *s)
+{
+	struct stream *st = s->active;
+	struct evbuffer *out;
+	bool freed = false;
+
+	if (!st || st->state != ST_STREAMING)
+		return;
+	out = bufferevent_get_output(st->bev);
+	while (evbuffer_get_length(out) < SNARF_OUT_HIGH) {
+		const uint8_t *p;
+		uint64_t nrec;
+		size_t n;
+
+		if (st->hdr_sent < s->hdr.len) {
+			/* TypeDefs (or header lines) that arrived since Accepted. */
+			send_data(st, CMON__MSG__KIND_DATA, s->hdr.data + st->hdr_sent,
+				  s->hdr.len - st->hdr_sent);
+			st->hdr_sent = s->hdr.len;
+			continue;
+		}
+		if (st->pending_gap) {
+			Cmon__Msg m = CMON__MSG__INIT;
+			Cmon__LogGap g = CMON__LOG_GAP__INIT;
+			g.has_count = true;
+			g.count = st->pending_gap;
+			m.kind_case = CMON__MSG__KIND_GAP;
+			m.gap = &g;
+			cmon_frame_send(out, &m);
+			st->sent_gap += st->pending_gap;
+			st->pending_gap = 0;
+			continue;
+		}
+		n = ring_peek(&s->ring, SNARF_CHUNK, &p, &nrec);
+		if (n == 0)
+			break;
+		if (send_data(st, CMON__MSG__KIND_DATA, p, n) < 0) {
+			cmon_warn("%s: cannot queue data", st->peer);
+			break;
+		}
+		ring_consume(&s->ring, n, nrec);
+		st->sent_records += nrec;
+		freed = true;
+	}
+	if (freed)
+		core_space_freed(s);
+	if (s->phase == PH_DRAINING && stream_drained(s))
+		core_check_done(s);
+}
+
+void stream_end(struct snarf *s, Cmon__EndReason reason)
+{
+	struct stream *st = s->active;
+	Cmon__Msg m = CMON__MSG__INIT;
+	Cmon__LogEnd e = CMON__LOG_END__INIT;
+
+	if (!st)
+		return;
+	if (st->state == ST_WAIT_FORMAT)
+		send_accepted(st, st->sent_gap);
+	e.has_reason = true;
+	e.reason = reason;
+	e.has_records = true;
+	e.records = st->sent_records;
+	e.has_dropped = true;
+	e.dropped = st->sent_gap;
+	m.kind_case = CMON__MSG__KIND_END;
+	m.end = &e;
+	cmon_frame_send(bufferevent_get_output(st->bev), &m);
+	cmon_debug("%s: end of stream (%llu records, %llu reported dropped)", st->peer,
+		   (unsigned long long)st->sent_records, (unsigned long long)st->sent_gap);
+	stream_finish(st);
+}
+
+void stream_close_all(struct snarf *s)
+{
+	struct stream *st;
+
+	while ((st = TAILQ_FIRST(&s->streams))) {
+		release_active(st);
+		TAILQ_REMOVE(&s->streams, st, link);
+		s->nstreams--;
+		bufferevent_free(st->bev);
+		event_free(st->timer);
+		free(st);
+	}
+	if (s->data_listener) {
+		evconnlistener_free(s->data_listener);
+		s->data_listener = NULL;
+	}
+}

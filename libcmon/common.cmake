@@ -1,0 +1,19 @@
+# cmoncommon — code shared by the daemons and clients of the transport
+# (telemonreg, snarflog, telemonitor, cmon-sub): wire framing and message
+# helpers, log-format record scanning, name validation, addresses and
+# connections, TLS, systemd integration, logging. Internal static library;
+# headers under include/cmon/ (all but emit.h, which belongs to emit.cmake).
+set(CMONCOMMON_SRC
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/log.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/names.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/net.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/connect.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/tls.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/proto.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/logfmt.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/service.c)
+add_library(cmoncommon STATIC ${CMONCOMMON_SRC})
+target_include_directories(cmoncommon PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
+target_link_libraries(cmoncommon PUBLIC cmon_pb cmonlog_pb PkgConfig::LIBEVENT
+                      PkgConfig::OPENSSL PkgConfig::SYSTEMD PkgConfig::PROTOBUFC)
+set_target_properties(cmoncommon PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -1,0 +1,68 @@
+/* Record boundaries of the two log formats (DESIGN.md §4), without
+ * decoding records: what snarflog needs to keep whole records and the
+ * replayable header, and what a consumer needs to count records and write
+ * gap markers. Binary scanning walks protobuf wire format by hand because
+ * it runs once per record on the forwarding path; full decoding is left to
+ * protobuf-c (cmonlog.pb-c.h). */
+#ifndef CMON_LOGFMT_H
+#define CMON_LOGFMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cmon.pb-c.h"
+
+/* The kinds of binary Record, as their field numbers in cmonlog.Record. */
+enum cmon_rec_kind {
+	CMON_REC_BAD = -1,     /* not a well-formed Record */
+	CMON_REC_EMPTY = 0,    /* no kind set */
+	CMON_REC_HEADER = 1,   /* Header */
+	CMON_REC_TYPEDEF = 2,  /* TypeDef */
+	CMON_REC_EVENT = 3,    /* Event */
+	CMON_REC_GAP = 4,      /* Gap */
+	CMON_REC_END = 5,      /* End */
+};
+
+/* Timestamp fields found in a binary Event. */
+struct cmon_event_time {
+	bool has_ts;           /* absolute `ts` present */
+	uint64_t ts;           /* its value */
+	bool has_delta;        /* `ts_delta` present */
+	int64_t delta;         /* its value */
+};
+
+/* Guess the format from the first bytes of a log: FORMAT_ASCII,
+ * FORMAT_BINARY, or FORMAT_UNSPECIFIED if more bytes are needed.
+ * A log starting with a frame holding a Header record is binary;
+ * anything else is ascii. */
+Cmon__Format cmon_log_detect(const uint8_t *p, size_t n, bool eof);
+
+/* Parse a binary frame's varint length at `p`: 1 with *hdr (prefix bytes)
+ * and *body set; 0 if more bytes are needed; -1 if the prefix is not a
+ * varint of at most 5 bytes. */
+int cmon_bin_frame(const uint8_t *p, size_t n, size_t *hdr, uint64_t *body);
+
+/* Kind of the Record whose body is `p` (`n` bytes): walks its top-level
+ * fields and returns the last oneof member present, or CMON_REC_BAD. */
+enum cmon_rec_kind cmon_bin_record_kind(const uint8_t *p, size_t n);
+
+/* Find the Event inside a Record body of kind CMON_REC_EVENT and report its
+ * timestamp fields. False if malformed. */
+bool cmon_bin_event_time(const uint8_t *p, size_t n, struct cmon_event_time *t);
+
+/* Count the whole records in `p`: lines for ascii, frames for binary.
+ * Stops at the first incomplete one; *whole gets the bytes they span. */
+uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, size_t *whole);
+
+/* Render a gap of `count` records in format `fmt` into `buf` ("#cmon-gap N\n"
+ * or a framed Gap record). Returns its length (<= CMON_GAP_MARKER_MAX). */
+size_t cmon_log_gap_marker(Cmon__Format fmt, uint64_t count, uint8_t *buf);
+
+/* Room needed by cmon_log_gap_marker(). */
+#define CMON_GAP_MARKER_MAX 32
+
+/* Name of a format for logs and --help: "ascii", "binary" or "unknown". */
+const char *cmon_format_name(Cmon__Format fmt);
+
+#endif

@@ -1,0 +1,72 @@
+/* Addresses and sockets: parsing "HOST:PORT" / "[V6]:PORT" / "unix:PATH",
+ * opening listening sockets, naming peers for log lines. */
+#ifndef CMON_NET_H
+#define CMON_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* Default TCP port of telemonreg. */
+#define CMON_REGISTRY_PORT 7361
+
+/* Default registry host for clients when TELEMONREG_MACHINE is unset. */
+#define CMON_REGISTRY_HOST "localhost"
+
+/* Longest host name we accept in an address (DNS limit). */
+#define CMON_HOST_MAX 253
+
+/* Enough room for any formatted address or peer name. */
+#define CMON_ADDRSTR_MAX 300
+
+/* Kind of endpoint an address names. */
+enum cmon_addr_kind {
+	CMON_ADDR_TCP,   /* host (name or literal, possibly empty = any) and port */
+	CMON_ADDR_UNIX,  /* filesystem path of a Unix stream socket */
+};
+
+/* A parsed endpoint address. */
+struct cmon_addr {
+	enum cmon_addr_kind kind;      /* TCP or Unix */
+	char host[CMON_HOST_MAX + 1];  /* TCP: host name or literal; "" = wildcard / fill in */
+	uint16_t port;                 /* TCP: port; 0 = let the kernel choose */
+	char path[108];                /* UNIX: socket path (sun_path size) */
+};
+
+/* Parse `text` ("host", "host:port", "[v6]:port", ":port", "*:port",
+ * "unix:/path") into `out`; `default_port` applies when no port is given.
+ * Returns 0, or -EINVAL with `out` untouched. */
+int cmon_addr_parse(const char *text, uint16_t default_port, struct cmon_addr *out);
+
+/* Format `a` back into the syntax above; returns `buf`. */
+char *cmon_addr_format(const struct cmon_addr *a, char *buf, size_t size);
+
+/* True if `a` can only be reached from this machine (loopback or Unix). */
+bool cmon_addr_is_local(const struct cmon_addr *a);
+
+/* Open non-blocking, close-on-exec listening sockets for `a` (every address
+ * the host resolves to, numerically or through /etc/hosts and DNS; an empty
+ * host means every interface). Stores up to `max` fds in `fds` and their
+ * count in `*n`. Returns 0 or a negative errno; `err` gets a message. */
+int cmon_listen(const struct cmon_addr *a, int backlog, int *fds, size_t max, size_t *n,
+		char *err, size_t errlen);
+
+/* Local port a TCP socket is bound to (0 for Unix sockets or on error). */
+uint16_t cmon_socket_port(int fd);
+
+/* Write "ADDR:PORT" (or "unix:PATH") of the peer of `fd` into `buf`. */
+char *cmon_peer_name(int fd, char *buf, size_t size);
+
+/* Format a socket address as "1.2.3.4:5", "[::1]:5" or "unix:PATH". */
+char *cmon_sockaddr_format(const struct sockaddr *sa, socklen_t len, char *buf, size_t size);
+
+/* Tune a connected TCP socket: TCP_NODELAY and keepalive that notices a
+ * vanished peer within about a minute. Harmless on Unix sockets. */
+void cmon_socket_tune(int fd);
+
+/* Write `text` to `path` atomically (temp file + rename); 0 or -errno.
+ * Used for -portfile. */
+int cmon_write_file_atomic(const char *path, const char *text);
+
+#endif

@@ -1,0 +1,52 @@
+/* TLS for every TCP connection of the transport (OpenSSL 3 through
+ * libevent's bufferevent_openssl). Configured by -tls-cert, -tls-key and
+ * -tls-ca (or CMON_TLS_CERT, CMON_TLS_KEY, CMON_TLS_CA). With a CA, both
+ * sides must present a certificate the CA signed (mutual TLS) and clients
+ * check the server's name; without a CA, traffic is encrypted but peers are
+ * not authenticated. */
+#ifndef CMON_TLS_H
+#define CMON_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+/* TLS settings as given on the command line; NULL fields are unset. */
+struct cmon_tls_opts {
+	const char *cert;  /* PEM certificate (chain) presented to peers */
+	const char *key;   /* PEM private key of `cert` */
+	const char *ca;    /* PEM CA bundle peers must be signed by; enables mutual TLS */
+};
+
+/* Fill unset fields from CMON_TLS_CERT, CMON_TLS_KEY and CMON_TLS_CA. */
+void cmon_tls_opts_from_env(struct cmon_tls_opts *o);
+
+/* True if any TLS option is set (then every TCP connection uses TLS). */
+bool cmon_tls_enabled(const struct cmon_tls_opts *o);
+
+/* Context for accepting connections: needs cert and key; with a CA,
+ * requires and verifies client certificates. NULL on error, with a
+ * message in `err`. Free with SSL_CTX_free. */
+SSL_CTX *cmon_tls_server_ctx(const struct cmon_tls_opts *o, char *err, size_t errlen);
+
+/* Context for connecting: with a CA, verifies the server; with cert and
+ * key, presents them. NULL on error, with a message in `err`. */
+SSL_CTX *cmon_tls_client_ctx(const struct cmon_tls_opts *o, char *err, size_t errlen);
+
+/* Bufferevent for an accepted socket `fd` (owned afterwards): TLS when
+ * `ctx` is set, plain otherwise. NULL on allocation failure (fd closed). */
+struct bufferevent *cmon_tls_accept_bev(struct event_base *base, SSL_CTX *ctx, int fd);
+
+/* Bufferevent for an outgoing socket `fd` not yet connected (owned
+ * afterwards): TLS when `ctx` is set, verifying `host` (a name or IP
+ * literal) if the context verifies peers. NULL on failure (fd closed). */
+struct bufferevent *cmon_tls_connect_bev(struct event_base *base, SSL_CTX *ctx, int fd,
+					 const char *host);
+
+/* Describe the last TLS error on `bev` (or in the OpenSSL queue) for logs. */
+const char *cmon_tls_error(struct bufferevent *bev, char *buf, size_t size);
+
+#endif

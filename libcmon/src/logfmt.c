@@ -1,0 +1,218 @@
+/* Record boundaries and gap markers of the log formats (see cmon/logfmt.h). */
+#include "cmon/logfmt.h"
+
+#include "cmonlog.pb-c.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Read a varint at *pp (< end); false if truncated or longer than 10 bytes. */
+static bool varint_get(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	uint64_t r = 0;
+
+	for (int shift = 0; shift < 70 && p < end; shift += 7) {
+		uint8_t b = *p++;
+		r |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*pp = p;
+			*v = r;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Skip one field value of wire type `wt`; false if malformed. */
+static bool skip_field(const uint8_t **pp, const uint8_t *end, unsigned wt)
+{
+	uint64_t v;
+
+	switch (wt) {
+	case 0:
+		return varint_get(pp, end, &v);
+	case 1:
+		if (end - *pp < 8)
+			return false;
+		*pp += 8;
+		return true;
+	case 2:
+		if (!varint_get(pp, end, &v) || v > (uint64_t)(end - *pp))
+			return false;
+		*pp += v;
+		return true;
+	case 5:
+		if (end - *pp < 4)
+			return false;
+		*pp += 4;
+		return true;
+	default:
+		return false;
+	}
+}
+
+int cmon_bin_frame(const uint8_t *p, size_t n, size_t *hdr, uint64_t *body)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < 5; i++) {
+		if (i >= n)
+			return 0;
+		v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80)) {
+			*hdr = i + 1;
+			*body = v;
+			return 1;
+		}
+	}
+	return -1;
+}
+
+/* Walk the fields of a Record body; report the last oneof member and
+ * where its payload is. */
+static enum cmon_rec_kind record_walk(const uint8_t *p, size_t n, const uint8_t **sub,
+				      size_t *sublen)
+{
+	const uint8_t *end = p + n;
+	enum cmon_rec_kind kind = CMON_REC_EMPTY;
+
+	while (p < end) {
+		uint64_t key, len;
+		unsigned field, wt;
+		if (!varint_get(&p, end, &key))
+			return CMON_REC_BAD;
+		field = (unsigned)(key >> 3);
+		wt = (unsigned)(key & 7);
+		if (field == 0)
+			return CMON_REC_BAD;
+		if (field >= 1 && field <= 5) {
+			if (wt != 2 || !varint_get(&p, end, &len) || len > (uint64_t)(end - p))
+				return CMON_REC_BAD;
+			kind = (enum cmon_rec_kind)field;
+			*sub = p;
+			*sublen = (size_t)len;
+			p += len;
+		} else if (!skip_field(&p, end, wt)) {
+			return CMON_REC_BAD;
+		}
+	}
+	return kind;
+}
+
+enum cmon_rec_kind cmon_bin_record_kind(const uint8_t *p, size_t n)
+{
+	const uint8_t *sub = NULL;
+	size_t sublen = 0;
+
+	return record_walk(p, n, &sub, &sublen);
+}
+
+bool cmon_bin_event_time(const uint8_t *p, size_t n, struct cmon_event_time *t)
+{
+	const uint8_t *sub = NULL, *end;
+	size_t sublen = 0;
+	struct cmon_event_time r = { 0 };
+
+	if (record_walk(p, n, &sub, &sublen) != CMON_REC_EVENT)
+		return false;
+	end = sub + sublen;
+	while (sub < end) {
+		uint64_t key, v;
+		unsigned field, wt;
+		if (!varint_get(&sub, end, &key))
+			return false;
+		field = (unsigned)(key >> 3);
+		wt = (unsigned)(key & 7);
+		if ((field == 3 || field == 4) && wt == 0) {
+			if (!varint_get(&sub, end, &v))
+				return false;
+			if (field == 3) {
+				r.has_ts = true;
+				r.ts = v;
+			} else {
+				r.has_delta = true;
+				r.delta = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);   /* zigzag */
+			}
+		} else if (field == 0 || !skip_field(&sub, end, wt)) {
+			return false;
+		}
+	}
+	*t = r;
+	return true;
+}
+
+Cmon__Format cmon_log_detect(const uint8_t *p, size_t n, bool eof)
+{
+	size_t hdr;
+	uint64_t body;
+	int r;
+
+	if (n == 0)
+		return eof ? CMON__FORMAT__FORMAT_ASCII : CMON__FORMAT__FORMAT_UNSPECIFIED;
+	if (n >= 11 && memcmp(p, "#cmon-ascii", 11) == 0)
+		return CMON__FORMAT__FORMAT_ASCII;
+	r = cmon_bin_frame(p, n, &hdr, &body);
+	if (r == 0 || (r == 1 && n == hdr))
+		return eof ? CMON__FORMAT__FORMAT_ASCII : CMON__FORMAT__FORMAT_UNSPECIFIED;
+	/* A binary log opens with a frame whose Record holds a Header (tag 0x0a). */
+	if (r == 1 && body >= 2 && p[hdr] == 0x0a)
+		return CMON__FORMAT__FORMAT_BINARY;
+	return CMON__FORMAT__FORMAT_ASCII;
+}
+
+uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, size_t *whole)
+{
+	const uint8_t *q = p, *end = p + n;
+	uint64_t count = 0;
+
+	if (fmt == CMON__FORMAT__FORMAT_BINARY) {
+		for (;;) {
+			size_t hdr;
+			uint64_t body;
+			if (cmon_bin_frame(q, (size_t)(end - q), &hdr, &body) != 1 ||
+			    body > (uint64_t)(end - q) - hdr)
+				break;
+			q += hdr + body;
+			count++;
+		}
+	} else {
+		const uint8_t *nl;
+		while (q < end && (nl = memchr(q, '\n', (size_t)(end - q)))) {
+			q = nl + 1;
+			count++;
+		}
+	}
+	*whole = (size_t)(q - p);
+	return count;
+}
+
+size_t cmon_log_gap_marker(Cmon__Format fmt, uint64_t count, uint8_t *buf)
+{
+	if (fmt == CMON__FORMAT__FORMAT_BINARY) {
+		Cmonlog__Record rec = CMONLOG__RECORD__INIT;
+		Cmonlog__Gap gap = CMONLOG__GAP__INIT;
+		size_t n;
+		gap.has_count = true;
+		gap.count = count;
+		rec.kind_case = CMONLOG__RECORD__KIND_GAP;
+		rec.gap = &gap;
+		n = cmonlog__record__pack(&rec, buf + 1);   /* at most 13 bytes: one-byte prefix */
+		buf[0] = (uint8_t)n;
+		return n + 1;
+	}
+	return (size_t)snprintf((char *)buf, CMON_GAP_MARKER_MAX, "#cmon-gap %llu\n",
+				(unsigned long long)count);
+}
+
+const char *cmon_format_name(Cmon__Format fmt)
+{
+	switch (fmt) {
+	case CMON__FORMAT__FORMAT_ASCII:
+		return "ascii";
+	case CMON__FORMAT__FORMAT_BINARY:
+		return "binary";
+	default:
+		return "unknown";
+	}
+}

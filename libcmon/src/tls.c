@@ -1,0 +1,195 @@
+/* TLS contexts and bufferevents (see cmon/tls.h). */
+#include "cmon/tls.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+void cmon_tls_opts_from_env(struct cmon_tls_opts *o)
+{
+	if (!o->cert)
+		o->cert = getenv("CMON_TLS_CERT");
+	if (!o->key)
+		o->key = getenv("CMON_TLS_KEY");
+	if (!o->ca)
+		o->ca = getenv("CMON_TLS_CA");
+	if (o->cert && !*o->cert)
+		o->cert = NULL;
+	if (o->key && !*o->key)
+		o->key = NULL;
+	if (o->ca && !*o->ca)
+		o->ca = NULL;
+}
+
+bool cmon_tls_enabled(const struct cmon_tls_opts *o)
+{
+	return o->cert || o->key || o->ca;
+}
+
+static void openssl_err(char *err, size_t errlen, const char *what, const char *file)
+{
+	unsigned long e = ERR_get_error();
+	char buf[256] = "unknown error";
+
+	if (e)
+		ERR_error_string_n(e, buf, sizeof buf);
+	ERR_clear_error();
+	snprintf(err, errlen, "%s%s%s: %s", what, file ? " " : "", file ? file : "", buf);
+}
+
+/* Common settings: TLS 1.2 at least, certificate and key if given, CA. */
+static SSL_CTX *ctx_new(const SSL_METHOD *m, const struct cmon_tls_opts *o, char *err,
+			size_t errlen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(m);
+
+	if (!ctx) {
+		openssl_err(err, errlen, "cannot create TLS context", NULL);
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	if ((o->cert && !o->key) || (o->key && !o->cert)) {
+		snprintf(err, errlen, "-tls-cert and -tls-key must be given together");
+		goto out_free;
+	}
+	if (o->cert && SSL_CTX_use_certificate_chain_file(ctx, o->cert) != 1) {
+		openssl_err(err, errlen, "cannot load certificate", o->cert);
+		goto out_free;
+	}
+	if (o->key && SSL_CTX_use_PrivateKey_file(ctx, o->key, SSL_FILETYPE_PEM) != 1) {
+		openssl_err(err, errlen, "cannot load private key", o->key);
+		goto out_free;
+	}
+	if (o->key && SSL_CTX_check_private_key(ctx) != 1) {
+		openssl_err(err, errlen, "private key does not match certificate", o->key);
+		goto out_free;
+	}
+	if (o->ca && SSL_CTX_load_verify_locations(ctx, o->ca, NULL) != 1) {
+		openssl_err(err, errlen, "cannot load CA", o->ca);
+		goto out_free;
+	}
+	return ctx;
+out_free:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+SSL_CTX *cmon_tls_server_ctx(const struct cmon_tls_opts *o, char *err, size_t errlen)
+{
+	SSL_CTX *ctx;
+
+	if (!o->cert || !o->key) {
+		snprintf(err, errlen, "a TLS server needs -tls-cert and -tls-key");
+		return NULL;
+	}
+	ctx = ctx_new(TLS_server_method(), o, err, errlen);
+	if (ctx && o->ca) {
+		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(o->ca);
+		if (names)
+			SSL_CTX_set_client_CA_list(ctx, names);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	}
+	return ctx;
+}
+
+SSL_CTX *cmon_tls_client_ctx(const struct cmon_tls_opts *o, char *err, size_t errlen)
+{
+	SSL_CTX *ctx = ctx_new(TLS_client_method(), o, err, errlen);
+
+	if (ctx)
+		SSL_CTX_set_verify(ctx, o->ca ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
+	return ctx;
+}
+
+struct bufferevent *cmon_tls_accept_bev(struct event_base *base, SSL_CTX *ctx, int fd)
+{
+	struct bufferevent *bev;
+	SSL *ssl;
+
+	if (!ctx) {
+		bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (!bev)
+			close(fd);
+		return bev;
+	}
+	ssl = SSL_new(ctx);
+	if (!ssl) {
+		close(fd);
+		return NULL;
+	}
+	bev = bufferevent_openssl_socket_new(base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+					     BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
+		SSL_free(ssl);
+		close(fd);
+		return NULL;
+	}
+	/* A peer that vanishes must not leave the session half-shut forever. */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
+}
+
+struct bufferevent *cmon_tls_connect_bev(struct event_base *base, SSL_CTX *ctx, int fd,
+					 const char *host)
+{
+	struct bufferevent *bev;
+	unsigned char ipbuf[16];
+	SSL *ssl;
+
+	if (!ctx) {
+		bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (!bev)
+			close(fd);
+		return bev;
+	}
+	ssl = SSL_new(ctx);
+	if (!ssl) {
+		close(fd);
+		return NULL;
+	}
+	if (host && *host && SSL_CTX_get_verify_mode(ctx) & SSL_VERIFY_PEER) {
+		X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+		bool is_ip = inet_pton(AF_INET, host, ipbuf) == 1 ||
+			     inet_pton(AF_INET6, host, ipbuf) == 1;
+		if (is_ip)
+			X509_VERIFY_PARAM_set1_ip_asc(param, host);
+		else
+			SSL_set1_host(ssl, host);
+	}
+	if (host && *host && !inet_pton(AF_INET, host, ipbuf) && !inet_pton(AF_INET6, host, ipbuf))
+		SSL_set_tlsext_host_name(ssl, host);
+	bev = bufferevent_openssl_socket_new(base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
+					     BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
+		SSL_free(ssl);
+		close(fd);
+		return NULL;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
+}
+
+const char *cmon_tls_error(struct bufferevent *bev, char *buf, size_t size)
+{
+	unsigned long e = bev ? bufferevent_get_openssl_error(bev) : 0;
+
+	if (!e)
+		e = ERR_get_error();
+	if (!e) {
+		snprintf(buf, size, "connection closed during TLS handshake");
+		return buf;
+	}
+	ERR_error_string_n(e, buf, size);
+	/* Drain the rest so it is not reported against the next peer. */
+	while (bev && bufferevent_get_openssl_error(bev))
+		;
+	ERR_clear_error();
+	return buf;
+}
