@@ -110,6 +110,9 @@ struct log_reader {
 
 /* --- logread.c ---------------------------------------------------------- */
 
+/* Tests and fuzzers only: when not 0, no read(2) asks for more bytes, so a
+ * file is read in pieces as small as a slow pipe delivers. */
+extern size_t logr_test_read_max;
 /* Read once more into the buffer so that at least `want` unread bytes fit.
  * Returns 1 when bytes arrived, 0 at EOF, negative errno on a read error
  * (message in *errmsg). */

@@ -109,6 +109,8 @@ void log_fmt_double(char out[40], double v)
 
 /* --- the input buffer --------------------------------------------------- */
 
+size_t logr_test_read_max;
+
 /* Wait until fd is readable (for descriptors opened O_NONBLOCK). */
 static int wait_readable(int fd)
 {
@@ -150,8 +152,11 @@ int logr_fill(log_reader *r, size_t want, char **errmsg)
         size_t cap = r->cap * 2;
         buf_resize(r, cap > need ? cap : need);
     }
+    size_t room = r->cap - r->end;
+    if (logr_test_read_max && room > logr_test_read_max)
+        room = logr_test_read_max;
     for (;;) {
-        ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
+        ssize_t n = read(r->fd, r->buf + r->end, room);
         if (n > 0) {
             r->end += (size_t)n;
             return 1;
