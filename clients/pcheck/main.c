@@ -24,7 +24,7 @@ static const char usage[] =
     "  -cont             continuous mode: report each failing interval or event of an outermost\n"
     "                    {& ...} assertion as soon as it closes; everything else at end of log\n"
     "  -v INTERVALFILE   write every interval (uid, type, positions, timestamps, metrics) to the file\n"
-    "  -e EVENTFILE      write every event relevant to the spec to the file\n"
+    "  -e EVENTFILE      write every event relevant to the spec to the file ('-': standard output)\n"
     "  --json            JSON Lines instead of text\n"
     "  --help, --version\n"
     "Exit status: 0 all assertions held, 1 some failed or were UNDEFINED,\n"
@@ -125,6 +125,8 @@ static void on_report(void *ctx, const pspec_report *r)
 
 static FILE *open_out(const char *path)
 {
+    if (strcmp(path, "-") == 0)
+        return stdout;
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "pcheck: %s: %s\n", path, strerror(errno));
@@ -222,9 +224,9 @@ int main(int argc, char **argv)
         free(err);
     }
     fflush(stdout);
-    if (o.vfile)
+    if (o.vfile && o.vfile != stdout)
         fclose(o.vfile);
-    if (o.efile)
+    if (o.efile && o.efile != stdout)
         fclose(o.efile);
     for (size_t i = 0; i < o.npending; i++) {
         for (size_t k = 0; k < o.pending[i].n; k++)

@@ -1296,12 +1296,10 @@ static int check_interval(ps_checker *ck, ps_item *it)
         find_key(iv->e_where, iv->e, iv->s, &iv->end_key, &iv->start_key);
     }
     check_metrics(ck, iv, d->metrics, d->nmetric);
-    if (ck->diags->n != before) {
-        prog->ivtypes.n--;
-        return -1;
-    }
+    /* Declared even when a metric has errors, so that later uses of the
+     * type do not add "undeclared" messages to the real one. */
     put_ivtype(ck, iv, false);
-    return 0;
+    return ck->diags->n == before ? 0 : -1;
 }
 
 static ps_expr *mk(ps_program *prog, ps_expr_kind kind, ps_loc loc, const ps_type *t)

@@ -1,0 +1,245 @@
+/* peval — evaluate PSpec expressions against a monitoring log, interactively.
+ *
+ *   peval [-s SPEC] [-i PATH] [-c CMDFILE] [LOG|-]
+ *
+ * Commands end in ';': expressions (their values are printed), def, event,
+ * timed event, interval, nested interval, proc, import, echo "...", help.
+ * On a terminal there is line editing and history (libedit). A log on
+ * standard input is copied to a temporary file, so that new declarations can
+ * be evaluated by reading it again.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <editline/readline.h>
+
+#include "cli.h"
+#include "pspec/pspec.h"
+
+static const char usage[] =
+    "usage: peval [-s SPEC] [-i PATH] [-c CMDFILE] [LOG|-]\n"
+    "Evaluate PSpec expressions against a monitoring log (cmon-ascii 1 or cmon-bin 1).\n"
+    "  -s SPEC      declarations to start from (its assertions are not checked)\n"
+    "  -i PATH      colon-separated folders searched for imported specs\n"
+    "  -c CMDFILE   read the commands from CMDFILE instead of the terminal\n"
+    "  LOG          the log; '-' for standard input (then -c is needed). Without LOG and with\n"
+    "               -c, a log piped on standard input is used.\n"
+    "Commands end with ';'. Type help; for the syntax.\n"
+    "Exit status: 0 every command succeeded, 2 some command had an error, 3 the log could not be read.\n";
+
+typedef struct state {
+    pspec_session *session;
+    int status;
+} state;
+
+static void on_report(void *ctx, const pspec_report *r)
+{
+    (void)ctx;
+    char *s = pspec_report_format(r, PSPEC_FORMAT_TEXT);
+    puts(s);
+    free(s);
+    fflush(stdout);
+}
+
+static void on_out(void *ctx, const char *text)
+{
+    (void)ctx;
+    fputs(text, stdout);
+    fflush(stdout);
+}
+
+/* Run one chunk of commands. `first_line` keeps messages pointing at the
+ * right line of the command file: the chunk is prefixed with blank lines. */
+static void run_chunk(state *st, const char *text, const char *source, unsigned first_line)
+{
+    size_t pad = first_line > 1 ? first_line - 1 : 0;
+    size_t n = strlen(text);
+    char *buf = malloc(pad + n + 1);
+    if (!buf) {
+        fprintf(stderr, "peval: out of memory\n");
+        exit(3);
+    }
+    memset(buf, '\n', pad);
+    memcpy(buf + pad, text, n + 1);
+    char *err = NULL;
+    int rc = pspec_session_run(st->session, buf, source, on_report, on_out, st, &err);
+    if (rc < 0) {
+        fprintf(stderr, "%s\n", err ? err : "error");
+        if (st->status == 0)
+            st->status = rc == -EIO ? 3 : 2;
+    }
+    free(err);
+    free(buf);
+}
+
+/* Read commands line by line from f, running each complete command. */
+static void run_stream(state *st, FILE *f, const char *source)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    char *acc = NULL;
+    size_t acclen = 0;
+    unsigned lineno = 0, start_line = 1;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        if (acclen == 0)
+            start_line = lineno;
+        char *na = realloc(acc, acclen + (size_t)len + 1);
+        if (!na) {
+            fprintf(stderr, "peval: out of memory\n");
+            exit(3);
+        }
+        acc = na;
+        memcpy(acc + acclen, line, (size_t)len + 1);
+        acclen += (size_t)len;
+        if (pspec_command_complete(acc)) {
+            run_chunk(st, acc, source, start_line);
+            acclen = 0;
+            acc[0] = '\0';
+        }
+    }
+    if (acclen && strspn(acc, " \t\r\n") != acclen) {
+        /* A last command without ';': run it so the error says what is missing. */
+        run_chunk(st, acc, source, start_line);
+    }
+    free(acc);
+    free(line);
+}
+
+/* The interactive loop: prompt "-> ", continuation prompt "   ". */
+static void run_terminal(state *st)
+{
+    printf("PSpec Evaluator. Type \"help\" or \"?\" for syntax.\n");
+    using_history();
+    char *acc = NULL;
+    size_t acclen = 0;
+    for (;;) {
+        char *line = readline(acclen ? "   " : "-> ");
+        if (!line)
+            break;
+        size_t n = strlen(line);
+        char *na = realloc(acc, acclen + n + 2);
+        if (!na) {
+            free(line);
+            break;
+        }
+        acc = na;
+        memcpy(acc + acclen, line, n);
+        acclen += n;
+        acc[acclen++] = '\n';
+        acc[acclen] = '\0';
+        free(line);
+        if (strcmp(acc, "?\n") == 0 || pspec_command_complete(acc)) {
+            acc[acclen - 1] = '\0';
+            add_history(acc);
+            acc[acclen - 1] = '\n';
+            run_chunk(st, strcmp(acc, "?\n") == 0 ? "help;" : acc, "<input>", 1);
+            acclen = 0;
+            acc[0] = '\0';
+        }
+    }
+    putchar('\n');
+    free(acc);
+}
+
+static void need_arg(int i, int argc, const char *flag)
+{
+    if (i + 1 >= argc) {
+        fprintf(stderr, "peval: %s needs an argument\n%s", flag, usage);
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *spec = NULL, *path = NULL, *cmdfile = NULL, *log = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-s") == 0) {
+            need_arg(i, argc, a);
+            spec = argv[++i];
+        } else if (strcmp(a, "-i") == 0) {
+            need_arg(i, argc, a);
+            path = argv[++i];
+        } else if (strcmp(a, "-c") == 0) {
+            need_arg(i, argc, a);
+            cmdfile = argv[++i];
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("peval (CMon) %s\n", CMON_VERSION);
+            return 0;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "peval: unknown option '%s'\n%s", a, usage);
+            return 2;
+        } else if (!log) {
+            log = a;
+        } else {
+            fprintf(stderr, "peval: more than one log given ('%s' and '%s')\n", log, a);
+            return 2;
+        }
+    }
+    bool log_on_stdin = (log && strcmp(log, "-") == 0) || (!log && cmdfile && !isatty(0));
+    if (log_on_stdin && !cmdfile) {
+        fprintf(stderr, "peval: the log is on standard input, so the commands must come from -c CMDFILE\n");
+        return 2;
+    }
+    pspec *ps = pspec_new();
+    if (path)
+        pspec_set_search_path(ps, path);
+    if (spec) {
+        int rc = pspec_load_file(ps, spec);
+        if (rc < 0) {
+            if (rc == -EINVAL) {
+                char *msg = pspec_diags_format(ps);
+                fputs(msg, stderr);
+                free(msg);
+            } else {
+                fprintf(stderr, "peval: %s: %s\n", spec, strerror(-rc));
+            }
+            pspec_free(ps);
+            return 2;
+        }
+    }
+    int fd = -1;
+    if (log || log_on_stdin) {
+        fd = cli_open_log("peval", log_on_stdin ? "-" : log, true);
+        if (fd < 0) {
+            pspec_free(ps);
+            return 3;
+        }
+    }
+    char *err = NULL;
+    state st = {0};
+    st.session = pspec_session_new(ps, fd, cli_log_name(log_on_stdin ? "-" : log), cli_warn, NULL, &err);
+    if (!st.session) {
+        fprintf(stderr, "peval: %s: %s\n", cli_log_name(log), err ? err : "cannot read the log");
+        free(err);
+        pspec_free(ps);
+        return 3;
+    }
+    if (cmdfile) {
+        FILE *f = fopen(cmdfile, "r");
+        if (!f) {
+            fprintf(stderr, "peval: %s: %s\n", cmdfile, strerror(errno));
+            st.status = 2;
+        } else {
+            run_stream(&st, f, cmdfile);
+            fclose(f);
+        }
+    } else if (isatty(0)) {
+        run_terminal(&st);
+    } else {
+        run_stream(&st, stdin, "<stdin>");
+    }
+    pspec_session_free(st.session);
+    if (fd > 0)
+        close(fd);
+    pspec_free(ps);
+    return st.status;
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Run one data-driven PSpec language test (tests/lang/README.md).
+
+A case NAME is NAME.pspec (or NAME.peval for an evaluator session), a log,
+and NAME.expected: the transcript of the run (stdout, then '--- stderr' and
+stderr if any, then '--- exit N'). Directives in '%' comment lines at the top
+of NAME.pspec / NAME.peval:
+    % args: -f --json          extra pcheck arguments
+    % log: other.log           log file (default NAME.log; 'none' for no log)
+    % spec: other.pspec        (peval cases) spec to load with -s
+    % cont: no                 skip the offline/continuous differential check
+For every pcheck case whose exit status is 0 or 1, the same check is run with
+-cont and must report the same verdicts and the same set of failing
+intervals and events.
+Usage: run.py --pcheck BIN --peval BIN NAME [--update]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def directives(path):
+    d = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"\s*%\s*(args|log|spec|cont):\s*(.*?)\s*$", line)
+            if m:
+                d[m.group(1)] = m.group(2)
+            elif line.strip() and not line.lstrip().startswith("%"):
+                break
+    return d
+
+
+def run(cmd, stdin=None):
+    p = subprocess.run(cmd, cwd=HERE, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def transcript(code, out, err):
+    t = out
+    if err:
+        t += "--- stderr\n" + err
+    return t + "--- exit %d\n" % code
+
+
+def offender_set(out, cont):
+    """Verdict lines and offender lines, as sets, from text or JSON output."""
+    verdicts, offenders = set(), set()
+    for line in out.splitlines():
+        if line.startswith("{"):
+            if '"kind":' in line:
+                offenders.add(line)
+            elif '"assert":' in line:
+                verdicts.add(line)
+        elif ": failed for " in line or ": UNDEFINED for " in line or '" failed for ' in line or '" UNDEFINED for ' in line:
+            offenders.add(line)
+        elif ": assertion " in line:
+            verdicts.add(line)
+    return verdicts, offenders
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pcheck", required=True)
+    ap.add_argument("--peval", required=True)
+    ap.add_argument("--update", action="store_true")
+    ap.add_argument("name")
+    a = ap.parse_args()
+    name = a.name
+    if os.path.exists(os.path.join(HERE, name + ".peval")):
+        src = name + ".peval"
+        d = directives(os.path.join(HERE, src))
+        cmd = [a.peval]
+        if d.get("spec"):
+            cmd += ["-s", d["spec"]]
+        cmd += ["-c", src]
+        log = d.get("log", name + ".log")
+        if log != "none":
+            cmd.append(log)
+        cmd += d.get("args", "").split()
+        is_pcheck = False
+    else:
+        src = name + ".pspec"
+        d = directives(os.path.join(HERE, src))
+        cmd = [a.pcheck, "-s", src] + d.get("args", "").split()
+        log = d.get("log", name + ".log")
+        if log != "none":
+            cmd.append(log)
+        else:
+            cmd.append("empty.log")
+        is_pcheck = True
+    code, out, err = run(cmd, stdin=subprocess.DEVNULL)
+    got = transcript(code, out, err)
+    exp_path = os.path.join(HERE, name + ".expected")
+    if a.update:
+        with open(exp_path, "w") as f:
+            f.write(got)
+    failed = False
+    try:
+        with open(exp_path, encoding="utf-8") as f:
+            want = f.read()
+    except FileNotFoundError:
+        want = None
+    if want != got:
+        print("FAIL %s: output differs from %s.expected" % (name, name))
+        print("command: " + " ".join(cmd))
+        print("--- expected\n%s--- got\n%s" % (want, got))
+        failed = True
+    if is_pcheck and code in (0, 1) and d.get("cont", "yes") != "no":
+        ccode, cout, cerr = run(cmd[:1] + ["-cont"] + cmd[1:], stdin=subprocess.DEVNULL)
+        if ccode != code or offender_set(out, False) != offender_set(cout, True):
+            print("FAIL %s: -cont differs from the offline check" % name)
+            print("offline (exit %d):\n%s\ncontinuous (exit %d):\n%s" % (code, out, ccode, cout))
+            failed = True
+    if failed:
+        return 1
+    print("ok %s" % name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
