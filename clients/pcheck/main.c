@@ -219,8 +219,11 @@ int main(int argc, char **argv)
     char *err = NULL;
     int status = pspec_check(ps, fd, cli_log_name(log), &opt, &err);
     if (err) {
-        fprintf(stderr, "pcheck: %s%s%s\n", status == PSPEC_EXIT_LOG ? cli_log_name(log) : "",
-                status == PSPEC_EXIT_LOG ? ": " : "", err);
+        /* Spec errors found while running are already "FILE:LINE:COL: error: ..." */
+        if (status == PSPEC_EXIT_SPEC)
+            fprintf(stderr, "%s\n", err);
+        else
+            fprintf(stderr, "pcheck: %s: %s\n", cli_log_name(log), err);
         free(err);
     }
     fflush(stdout);

@@ -202,13 +202,19 @@ int pspec_load_file(pspec *ps, const char *path)
     char *text = read_file(path, &len);
     if (!text)
         return -errno;
+    int rc = pspec_load_text(ps, path, text, len);
+    free(text);
+    return rc;
+}
+
+int pspec_load_text(pspec *ps, const char *path, const char *text, size_t len)
+{
     free(ps->main_dir);
     const char *slash = strrchr(path, '/');
     ps->main_dir = slash ? ps_strndup(path, (size_t)(slash - path) ? (size_t)(slash - path) : 1) : ps_strdup(".");
     uint32_t before = ps->diags.n;
     ps_loc none = {0, 0, 0};
     ps_scope *sc = load_spec(ps, path, text, len, true, NULL, none);
-    free(text);
     if (!sc || ps->diags.n != before)
         return -EINVAL;
     ps->prog.main = sc;

@@ -11,8 +11,9 @@ of NAME.pspec / NAME.peval:
     % cont: no                 skip the offline/continuous differential check
 For every pcheck case whose exit status is 0 or 1, the same check is run with
 -cont and must report the same verdicts and the same set of failing
-intervals and events.
-Usage: run.py --pcheck BIN --peval BIN NAME [--update]
+intervals and events. Every pcheck case whose log reads without warnings is
+also run on the log converted to cmon-bin 1 and must print the same output.
+Usage: run.py --pcheck BIN --peval BIN [--cmonlog BIN] NAME [--update]
 """
 import argparse
 import os
@@ -67,6 +68,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pcheck", required=True)
     ap.add_argument("--peval", required=True)
+    ap.add_argument("--cmonlog")
     ap.add_argument("--update", action="store_true")
     ap.add_argument("name")
     a = ap.parse_args()
@@ -116,6 +118,20 @@ def main():
             print("FAIL %s: -cont differs from the offline check" % name)
             print("offline (exit %d):\n%s\ncontinuous (exit %d):\n%s" % (code, out, ccode, cout))
             failed = True
+    logarg = cmd[-1]
+    if is_pcheck and a.cmonlog and "warning:" not in err and code != 3 and logarg.endswith(".log"):
+        import tempfile
+        with tempfile.NamedTemporaryFile(suffix=".bin") as tmp:
+            c, o2, e2 = run([a.cmonlog, "--binary", "-o", tmp.name, logarg])
+            if c != 0:
+                print("FAIL %s: cmon-log could not convert %s: %s" % (name, logarg, e2))
+                failed = True
+            else:
+                bcode, bout, berr = run(cmd[:-1] + [tmp.name])
+                if (bcode, bout) != (code, out):
+                    print("FAIL %s: the binary log gives different output" % name)
+                    print("ascii (exit %d):\n%s\nbinary (exit %d):\n%s%s" % (code, out, bcode, bout, berr))
+                    failed = True
     if failed:
         return 1
     print("ok %s" % name)

@@ -44,6 +44,10 @@ void pspec_set_search_path(pspec *ps, const char *colon_separated);
  * file cannot be read. */
 int pspec_load_file(pspec *ps, const char *path);
 
+/* Load the main specification from memory; `path` names it in messages and
+ * its folder is the default import path. Returns 0 or -EINVAL. */
+int pspec_load_text(pspec *ps, const char *path, const char *text, size_t len);
+
 /* Diagnostics collected so far, and "FILE:LINE:COL: error: MESSAGE" lines
  * for all of them (heap string, "" when none). */
 size_t pspec_ndiags(const pspec *ps);
