@@ -9,6 +9,7 @@ of NAME.pspec / NAME.peval:
     % log: other.log           log file (default NAME.log; 'none' for no log)
     % spec: other.pspec        (peval cases) spec to load with -s
     % cont: no                 skip the offline/continuous differential check
+    % stdin: yes               give the log on standard input ('-') instead of by name
 For every pcheck case whose exit status is 0 or 1, the same check is run with
 -cont and must report the same verdicts and the same set of failing
 intervals and events. Every pcheck case whose log reads without warnings is
@@ -28,7 +29,7 @@ def directives(path):
     d = {}
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
-            m = re.match(r"\s*%\s*(args|log|spec|cont):\s*(.*?)\s*$", line)
+            m = re.match(r"\s*%\s*(args|log|spec|cont|stdin):\s*(.*?)\s*$", line)
             if m:
                 d[m.group(1)] = m.group(2)
             elif line.strip() and not line.lstrip().startswith("%"):
@@ -95,7 +96,11 @@ def main():
         else:
             cmd.append("empty.log")
         is_pcheck = True
-    code, out, err = run(cmd, stdin=subprocess.DEVNULL)
+    stdin = subprocess.DEVNULL
+    if d.get("stdin") == "yes":
+        stdin = open(os.path.join(HERE, cmd[-1]), "rb")
+        cmd[-1] = "-"
+    code, out, err = run(cmd, stdin=stdin)
     got = transcript(code, out, err)
     exp_path = os.path.join(HERE, name + ".expected")
     if a.update:
@@ -113,13 +118,16 @@ def main():
         print("--- expected\n%s--- got\n%s" % (want, got))
         failed = True
     if is_pcheck and code in (0, 1) and d.get("cont", "yes") != "no":
-        ccode, cout, cerr = run(cmd[:1] + ["-cont"] + cmd[1:], stdin=subprocess.DEVNULL)
+        if d.get("stdin") == "yes":
+            stdin.seek(0)
+        ccode, cout, cerr = run(cmd[:1] + ["-cont"] + cmd[1:], stdin=stdin)
         if ccode != code or offender_set(out, False) != offender_set(cout, True):
             print("FAIL %s: -cont differs from the offline check" % name)
             print("offline (exit %d):\n%s\ncontinuous (exit %d):\n%s" % (code, out, ccode, cout))
             failed = True
     logarg = cmd[-1]
-    if is_pcheck and a.cmonlog and "warning:" not in err and code != 3 and logarg.endswith(".log"):
+    if is_pcheck and a.cmonlog and "warning:" not in err and code != 3 and logarg.endswith(".log") \
+            and d.get("stdin") != "yes":
         import tempfile
         with tempfile.NamedTemporaryFile(suffix=".bin") as tmp:
             c, o2, e2 = run([a.cmonlog, "--binary", "-o", tmp.name, logarg])
