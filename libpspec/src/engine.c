@@ -203,7 +203,11 @@ typedef struct ivst {
     ixmap endix;            /* start_key value -> open intervals */
     aggst *aggs;            /* [t->naggs] */
     double after;           /* IVE_AFTER: duration in ticks */
+    open_iv *pool;          /* closed records kept for reuse (accumulators reset) */
+    uint32_t npool;
 } ivst;
+
+enum { POOL_KEEP = 256 };   /* reusable records kept per interval type */
 
 struct open_iv {
     ixnode all;             /* in ivst.open */
@@ -393,9 +397,9 @@ static void feed_metric_sub(engine *g, ivst *is, uint32_t k, pv elem, uint64_t b
     const ps_agg *a = as->a;
     if (as->keyed) {
         g->slots[a->var->slot] = elem;
-        pv key = ps_eval(g->ev, a->elem_key);
-        if (key.kind == PV_NUM) {
-            ixslot *s = ix_find(&as->ix, key.num);
+        double key;
+        if (ps_eval_num(g->ev, a->elem_key, &key)) {
+            ixslot *s = ix_find(&as->ix, key);
             if (s) {
                 for (ixnode *n = s->list.head, *next; n && n->o->start_seq < before_seq; n = next) {
                     next = n->next;
@@ -408,7 +412,6 @@ static void feed_metric_sub(engine *g, ivst *is, uint32_t k, pv elem, uint64_t b
             }
             return;
         }
-        pv_free(key);
         /* An undefined key makes the where-clause undefined for every open
          * interval: fall through and let each one see it. */
     }
@@ -429,22 +432,24 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
     if (t->s_where && ps_eval_cond(g->ev, t->s_where) != 1)
         return;
     double endkey = 0;
-    if (is->keyed_end) {
-        pv k = ps_eval(g->ev, t->start_key);
-        if (k.kind != PV_NUM) {
-            pv_free(k);
-            return;     /* the end where-clause can never be true: it would never close */
-        }
-        endkey = k.num;
-    }
+    if (is->keyed_end && !ps_eval_num(g->ev, t->start_key, &endkey))
+        return;     /* the end where-clause can never be true: it would never close */
     uint32_t na = t->naggs;
-    open_iv *o = ps_malloc(sizeof *o + na * (sizeof(pv_acc *) + sizeof(ixnode) + sizeof(double) + 1));
-    memset(o, 0, sizeof *o);
-    o->accs = (pv_acc **)(o + 1);
-    o->aggn = (ixnode *)(o->accs + na);
-    o->aggkey = (double *)(o->aggn + na);
-    o->aggkeyed = (uint8_t *)(o->aggkey + na);
-    o->naggs = na;
+    open_iv *o = is->pool;
+    if (o) {
+        is->pool = (open_iv *)o->all.next;
+        is->npool--;
+    } else {
+        o = ps_malloc(sizeof *o + na * (sizeof(pv_acc *) + sizeof(ixnode) + sizeof(double) + 1));
+        memset(o, 0, sizeof *o);
+        o->accs = (pv_acc **)(o + 1);
+        o->aggn = (ixnode *)(o->accs + na);
+        o->aggkey = (double *)(o->aggn + na);
+        o->aggkeyed = (uint8_t *)(o->aggkey + na);
+        o->naggs = na;
+        for (uint32_t k = 0; k < na; k++)
+            o->accs[k] = pv_acc_new(is->aggs[k].a->op, is->aggs[k].a->map_depth);
+    }
     o->start = ev;
     ev->refs++;
     o->start_seq = g->seq;
@@ -455,18 +460,16 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
         ix_add(&is->endix, endkey, &o->endn, o);
     for (uint32_t k = 0; k < na; k++) {
         aggst *as = &is->aggs[k];
-        o->accs[k] = pv_acc_new(as->a->op, as->a->map_depth);
         memset(&o->aggn[k], 0, sizeof o->aggn[k]);
         o->aggkeyed[k] = 0;
         if (!as->keyed)
             continue;
-        pv key = ps_eval(g->ev, as->a->start_key);
-        if (key.kind == PV_NUM) {
-            o->aggkey[k] = key.num;
+        double key;
+        if (ps_eval_num(g->ev, as->a->start_key, &key)) {
+            o->aggkey[k] = key;
             o->aggkeyed[k] = 1;
-            ix_add(&as->ix, key.num, &o->aggn[k], o);
+            ix_add(&as->ix, key, &o->aggn[k], o);
         } else {
-            pv_free(key);
             list_append(&as->nokey, &o->aggn[k], o);
         }
     }
@@ -477,10 +480,11 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
     }
 }
 
-/* Unlink o from every index and free it (its start event ref is taken over
- * by the caller when keep_start). */
+/* Unlink o from every index and recycle it (its start event ref is taken
+ * over by the caller when keep_start). */
 static void drop_open(ivst *is, open_iv *o, bool keep_start)
 {
+    bool keep = is->npool < POOL_KEEP;
     list_remove(&is->open, &o->all);
     is->nopen--;
     if (is->keyed_end)
@@ -493,11 +497,33 @@ static void drop_open(ivst *is, open_iv *o, bool keep_start)
             else
                 list_remove(&as->nokey, &o->aggn[k]);
         }
-        pv_acc_free(o->accs[k]);
+        if (keep)
+            pv_acc_reset(o->accs[k]);
+        else
+            pv_acc_free(o->accs[k]);
     }
     if (!keep_start)
         pv_event_release(o->start);
-    free(o);
+    o->start = NULL;
+    if (keep) {
+        o->all.next = (ixnode *)is->pool;
+        is->pool = o;
+        is->npool++;
+    } else {
+        free(o);
+    }
+}
+
+static void free_pool(ivst *is)
+{
+    while (is->pool) {
+        open_iv *o = is->pool;
+        is->pool = (open_iv *)o->all.next;
+        for (uint32_t k = 0; k < o->naggs; k++)
+            pv_acc_free(o->accs[k]);
+        free(o);
+    }
+    is->npool = 0;
 }
 
 /* o ends at event ev: compute its metrics and queue it as closed. */
@@ -532,12 +558,10 @@ static void close_matching(engine *g, ivst *is, pv_event *ev)
     ixlist *cands = &is->open;
     bool via_key = false;
     if (is->keyed_end) {
-        pv k = ps_eval(g->ev, t->end_key);
-        if (k.kind != PV_NUM) {
-            pv_free(k);
+        double k;
+        if (!ps_eval_num(g->ev, t->end_key, &k))
             return;
-        }
-        ixslot *s = ix_find(&is->endix, k.num);
+        ixslot *s = ix_find(&is->endix, k);
         if (!s)
             return;
         cands = &s->list;
@@ -812,6 +836,7 @@ static void teardown(engine *g)
             continue;
         while (is->open.head)
             drop_open(is, is->open.head->o, false);
+        free_pool(is);
         ix_free(&is->endix);
         for (uint32_t k = 0; k < is->t->naggs; k++)
             ix_free(&is->aggs[k].ix);

@@ -43,12 +43,371 @@ static inline bool num_fast(pv_binop op, double a, double b, pv *out)
     }
 }
 
+/* Numbers and triples: +, - and the relations of Figures 8 and 9, inline. */
+static inline bool triple_fast(pv_binop op, pv a, pv b, pv *out)
+{
+    pv_triple t, u;
+    if (a.kind == PV_TRIPLE)
+        t = a.t;
+    else if (a.kind == PV_NUM)
+        t = (pv_triple){a.num, 0, 0};
+    else
+        return false;
+    if (b.kind == PV_TRIPLE)
+        u = b.t;
+    else if (b.kind == PV_NUM)
+        u = (pv_triple){b.num, 0, 0};
+    else
+        return false;
+    bool eq = t.v - t.m <= u.v + u.p && t.v + t.p >= u.v - u.m;
+    switch (op) {
+    case PV_OP_ADD: *out = pv_triple_make(t.v + u.v, t.p + u.p, t.m + u.m); return true;
+    case PV_OP_SUB: *out = pv_triple_make(t.v - u.v, t.p + u.m, t.m + u.p); return true;
+    case PV_OP_EQ: *out = pv_bool(eq); return true;
+    case PV_OP_NE: *out = pv_bool(!eq); return true;
+    case PV_OP_LT: *out = pv_bool(t.v + t.p < u.v - u.m); return true;
+    case PV_OP_GT: *out = pv_bool(t.v - t.m > u.v + u.p); return true;
+    case PV_OP_LE: *out = pv_bool(eq || t.v + t.p < u.v - u.m); return true;
+    case PV_OP_GE: *out = pv_bool(eq || t.v - t.m > u.v + u.p); return true;
+    default: return false;
+    }
+}
+
 static pv binary(pv_binop op, pv a, pv b)
 {
     pv r;
-    if (a.kind == PV_NUM && b.kind == PV_NUM && num_fast(op, a.num, b.num, &r))
+    if (a.kind == PV_NUM && b.kind == PV_NUM) {
+        if (num_fast(op, a.num, b.num, &r))
+            return r;
+    } else if ((a.kind == PV_TRIPLE || b.kind == PV_TRIPLE) && triple_fast(op, a, b, &r)) {
         return r;
+    }
     return pv_binary(op, a, b);
+}
+
+/* ---- typed evaluation --------------------------------------------------------------
+ * Every expression's static type is known after checking, so numbers,
+ * booleans and triples are evaluated without boxing them into a pv: ev_num
+ * returns false for UNDEFINED, ev_bool returns 1/0/-1, ev_tri false for
+ * UNDEFINED. Their results are exactly what the generic path (value.c)
+ * gives; anything uncommon falls back to it. */
+
+static bool ev_num(ps_evalctx *ev, const ps_expr *e, double *out);
+static int ev_bool(ps_evalctx *ev, const ps_expr *e);
+static bool ev_tri(ps_evalctx *ev, const ps_expr *e, pv_triple *out);
+static pv eval_generic(ps_evalctx *ev, const ps_expr *e);
+
+static inline bool finite_num(double x, double *out)
+{
+    if (!isfinite(x))
+        return false;
+    *out = x;
+    return true;
+}
+
+static inline bool tri_ok(pv_triple t)
+{
+    return isfinite(t.v) && isfinite(t.p) && isfinite(t.m) && t.p >= 0 && t.m >= 0;
+}
+
+/* A generic result as a number (false for UNDEFINED or another kind). */
+static inline bool pv_as_num(pv v, double *out)
+{
+    bool ok = v.kind == PV_NUM;
+    if (ok)
+        *out = v.num;
+    pv_free(v);
+    return ok;
+}
+
+static bool ev_num(ps_evalctx *ev, const ps_expr *e, double *out)
+{
+    switch ((ps_expr_kind)e->kind) {
+    case X_NUM: *out = e->num; return true;
+    case X_TIMELIT: *out = ps_time_ticks(ev, e->time.num, e->time.unit_ns); return true;
+    case X_CONST: {
+        const pv *v = ev->consts ? &ev->consts[e->cst->id] : NULL;
+        if (!v || v->kind != PV_NUM)
+            return false;
+        *out = v->num;
+        return true;
+    }
+    case X_ATTR: {
+        const pv_event *be = bound_event(ev, e->field.obj);
+        if (be) {
+            double a = e->field.index < be->nattr ? be->attr[e->field.index] : PV_ATTR_UNDEF;
+            if (!pv_attr_defined(a))
+                return false;
+            *out = a;
+            return true;
+        }
+        return pv_as_num(eval_generic(ev, e), out);
+    }
+    case X_METRIC:
+        if (e->field.obj->kind == X_VAR) {
+            const pv *v = &ev->slots[e->field.obj->var->slot];
+            if (v->kind == PV_INTERVAL && e->field.index < v->iv->nmetric) {
+                const pv *m = &v->iv->metric[e->field.index];
+                if (m->kind != PV_NUM)
+                    return false;
+                *out = m->num;
+                return true;
+            }
+        }
+        return pv_as_num(eval_generic(ev, e), out);
+    case X_PART: {
+        pv_triple t;
+        if (!ev_tri(ev, e->field.obj, &t))
+            return false;
+        *out = e->op == 'v' ? t.v : e->op == 'p' ? t.p : t.m;
+        return true;
+    }
+    case X_BUILTIN:
+        if (e->op == B_THREAD) {
+            const pv_event *be = bound_event(ev, e->call.args[0]);
+            if (be) {
+                *out = (double)be->thread;
+                return true;
+            }
+        }
+        return pv_as_num(eval_generic(ev, e), out);
+    case X_NEG: {
+        double a;
+        if (!ev_num(ev, e->bin.a, &a))
+            return false;
+        *out = -a;
+        return true;
+    }
+    case X_BINARY: {
+        double a, b;
+        switch ((pv_binop)e->op) {
+        case PV_OP_ADD: case PV_OP_SUB: case PV_OP_MUL: case PV_OP_DIV: {
+            bool da = ev_num(ev, e->bin.a, &a), db = ev_num(ev, e->bin.b, &b);
+            if (!da || !db)
+                return false;
+            switch ((pv_binop)e->op) {
+            case PV_OP_ADD: return finite_num(a + b, out);
+            case PV_OP_SUB: return finite_num(a - b, out);
+            case PV_OP_MUL: return finite_num(a * b, out);
+            default: return b != 0 && finite_num(a / b, out);
+            }
+        }
+        default:
+            return pv_as_num(eval_generic(ev, e), out);
+        }
+    }
+    case X_AGG:
+        if (e->agg->place == AGG_METRIC && e->agg->op == PV_AGG_COUNT && ev->accs) {
+            pv_acc *acc = ev->accs[e->agg->id];
+            pv r = pv_acc_result(acc);
+            return pv_as_num(r, out);
+        }
+        return pv_as_num(eval_generic(ev, e), out);
+    default:
+        return pv_as_num(eval_generic(ev, e), out);
+    }
+}
+
+/* Figure 9 on two triples. */
+static inline int tri_rel(pv_binop op, pv_triple t, pv_triple u)
+{
+    bool eq = t.v - t.m <= u.v + u.p && t.v + t.p >= u.v - u.m;
+    switch (op) {
+    case PV_OP_EQ: return eq;
+    case PV_OP_NE: return !eq;
+    case PV_OP_LT: return t.v + t.p < u.v - u.m;
+    case PV_OP_GT: return t.v - t.m > u.v + u.p;
+    case PV_OP_LE: return eq || t.v + t.p < u.v - u.m;
+    case PV_OP_GE: return eq || t.v - t.m > u.v + u.p;
+    default: return -1;
+    }
+}
+
+static inline int num_rel(pv_binop op, double a, double b)
+{
+    switch (op) {
+    case PV_OP_EQ: return a == b;
+    case PV_OP_NE: return a != b;
+    case PV_OP_LT: return a < b;
+    case PV_OP_LE: return a <= b;
+    case PV_OP_GT: return a > b;
+    case PV_OP_GE: return a >= b;
+    default: return -1;
+    }
+}
+
+static inline bool is_rel(pv_binop op)
+{
+    return op == PV_OP_EQ || op == PV_OP_NE || op == PV_OP_LT || op == PV_OP_LE || op == PV_OP_GT ||
+           op == PV_OP_GE;
+}
+
+/* a op b for a relation, with the operands' static types. */
+static int ev_rel(ps_evalctx *ev, pv_binop op, const ps_expr *a, const ps_expr *b)
+{
+    ps_type_kind ta = a->type->kind, tb = b->type->kind;
+    if (ta == T_NUM && tb == T_NUM) {
+        double x, y;
+        bool dx = ev_num(ev, a, &x), dy = ev_num(ev, b, &y);
+        return dx && dy ? num_rel(op, x, y) : -1;
+    }
+    if ((ta == T_NUM || ta == T_TRIPLE) && (tb == T_NUM || tb == T_TRIPLE)) {
+        pv_triple x, y;
+        bool dx = ev_tri(ev, a, &x), dy = ev_tri(ev, b, &y);
+        return dx && dy ? tri_rel(op, x, y) : -1;
+    }
+    if (ta == T_BOOL && tb == T_BOOL && (op == PV_OP_EQ || op == PV_OP_NE)) {
+        int x = ev_bool(ev, a), y = ev_bool(ev, b);
+        if (x < 0 || y < 0)
+            return -1;
+        return op == PV_OP_EQ ? x == y : x != y;
+    }
+    return -1;
+}
+
+static int pv_as_bool(pv v)
+{
+    int r = v.kind == PV_BOOL ? (v.b ? 1 : 0) : -1;
+    pv_free(v);
+    return r;
+}
+
+static int ev_bool(ps_evalctx *ev, const ps_expr *e)
+{
+    switch ((ps_expr_kind)e->kind) {
+    case X_BOOL: return e->b;
+    case X_NOT: {
+        int a = ev_bool(ev, e->bin.a);
+        return a < 0 ? -1 : !a;
+    }
+    case X_BINARY: {
+        pv_binop op = (pv_binop)e->op;
+        if (op == PV_OP_AND || op == PV_OP_OR || op == PV_OP_IMPLIES) {
+            if (e->type->kind != T_BOOL)
+                break;
+            int a = ev_bool(ev, e->bin.a), b = ev_bool(ev, e->bin.b); /* both, always (A.9.10) */
+            if (a < 0 || b < 0)
+                return -1;
+            return op == PV_OP_AND ? (a && b) : op == PV_OP_OR ? (a || b) : (!a || b);
+        }
+        if (is_rel(op))
+            return ev_rel(ev, op, e->bin.a, e->bin.b);
+        break;
+    }
+    case X_METRIC:
+        if (e->field.obj->kind == X_VAR) {
+            const pv *v = &ev->slots[e->field.obj->var->slot];
+            if (v->kind == PV_INTERVAL && e->field.index < v->iv->nmetric) {
+                const pv *m = &v->iv->metric[e->field.index];
+                return m->kind == PV_BOOL ? m->b : -1;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    return pv_as_bool(eval_generic(ev, e));
+}
+
+static inline pv_triple timestamp_of(int64_t ts)
+{
+    pv_triple t = {(double)ts, 1, 0};
+    return t;
+}
+
+/* elapsed(e, s) of A.9.11 on two triples; false when it is not a duration. */
+static inline bool elapsed_of(pv_triple e, pv_triple s, pv_triple *out)
+{
+    double d = e.v - s.v;
+    pv_triple r = {d, e.p + s.m, d < e.m + s.p ? d : e.m + s.p};
+    if (!tri_ok(r))
+        return false;
+    *out = r;
+    return true;
+}
+
+static bool pv_as_tri(pv v, pv_triple *out)
+{
+    bool ok = true;
+    if (v.kind == PV_TRIPLE)
+        *out = v.t;
+    else if (v.kind == PV_NUM)
+        *out = (pv_triple){v.num, 0, 0};
+    else
+        ok = false;
+    pv_free(v);
+    return ok;
+}
+
+static bool ev_tri(ps_evalctx *ev, const ps_expr *e, pv_triple *out)
+{
+    if (e->type->kind == T_NUM) {
+        double x;
+        if (!ev_num(ev, e, &x))
+            return false;
+        *out = (pv_triple){x, 0, 0};
+        return true;
+    }
+    switch ((ps_expr_kind)e->kind) {
+    case X_BUILTIN:
+        if (e->op == B_TIMESTAMP) {
+            const pv_event *be = bound_event(ev, e->call.args[0]);
+            if (be) {
+                *out = timestamp_of(be->ts);
+                return true;
+            }
+        } else if (e->op == B_ELAPSED && e->call.nargs == 1 && e->call.args[0]->kind == X_VAR) {
+            const pv *v = &ev->slots[e->call.args[0]->var->slot];
+            if (v->kind == PV_INTERVAL)
+                return elapsed_of(timestamp_of(v->iv->end->ts), timestamp_of(v->iv->start->ts), out);
+        } else if (e->op == B_ELAPSED && e->call.nargs == 2) {
+            const pv_event *a = bound_event(ev, e->call.args[0]), *b = bound_event(ev, e->call.args[1]);
+            if (a && b)
+                return elapsed_of(timestamp_of(a->ts), timestamp_of(b->ts), out);
+        }
+        break;
+    case X_METRIC:
+        if (e->field.obj->kind == X_VAR) {
+            const pv *v = &ev->slots[e->field.obj->var->slot];
+            if (v->kind == PV_INTERVAL && e->field.index < v->iv->nmetric) {
+                const pv *m = &v->iv->metric[e->field.index];
+                if (m->kind == PV_TRIPLE) {
+                    *out = m->t;
+                    return true;
+                }
+                if (m->kind == PV_NUM) {
+                    *out = (pv_triple){m->num, 0, 0};
+                    return true;
+                }
+                return false;
+            }
+        }
+        break;
+    case X_BINARY:
+        if (e->op == PV_OP_ADD || e->op == PV_OP_SUB) {
+            pv_triple t, u;
+            bool dt = ev_tri(ev, e->bin.a, &t), du = ev_tri(ev, e->bin.b, &u);
+            if (!dt || !du)
+                return false;
+            pv_triple r = e->op == PV_OP_ADD ? (pv_triple){t.v + u.v, t.p + u.p, t.m + u.m}
+                                             : (pv_triple){t.v - u.v, t.p + u.m, t.m + u.p};
+            if (!tri_ok(r))
+                return false;
+            *out = r;
+            return true;
+        }
+        break;
+    case X_NEG: {
+        pv_triple t;
+        if (!ev_tri(ev, e->bin.a, &t))
+            return false;
+        *out = (pv_triple){-t.v, t.m, t.p};
+        return true;
+    }
+    default:
+        break;
+    }
+    return pv_as_tri(eval_generic(ev, e), out);
 }
 
 static pv eval_builtin(ps_evalctx *ev, const ps_expr *e)
@@ -177,6 +536,27 @@ static pv eval_maplist(ps_evalctx *ev, const ps_expr *e)
 
 pv ps_eval(ps_evalctx *ev, const ps_expr *e)
 {
+    switch (e->type ? e->type->kind : T_ERROR) {
+    case T_NUM: {
+        double x;
+        return ev_num(ev, e, &x) ? pv_num(x) : pv_undef();
+    }
+    case T_BOOL: {
+        int b = ev_bool(ev, e);
+        return b < 0 ? pv_undef() : pv_bool(b);
+    }
+    case T_TRIPLE: {
+        pv_triple t;
+        return ev_tri(ev, e, &t) ? pv_triple_make(t.v, t.p, t.m) : pv_undef();
+    }
+    default:
+        return eval_generic(ev, e);
+    }
+}
+
+/* Every expression kind, with values boxed. */
+static pv eval_generic(ps_evalctx *ev, const ps_expr *e)
+{
     switch ((ps_expr_kind)e->kind) {
     case X_NUM: return pv_num(e->num);
     case X_TIMELIT: return pv_num(ps_time_ticks(ev, e->time.num, e->time.unit_ns));
@@ -267,9 +647,10 @@ pv ps_eval(ps_evalctx *ev, const ps_expr *e)
 
 int ps_eval_cond(ps_evalctx *ev, const ps_expr *e)
 {
-    /* Fast path for `x.a = y.b` style comparisons of two numbers. */
-    pv v = ps_eval(ev, e);
-    int r = v.kind == PV_BOOL ? (v.b ? 1 : 0) : -1;
-    pv_free(v);
-    return r;
+    return ev_bool(ev, e);
+}
+
+bool ps_eval_num(ps_evalctx *ev, const ps_expr *e, double *out)
+{
+    return ev_num(ev, e, out);
 }

@@ -26,6 +26,9 @@ pv ps_eval(ps_evalctx *ev, const ps_expr *e);
 /* A boolean expression: 1 true, 0 false, -1 UNDEFINED. */
 int ps_eval_cond(ps_evalctx *ev, const ps_expr *e);
 
+/* A number-typed expression: false when UNDEFINED. */
+bool ps_eval_num(ps_evalctx *ev, const ps_expr *e, double *out);
+
 /* Value of a time literal `num unit` in ticks. */
 double ps_time_ticks(const ps_evalctx *ev, double num, double unit_ns);
 

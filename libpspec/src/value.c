@@ -36,10 +36,24 @@ pv_event *pv_event_new(const void *type, uint32_t nattr)
     return e;
 }
 
+/* Closed intervals come and go by the million: keep a few freed ones of each
+ * small size for reuse instead of returning them to malloc. */
+enum { IV_POOL_SIZES = 16, IV_POOL_KEEP = 64 };
+static pv_interval *iv_pool[IV_POOL_SIZES];
+static uint32_t iv_pool_n[IV_POOL_SIZES];
+
 pv_interval *pv_interval_new(const void *type, uint32_t nmetric)
 {
-    /* calloc: every metric starts as kind 0, which is PV_UNDEF. */
-    pv_interval *iv = ps_calloc(1, sizeof(*iv) + (size_t)nmetric * sizeof(pv));
+    pv_interval *iv;
+    if (nmetric < IV_POOL_SIZES && iv_pool[nmetric]) {
+        iv = iv_pool[nmetric];
+        iv_pool[nmetric] = (pv_interval *)iv->start;
+        iv_pool_n[nmetric]--;
+        memset(iv, 0, sizeof(*iv) + (size_t)nmetric * sizeof(pv));
+    } else {
+        /* calloc: every metric starts as kind 0, which is PV_UNDEF. */
+        iv = ps_calloc(1, sizeof(*iv) + (size_t)nmetric * sizeof(pv));
+    }
     iv->refs = 1;
     iv->nmetric = nmetric;
     iv->type = type;
@@ -60,6 +74,13 @@ void pv_interval_release(pv_interval *iv)
         pv_free(iv->metric[i]);
     pv_event_release(iv->start);
     pv_event_release(iv->end);
+    uint32_t n = iv->nmetric;
+    if (n < IV_POOL_SIZES && iv_pool_n[n] < IV_POOL_KEEP) {
+        iv->start = (pv_event *)iv_pool[n];     /* the free list's link */
+        iv_pool[n] = iv;
+        iv_pool_n[n]++;
+        return;
+    }
     free(iv);
 }
 
@@ -743,18 +764,7 @@ pv pv_to_triple(pv a)
 
 /* ---- references and structural equality ------------------------------------------ */
 
-pv pv_copy(pv v)
-{
-    switch (v.kind) {
-    case PV_MAP: v.map->refs++; break;
-    case PV_EVENT: v.ev->refs++; break;
-    case PV_INTERVAL: v.iv->refs++; break;
-    default: break;
-    }
-    return v;
-}
-
-void pv_free(pv v)
+void pv_free_slow(pv v)
 {
     switch (v.kind) {
     case PV_MAP:

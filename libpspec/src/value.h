@@ -118,8 +118,22 @@ pv pv_interval_val(pv_interval *i); /* consumes the reference */
 
 static inline bool pv_is_undef(pv v) { return v.kind == PV_UNDEF; }
 
-pv pv_copy(pv v);        /* new reference to the same value */
-void pv_free(pv v);      /* drop a reference */
+/* Mappings, events and intervals all start with their `uint32_t refs`, so
+ * copying and freeing plain values is an inline test. */
+void pv_free_slow(pv v); /* drop a reference to a mapping, event or interval */
+/* New reference to the same value. */
+static inline pv pv_copy(pv v)
+{
+    if (v.kind >= PV_MAP)
+        ++*(uint32_t *)(void *)v.map;
+    return v;
+}
+/* Drop a reference. */
+static inline void pv_free(pv v)
+{
+    if (v.kind >= PV_MAP)
+        pv_free_slow(v);
+}
 
 /* ---- mappings ----------------------------------------------------------------
  * Keys are integral numbers (stored as doubles; -0 is 0). */

@@ -1,0 +1,4 @@
+# bench/pspec: pcheck against a hand-written mawk script (Figure 3).
+add_executable(gen_fsread ${CMAKE_CURRENT_LIST_DIR}/gen_fsread.c)
+target_include_directories(gen_fsread PRIVATE ${PSPEC_PRIVATE_INCLUDE})
+target_link_libraries(gen_fsread PRIVATE pspec)
