@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "logread.h"
@@ -71,6 +72,7 @@ struct log_reader {
     size_t start, end;
     uint64_t base;          /* stream offset of buf[0] */
     size_t scan;            /* ascii: bytes after start known to hold no newline */
+    size_t complete;        /* ascii: buf[start..complete) holds whole lines only */
 
     /* rewinding */
     off_t fd_origin;        /* file offset where the log starts; -1: not seekable */
@@ -86,7 +88,7 @@ struct log_reader {
     uint64_t nrecords;      /* records returned */
     uint64_t nmalformed;    /* malformed records skipped */
     int64_t prev_ts;        /* binary: timestamp of the previous Event */
-    bool fastpath;          /* binary: use the hand-written Event decoder */
+    bool fastpath;          /* use the fast paths (see logr_set_fastpath) */
 
     /* values of the current record */
     double *vals;
@@ -128,7 +130,7 @@ const char *logr_quote(char out[200], const char *s, size_t n);
 int logr_header_add(log_reader *r, const char *key, size_t klen, const char *val, size_t vlen);
 /* Intern the name [s, s+n) (already validated); UINT32_MAX when the table is full. */
 uint32_t logr_intern(log_reader *r, const char *s, size_t n, uint32_t hash);
-/* Hash of [s, s+n); reads up to 7 bytes past the end (the buffer has slack). */
+/* Hash of the name [s, s+n). */
 uint32_t logr_hash(const char *s, size_t n);
 /* The "C" locale, so numbers never depend on setlocale(); may be 0. */
 locale_t log_c_locale(void);
@@ -136,10 +138,81 @@ locale_t log_c_locale(void);
 double log_strtod(const char *s, char **end);
 /* The shortest decimal text ("%.15g".."%.17g", "C" locale) that reads back as v. */
 void log_fmt_double(char out[40], double v);
-/* Name character classes: bit 1 may start a name, bit 2 may follow. */
-const unsigned char *log_name_class(void);
+/* Use (default) or bypass the fast paths: the hand-written binary Event
+ * decoder and the ascii parser for well-formed lines. For tests and fuzzers,
+ * which check that both ways give the same results. */
+void logr_set_fastpath(log_reader *r, bool on);
 /* Make sure vals can hold n values. */
 void logr_vals_reserve(log_reader *r, size_t n);
+
+/* --- inline name lookup for the hot path --------------------------------
+ * "Padded" strings have at least 16 readable bytes from their start: names
+ * in the input buffer (LOG_BUF_PAD bytes of slack follow the data) and the
+ * interned copies (allocated with 16 zero bytes after the name). */
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define LOGR_LITTLE_ENDIAN 1
+#endif
+
+static inline uint64_t logr_hash_step(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
+static inline uint32_t logr_hash_end(uint64_t h, uint64_t tail)
+{
+    h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* logr_hash() of a padded name, reading the tail as one word. */
+static inline uint32_t logr_hash_padded(const char *s, size_t n)
+{
+#ifdef LOGR_LITTLE_ENDIAN
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+    for (; n >= 8; s += 8, n -= 8) {
+        memcpy(&w, s, 8);
+        h = logr_hash_step(h, w);
+    }
+    memcpy(&w, s, 8);
+    return logr_hash_end(h, n ? w & ((1ull << (8 * n)) - 1) : 0);
+#else
+    return logr_hash(s, n);
+#endif
+}
+
+/* Equality of two padded names of length n. */
+static inline bool logr_name_eq(const char *a, const char *b, size_t n)
+{
+#ifdef LOGR_LITTLE_ENDIAN
+    if (n <= 16) {
+        uint64_t a0, b0, a1, b1;
+        memcpy(&a0, a, 8);
+        memcpy(&b0, b, 8);
+        memcpy(&a1, a + 8, 8);
+        memcpy(&b1, b + 8, 8);
+        uint64_t m0 = n >= 8 ? ~0ull : (1ull << (8 * n)) - 1;
+        uint64_t m1 = n >= 16 ? ~0ull : n <= 8 ? 0 : (1ull << (8 * (n - 8))) - 1;
+        return (((a0 ^ b0) & m0) | ((a1 ^ b1) & m1)) == 0;
+    }
+#endif
+    return memcmp(a, b, n) == 0;
+}
+
+/* Id of the padded name [s, s+n) with hash h, or UINT32_MAX if not interned. */
+static inline uint32_t logr_find_padded(const log_reader *r, const char *s, size_t n, uint32_t h)
+{
+    if (!r->slots)
+        return UINT32_MAX;
+    for (uint32_t i = h & r->slot_mask;; i = (i + 1) & r->slot_mask) {
+        log_name_slot sl = r->slots[i];
+        if (sl.id == UINT32_MAX)
+            return UINT32_MAX;
+        if (sl.hash == h && r->name_len[sl.id] == n && logr_name_eq(r->names[sl.id], s, n))
+            return sl.id;
+    }
+}
 
 /* True when [s, s+n) is an event name: [A-Za-z_][A-Za-z0-9_]* or call@NAME / ret@NAME. */
 bool log_name_valid(const char *s, size_t n);
@@ -162,8 +235,6 @@ int logbin_open(log_reader *r, char **errmsg);
 int logbin_next(log_reader *r, log_record *rec, char **errmsg);
 void logbin_rewind(log_reader *r);
 void logbin_free(log_reader *r);
-/* Use (default) or bypass the hand-written Event decoder. */
-void logbin_set_fastpath(log_reader *r, bool on);
 
 /* An Event as decoded from the wire, before any checks. */
 typedef struct logbin_event {

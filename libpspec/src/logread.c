@@ -138,6 +138,7 @@ int logr_fill(log_reader *r, size_t want, char **errmsg)
         return 0;
     size_t avail = r->end - r->start;
     /* Move the unread tail to the front when the free space runs short. */
+    r->complete = 0;
     if (r->start > 0 && (r->cap - r->end < LOG_READ_CHUNK / 4 || r->cap - r->start < want)) {
         memmove(r->buf, r->buf + r->start, avail);
         r->base += r->start;
@@ -224,11 +225,6 @@ static const unsigned char name_class[256] = {
     ['5'] = 2, ['6'] = 2, ['7'] = 2, ['8'] = 2, ['9'] = 2,
 };
 
-const unsigned char *log_name_class(void)
-{
-    return name_class;
-}
-
 static bool ident_valid(const char *s, size_t n)
 {
     if (n == 0 || !(name_class[(unsigned char)s[0]] & 1))
@@ -253,20 +249,16 @@ bool log_name_valid(const char *s, size_t n)
 uint32_t logr_hash(const char *s, size_t n)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 29;
-        s += 8;
-        n -= 8;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w = 0;
+        for (int i = 0; i < 8; i++)
+            w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+        h = logr_hash_step(h, w);
     }
     uint64_t w = 0;
     for (size_t i = 0; i < n; i++)
         w |= (uint64_t)(unsigned char)s[i] << (8 * i);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 32;
-    return (uint32_t)h;
+    return logr_hash_end(h, w);
 }
 
 static void names_rehash(log_reader *r, uint32_t size)
@@ -304,7 +296,8 @@ uint32_t logr_intern(log_reader *r, const char *s, size_t n, uint32_t hash)
         r->name_len = ps_realloc(r->name_len, r->names_cap * sizeof *r->name_len);
     }
     uint32_t id = r->nnames++;
-    r->names[id] = ps_strndup(s, n);
+    r->names[id] = ps_calloc(n + 17, 1);   /* padded: see logr_name_eq() */
+    memcpy(r->names[id], s, n);
     r->name_len[id] = (uint32_t)n;
     if (!r->slots || 2 * r->nnames > r->slot_mask + 1) {
         names_rehash(r, r->slots ? 2 * (r->slot_mask + 1) : 64);
@@ -437,6 +430,7 @@ int log_reader_rewind(log_reader *r)
         r->eof = false;
     }
     r->scan = 0;
+    r->complete = 0;
     r->ended = false;
     r->lineno = r->data_line;
     r->pos = 0;
@@ -446,6 +440,11 @@ int log_reader_rewind(log_reader *r)
     if (r->hdr.format == LOG_FORMAT_BIN)
         logbin_rewind(r);
     return 0;
+}
+
+void logr_set_fastpath(log_reader *r, bool on)
+{
+    r->fastpath = on;
 }
 
 uint64_t log_reader_nrecords(const log_reader *r)

@@ -20,7 +20,7 @@
 
 /* --- helpers ------------------------------------------------------------ */
 
-#define MAXW 16
+#define MAXW 64
 
 typedef struct warnings {
     int n;
@@ -489,6 +489,66 @@ static void name_too_long(void **state)
     log_reader_free(r);
 }
 
+/* The fast path for well-formed lines and the general parser agree on
+ * every kind of line, well-formed or not. */
+static void fast_path_agrees(void **state)
+{
+    static const char *lines[] = {
+        "1 2 A", "1 2 A 3", "1 2 A 3 4.5 -6e2 +7 .8 9.", "  1 2 A", "1\t2\tA\t3", "1  2  A  3  ",
+        "1 2 A\r", "1 2 A 3\r", "1 2 A\r 3", "1 2 A 3\r\r", "1\r", "1 2\r", "1 -2 A", "1 -0 A",
+        "123456789012345678 2 A", "1234567890123456789 2 A", "9223372036854775807 2 A",
+        "1 123456789012345678 A", "1 -1234567890123456789 A", "1 2 NewName 1", "1 2 NewName 2",
+        "1 2 call@read", "1 2 call@read 1", "1 2 3abc", "1 2 A x", "1 2 A 1e999", "1 2 A 0x1",
+        "1 2 A\x01", "1 2 A\x7f", "1 2 A\xc3\xa9", "1 2 A 1,5", "1 2 A 1 nan", "x 2 A", "1 x A",
+        "1", "1 2", "", "   ", "# comment", "#cmon-gap 4", "#cmon-gap x", "1 2 A 12345678901234567890",
+        "1 2 A 1.00000000000000000001", "1 2 A -", "1 2 A 5e-3", "1 2 A 0.1234567890123456",
+        "1 2 A 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30",
+        "1 2 B", "1 2 A\t", "1 2 A \t 3 \t",
+    };
+    char *s = malloc(8192), *p = s;
+    p += sprintf(p, "#cmon-ascii 1\n");
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        p += sprintf(p, "%s\n", lines[i]);
+    p += sprintf(p, "5 5 A 5");   /* no final newline */
+    warnings w[2] = { 0 };
+    char *err = NULL;
+    log_reader *r[2];
+    for (int k = 0; k < 2; k++) {
+        r[k] = log_reader_open_mem(s, (size_t)(p - s), "t.log", on_warn, &w[k], &err);
+        assert_non_null(r[k]);
+    }
+    logr_set_fastpath(r[1], false);
+    int n = 0;
+    for (;; n++) {
+        log_record a, b;
+        int ra = log_reader_next(r[0], &a, NULL), rb = log_reader_next(r[1], &b, NULL);
+        assert_int_equal(ra, rb);
+        if (ra != 1)
+            break;
+        assert_int_equal(a.kind, b.kind);
+        assert_int_equal(a.pos, b.pos);
+        assert_int_equal(a.where, b.where);
+        assert_int_equal(a.ts, b.ts);
+        assert_int_equal(a.thread, b.thread);
+        assert_int_equal(a.gap, b.gap);
+        if (a.kind == LOG_REC_EVENT) {
+            assert_string_equal(a.name, b.name);
+            assert_int_equal(a.name_id, b.name_id);
+            assert_int_equal(a.nvalues, b.nvalues);
+            assert_memory_equal(a.values, b.values, a.nvalues * sizeof(double));
+        }
+    }
+    assert_true(n > 20);
+    assert_int_equal(w[0].n, w[1].n);
+    for (int i = 0; i < w[0].n && i < MAXW; i++) {
+        assert_int_equal(w[0].where[i], w[1].where[i]);
+        assert_string_equal(w[0].msg[i], w[1].msg[i]);
+    }
+    log_reader_free(r[0]);
+    log_reader_free(r[1]);
+    free(s);
+}
+
 /* --- rewind ------------------------------------------------------------- */
 
 static void rewind_ascii(void **state)
@@ -576,6 +636,7 @@ int main(void)
         cmocka_unit_test(long_lines_skipped),
         cmocka_unit_test(names_interned),
         cmocka_unit_test(name_too_long),
+        cmocka_unit_test(fast_path_agrees),
         cmocka_unit_test(rewind_ascii),
         cmocka_unit_test(open_fd_errors),
     };

@@ -359,7 +359,7 @@ static void typedef_order_and_ts(void **state)
     for (int fast = 1; fast >= 0; fast--) {
         warnings w = { 0 };
         log_reader *r = open_bytes(&b, &w);
-        logbin_set_fastpath(r, fast);
+        logr_set_fastpath(r, fast);
         log_record rec = next1(r);
         assert_string_equal(rec.name, "StartRead");
         assert_int_equal(rec.pos, 2);
@@ -584,7 +584,7 @@ static void fast_path_agrees(void **state)
                             .v = { i, -i, i * 0.5, 1e300 } });
     warnings w[2] = { 0 };
     log_reader *r[2] = { open_bytes(&b, &w[0]), open_bytes(&b, &w[1]) };
-    logbin_set_fastpath(r[1], false);
+    logr_set_fastpath(r[1], false);
     int n = 0;
     for (;; n++) {
         log_record a, c;
