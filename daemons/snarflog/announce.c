@@ -100,6 +100,7 @@ static void reg_lost(struct reglink *rl, const char *why)
 	rl->failures++;
 	rl->state = RL_BACKOFF;
 	timer_set(rl, backoff_fire, ms);
+	core_check_done(rl->s);             /* nobody to wait for any more */
 }
 
 static void send_announce(struct reglink *rl)
@@ -171,6 +172,7 @@ static void reg_drive(struct reglink *rl, const Cmon__Msg *m)
 			if (!rl->announced && ack->has_auto_wanted && ack->auto_wanted)
 				core_hold_start(rl->s);
 			rl->announced = true;
+			core_check_done(rl->s);     /* the log may have ended meanwhile */
 			return;
 		}
 		break;
@@ -272,6 +274,14 @@ int reg_start(struct snarf *s)
 	s->reg = rl;
 	reg_connect(rl);
 	return 0;
+}
+
+bool reg_first_answer_pending(const struct snarf *s)
+{
+	const struct reglink *rl = s->reg;
+
+	return rl && !rl->announced && !rl->complained &&
+	       (rl->state == RL_CONNECTING || rl->state == RL_HANDSHAKE);
 }
 
 static void leave_expired(evutil_socket_t fd, short what, void *arg)

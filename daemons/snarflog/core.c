@@ -143,8 +143,11 @@ static void drain_expired(evutil_socket_t fd, short what, void *arg)
 
 	if (s->phase != PH_DRAINING)
 		return;
-	cmon_warn("end of log: consumer did not take the last %llu records within %.1f s",
-		  (unsigned long long)s->ring.nrec, s->opt.drain_s);
+	if (s->active)
+		cmon_warn("end of log: the consumer did not take the last %llu records within %.1f s",
+			  (unsigned long long)s->ring.nrec, s->opt.drain_s);
+	else
+		cmon_debug("end of log: no answer from the registry within %.1f s", s->opt.drain_s);
 	stream_close_all(s);
 	s->phase = PH_LEAVING;
 	reg_leave(s);
@@ -165,13 +168,19 @@ void core_check_done(struct snarf *s)
 	}
 	if (s->phase != PH_DRAINING)
 		return;
-	if (s->hold)
-		return;                        /* hold_expired or a consumer moves us on */
+	if (s->hold) {
+		evtimer_del(s->drain_timer);    /* the hold timer bounds this wait */
+		return;
+	}
 	if (!evtimer_pending(s->drain_timer, NULL)) {
 		tv.tv_sec = (time_t)s->opt.drain_s;
 		tv.tv_usec = (suseconds_t)((s->opt.drain_s - (double)tv.tv_sec) * 1e6);
 		evtimer_add(s->drain_timer, &tv);
 	}
+	/* A short-lived program: the registry may yet say an auto subscriber
+	 * wants this log. Wait for its first answer (bounded by -drain). */
+	if (!s->active && reg_first_answer_pending(s))
+		return;
 	if (s->active) {
 		if (!stream_drained(s)) {
 			stream_pump(s);

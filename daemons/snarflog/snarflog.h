@@ -182,6 +182,7 @@ void stream_close_all(struct snarf *s);
 /* announce.c — the registry link. */
 int reg_start(struct snarf *s);
 void reg_leave(struct snarf *s);
+bool reg_first_answer_pending(const struct snarf *s);
 void reg_free(struct snarf *s);
 
 /* child.c — CMD and signals. */
