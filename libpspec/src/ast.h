@@ -108,6 +108,7 @@ struct ps_expr {
     uint8_t kind;               /* ps_expr_kind */
     uint8_t op;                 /* pv_binop, ps_builtin, or 'v'/'p'/'m' */
     bool log_dependent;         /* checker: contains a log aggregate (directly or via a def) */
+    uint16_t depth;             /* parser: height of this subtree (bounded: see parse.c) */
     ps_loc loc;
     const ps_type *type;        /* checker: static type */
     union {

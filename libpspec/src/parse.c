@@ -24,7 +24,12 @@ typedef struct parser {
     ps_diag *diag;
     jmp_buf fail;
     bool commands;          /* peval mode */
+    unsigned nesting;       /* current recursion depth of expression parsing */
 } parser;
+
+/* Limits that keep the parser, checker and evaluator (all recursive) far
+ * from the end of the stack on hostile input. */
+enum { MAX_NESTING = 200, MAX_DEPTH = 1000 };
 
 static void fail_at(parser *ps, ps_loc loc, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
 
@@ -144,8 +149,27 @@ static ps_expr *new_expr(parser *ps, ps_expr_kind kind, ps_loc loc)
     ps_expr *e = PS_NEW(ps->arena, ps_expr);
     e->kind = (uint8_t)kind;
     e->loc = loc;
+    e->depth = 1;
     return e;
 }
+
+/* Record that `e` sits above `child`; refuse trees deeper than MAX_DEPTH. */
+static void above(parser *ps, ps_expr *e, const ps_expr *child)
+{
+    if (child && child->depth + 1 > e->depth)
+        e->depth = (uint16_t)(child->depth + 1);
+    if (e->depth > MAX_DEPTH)
+        fail_at(ps, e->loc, "expression is nested too deeply (more than %d levels)", MAX_DEPTH);
+}
+
+/* Count one level of parser recursion. */
+static void enter(parser *ps)
+{
+    if (++ps->nesting > MAX_NESTING)
+        fail_at(ps, here(ps), "expression is nested too deeply (more than %d levels)", MAX_NESTING);
+}
+
+static void leave(parser *ps) { ps->nesting--; }
 
 bool ps_time_unit(const char *w, size_t n, double *unit_ns)
 {
@@ -252,6 +276,9 @@ static ps_expr *aggregate(parser *ps)
     expect(ps, TK_RBRACE, "to close the aggregate");
     ps_expr *e = new_expr(ps, X_AGG, loc);
     e->agg = a;
+    above(ps, e, a->domain);
+    above(ps, e, a->where);
+    above(ps, e, a->value);
     return e;
 }
 
@@ -327,6 +354,8 @@ static ps_expr *primary(parser *ps)
         e = new_expr(ps, X_MAPLIST, loc);
         e->list.items = items;
         e->list.n = n;
+        for (uint32_t i = 0; i < n; i++)
+            above(ps, e, items[i]);
         return e;
     }
     case TK_LBRACK: {
@@ -339,6 +368,8 @@ static ps_expr *primary(parser *ps)
         e = new_expr(ps, X_TRIPLE, loc);
         e->list.items = items;
         e->list.n = 3;
+        for (uint32_t i = 0; i < 3; i++)
+            above(ps, e, items[i]);
         return e;
     }
     case TK_LBRACE:
@@ -363,6 +394,7 @@ static ps_expr *postfix(parser *ps)
             ps_expr *f = new_expr(ps, X_FIELD, loc);
             f->field.obj = e;
             f->field.name = name_like(ps, "a field name");
+            above(ps, f, e);
             e = f;
         } else if (at(ps, TK_LPAREN)) {
             ps_loc loc = here(ps);
@@ -372,6 +404,9 @@ static ps_expr *postfix(parser *ps)
             c->call.args = expr_list(ps, TK_RPAREN, &c->call.nargs);
             expect(ps, TK_RPAREN, "to close the argument list");
             c->loc = e->loc;
+            above(ps, c, e);
+            for (uint32_t i = 0; i < c->call.nargs; i++)
+                above(ps, c, c->call.args[i]);
             e = c;
         } else {
             return e;
@@ -386,7 +421,10 @@ static ps_expr *unary(parser *ps)
         ps_loc loc = here(ps);
         advance(ps);
         ps_expr *e = new_expr(ps, X_NEG, loc);
+        enter(ps);
         e->bin.a = unary(ps);
+        leave(ps);
+        above(ps, e, e->bin.a);
         return e;
     }
     return postfix(ps);
@@ -398,6 +436,8 @@ static ps_expr *binary(parser *ps, pv_binop op, ps_expr *a, ps_expr *b, ps_loc l
     e->op = (uint8_t)op;
     e->bin.a = a;
     e->bin.b = b;
+    above(ps, e, a);
+    above(ps, e, b);
     return e;
 }
 
@@ -468,6 +508,8 @@ static ps_expr *rel(parser *ps)
     e->list.items = items.v;
     e->list.ops = ops.v;
     e->list.n = items.n;
+    for (uint32_t i = 0; i < items.n; i++)
+        above(ps, e, items.v[i]);
     return e;
 }
 
@@ -478,7 +520,10 @@ static ps_expr *not_expr(parser *ps)
         ps_loc loc = here(ps);
         advance(ps);
         ps_expr *e = new_expr(ps, X_NOT, loc);
+        enter(ps);
         e->bin.a = not_expr(ps);
+        leave(ps);
+        above(ps, e, e->bin.a);
         return e;
     }
     return rel(ps);
@@ -526,6 +571,8 @@ static ps_expr *arrow_expr(parser *ps)
         ps_expr *m = new_expr(ps, X_MAPONE, loc);
         m->bin.a = e;
         m->bin.b = implies_expr(ps);
+        above(ps, m, m->bin.a);
+        above(ps, m, m->bin.b);
         e = m;
     }
     return e;
@@ -540,13 +587,25 @@ static ps_expr *if_expr(parser *ps)
         ps_expr *m = new_expr(ps, X_IF, loc);
         m->bin.a = e;
         m->bin.b = arrow_expr(ps);
+        above(ps, m, m->bin.a);
+        above(ps, m, m->bin.b);
         e = m;
     }
     return e;
 }
 
 /* expr ::= if_expr { ~ if_expr }   (Figure 7: ~ binds loosest) */
+static ps_expr *expr_body(parser *ps);
+
 static ps_expr *expr(parser *ps)
+{
+    enter(ps);
+    ps_expr *e = expr_body(ps);
+    leave(ps);
+    return e;
+}
+
+static ps_expr *expr_body(parser *ps)
 {
     ps_expr *e = if_expr(ps);
     while (at(ps, TK_TILDE)) {
@@ -555,6 +614,8 @@ static ps_expr *expr(parser *ps)
         ps_expr *m = new_expr(ps, X_ELSE, loc);
         m->bin.a = e;
         m->bin.b = if_expr(ps);
+        above(ps, m, m->bin.a);
+        above(ps, m, m->bin.b);
         e = m;
     }
     return e;
