@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -35,6 +36,7 @@ static const char usage[] =
 	"                [-regmachine ADDR] [-connect ADDR] [-o FILE] [-timeout SEC]\n"
 	"                [-ready FILE] [-streaming FILE] [-stats FILE]\n"
 	"                [-stall] [-pause-after N -pause-ms MS] [-stop-after N] [-drop-after N]\n"
+	"                [-rcvbuf BYTES]\n"
 	"                [-tls-cert FILE -tls-key FILE] [-tls-ca FILE] [-debug]\n"
 	"exit: 0 log ended (or -drop-after done), 1 error, 2 usage, 3 busy, 4 timeout\n";
 
@@ -53,7 +55,7 @@ static struct {
 	bool watch, autostart, block, stall, debug;
 	const char *prog, *machine, *pid, *regmachine, *connect, *out, *ready, *streaming, *stats;
 	double timeout;
-	long pause_after, pause_ms, stop_after, drop_after;
+	long pause_after, pause_ms, stop_after, drop_after, rcvbuf;
 	struct cmon_tls_opts tls;
 
 	struct event_base *base;
@@ -230,6 +232,12 @@ static void data_connected(struct bufferevent *bev, const char *peer, const char
 	}
 	g.data = bev;
 	g.dstate = D_HELLO;
+	if (g.rcvbuf > 0) {
+		int v = (int)g.rcvbuf;
+		/* A small window keeps little data in flight, so a paused or
+		 * stalled consumer shows up at snarflog quickly. */
+		setsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+	}
 	bufferevent_setcb(bev, data_read, NULL, data_event, NULL);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	cmon_send_hello(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
@@ -359,7 +367,7 @@ static void parse_args(int argc, char **argv)
 {
 	enum { O_WATCH = 1, O_PROG, O_MACHINE, O_PID, O_AUTO, O_BLOCK, O_REG, O_CONNECT, O_OUT,
 	       O_TIMEOUT, O_READY, O_STREAMING, O_STATS, O_STALL, O_PAUSE_AFTER, O_PAUSE_MS,
-	       O_STOP_AFTER, O_DROP_AFTER, O_CERT, O_KEY, O_CA, O_DEBUG, O_HELP, O_VERSION };
+	       O_STOP_AFTER, O_DROP_AFTER, O_RCVBUF, O_CERT, O_KEY, O_CA, O_DEBUG, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "watch", no_argument, NULL, O_WATCH }, { "prog", required_argument, NULL, O_PROG },
 		{ "machine", required_argument, NULL, O_MACHINE },
@@ -377,6 +385,7 @@ static void parse_args(int argc, char **argv)
 		{ "pause-ms", required_argument, NULL, O_PAUSE_MS },
 		{ "stop-after", required_argument, NULL, O_STOP_AFTER },
 		{ "drop-after", required_argument, NULL, O_DROP_AFTER },
+		{ "rcvbuf", required_argument, NULL, O_RCVBUF },
 		{ "tls-cert", required_argument, NULL, O_CERT },
 		{ "tls-key", required_argument, NULL, O_KEY },
 		{ "tls-ca", required_argument, NULL, O_CA },
@@ -407,6 +416,7 @@ static void parse_args(int argc, char **argv)
 		case O_PAUSE_MS: g.pause_ms = atol(optarg); break;
 		case O_STOP_AFTER: g.stop_after = atol(optarg); break;
 		case O_DROP_AFTER: g.drop_after = atol(optarg); break;
+		case O_RCVBUF: g.rcvbuf = atol(optarg); break;
 		case O_CERT: g.tls.cert = optarg; break;
 		case O_KEY: g.tls.key = optarg; break;
 		case O_CA: g.tls.ca = optarg; break;

@@ -526,14 +526,18 @@ def bin_typedef(tid, name, attrs=("seq",)):
     return bin_record(2, f_varint(1, tid) + f_bytes(2, name) + b"".join(f_bytes(3, a) for a in attrs))
 
 
-def bin_event(tid, seq, ts=None, ts_delta=None, thread=1):
+def bin_event(tid, seq, ts=None, ts_delta=None, thread=1, pad=0):
+    """A framed Event record whose first value is `seq` (then `pad` 0.5s)."""
     body = f_varint(1, tid) + f_varint(2, thread)
     if ts is not None:
         body += f_varint(3, ts)
     if ts_delta is not None:
         body += f_varint(4, zigzag(ts_delta))
-    body += f_bytes(5, struct.pack("<d", float(seq)))
+    body += f_bytes(5, struct.pack("<d", float(seq)) + _PAD * pad)
     return bin_record(3, body)
+
+
+_PAD = struct.pack("<d", 0.5)
 
 
 def bin_log(count, start=0, header=True):
@@ -560,7 +564,8 @@ def parse_ascii(data):
             continue
         in_header = False
         words = line.split()
-        check(len(words) == 4 and words[2] == "Ev", "not a whole record: %r", line)
+        check(len(words) >= 4 and words[2] == "Ev" and all(w == "0.5" for w in words[4:]),
+              "not a whole record: %r", line)
         items.append(("rec", int(words[3])))
     return header, items
 

@@ -24,6 +24,7 @@ def main():
     ap.add_argument("--format", default="ascii")
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--batch", type=int, default=200, help="records per write()")
+    ap.add_argument("--pad", type=int, default=0, help="extra values per record")
     ap.add_argument("--gate-after", type=int, default=-1)
     ap.add_argument("--gate", default=None, help="wait for this file after --gate-after records")
     ap.add_argument("--late-typedef", action="store_true",
@@ -59,6 +60,7 @@ def main():
     else:
         head = b"#cmon-ascii 1\n#program demo\n#tick-ns 1\n"
     os.write(fd, head)
+    pad = b" 0.5" * a.pad
     start = time.monotonic()
     i = 0
     while i < a.count:
@@ -74,9 +76,9 @@ def main():
                 if a.late_typedef and k == a.count // 2:
                     parts.append(ct.bin_typedef(2, "Late", ("seq", "x")))
                 tid = 2 if a.late_typedef and k >= a.count // 2 else 1
-                parts.append(ct.bin_event(tid, k, ts=1000 + k))
+                parts.append(ct.bin_event(tid, k, ts=1000 + k, pad=a.pad))
             else:
-                parts.append(b"%d 1 Ev %d\n" % (1000 + k, k))
+                parts.append(b"%d 1 Ev %d%s\n" % (1000 + k, k, pad))
         data = b"".join(parts)
         view = memoryview(data)
         while view:
