@@ -16,7 +16,7 @@ def main():
         # Subscribe first, then a snarflog announces: "up" with new=1.
         early = env.watch("-prog", "demo", reg=reg)
         early.expect("ack", timeout=10)
-        w = ct.logwriter_cmd("--count", "10", "--gate-after", "10", "--gate", env.path("go"))
+        w = ct.logwriter_cmd("--count", "10", "--gate-after", "5", "--gate", env.path("go"))
         snarf = env.snarflog("demo", reg=reg, cmd=w)
         up = early.expect("up", **{"new": 1})
         check(up[2] == "demo", "wrong program in %r", up)
