@@ -23,8 +23,8 @@
 #define LOG_MAX_FRAME (16u * 1024 * 1024)     /* longest binary frame */
 #define LOG_MAX_ARENA (64u * 1024 * 1024)     /* protobuf-c memory for one frame */
 #define LOG_MAX_NAME 1024u                    /* longest event type name */
-#define LOG_MAX_NAMES (1u << 20)              /* distinct event type names */
-#define LOG_MAX_TYPES (1u << 20)              /* binary TypeDef ids */
+#define LOG_MAX_NAMES 65536u                  /* distinct event type names */
+#define LOG_MAX_TYPES 65536u                  /* binary TypeDef ids at or above LOG_SMALL_TYPES */
 #define LOG_MAX_HEADER_FIELDS 4096u           /* header entries */
 #define LOG_MAX_NUMBER 256u                   /* longest ascii number token */
 #define LOG_BUF_PAD 16u                       /* readable slack after the data */

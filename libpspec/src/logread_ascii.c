@@ -6,9 +6,14 @@
  * the buffer's slack at end of input), so the scanning loops below stop at
  * the end of the line without bounds checks.
  *
- * Speed matters here (the checker on top must beat awk by a wide margin):
- * one memchr per line, integers parsed by hand, reals by the exact
- * "small mantissa / power of ten" shortcut, strtod only for the rest.
+ * Speed matters here (the checker on top must beat awk by a wide margin), so
+ * there are two parsers. fast_record() takes a well-formed record line
+ * straight from the part of the buffer known to hold whole lines (found with
+ * one memrchr per read, not one memchr per line). Any line it does not fully
+ * understand goes to the general parser (peek_line() + parse_record()),
+ * which handles headers, comments, gaps, long lines and produces every
+ * warning. Numbers are parsed by hand; reals with at most 15 digits by the
+ * exact "mantissa / power of ten" shortcut, strtod only for the rest.
  */
 #include "logread-internal.h"
 
@@ -237,7 +242,8 @@ static __attribute__((noinline)) int parse_uint_long(const char *s, const char *
 
 /* Parse digits at *pp into *v (no sign). Returns 0, -EINVAL (no digits),
  * -ERANGE (above max). */
-static inline __attribute__((always_inline)) int parse_uint(const char **pp, uint64_t max, uint64_t *v)
+static inline __attribute__((always_inline)) int parse_uint(const char **pp, uint64_t max,
+                                                            uint64_t *v)
 {
     const char *p = *pp, *s = p;
     uint64_t x = 0;
@@ -337,7 +343,8 @@ int logascii_open(log_reader *r, char **errmsg)
             size_t kl, vl;
             split_kv(p + 1, lend, &k, &kl, &v, &vl);
             if (kl != 10)
-                return bad_header(errmsg, 1, "expected '#cmon-ascii 1', got", p, (size_t)(lend - p));
+                return bad_header(errmsg, 1, "expected '#cmon-ascii 1', got", p,
+                                  (size_t)(lend - p));
             if (vl != 1 || *v != '1')
                 return bad_header(errmsg, 1, "unsupported cmon-ascii version", v, vl);
         } else {
@@ -362,7 +369,8 @@ int logascii_open(log_reader *r, char **errmsg)
 /* --- records ------------------------------------------------------------ */
 
 /* "#cmon-gap N" -> a gap record (1), or a warning (0). */
-static int gap_record(log_reader *r, uint64_t line, const char *p, const char *lend, log_record *rec)
+static int gap_record(log_reader *r, uint64_t line, const char *p, const char *lend,
+                      log_record *rec)
 {
     p += 9;
     while (is_sep(*p))

@@ -227,7 +227,8 @@ static int bin_header(log_writer *w, const log_header_field *fields, size_t nfie
     h.version = 1;
     int rc = 0;
     for (size_t i = 0; i < nfields && rc == 0; i++) {
-        const char *k = fields[i].key ? fields[i].key : "", *v = fields[i].value ? fields[i].value : "";
+        const char *k = fields[i].key ? fields[i].key : "";
+        const char *v = fields[i].value ? fields[i].value : "";
         if (strcmp(k, "tick-ns") == 0 && !parse_tick(v, &(double){ 0 }))
             rc = -EINVAL;
         else if (strcmp(k, "program") == 0 && !h.program)

@@ -474,6 +474,30 @@ static void names_interned(void **state)
     free(s);
 }
 
+/* A log cannot make the reader intern names without bound. */
+static void too_many_names(void **state)
+{
+    size_t n = LOG_MAX_NAMES + 2;
+    char *s = malloc(32 + n * 24), *p = s;
+    p += sprintf(p, "#cmon-ascii 1\n");
+    for (size_t i = 0; i < n; i++)
+        p += sprintf(p, "%zu 0 N%zu\n", i, i);
+    p += sprintf(p, "9 0 N0\n");
+    warnings w = { 0 };
+    log_reader *r = log_reader_open_mem(s, (size_t)(p - s), "t.log", on_warn, &w, NULL);
+    assert_non_null(r);
+    log_record rec;
+    size_t got = 0;
+    while (log_reader_next(r, &rec, NULL) == 1)
+        got++;
+    assert_int_equal(got, LOG_MAX_NAMES + 1);   /* the last line's name is known */
+    assert_int_equal(log_reader_nnames(r), LOG_MAX_NAMES);
+    assert_int_equal(w.n, 2);
+    has_warning(&w, 0, LOG_MAX_NAMES + 2, "too many distinct event names");
+    log_reader_free(r);
+    free(s);
+}
+
 static void name_too_long(void **state)
 {
     char s[LOG_MAX_NAME + 100], *p = s;
@@ -635,6 +659,7 @@ int main(void)
         cmocka_unit_test(gaps_and_comments),
         cmocka_unit_test(long_lines_skipped),
         cmocka_unit_test(names_interned),
+        cmocka_unit_test(too_many_names),
         cmocka_unit_test(name_too_long),
         cmocka_unit_test(fast_path_agrees),
         cmocka_unit_test(rewind_ascii),

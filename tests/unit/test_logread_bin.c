@@ -423,6 +423,29 @@ static void typedef_errors(void **state)
     free(b.p);
 }
 
+/* TypeDef ids above the direct-mapped range are limited too. */
+static void too_many_type_ids(void **state)
+{
+    bytes b = { 0 };
+    put_std_header(&b);
+    for (uint32_t i = 0; i <= LOG_MAX_TYPES; i++)
+        put_typedef(&b, true, LOG_SMALL_TYPES + i * 7, "A");
+    put_typedef(&b, true, LOG_SMALL_TYPES, "B");   /* redefining a known id still works */
+    put_event(&b, (ev){ .has_type = true, .type = LOG_SMALL_TYPES, .has_ts = true, .ts = 1 });
+    put_event(&b, (ev){ .has_type = true, .type = LOG_SMALL_TYPES + 7 * (LOG_MAX_TYPES - 1) });
+    put_event(&b, (ev){ .has_type = true, .type = LOG_SMALL_TYPES + 7 * LOG_MAX_TYPES });
+    warnings w = { 0 };
+    log_reader *r = open_bytes(&b, &w);
+    assert_string_equal(next1(r).name, "B");
+    assert_string_equal(next1(r).name, "A");
+    at_end(r);
+    assert_int_equal(w.n, 2);
+    has_warning(&w, 0, UINT64_MAX, "too many type ids");
+    has_warning(&w, 1, UINT64_MAX, "undefined type id");
+    log_reader_free(r);
+    free(b.p);
+}
+
 static void gaps_end_and_odd_records(void **state)
 {
     bytes b = { 0 };
@@ -650,6 +673,7 @@ int main(void)
         cmocka_unit_test(header_errors),
         cmocka_unit_test(typedef_order_and_ts),
         cmocka_unit_test(typedef_errors),
+        cmocka_unit_test(too_many_type_ids),
         cmocka_unit_test(gaps_end_and_odd_records),
         cmocka_unit_test(truncated_frames),
         cmocka_unit_test(frame_limits),
