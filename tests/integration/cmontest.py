@@ -449,10 +449,8 @@ class Client:
         """Next message as (kind name, {field: [values]}), or None at EOF."""
         deadline = time.monotonic() + timeout
         while True:
-            frames, rest = split_frames(self.buf)
-            if frames:
-                body = frames[0]
-                self.buf = self.buf[len(varint(len(body))) + len(body):]
+            body = self._one_frame()
+            if body is not None:
                 m = decode(body)
                 (num, vals), = m.items()
                 return MSG_NAME.get(num, str(num)), decode(vals[0])
@@ -461,7 +459,7 @@ class Client:
                 raise TestFailure("no message within %.1f s" % timeout)
             self.sock.settimeout(left)
             try:
-                chunk = self.sock.recv(65536)
+                chunk = self.sock.recv(262144)
             except socket.timeout:
                 continue
             except (ConnectionResetError, OSError):
@@ -469,6 +467,18 @@ class Client:
             if not chunk:
                 return None
             self.buf += chunk
+
+    def _one_frame(self):
+        """Take one complete frame off the front of the buffer, if any."""
+        try:
+            n, pos = read_varint(self.buf, 0)
+        except ValueError:
+            return None
+        if pos + n > len(self.buf):
+            return None
+        body = self.buf[pos:pos + n]
+        self.buf = self.buf[pos + n:]
+        return body
 
     def expect(self, kind, timeout=10.0):
         got = self.recv(timeout)
