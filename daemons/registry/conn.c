@@ -286,6 +286,10 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	char tlserr[200];
 	int e = EVUTIL_SOCKET_ERROR();
 
+	if (what & BEV_EVENT_CONNECTED) {
+		cmon_debug("%s: TLS established", c->peer);
+		return;
+	}
 	if (c->state == CONN_CLOSING || c->state == CONN_DEAD) {
 		conn_retire(c);
 		return;

@@ -221,6 +221,8 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct reglink *rl = arg;
 
+	if (what & BEV_EVENT_CONNECTED)
+		return;
 	reg_lost(rl, what & BEV_EVENT_EOF ? "connection closed"
 		 : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }

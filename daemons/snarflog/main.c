@@ -21,7 +21,8 @@ static const char usage[] =
 	"usage: snarflog PROGNAME [-ascii|-binary] [-buffer NBYTES] [-fifo PATH] [-debug]\n"
 	"                [-regmachine HOST[:PORT]] [-standalone] [-data-listen ADDR]\n"
 	"                [-machine NAME] [-hold SECONDS] [-drain SECONDS] [-portfile FILE]\n"
-	"                [-tls-cert FILE -tls-key FILE] [-tls-ca FILE] [-- CMD ARGS...]\n"
+	"                [-hello-timeout SECONDS] [-tls-cert FILE -tls-key FILE]\n"
+	"                [-tls-ca FILE] [-- CMD ARGS...]\n"
 	"\n"
 	"Reads a monitoring log from standard input, from the named pipe PATH, or\n"
 	"from CMD (through the pipe in CMON_LOG_FD / CMON_LOG), keeps the last\n"
@@ -42,6 +43,8 @@ static const char usage[] =
 	"  -drain SECONDS      at end of log, wait this long for the consumer to take\n"
 	"                      the rest (default 5)\n"
 	"  -portfile FILE      write the data endpoint's port to FILE\n"
+	"  -hello-timeout SEC  drop data connections that have not sent Hello and\n"
+	"                      Start within SEC seconds (default 10)\n"
 	"  -tls-cert, -tls-key, -tls-ca FILE   TLS (default $CMON_TLS_CERT, ...)\n"
 	"  --help, --version\n";
 
@@ -88,7 +91,7 @@ static double parse_seconds(const char *s, const char *opt)
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_ASCII = 1, O_BINARY, O_BUFFER, O_FIFO, O_DEBUG, O_REG, O_REGNAME, O_STANDALONE,
-	       O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_PORTFILE, O_CERT, O_KEY, O_CA, O_HELP,
+	       O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_HELLO, O_PORTFILE, O_CERT, O_KEY, O_CA, O_HELP,
 	       O_VERSION };
 	static const struct option opts[] = {
 		{ "ascii", no_argument, NULL, O_ASCII },
@@ -103,6 +106,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "machine", required_argument, NULL, O_MACHINE },
 		{ "hold", required_argument, NULL, O_HOLD },
 		{ "drain", required_argument, NULL, O_DRAIN },
+		{ "hello-timeout", required_argument, NULL, O_HELLO },
 		{ "portfile", required_argument, NULL, O_PORTFILE },
 		{ "tls-cert", required_argument, NULL, O_CERT },
 		{ "tls-key", required_argument, NULL, O_KEY },
@@ -125,6 +129,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	o->buffer = SNARF_DEFAULT_BUFFER;
 	o->hold_s = 5;
 	o->drain_s = 5;
+	o->hello_s = 10;
 	while ((c = getopt_long_only(nopt, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case O_ASCII: o->format = CMON__FORMAT__FORMAT_ASCII; break;
@@ -139,6 +144,11 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_MACHINE: o->machine = optarg; break;
 		case O_HOLD: o->hold_s = parse_seconds(optarg, "-hold"); break;
 		case O_DRAIN: o->drain_s = parse_seconds(optarg, "-drain"); break;
+		case O_HELLO:
+			o->hello_s = (int)parse_seconds(optarg, "-hello-timeout");
+			if (o->hello_s < 1)
+				die_usage("%s", "-hello-timeout must be at least 1");
+			break;
 		case O_PORTFILE: o->portfile = optarg; break;
 		case O_CERT: o->tls.cert = optarg; break;
 		case O_KEY: o->tls.key = optarg; break;

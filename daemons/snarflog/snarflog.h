@@ -53,6 +53,7 @@ struct options {
 	const char *portfile;         /* -portfile: write the data port there */
 	double hold_s;                /* -hold: seconds to hold for an auto subscriber */
 	double drain_s;               /* -drain: seconds to deliver at end of log */
+	int hello_s;                  /* -hello-timeout: seconds for Hello + Start */
 	struct cmon_tls_opts tls;     /* -tls-* / CMON_TLS_* */
 	char **cmd;                   /* -- CMD ARGS..., or NULL */
 };

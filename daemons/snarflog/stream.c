@@ -39,7 +39,6 @@ struct stream {
 	uint64_t sent_gap;            /* records reported as dropped (for LogEnd) */
 };
 
-#define HANDSHAKE_S 10            /* Hello + Start must arrive within this */
 #define FLUSH_S 5                 /* a closing connection gets this long */
 
 static void stream_free(struct stream *st);
@@ -62,8 +61,11 @@ static void timer_close(evutil_socket_t fd, short what, void *arg)
 {
 	struct stream *st = arg;
 
-	cmon_warn("%s: %s", st->peer, st->state == ST_ENDING ? "did not take the end of the log"
-							  : "no hello and start within 10 s");
+	if (st->state == ST_ENDING)
+		cmon_warn("%s: did not take the end of the stream; disconnecting", st->peer);
+	else
+		cmon_warn("%s: no hello and start within %d s; disconnecting", st->peer,
+			  st->s->opt.hello_s);
 	stream_free(st);
 }
 
@@ -275,6 +277,8 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	char tlserr[200];
 	int e = EVUTIL_SOCKET_ERROR();
 
+	if (what & BEV_EVENT_CONNECTED)
+		return;                        /* TLS handshake done */
 	if (st->state == ST_ENDING) {
 		stream_free(st);
 		return;
@@ -345,7 +349,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	bufferevent_setwatermark(st->bev, EV_READ, 0, CMON_CONTROL_FRAME_MAX + 16);
 	bufferevent_setwatermark(st->bev, EV_WRITE, SNARF_OUT_LOW, 0);
 	bufferevent_enable(st->bev, EV_READ | EV_WRITE);
-	timer_set(st, timer_close, HANDSHAKE_S);
+	timer_set(st, timer_close, s->opt.hello_s);
 	cmon_debug("%s: data connection", st->peer);
 }
 

@@ -218,6 +218,8 @@ static void data_read(struct bufferevent *bev, void *arg)
 
 static void data_event(struct bufferevent *bev, short what, void *arg)
 {
+	if (what & BEV_EVENT_CONNECTED)
+		return;
 	cmon_err("data connection %s before the end of the log",
 		 what & BEV_EVENT_EOF ? "closed" : "failed");
 	finish(1);
@@ -320,6 +322,14 @@ static void reg_read(struct bufferevent *bev, void *arg)
 
 static void reg_event(struct bufferevent *bev, short what, void *arg)
 {
+	char tlserr[200];
+
+	if (what & BEV_EVENT_CONNECTED)
+		return;
+	if (!(what & BEV_EVENT_EOF))
+		cmon_err("registry connection: %s", EVUTIL_SOCKET_ERROR()
+			 ? evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR())
+			 : cmon_tls_error(bev, tlserr, sizeof tlserr));
 	if (g.watch) {
 		printf("registry-lost\n");
 		fflush(stdout);
