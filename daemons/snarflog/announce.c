@@ -100,6 +100,8 @@ static void reg_lost(struct reglink *rl, const char *why)
 	rl->failures++;
 	rl->state = RL_BACKOFF;
 	timer_set(rl, backoff_fire, ms);
+	if (!rl->announced)
+		core_hold_release(rl->s, "registry unreachable");
 	core_check_done(rl->s);             /* nobody to wait for any more */
 }
 
@@ -169,8 +171,13 @@ static void reg_drive(struct reglink *rl, const Cmon__Msg *m)
 			rl->state = RL_UP;
 			rl->failures = 0;
 			rl->complained = false;
-			if (!rl->announced && ack->has_auto_wanted && ack->auto_wanted)
-				core_hold_start(rl->s);
+			if (!rl->announced) {
+				if (ack->has_auto_wanted && ack->auto_wanted)
+					core_hold_start(rl->s, rl->s->opt.hold_s,
+							"an auto subscriber wants the log from the start");
+				else
+					core_hold_release(rl->s, "no auto subscriber");
+			}
 			rl->announced = true;
 			core_check_done(rl->s);     /* the log may have ended meanwhile */
 			return;
@@ -274,6 +281,11 @@ int reg_start(struct snarf *s)
 		return -ENOMEM;
 	}
 	s->reg = rl;
+	/* Until the registry answers we do not know whether an auto subscriber
+	 * wants the log from its first record: keep it, briefly. */
+	core_hold_start(s, s->opt.hold_s < SNARF_FIRST_ANSWER_S ? s->opt.hold_s
+							      : SNARF_FIRST_ANSWER_S,
+			"waiting for the registry's answer");
 	reg_connect(rl);
 	return 0;
 }

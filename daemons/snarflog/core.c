@@ -100,18 +100,18 @@ static void hold_expired(evutil_socket_t fd, short what, void *arg)
 	core_hold_release(arg, "no auto subscriber connected in time");
 }
 
-void core_hold_start(struct snarf *s)
+void core_hold_start(struct snarf *s, double seconds, const char *why)
 {
 	struct timeval tv;
 
-	if (s->active || s->hold || s->opt.hold_s <= 0)
+	if (s->active || seconds <= 0)
 		return;
 	s->hold = true;
-	tv.tv_sec = (time_t)s->opt.hold_s;
-	tv.tv_usec = (suseconds_t)((s->opt.hold_s - (double)tv.tv_sec) * 1e6);
+	tv.tv_sec = (time_t)seconds;
+	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+	evtimer_del(s->hold_timer);
 	evtimer_add(s->hold_timer, &tv);
-	cmon_debug("an auto subscriber wants the log from the start: holding up to %.1f s",
-		   s->opt.hold_s);
+	cmon_debug("holding the log (not dropping) for up to %.1f s: %s", seconds, why);
 }
 
 void core_hold_release(struct snarf *s, const char *why)

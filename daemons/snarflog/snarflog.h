@@ -38,6 +38,7 @@
 #define SNARF_OUT_HIGH (512u << 10)       /* stop moving records to a socket above this */
 #define SNARF_OUT_LOW (128u << 10)        /* ...and resume below this */
 #define SNARF_MAX_PENDING 16              /* data connections not yet streaming */
+#define SNARF_FIRST_ANSWER_S 1.0          /* longest hold while the registry has not answered */
 
 /* Command-line settings. */
 struct options {
@@ -125,7 +126,8 @@ struct snarf {
 	uint64_t dropped_unseen;      /* dropped while no consumer (for the next one) */
 	uint64_t resyncs;             /* over-long lines / corrupt frames skipped */
 	uint64_t rewrites;            /* binary events given an absolute ts */
-	bool hold;                    /* holding for an auto subscriber: never drop */
+	bool hold;                    /* holding for the registry's first answer or
+	                                 an auto subscriber: never drop */
 	struct event *hold_timer;     /* ends the hold */
 	struct event *drain_timer;    /* bounds PH_DRAINING */
 	struct event *stats_timer;    /* periodic debug summary */
@@ -156,7 +158,7 @@ void core_lost(struct snarf *s, uint64_t n, const char *why);
 void core_input_ended(struct snarf *s);
 void core_child_exited(struct snarf *s);
 void core_space_freed(struct snarf *s);
-void core_hold_start(struct snarf *s);
+void core_hold_start(struct snarf *s, double seconds, const char *why);
 void core_hold_release(struct snarf *s, const char *why);
 void core_check_done(struct snarf *s);
 void core_shutdown(struct snarf *s, const char *why);

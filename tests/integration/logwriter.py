@@ -25,8 +25,10 @@ def main():
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--batch", type=int, default=200, help="records per write()")
     ap.add_argument("--pad", type=int, default=0, help="extra values per record")
-    ap.add_argument("--gate-after", type=int, default=-1)
-    ap.add_argument("--gate", default=None, help="wait for this file after --gate-after records")
+    ap.add_argument("--gate-after", type=int, action="append", default=[],
+                    help="after this many records... (repeatable)")
+    ap.add_argument("--gate", action="append", default=[],
+                    help="...wait until this file exists (paired with --gate-after)")
     ap.add_argument("--late-typedef", action="store_true",
                     help="binary: second event type defined half-way through")
     ap.add_argument("--echo-stdin", action="store_true")
@@ -62,14 +64,16 @@ def main():
     os.write(fd, head)
     pad = b" 0.5" * a.pad
     start = time.monotonic()
+    gates = dict(zip(a.gate_after, a.gate))
     i = 0
     while i < a.count:
-        if i == a.gate_after and a.gate:
-            while not os.path.exists(a.gate):
+        if i in gates:
+            while not os.path.exists(gates[i]):
                 time.sleep(0.01)
         n = min(a.batch, a.count - i)
-        if a.gate_after > i:
-            n = min(n, a.gate_after - i)
+        for g in gates:
+            if g > i:
+                n = min(n, g - i)
         parts = []
         for k in range(i, i + n):
             if binary:

@@ -14,8 +14,10 @@ def main():
     with ct.Env("consumer_disconnect") as env:
         reg = env.registry()
         gates = [env.path("gate%d" % i) for i in range(4)]
-        # The program writes 4 phases of 1000 records, each after a gate.
+        # The program writes 1000 records, then 1000 more after gate0 and
+        # the last 2000 after gate1.
         writer = ct.logwriter_cmd("--count", "4000", "--gate-after", "1000", "--gate", gates[0],
+                                  "--gate-after", "2000", "--gate", gates[1],
                                   "--report", env.path("report"))
         snarf = env.snarflog("demo", "-debug", reg=reg, cmd=writer)
 
@@ -48,11 +50,14 @@ def main():
         # 5. The last consumer reads to the end: whole records, from where
         # the others left off, up to the final record.
         c4 = env.sub("-prog", "demo", reg=reg)
+        ct.wait_file(c4.out + ".streaming")
+        open(gates[1], "w").close()
         check(c4.wait(30) == 0, "last consumer: %s", c4.stderr())
         with open(c4.out, "rb") as f:
             h4, items4 = ct.parse_ascii(f.read())
         check(h4 == h1, "header replay differs: %r vs %r", h4, h1)
         first = items4[0][1]
+        check(first <= 2000, "last consumer should get everything from record 2000: %r", items4[:2])
         ct.check_sequence(items4, 4000 - first, start=first)
         check(snarf.wait(30) == 0, "snarflog exit: %s", snarf.stderr())
         report = open(env.path("report")).read()
