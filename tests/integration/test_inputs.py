@@ -1,0 +1,87 @@
+"""snarflog's inputs and input damage: the log from standard input being a
+regular file, from a named pipe (-fifo, created if missing), the format
+detected from the first bytes; a last line without newline is completed;
+blank lines are skipped; an over-long ascii line and corrupt binary framing
+are skipped to the next record boundary and reported to the consumer as a
+gap exactly there."""
+import os
+
+import cmontest as ct
+from cmontest import check
+
+
+def fetch_auto(env, reg, name, **snarf_kw):
+    """Auto subscriber + snarflog; returns the received bytes."""
+    sub = env.sub("-prog", name, "-auto", reg=reg)
+    snarf = env.snarflog(name, "-buffer", "64K", reg=reg, **snarf_kw)
+    return sub, snarf
+
+
+def finish(sub, snarf):
+    check(snarf.wait(30) == 0, "snarflog: %s", snarf.stderr())
+    check(sub.wait(30) == 0, "subscriber: %s", sub.stderr())
+    with open(sub.out, "rb") as f:
+        return f.read()
+
+
+def main():
+    with ct.Env("inputs") as env:
+        reg = env.registry()
+
+        # Regular file on stdin, ascii detected, ragged end.
+        path = env.path("in.log")
+        with open(path, "wb") as f:
+            f.write(ct.ascii_log(300) + b"\n\n" + b"1300 1 Ev 300")
+        with open(path, "rb") as stdin:
+            sub, snarf = fetch_auto(env, reg, "file", stdin=stdin)
+            data = finish(sub, snarf)
+        check(data.endswith(b"1300 1 Ev 300\n"), "last line not completed: %r", data[-30:])
+        _h, items = ct.parse_ascii(data)
+        ct.check_sequence(items, 301)
+
+        # Named pipe, binary detected.
+        fifo = env.path("log.fifo")
+        sub = env.sub("-prog", "fifo3", "-auto", reg=reg)
+        snarf = env.snarflog("fifo3", "-fifo", fifo, reg=reg)
+        check(os.path.exists(fifo), "FIFO not created")
+        with open(fifo, "wb") as f:
+            f.write(ct.bin_log(500))
+        data = finish(sub, snarf)
+        recs = ct.parse_binary(data)
+        check(recs[0] == ("header", "demo"), "binary not detected: %r", recs[:2])
+        ct.check_sequence([("rec", r[1][1]) for r in recs if r[0] == "rec"], 500)
+
+        # An over-long ascii line (buffer 64K -> records up to 16K).
+        log = ct.ascii_log(100) + b"9 9 " + b"x" * 40000 + b"\n" + ct.ascii_records(100, 100)
+        path = env.path("long.log")
+        with open(path, "wb") as f:
+            f.write(log)
+        with open(path, "rb") as stdin:
+            sub, snarf = fetch_auto(env, reg, "long", stdin=stdin)
+            data = finish(sub, snarf)
+        _h, items = ct.parse_ascii(data)
+        want = [("rec", i) for i in range(100)] + [("gap", 1)] + [("rec", i) for i in range(100, 200)]
+        check(items == want, "over-long line: got %r ... around the loss %r", items[:2],
+              items[98:103])
+        check("line longer than the record limit" in snarf.stderr(), "no warning: %s", snarf.stderr())
+
+        # Corrupt binary framing: garbage, then a frame claiming 5 MB.
+        log = (ct.bin_log(100) + b"\xff" * 8 + b"\x00\x07junkjunk" + ct.varint(5 << 20) +
+               b"\x1a\x02ab" + ct.bin_log(100, 100, header=False))
+        path = env.path("corrupt.bin")
+        with open(path, "wb") as f:
+            f.write(log)
+        with open(path, "rb") as stdin:
+            sub, snarf = fetch_auto(env, reg, "corrupt", stdin=stdin)
+            data = finish(sub, snarf)
+        recs = ct.parse_binary(data)
+        items = [("rec", r[1][1]) if r[0] == "rec" else r for r in recs if r[0] in ("rec", "gap")]
+        check(items[:100] == [("rec", i) for i in range(100)], "before the damage: %r", items[:3])
+        gaps = [g for g in items[100:] if g[0] == "gap"]
+        check(gaps and items[100][0] == "gap", "no gap marker at the damage: %r", items[99:103])
+        rest = [i for i in items[100:] if i[0] == "rec"]
+        check(rest == [("rec", i) for i in range(100, 200)], "after the damage: %r", rest[:3])
+        check("corrupt binary framing" in snarf.stderr(), "no warning: %s", snarf.stderr())
+
+
+ct.run_test(main)
