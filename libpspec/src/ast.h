@@ -239,6 +239,7 @@ struct ps_const {
     uint32_t id;                /* index in program->consts: value slot */
     uint32_t depth;             /* 0: no log aggregate; else deepest aggregate it needs */
     ps_loc loc;
+    ps_loc qloc;                /* unknowns: where the '?' is (psolve replaces it) */
 };
 
 typedef enum ps_stmt_kind { ST_ASSERT, ST_PRINT, ST_SOLVE } ps_stmt_kind;

@@ -1104,6 +1104,7 @@ static int check_def(ps_checker *ck, ps_item *it)
     k->local = it->def.name;
     k->loc = it->loc;
     k->unknown = it->def.unknown;
+    k->qloc = it->def.qloc;
     k->expr = it->def.expr;
     if (k->unknown) {
         k->type = &ps_t_num;

@@ -673,6 +673,7 @@ static void def_stmt(parser *ps, ps_items *out)
         it->def.name = ident(ps, "a constant name");
         expect(ps, TK_EQ, "after the constant's name");
         if (at(ps, TK_QUESTION)) {
+            it->def.qloc = here(ps);
             advance(ps);
             it->def.unknown = true;
         } else {

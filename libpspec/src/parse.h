@@ -52,7 +52,7 @@ typedef struct ps_item {
     ps_loc loc;
     union {
         struct { const char *name; } import;
-        struct { const char *name; ps_expr *expr; bool unknown; } def;
+        struct { const char *name; ps_expr *expr; bool unknown; ps_loc qloc; } def;  /* qloc: the '?' */
         struct { const char *name; const char **attrs; uint32_t nattr; bool timed; } event;
         ps_item_interval interval;
         struct { const char *name; const char **args; uint32_t nargs; const char *ret; } proc;
