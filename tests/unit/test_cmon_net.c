@@ -1,0 +1,77 @@
+/* Unit tests for cmon/net.h: address parsing and formatting. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "cmon/net.h"
+
+static void parse_good(void **state)
+{
+	static const struct { const char *text, *host; uint16_t port; const char *back; } cases[] = {
+		{ "localhost", "localhost", 7361, "localhost:7361" },
+		{ "reg.example:9000", "reg.example", 9000, "reg.example:9000" },
+		{ "127.0.0.1:0", "127.0.0.1", 0, "127.0.0.1:0" },
+		{ "[::1]:80", "::1", 80, "[::1]:80" },
+		{ "[fe80::1%eth0]", "fe80::1%eth0", 7361, "[fe80::1%eth0]:7361" },
+		{ "::1", "::1", 7361, "[::1]:7361" },
+		{ ":5000", "", 5000, "*:5000" },
+		{ "*:5000", "", 5000, "*:5000" },
+	};
+	char buf[CMON_ADDRSTR_MAX];
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct cmon_addr a;
+		assert_int_equal(cmon_addr_parse(cases[i].text, 7361, &a), 0);
+		assert_int_equal(a.kind, CMON_ADDR_TCP);
+		assert_string_equal(a.host, cases[i].host);
+		assert_int_equal(a.port, cases[i].port);
+		assert_string_equal(cmon_addr_format(&a, buf, sizeof buf), cases[i].back);
+	}
+}
+
+static void parse_unix(void **state)
+{
+	struct cmon_addr a;
+	char buf[CMON_ADDRSTR_MAX];
+
+	assert_int_equal(cmon_addr_parse("unix:/run/telemonreg.sock", 1, &a), 0);
+	assert_int_equal(a.kind, CMON_ADDR_UNIX);
+	assert_string_equal(a.path, "/run/telemonreg.sock");
+	assert_true(cmon_addr_is_local(&a));
+	assert_string_equal(cmon_addr_format(&a, buf, sizeof buf), "unix:/run/telemonreg.sock");
+}
+
+static void parse_bad(void **state)
+{
+	static const char *bad[] = { "host:", "host:99999", "host:-1", "host:12x", "[::1",
+				     "[::1]x", "a b:1", "-x:1", "unix:", "h;rm:1", NULL };
+	struct cmon_addr a;
+
+	for (size_t i = 0; bad[i]; i++)
+		assert_int_equal(cmon_addr_parse(bad[i], 1, &a), -22);
+	assert_int_equal(cmon_addr_parse(NULL, 1, &a), -22);
+}
+
+static void locality(void **state)
+{
+	struct cmon_addr a;
+
+	cmon_addr_parse("127.0.0.5:1", 1, &a);
+	assert_true(cmon_addr_is_local(&a));
+	cmon_addr_parse("10.0.0.1:1", 1, &a);
+	assert_false(cmon_addr_is_local(&a));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parse_good),
+		cmocka_unit_test(parse_unix),
+		cmocka_unit_test(parse_bad),
+		cmocka_unit_test(locality),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,150 @@
+/* Unit tests for cmon/proto.h: framing round trips and every way a frame
+ * can be bad. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "cmon/proto.h"
+
+static void roundtrip(void **state)
+{
+	struct evbuffer *b = evbuffer_new();
+	const char *why = NULL;
+	Cmon__Msg *m = NULL;
+	Cmon__Role role;
+	char err[100];
+
+	assert_int_equal(cmon_send_hello(b, CMON__ROLE__ROLE_SNARFLOG, "x"), 0);
+	assert_int_equal(cmon_send_subscribe(b, 7, "fs*", NULL, "1?", true, false), 0);
+	assert_int_equal(cmon_send_error(b, CMON__ERROR_CODE__ERROR_LIMIT, "too %d", 5), 0);
+	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 1);
+	assert_true(cmon_hello_ok(m, &role, err, sizeof err));
+	assert_int_equal(role, CMON__ROLE__ROLE_SNARFLOG);
+	assert_string_equal(cmon_msg_kind_name(m), "hello");
+	cmon_msg_free(m);
+	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 1);
+	assert_int_equal(m->kind_case, CMON__MSG__KIND_SUBSCRIBE);
+	assert_int_equal(m->subscribe->id, 7);
+	assert_string_equal(m->subscribe->program, "fs*");
+	assert_true(m->subscribe->auto_);
+	assert_false(cmon_hello_ok(m, &role, err, sizeof err));
+	cmon_msg_free(m);
+	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 1);
+	assert_string_equal(m->error->message, "too 5");
+	cmon_msg_free(m);
+	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 0);
+	evbuffer_free(b);
+}
+
+static void incomplete_then_complete(void **state)
+{
+	struct evbuffer *b = evbuffer_new(), *in = evbuffer_new();
+	const char *why = NULL;
+	Cmon__Msg *m = NULL;
+	unsigned char byte;
+
+	cmon_send_ping(b, false, 300);
+	/* Feed one byte at a time: nothing until the last one. */
+	while (evbuffer_remove(b, &byte, 1) == 1) {
+		int r;
+		evbuffer_add(in, &byte, 1);
+		r = cmon_frame_next(in, CMON_CONTROL_FRAME_MAX, &m, &why);
+		if (evbuffer_get_length(b) > 0)
+			assert_int_equal(r, 0);
+		else
+			assert_int_equal(r, 1);
+	}
+	assert_int_equal(m->ping->nonce, 300);
+	cmon_msg_free(m);
+	evbuffer_free(b);
+	evbuffer_free(in);
+}
+
+static void bad_frames(void **state)
+{
+	static const struct { const char *name; uint8_t bytes[12]; size_t len; int want; } cases[] = {
+		{ "prefix too long", { 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 }, 6, -EBADMSG },
+		{ "oversized", { 0x80, 0x80, 0x80, 0x01 }, 4, -EMSGSIZE },
+		{ "undecodable", { 0x03, 0xff, 0xff, 0xff }, 4, -EBADMSG },
+		{ "no kind", { 0x00 }, 1, -EBADMSG },
+		{ "hello without version", { 0x02, 0x0a, 0x00 }, 3, -EBADMSG },
+		{ "truncated body", { 0x05, 0x0a, 0x02 }, 3, 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *why = NULL;
+		Cmon__Msg *m = NULL;
+		size_t used = 0;
+		int r = cmon_frame_decode(cases[i].bytes, cases[i].len, CMON_CONTROL_FRAME_MAX, &m,
+					  &used, &why);
+		print_message("%s -> %d (%s)\n", cases[i].name, r, why ? why : "");
+		assert_int_equal(r, cases[i].want);
+		assert_null(m);
+		if (r < 0)
+			assert_non_null(why);
+	}
+}
+
+static void frame_limit_respected(void **state)
+{
+	static uint8_t big[CMON_CONTROL_FRAME_MAX + 100];
+	struct evbuffer *b = evbuffer_new();
+	Cmon__Msg m = CMON__MSG__INIT;
+	Cmon__LogData d = CMON__LOG_DATA__INIT;
+	const char *why = NULL;
+	Cmon__Msg *got = NULL;
+
+	d.has_data = true;
+	d.data.data = big;
+	d.data.len = sizeof big;
+	m.kind_case = CMON__MSG__KIND_DATA;
+	m.data = &d;
+	assert_int_equal(cmon_frame_send(b, &m), 0);
+	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &got, &why), -EMSGSIZE);
+	assert_int_equal(cmon_frame_next(b, CMON_FRAME_MAX, &got, &why), 1);
+	assert_int_equal(got->data->data.len, sizeof big);
+	cmon_msg_free(got);
+	evbuffer_free(b);
+}
+
+static void instance_checks(void **state)
+{
+	Cmon__Instance in = CMON__INSTANCE__INIT;
+	char why[100];
+
+	in.program = "fsread";
+	in.machine = "host1";
+	in.has_pid = true;
+	in.pid = 42;
+	in.data_endpoint = "127.0.0.1:5000";
+	assert_true(cmon_instance_ok(&in, why, sizeof why));
+	in.data_endpoint = ":5000";
+	assert_true(cmon_instance_ok(&in, why, sizeof why));
+	in.data_endpoint = "127.0.0.1:0";
+	assert_false(cmon_instance_ok(&in, why, sizeof why));
+	in.data_endpoint = "127.0.0.1:5000";
+	in.program = "../x";
+	assert_false(cmon_instance_ok(&in, why, sizeof why));
+	assert_string_equal(why, "invalid program name");
+	in.program = "ok";
+	in.pid = 0;
+	assert_false(cmon_instance_ok(&in, why, sizeof why));
+	assert_false(cmon_instance_ok(NULL, why, sizeof why));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(roundtrip),
+		cmocka_unit_test(incomplete_then_complete),
+		cmocka_unit_test(bad_frames),
+		cmocka_unit_test(frame_limit_respected),
+		cmocka_unit_test(instance_checks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

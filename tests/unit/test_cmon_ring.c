@@ -1,0 +1,107 @@
+/* Unit tests for snarflog's record buffer (daemons/snarflog/buffer.c,
+ * compiled in): whole records only, oldest dropped first, no record ever
+ * split across the end of the memory, exact counts. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../daemons/snarflog/buffer.c"
+
+/* Drain the ring and check it holds exactly records first..last. */
+static void expect_seq(struct ring *r, int first, int last)
+{
+	int next = first;
+	const uint8_t *p;
+	uint64_t n;
+	size_t len;
+
+	while ((len = ring_peek(r, 100, &p, &n)) > 0) {
+		const uint8_t *q = p;
+		for (uint64_t i = 0; i < n; i++) {
+			int v;
+			assert_int_equal(sscanf((const char *)q, "r%d", &v), 1);
+			assert_int_equal(v, next++);
+			q = memchr(q, '\n', (size_t)(p + len - q)) + 1;
+		}
+		assert_ptr_equal(q, p + len);      /* only whole records */
+		ring_consume(r, len, n);
+	}
+	assert_int_equal(next, last + 1);
+	assert_int_equal(r->nrec, 0);
+	assert_int_equal(r->used, 0);
+}
+
+static void keeps_newest_whole_records(void **state)
+{
+	struct ring r;
+	char rec[32];
+	uint64_t dropped = 0;
+
+	assert_int_equal(ring_init(&r, 64, CMON__FORMAT__FORMAT_ASCII), 0);
+	for (int i = 0; i < 100; i++) {
+		int n = snprintf(rec, sizeof rec, "r%d%s\n", i, i % 3 ? "" : "xxxx");
+		dropped += ring_push(&r, rec, (size_t)n);
+		assert_true(r.used <= r.cap);
+	}
+	assert_int_equal(dropped + r.nrec, 100);
+	expect_seq(&r, (int)dropped, 99);
+	ring_free(&r);
+}
+
+static void interleaved_consume(void **state)
+{
+	struct ring r;
+	char rec[32];
+	const uint8_t *p;
+	uint64_t n, dropped = 0, taken = 0;
+	size_t len;
+
+	assert_int_equal(ring_init(&r, 50, CMON__FORMAT__FORMAT_ASCII), 0);
+	for (int i = 0; i < 1000; i++) {
+		int k = snprintf(rec, sizeof rec, "r%d\n", i);
+		dropped += ring_push(&r, rec, (size_t)k);
+		if (i % 7 == 0 && (len = ring_peek(&r, 8, &p, &n)) > 0) {
+			ring_consume(&r, len, n);
+			taken += n;
+		}
+	}
+	assert_int_equal(taken + dropped + r.nrec, 1000);
+	ring_free(&r);
+}
+
+static void binary_records(void **state)
+{
+	struct ring r;
+	uint8_t rec[20];
+	uint64_t dropped = 0;
+	const uint8_t *p;
+	uint64_t n;
+
+	assert_int_equal(ring_init(&r, 40, CMON__FORMAT__FORMAT_BINARY), 0);
+	for (int i = 0; i < 10; i++) {
+		size_t len = (size_t)(3 + i % 5);
+		rec[0] = (uint8_t)(len - 1);
+		memset(rec + 1, i, len - 1);
+		dropped += ring_push(&r, rec, len);
+	}
+	assert_int_equal(dropped + r.nrec, 10);
+	assert_true(ring_peek(&r, 1, &p, &n) > 0);
+	assert_int_equal(n, 1);                         /* at least one whole record */
+	assert_int_equal(ring_clear(&r) + dropped, 10);
+	assert_int_equal(r.nrec, 0);
+	ring_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(keeps_newest_whole_records),
+		cmocka_unit_test(interleaved_consume),
+		cmocka_unit_test(binary_records),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
