@@ -10,6 +10,7 @@ of NAME.pspec / NAME.peval:
     % spec: other.pspec        (peval cases) spec to load with -s
     % cont: no                 skip the offline/continuous differential check
     % stdin: yes               give the log on standard input ('-') instead of by name
+    % tool: psolve             run psolve -s NAME.pspec [args] LOG instead of pcheck
 For every pcheck case whose exit status is 0 or 1, the same check is run with
 -cont and must report the same verdicts and the same set of failing
 intervals and events. Every pcheck case whose log reads without warnings is
@@ -29,7 +30,7 @@ def directives(path):
     d = {}
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
-            m = re.match(r"\s*%\s*(args|log|spec|cont|stdin):\s*(.*?)\s*$", line)
+            m = re.match(r"\s*%\s*(args|log|spec|cont|stdin|tool):\s*(.*?)\s*$", line)
             if m:
                 d[m.group(1)] = m.group(2)
             elif line.strip() and not line.lstrip().startswith("%"):
@@ -70,6 +71,7 @@ def main():
     ap.add_argument("--pcheck", required=True)
     ap.add_argument("--peval", required=True)
     ap.add_argument("--cmonlog")
+    ap.add_argument("--psolve")
     ap.add_argument("--update", action="store_true")
     ap.add_argument("name")
     a = ap.parse_args()
@@ -89,13 +91,14 @@ def main():
     else:
         src = name + ".pspec"
         d = directives(os.path.join(HERE, src))
-        cmd = [a.pcheck, "-s", src] + d.get("args", "").split()
+        tool = a.psolve if d.get("tool") == "psolve" else a.pcheck
+        cmd = [tool, "-s", src] + d.get("args", "").split()
         log = d.get("log", name + ".log")
         if log != "none":
             cmd.append(log)
         else:
             cmd.append("empty.log")
-        is_pcheck = True
+        is_pcheck = d.get("tool") != "psolve"
     stdin = subprocess.DEVNULL
     if d.get("stdin") == "yes":
         stdin = open(os.path.join(HERE, cmd[-1]), "rb")

@@ -131,6 +131,37 @@ enum {
  * PSPEC_EXIT_LOG or _SPEC *errmsg gets a heap message. */
 int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg);
 
+/* ---- estimating unknowns (psolve) ---------------------------------------------- */
+
+typedef struct pspec_solve_options {
+    const char *const *only;    /* qualified names (spec.name) of the unknowns to solve; NULL: all */
+    size_t nonly;
+    /* Before the data points of a regression: the solve's line and the names
+     * of the columns ("y", then the unknowns' names). */
+    void (*data_header)(void *ctx, unsigned line, const char *const *names, size_t ncols);
+    /* One data point of a regression: y, then the coefficient of each unknown. */
+    void (*data_point)(void *ctx, unsigned line, const double *values, size_t ncols);
+    /* A problem with one solve declaration or unknown ("FILE:LINE:COL: error: ...").
+     * The other declarations still run. */
+    void (*problem)(void *ctx, const char *message);
+    pspec_warn_fn warn;         /* malformed log records */
+    void *ctx;
+} pspec_solve_options;
+
+/* Estimate the unknowns of the main specification from the log on fd (which
+ * must be seekable: each solve declaration reads the log again). On success
+ * *spec_out is the specification's text with each solved `= ?` replaced by
+ * its estimate and, beside a regression's estimates, a comment with the
+ * standard error, the 95% confidence interval and the number of points.
+ * Returns 0 when every unknown asked for was estimated, PSPEC_EXIT_FAILED
+ * when some could not be (singular system, too few points; see `problem`),
+ * PSPEC_EXIT_SPEC for errors in the spec or its solve declarations (an
+ * equation not linear in its unknowns, an unknown solved twice, an unknown
+ * an assertion needs that nothing solves), PSPEC_EXIT_LOG when the log could
+ * not be read. */
+int pspec_solve(pspec *ps, int fd, const char *logname, const pspec_solve_options *opt, char **spec_out,
+                char **errmsg);
+
 /* ---- interactive use (peval) --------------------------------------------------- */
 
 /* A session reads the log header once and evaluates commands against the
