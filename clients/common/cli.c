@@ -1,6 +1,8 @@
 /* cli.c — helpers shared by the PSpec command-line tools. */
 #include "cli.h"
 
+#include "pspec/pspec.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -77,4 +79,27 @@ void cli_warn(void *ctx, const char *logname, uint64_t where, const char *msg)
 {
     (void)ctx;
     fprintf(stderr, "%s:%" PRIu64 ": warning: %s\n", logname, where, msg);
+}
+
+pspec *cli_load_spec(const char *prog, const char *spec, const char *path)
+{
+    pspec *ps = pspec_new();
+    if (!ps) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return NULL;
+    }
+    if (path)
+        pspec_set_search_path(ps, path);
+    int rc = pspec_load_file(ps, spec);
+    if (rc == 0)
+        return ps;
+    if (rc == -EINVAL) {
+        char *msg = pspec_diags_format(ps);
+        fputs(msg, stderr);
+        free(msg);
+    } else {
+        fprintf(stderr, "%s: %s: %s\n", prog, spec, strerror(-rc));
+    }
+    pspec_free(ps);
+    return NULL;
 }

@@ -13,6 +13,13 @@ int cli_open_log(const char *prog, const char *path, bool seekable);
 /* The name to show for a log path ("<stdin>" for "-" or NULL). */
 const char *cli_log_name(const char *path);
 
+typedef struct pspec pspec;
+
+/* A new program with `spec` loaded (and the import path set when `path` is
+ * not NULL), or NULL after printing the spec's errors ("FILE:LINE:COL:
+ * error: ...") or "PROG: SPEC: reason" on stderr. */
+pspec *cli_load_spec(const char *prog, const char *spec, const char *path);
+
 /* Print a skipped-record warning: "LOG:LINE: warning: MSG" (binary logs: "LOG:@OFFSET"). */
 void cli_warn(void *ctx, const char *logname, uint64_t where, const char *msg);
 

@@ -187,21 +187,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "pcheck: no specification given (-s SPEC)\n%s", usage);
         return PSPEC_EXIT_SPEC;
     }
-    pspec *ps = pspec_new();
-    if (path)
-        pspec_set_search_path(ps, path);
-    int rc = pspec_load_file(ps, spec);
-    if (rc < 0) {
-        if (rc == -EINVAL) {
-            char *msg = pspec_diags_format(ps);
-            fputs(msg, stderr);
-            free(msg);
-        } else {
-            fprintf(stderr, "pcheck: %s: %s\n", spec, strerror(-rc));
-        }
-        pspec_free(ps);
+    pspec *ps = cli_load_spec("pcheck", spec, path);
+    if (!ps)
         return PSPEC_EXIT_SPEC;
-    }
     if (pspec_uses_unknowns(ps))
         fprintf(stderr, "pcheck: warning: %s uses unknowns (def X = ?); assertions that depend on them "
                 "are UNDEFINED until psolve gives them values\n", spec);

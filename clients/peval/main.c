@@ -189,22 +189,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "peval: the log is on standard input, so the commands must come from -c CMDFILE\n");
         return 2;
     }
-    pspec *ps = pspec_new();
-    if (path)
-        pspec_set_search_path(ps, path);
+    pspec *ps;
     if (spec) {
-        int rc = pspec_load_file(ps, spec);
-        if (rc < 0) {
-            if (rc == -EINVAL) {
-                char *msg = pspec_diags_format(ps);
-                fputs(msg, stderr);
-                free(msg);
-            } else {
-                fprintf(stderr, "peval: %s: %s\n", spec, strerror(-rc));
-            }
-            pspec_free(ps);
+        ps = cli_load_spec("peval", spec, path);
+        if (!ps)
             return 2;
-        }
+    } else {
+        ps = pspec_new();
+        if (path)
+            pspec_set_search_path(ps, path);
     }
     int fd = -1;
     if (log || log_on_stdin) {

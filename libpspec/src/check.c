@@ -267,6 +267,24 @@ static const ps_type *set(ps_expr *e, const ps_type *t)
     return t;
 }
 
+/* Make e a reference to constant k (written `shown`), if the context allows. */
+static const ps_type *use_const(cx *c, ps_expr *e, ps_const *k, const char *shown)
+{
+    if (k->depth > 0 && c->pl != PL_TOP) {
+        ERR(c, e->loc, "'%s' depends on the log (it is defined with an aggregate) and cannot be "
+            "used in %s", shown, c->pl == PL_METRIC ? "a metric" :
+            c->pl == PL_WHERE ? "a where-clause of an interval declaration" : "a time expression");
+        return bad(e);
+    }
+    if (k->depth > c->depth)
+        c->depth = k->depth;
+    if (k->depth > 0)
+        c->log_dep = true;
+    e->kind = X_CONST;
+    e->cst = k;
+    return set(e, k->type);
+}
+
 static const ps_type *check_name(cx *c, ps_expr *e)
 {
     const char *name = e->name;
@@ -297,20 +315,7 @@ static const ps_type *check_name(cx *c, ps_expr *e)
     }
     ps_symbol *s = ps_scope_get(c->ck->scope, name);
     if (s && s->kind == SYM_CONST) {
-        ps_const *k = s->cst;
-        if (k->depth > 0 && c->pl != PL_TOP) {
-            ERR(c, e->loc, "'%s' depends on the log (it is defined with an aggregate) and cannot be "
-                "used in %s", name, c->pl == PL_METRIC ? "a metric" :
-                c->pl == PL_WHERE ? "a where-clause of an interval declaration" : "a time expression");
-            return bad(e);
-        }
-        if (k->depth > c->depth)
-            c->depth = k->depth;
-        if (k->depth > 0)
-            c->log_dep = true;
-        e->kind = X_CONST;
-        e->cst = k;
-        return set(e, k->type);
+        return use_const(c, e, s->cst, name);
     }
     if (s && (s->kind == SYM_EVTYPE || s->kind == SYM_IVTYPE)) {
         ERR(c, e->loc, "'%s' is a type, not a value", name);
@@ -363,18 +368,7 @@ static const ps_type *check_field(cx *c, ps_expr *e)
                 ERR(c, e->loc, "'%s.%s' is a type, not a value", obj->name, f);
                 return bad(e);
             }
-            ps_const *k = t->cst;
-            if (k->depth > 0 && c->pl != PL_TOP) {
-                ERR(c, e->loc, "'%s' depends on the log and cannot be used here", k->name);
-                return bad(e);
-            }
-            if (k->depth > c->depth)
-                c->depth = k->depth;
-            if (k->depth > 0)
-                c->log_dep = true;
-            e->kind = X_CONST;
-            e->cst = k;
-            return set(e, k->type);
+            return use_const(c, e, t->cst, t->cst->name);
         }
     }
     const ps_type *ot = check(c, obj);

@@ -59,63 +59,61 @@ static void pos_text(ps_buf *b, const pv_event *e)
     ps_buf_printf(b, "%" PRIu64 ".%u", e->pos, e->sub);
 }
 
-/* The fields of an element: attributes of an event, metrics of an interval. */
-static void fields_text(ps_buf *b, const pv *elem)
+/* The fields of an element — attributes of an event, metrics of an interval —
+ * as (name, value) pairs; unnamed attributes ('?') are skipped. */
+static uint32_t nfields(const pv *elem)
 {
-    bool first = true;
+    return elem->kind == PV_EVENT ? elem->ev->nattr : elem->iv->nmetric;
+}
+
+static bool field_at(const pv *elem, uint32_t i, const char **name, pv *value)
+{
     if (elem->kind == PV_EVENT) {
         const pv_event *e = elem->ev;
         const ps_evtype *t = e->type;
-        for (uint32_t i = 0; i < e->nattr; i++) {
-            if (!t->attrs[i])
-                continue;
-            ps_buf_puts(b, first ? " " : ", ");
-            first = false;
-            pv v = pv_attr_defined(e->attr[i]) ? pv_num(e->attr[i]) : pv_undef();
-            ps_buf_printf(b, "%s = ", t->attrs[i]);
-            pv_format(b, &v);
-        }
-    } else {
-        const pv_interval *iv = elem->iv;
-        const ps_ivtype *t = iv->type;
-        for (uint32_t i = 0; i < iv->nmetric; i++) {
-            ps_buf_puts(b, first ? " " : ", ");
-            first = false;
-            ps_buf_printf(b, "%s = ", t->metrics[i].name);
-            pv_format(b, &iv->metric[i]);
-        }
+        if (!t->attrs[i])
+            return false;
+        *name = t->attrs[i];
+        *value = pv_attr_defined(e->attr[i]) ? pv_num(e->attr[i]) : pv_undef();
+        return true;
+    }
+    const ps_ivtype *t = elem->iv->type;
+    *name = t->metrics[i].name;
+    *value = elem->iv->metric[i];       /* borrowed: only formatted */
+    return true;
+}
+
+/* " name = value, name = value" */
+static void fields_text(ps_buf *b, const pv *elem)
+{
+    bool first = true;
+    for (uint32_t i = 0; i < nfields(elem); i++) {
+        const char *name;
+        pv v;
+        if (!field_at(elem, i, &name, &v))
+            continue;
+        ps_buf_printf(b, "%s%s = ", first ? " " : ", ", name);
+        first = false;
+        pv_format(b, &v);
     }
 }
 
+/* {"name":value,...} */
 static void fields_json(ps_buf *b, const pv *elem)
 {
     bool first = true;
     ps_buf_putc(b, '{');
-    if (elem->kind == PV_EVENT) {
-        const pv_event *e = elem->ev;
-        const ps_evtype *t = e->type;
-        for (uint32_t i = 0; i < e->nattr; i++) {
-            if (!t->attrs[i])
-                continue;
-            if (!first)
-                ps_buf_putc(b, ',');
-            first = false;
-            pv_json_string(b, t->attrs[i]);
-            ps_buf_putc(b, ':');
-            pv v = pv_attr_defined(e->attr[i]) ? pv_num(e->attr[i]) : pv_undef();
-            pv_format_json(b, &v);
-        }
-    } else {
-        const pv_interval *iv = elem->iv;
-        const ps_ivtype *t = iv->type;
-        for (uint32_t i = 0; i < iv->nmetric; i++) {
-            if (!first)
-                ps_buf_putc(b, ',');
-            first = false;
-            pv_json_string(b, t->metrics[i].name);
-            ps_buf_putc(b, ':');
-            pv_format_json(b, &iv->metric[i]);
-        }
+    for (uint32_t i = 0; i < nfields(elem); i++) {
+        const char *name;
+        pv v;
+        if (!field_at(elem, i, &name, &v))
+            continue;
+        if (!first)
+            ps_buf_putc(b, ',');
+        first = false;
+        pv_json_string(b, name);
+        ps_buf_putc(b, ':');
+        pv_format_json(b, &v);
     }
     ps_buf_putc(b, '}');
 }
