@@ -349,6 +349,12 @@ static void feed_top(engine *g, uint32_t k, pv elem)
     const ps_agg *a = g->p->tops[k];
     pv_acc *acc = g->topacc[k];
     g->slots[a->var->slot] = elem;
+    if (g->p->is_sink && g->p->is_sink[k]) {
+        int c = a->where ? ps_eval_cond(g->ev, a->where) : 1;
+        if (c != 0)
+            g->p->sink(g->p->ctx, k, c < 0 ? NULL : &elem);
+        return;
+    }
     const ps_stmt *st = g->p->report_for ? g->p->report_for[k] : NULL;
     if (a->where) {
         int c = ps_eval_cond(g->ev, a->where);
@@ -973,7 +979,8 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
     if (rc == 0) {
         for (uint32_t k = 0; k < p->ntops; k++) {
             pv_free(p->ev->topvals[p->tops[k]->id]);
-            p->ev->topvals[p->tops[k]->id] = pv_acc_result(g.topacc[k]);
+            bool sink = p->is_sink && p->is_sink[k];
+            p->ev->topvals[p->tops[k]->id] = sink ? pv_undef() : pv_acc_result(g.topacc[k]);
         }
     }
     teardown(&g);

@@ -29,6 +29,26 @@ typedef struct ps_pass {
     void (*offender)(void *ctx, const ps_stmt *st, const pv *elem, int result);
     void (*interval)(void *ctx, const pv_interval *iv);
     void (*event)(void *ctx, const pv_event *ev);
+    /* Optional element sink (psolve's regressions). For each top k with
+     * is_sink[k] true (is_sink may be NULL: none), the aggregate's
+     * where-clause is evaluated as usual, but instead of evaluating its
+     * value and accumulating it, each element that passes is handed to
+     * sink(ctx, k, &elem), and an element for which the where-clause is
+     * UNDEFINED is reported as sink(ctx, k, NULL). `elem` is borrowed
+     * (pv_copy it to keep it); during the call the aggregate's variable is
+     * bound to it in ev->slots, so the sink may evaluate expressions over
+     * it with ps_eval(ev, ...). A sink aggregate reports no offenders and
+     * its own value is not computed: its ev->topvals entry becomes
+     * UNDEFINED. Example (solve data x : T where P : y = a * f(x)):
+     *     static void point(void *ctx, uint32_t k, const pv *elem)
+     *     {
+     *         if (!elem) { note that the where-clause was UNDEFINED; return; }
+     *         pv y = ps_eval(ev, lhs), f = ps_eval(ev, rhs_coefficient);
+     *         ... add the data point (y, f) ...
+     *     }
+     * with tops[k] the aggregate holding x, T and P (ps_solve.range). */
+    void (*sink)(void *ctx, uint32_t k, const pv *elem);
+    const bool *is_sink;        /* per top: feed `sink` instead of accumulating; NULL: none */
     void *ctx;
 } ps_pass;
 
