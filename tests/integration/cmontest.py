@@ -59,6 +59,10 @@ def binary(name):
     raise FileNotFoundError("%s not built in %s" % (name, BUILD))
 
 
+# Lines AddressSanitizer / UndefinedBehaviorSanitizer print on an error.
+_SANITIZER_MARKS = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"}
+
+
 class TestFailure(Exception):
     """An assertion about the system under test did not hold."""
 
@@ -150,16 +154,25 @@ class Env:
         return self
 
     def __exit__(self, etype, evalue, tb):
+        # Ask politely first (so sanitizers can report leaks at exit), then
+        # SIGKILL whatever is left.
         for p in reversed(self.procs):
             if p.alive():
                 try:
-                    p.p.kill()
+                    p.p.terminate()
                 except OSError:
                     pass
+        deadline = time.monotonic() + 3
+        for p in reversed(self.procs):
             try:
-                p.p.wait(timeout=5)
+                p.p.wait(timeout=max(0.05, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                pass
+                p.p.kill()
+                p.p.wait()
+        reports = [p for p in self.procs if any(m in p.stderr() for m in _SANITIZER_MARKS)]
+        if etype is None and reports:
+            etype = TestFailure
+            sys.stderr.write("---- sanitizer reports in %s\n" % ", ".join(p.name for p in reports))
         if etype is not None:
             sys.stderr.write("---- %s failed; stderr of its processes:\n" % self.name)
             for p in self.procs:
@@ -167,6 +180,8 @@ class Env:
                 if text:
                     sys.stderr.write("---- %s (%s)\n%s\n" % (p.name, " ".join(p.argv[1:]), text[-4000:]))
             sys.stderr.write("---- temporary directory kept: %s\n" % self.dir)
+            if evalue is None:
+                raise TestFailure("sanitizer reported errors")
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
         return False
