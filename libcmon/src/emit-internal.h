@@ -30,9 +30,10 @@
 #define EMIT_HEADROOM 16
 /* Bytes of Event frames one batch may hold. */
 #define EMIT_BATCH_MAX (EMIT_WRITE_MAX - EMIT_HEADROOM)
-/* Upper bound of one encoded Event frame with N values (+16 bytes of slack
- * for the fixed-size copy of the pre-encoded thread field). */
-#define EMIT_EVENT_MAX(n) (52 + 8 * (size_t)(n))
+/* Upper bound of the bytes one Event frame with N values may touch: the
+ * frame itself (at most 36 + 8N) plus slack for the fixed-size copies of the
+ * thread field (16 bytes) and of the timestamp varint (8 bytes). */
+#define EMIT_EVENT_MAX(n) (56 + 8 * (size_t)(n))
 /* A thread's batch is written once its oldest event is this old (ns). */
 #define EMIT_FLUSH_NS 10000000ull
 
@@ -62,6 +63,26 @@ static inline uint8_t *emit_put_varint(uint8_t *p, uint64_t v)
 	}
 	*p++ = (uint8_t)v;
 	return p;
+}
+
+/* emit_put_varint for values usually 6..8 bytes long (timestamps): spreads
+ * the 7-bit groups without a loop. Writes 8 bytes at P whatever the length
+ * (the caller leaves that slack); returns the byte after the varint. */
+static inline uint8_t *emit_put_varint64(uint8_t *p, uint64_t v)
+{
+	uint64_t x;
+	unsigned n;
+
+	if (v >> 56)
+		return emit_put_varint(p, v);
+	n = emit_varint_size(v);
+	x = (v & 0x7f) | ((v << 1) & 0x7f00) | ((v << 2) & 0x7f0000) |
+	    ((v << 3) & 0x7f000000) | ((v << 4) & 0x7f00000000) |
+	    ((v << 5) & 0x7f0000000000) | ((v << 6) & 0x7f000000000000) |
+	    ((v << 7) & 0x7f00000000000000);
+	x |= 0x8080808080808080ull & ((1ull << (8 * (n - 1))) - 1);
+	memcpy(p, &x, sizeof x);
+	return p + n;
 }
 
 /* Size of a Gap frame reporting COUNT dropped events. */

@@ -9,11 +9,11 @@
  *
  * Ordering rules, and how they hold:
  *   - Header first, TypeDef before its first Event: the Header and TypeDefs
- *     are "meta" records 0..ntypes. A batch is written only once every meta
- *     record declared so far has been written (meta_written == ntypes + 1);
- *     otherwise the writer first sends the missing ones (under meta_lock). If
- *     that fails the batch is dropped, the TypeDefs stay pending for the next
- *     try: a TypeDef is never lost.
+ *     are the "meta" records, in declaration order. A batch is written only
+ *     once every meta record declared so far has been written (meta_written
+ *     == nmeta); otherwise the writer first sends the missing ones (under
+ *     meta_lock). If that fails the batch is dropped and the TypeDefs stay
+ *     pending for the next try: a TypeDef is never lost.
  *   - Loss is counted: a dropped batch adds its events to gap_pending; the
  *     next batch that gets through carries a Gap frame with that count in
  *     front (in the batch's headroom: the same single write).
@@ -34,8 +34,11 @@
  * Fork: the prepare handler flushes the forking thread's batch and takes the
  * locks; the child drops every other thread's batch (they belong to the
  * parent), resets its counters and keeps writing to the same stream with its
- * own thread ids. A child cannot declare new type ids (they would clash with
- * the parent's in the shared stream); it may use every type declared before.
+ * own thread ids. Type ids: parent and child share one stream, so each
+ * process hands out ids from its own range. The log's opener uses 1..4095;
+ * a forked child that declares a new name gets ids (slot << 12) + k, slot
+ * being its pid modulo 2^20 (never 0); types declared before the fork keep
+ * their ids in the child. The ranges a process may emit are in `ranges`.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -73,17 +76,34 @@ struct emit_tbuf {
 	uint8_t buf[EMIT_HEADROOM + EMIT_BATCH_MAX]; /* headroom, then frames */
 };
 
-/* A meta record: the Header (index 0) or the TypeDef of type id INDEX. */
+/* A meta record: the Header (index 0) or a TypeDef. */
 struct emit_meta {
 	uint8_t *frame;             /* the encoded frame */
 	uint32_t len;               /* its length */
+	uint32_t id;                /* the type id (0 for the Header) */
 	char *name;                 /* the type name (NULL for the Header) */
+};
+
+/* Bits of a type id that number the types within one process's range. */
+#define EMIT_ID_BITS 12
+/* Most id ranges a process can use: its own and its ancestors'. */
+#define EMIT_MAX_RANGES 8
+
+/* Type ids BASE + 1 .. BASE + COUNT, handed out by one process. */
+struct emit_range {
+	uint32_t base;              /* slot << EMIT_ID_BITS; 0 for the opener */
+	_Atomic uint32_t count;     /* ids handed out so far */
 };
 
 /* The library's process-wide state. */
 static struct {
 	_Atomic int state;              /* enum emit_state */
-	_Atomic uint32_t ntypes;        /* type ids 1..ntypes are declared */
+	struct emit_range ranges[EMIT_MAX_RANGES]; /* ids we may emit; [0] is
+	                                   the opener's, checked on the hot path */
+	_Atomic uint32_t nranges;       /* ranges in use */
+	int own_range;                  /* index of the range we declare into,
+	                                   -1 in a fork child before its first */
+	_Atomic uint32_t nmeta;         /* meta records declared */
 	_Atomic uint32_t meta_written;  /* meta records 0..meta_written-1 sent */
 	_Atomic uint64_t gap_pending;   /* dropped events not yet reported */
 	_Atomic uint64_t st_written;    /* struct cmon_stats, in order */
@@ -95,10 +115,9 @@ static struct {
 	pthread_mutex_t meta_lock;      /* meta array, meta writes, non-FIFO writes */
 	pthread_mutex_t reg_lock;       /* registry list; taken before meta_lock */
 	pthread_key_t key;              /* runs tbuf_destroy at thread exit */
-	struct emit_meta *meta;         /* meta records, ntypes + 1 of them */
+	struct emit_meta *meta;         /* meta records, nmeta of them */
 	size_t meta_cap;                /* allocated entries of meta */
 	struct emit_tbuf *threads;      /* registry of live batches */
-	bool forked_child;              /* we are a fork of the log's opener */
 	bool membarrier_ok;             /* private expedited membarrier works */
 	struct emit_sink sink;          /* the log descriptor */
 } g = {
@@ -143,34 +162,46 @@ static void tbuf_set_tid(struct emit_tbuf *tb)
 	tb->tid_len = (uint32_t)(p - tb->tid_enc);
 }
 
-/* Appends an Event frame to TB. The caller made room (EMIT_EVENT_MAX). */
+/* Appends an Event frame to TB. The caller made room (EMIT_EVENT_MAX).
+ * The body is written first, 3 bytes in, assuming both length prefixes take
+ * one byte (true up to 12 values); otherwise it is moved to make room. */
 static inline void tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
                                const double *values, uint64_t ts)
 {
-	uint8_t *p = tb->buf + EMIT_HEADROOM + tb->len;
-	uint8_t *start = p;
-	size_t vbytes = n * sizeof(double);
-	size_t ev = 1 + emit_varint_size(type) + tb->tid_len + 1 +
-	            emit_varint_size(ts) +
-	            (n ? 1 + emit_varint_size(vbytes) + vbytes : 0);
-	size_t rec = 1 + emit_varint_size(ev) + ev;
+	uint8_t *base = tb->buf + EMIT_HEADROOM + tb->len;
+	uint8_t *body = base + 3;
+	uint8_t *p = body;
+	size_t ev;
 
-	p = emit_put_varint(p, rec);
-	*p++ = PB_TAG(3, PB_LEN);               /* Record.event */
-	p = emit_put_varint(p, ev);
 	*p++ = PB_TAG(1, PB_VARINT);            /* Event.type */
 	p = emit_put_varint(p, type);
 	memcpy(p, tb->tid_enc, sizeof tb->tid_enc); /* Event.thread (+slack) */
 	p += tb->tid_len;
 	*p++ = PB_TAG(3, PB_VARINT);            /* Event.ts */
-	p = emit_put_varint(p, ts);
+	p = emit_put_varint64(p, ts);
 	if (n) {
+		size_t vbytes = n * sizeof(double);
 		*p++ = PB_TAG(5, PB_LEN);       /* Event.values, packed */
 		p = emit_put_varint(p, vbytes);
 		for (size_t i = 0; i < n; i++, p += sizeof(double))
 			memcpy(p, &values[i], sizeof(double));
 	}
-	tb->len += (uint32_t)(p - start);
+	ev = (size_t)(p - body);
+	if (likely(ev <= 125)) {
+		base[0] = (uint8_t)(ev + 2);    /* frame length */
+		base[1] = PB_TAG(3, PB_LEN);    /* Record.event */
+		base[2] = (uint8_t)ev;          /* Event length */
+		tb->len += (uint32_t)ev + 3;
+	} else {
+		size_t rec = 1 + emit_varint_size(ev) + ev;
+		uint8_t *q = base + emit_varint_size(rec) + 1 + emit_varint_size(ev);
+
+		memmove(q, body, ev);
+		q = emit_put_varint(base, rec);
+		*q++ = PB_TAG(3, PB_LEN);
+		q = emit_put_varint(q, ev);
+		tb->len += (uint32_t)(q + ev - base);
+	}
 	if (tb->nevents++ == 0)
 		tb->oldest_ts = ts;
 }
@@ -179,7 +210,7 @@ static inline void tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 static bool meta_ready(void)
 {
 	uint32_t w = atomic_load_explicit(&g.meta_written, memory_order_acquire);
-	return w == atomic_load_explicit(&g.ntypes, memory_order_acquire) + 1;
+	return w == atomic_load_explicit(&g.nmeta, memory_order_acquire);
 }
 
 /* Writes the meta records not yet in the log, in chunks of whole records of
@@ -188,7 +219,7 @@ static int meta_flush_locked(void)
 {
 	static uint8_t chunk[EMIT_WRITE_MAX];
 	uint32_t w = atomic_load_explicit(&g.meta_written, memory_order_relaxed);
-	uint32_t total = atomic_load_explicit(&g.ntypes, memory_order_relaxed) + 1;
+	uint32_t total = atomic_load_explicit(&g.nmeta, memory_order_relaxed);
 
 	while (w < total) {
 		size_t len = 0;
@@ -279,14 +310,36 @@ out:
 	tb->nevents = 0;
 }
 
-/* Raises TB's busy flag and says whether the owner may use the batch. */
-static inline bool tbuf_enter(struct emit_tbuf *tb, int *state)
+/* True while this thread holds one of the library's locks outside a claimed
+ * batch (declaring, creating its batch, forking): an emit from a signal
+ * handler on this thread then drops its event instead of waiting for a lock
+ * its own thread holds. */
+static __thread bool t_locked __attribute__((tls_model("initial-exec")));
+/* The forking thread claimed its batch in the prepare handler. */
+static __thread bool t_fork_claimed __attribute__((tls_model("initial-exec")));
+
+/* Raises TB's busy flag for its owner. False, flag untouched, when it is up
+ * already: a signal handler interrupted this thread inside the library. */
+static inline bool tbuf_claim(struct emit_tbuf *tb)
 {
+	if (atomic_load_explicit(&tb->busy, memory_order_relaxed))
+		return false;
 	atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
 	/* Ordered against the exit handler's state store by its membarrier. */
 	atomic_signal_fence(memory_order_seq_cst);
-	*state = atomic_load_explicit(&g.state, memory_order_acquire);
-	return likely(*state == ST_ON) || (*state == ST_EXITING && t_exit_thread);
+	return true;
+}
+
+/* Whether the owner of a claimed batch may write it in state ST. */
+static inline bool may_write(int st)
+{
+	return likely(st == ST_ON) || (st == ST_EXITING && t_exit_thread);
+}
+
+/* The state, read by the owner of a claimed batch. */
+static inline int state_claimed(void)
+{
+	return atomic_load_explicit(&g.state, memory_order_acquire);
 }
 
 /* Lowers TB's busy flag; publishes the batch to the exit handler. */
@@ -295,15 +348,35 @@ static inline void tbuf_leave(struct emit_tbuf *tb)
 	atomic_store_explicit(&tb->busy, 0, memory_order_release);
 }
 
+/* Begins a section holding a library lock (see t_locked). */
+static void locked_begin(void)
+{
+	t_locked = true;
+	if (t_tbuf)
+		atomic_store_explicit(&t_tbuf->busy, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Ends it. */
+static void locked_end(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	if (t_tbuf)
+		tbuf_leave(t_tbuf);
+	t_locked = false;
+}
+
 /* Thread exit: writes what the thread left and frees its batch. */
 static void tbuf_destroy(void *arg)
 {
 	struct emit_tbuf *tb = arg;
-	int st;
 
-	if (tbuf_enter(tb, &st))
-		tbuf_flush(tb);
-	tbuf_leave(tb);
+	if (tbuf_claim(tb)) {
+		if (may_write(state_claimed()))
+			tbuf_flush(tb);
+		tbuf_leave(tb);
+	}
+	t_locked = true;
 	pthread_mutex_lock(&g.reg_lock);
 	if (tb->prev)
 		tb->prev->next = tb->next;
@@ -314,23 +387,29 @@ static void tbuf_destroy(void *arg)
 	pthread_mutex_unlock(&g.reg_lock);
 	if (t_tbuf == tb)
 		t_tbuf = NULL;
+	t_locked = false;
 	free(tb);
 }
 
-/* The calling thread's batch, created on first use; NULL if out of memory. */
+/* The calling thread's batch, created on first use; NULL if out of memory
+ * or when called from a signal handler that interrupted the library. */
 static struct emit_tbuf *tbuf_get(void)
 {
 	struct emit_tbuf *tb = t_tbuf;
 
 	if (likely(tb != NULL))
 		return tb;
+	if (t_locked)
+		return NULL;
+	t_locked = true;
 	tb = calloc(1, sizeof *tb);
 	if (!tb)
-		return NULL;
+		goto out;
 	tbuf_set_tid(tb);
 	if (pthread_setspecific(g.key, tb) != 0) {
 		free(tb);
-		return NULL;
+		tb = NULL;
+		goto out;
 	}
 	pthread_mutex_lock(&g.reg_lock);
 	tb->next = g.threads;
@@ -339,6 +418,8 @@ static struct emit_tbuf *tbuf_get(void)
 	g.threads = tb;
 	pthread_mutex_unlock(&g.reg_lock);
 	t_tbuf = tb;
+out:
+	t_locked = false;
 	return tb;
 }
 
@@ -360,14 +441,15 @@ static bool tbuf_wait_idle(struct emit_tbuf *tb)
 static void emit_atexit(void)
 {
 	struct emit_tbuf *self;
-	int st;
+	bool claimed;
 
 	if (atomic_load_explicit(&g.state, memory_order_acquire) != ST_ON)
 		return;
 	self = tbuf_get();
 	t_exit_thread = true;
 	atomic_store_explicit(&g.state, ST_EXITING, memory_order_seq_cst);
-	if (self && tbuf_enter(self, &st))
+	claimed = self && tbuf_claim(self);
+	if (claimed)
 		tbuf_flush(self);
 	if (g.membarrier_ok &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) {
@@ -377,9 +459,8 @@ static void emit_atexit(void)
 				tbuf_flush(tb);
 		pthread_mutex_unlock(&g.reg_lock);
 	}
-	/* A Gap for batches dropped at the very end, if the log takes it. */
-	if (self) {
-		tbuf_flush(self);
+	if (claimed) {
+		tbuf_flush(self);       /* a Gap for what the others dropped */
 		tbuf_leave(self);
 	}
 }
@@ -388,13 +469,11 @@ static void emit_atexit(void)
 static void emit_prefork(void)
 {
 	struct emit_tbuf *tb = t_tbuf;
-	int st;
 
-	if (tb) {
-		if (tbuf_enter(tb, &st))
-			tbuf_flush(tb);
-		tbuf_leave(tb);
-	}
+	t_fork_claimed = tb && tbuf_claim(tb);
+	if (t_fork_claimed && may_write(state_claimed()))
+		tbuf_flush(tb);
+	t_locked = true;
 	pthread_mutex_lock(&g.reg_lock);
 	pthread_mutex_lock(&g.meta_lock);
 }
@@ -404,6 +483,9 @@ static void emit_postfork_parent(void)
 {
 	pthread_mutex_unlock(&g.meta_lock);
 	pthread_mutex_unlock(&g.reg_lock);
+	t_locked = false;
+	if (t_fork_claimed)
+		tbuf_leave(t_tbuf);
 }
 
 /* fork, in the child: forget the parent's batches, losses and counters. */
@@ -414,7 +496,8 @@ static void emit_postfork_child(void)
 
 	pthread_mutex_unlock(&g.meta_lock);
 	pthread_mutex_unlock(&g.reg_lock);
-	g.forked_child = true;
+	t_locked = false;
+	g.own_range = -1;       /* new names get ids from a range of our own */
 	for (tb = g.threads; tb; tb = next) {
 		next = tb->next;
 		if (tb != self)
@@ -424,8 +507,9 @@ static void emit_postfork_child(void)
 	if (self) {
 		self->next = self->prev = NULL;
 		self->len = self->nevents = 0;
-		atomic_store_explicit(&self->busy, 0, memory_order_relaxed);
 		tbuf_set_tid(self);
+		if (t_fork_claimed)
+			tbuf_leave(self);
 	}
 	atomic_store(&g.gap_pending, 0);
 	atomic_store(&g.st_written, 0);
@@ -479,6 +563,9 @@ static int meta_init(const char *program)
 		return -ENOMEM;
 	memcpy(g.meta[0].frame, frame, len);
 	g.meta[0].len = (uint32_t)len;
+	atomic_store(&g.nmeta, 1);
+	atomic_store(&g.nranges, 1);    /* ranges[0]: base 0, count 0 */
+	g.own_range = 0;
 	return 0;
 }
 
@@ -542,15 +629,36 @@ bool cmon_enabled(void)
 	return state_get() == ST_ON;
 }
 
+/* The range this process declares new types into, created in a fork child
+ * on its first declaration; NULL if there is no room. Holds meta_lock. */
+static struct emit_range *own_range_locked(void)
+{
+	uint32_t nr, slot;
+
+	if (g.own_range >= 0)
+		return &g.ranges[g.own_range];
+	nr = atomic_load_explicit(&g.nranges, memory_order_relaxed);
+	if (nr >= EMIT_MAX_RANGES)
+		return NULL;
+	slot = (uint32_t)getpid() & 0xfffffu;
+	if (slot == 0)
+		slot = 0xfffffu;
+	g.ranges[nr].base = slot << EMIT_ID_BITS;
+	atomic_store_explicit(&g.ranges[nr].count, 0, memory_order_relaxed);
+	atomic_store_explicit(&g.nranges, nr + 1, memory_order_release);
+	g.own_range = (int)nr;
+	return &g.ranges[nr];
+}
+
 cmon_type cmon_declare(const char *name, size_t nattrs,
                        const char *const *attrs)
 {
 	uint8_t frame[EMIT_WRITE_MAX];
+	struct emit_range *r;
 	struct emit_meta *m;
-	uint32_t n;
+	uint32_t n, local, id;
 	size_t len;
 	int err = 0;
-
 	int st = state_get();
 
 	if (st != ST_ON && !(st == ST_EXITING && t_exit_thread)) {
@@ -570,20 +678,31 @@ cmon_type cmon_declare(const char *name, size_t nattrs,
 			errno = EINVAL;
 			return 0;
 		}
+	/* Called from a signal handler that interrupted the library? */
+	if (t_locked ||
+	    (t_tbuf && atomic_load_explicit(&t_tbuf->busy, memory_order_relaxed))) {
+		errno = EDEADLK;
+		return 0;
+	}
+	locked_begin();
 	pthread_mutex_lock(&g.meta_lock);
-	n = atomic_load_explicit(&g.ntypes, memory_order_relaxed);
-	for (uint32_t id = 1; id <= n; id++)
-		if (strcmp(g.meta[id].name, name) == 0) {
-			pthread_mutex_unlock(&g.meta_lock);
-			return id;
+	n = atomic_load_explicit(&g.nmeta, memory_order_relaxed);
+	for (uint32_t i = 1; i < n; i++)
+		if (strcmp(g.meta[i].name, name) == 0) {
+			id = g.meta[i].id;
+			goto out;
 		}
-	if (g.forked_child)
+	r = own_range_locked();
+	if (!r) {
 		err = ENOTSUP;
-	else if (n >= CMON_MAX_TYPES)
-		err = ENOSPC;
-	if (err)
 		goto out_err;
-	if (n + 2 > g.meta_cap) {
+	}
+	local = atomic_load_explicit(&r->count, memory_order_relaxed) + 1;
+	if (local > CMON_MAX_TYPES) {
+		err = ENOSPC;
+		goto out_err;
+	}
+	if (n + 1 > g.meta_cap) {
 		size_t cap = g.meta_cap * 2;
 		m = realloc(g.meta, cap * sizeof *m);
 		if (!m)
@@ -591,8 +710,9 @@ cmon_type cmon_declare(const char *name, size_t nattrs,
 		g.meta = m;
 		g.meta_cap = cap;
 	}
-	len = emit_wire_typedef(frame, sizeof frame, n + 1, name, nattrs, attrs);
-	m = &g.meta[n + 1];
+	id = r->base + local;
+	len = emit_wire_typedef(frame, sizeof frame, id, name, nattrs, attrs);
+	m = &g.meta[n];
 	m->frame = malloc(len);
 	m->name = strdup(name);
 	if (!len || !m->frame || !m->name) {
@@ -604,35 +724,62 @@ cmon_type cmon_declare(const char *name, size_t nattrs,
 	}
 	memcpy(m->frame, frame, len);
 	m->len = (uint32_t)len;
-	atomic_store_explicit(&g.ntypes, n + 1, memory_order_release);
-	pthread_mutex_unlock(&g.meta_lock);
-	return n + 1;
+	m->id = id;
+	/* The TypeDef is pending before the id can be emitted. */
+	atomic_store_explicit(&g.nmeta, n + 1, memory_order_release);
+	atomic_store_explicit(&r->count, local, memory_order_release);
+	goto out;
 
 out_nomem:
 	err = ENOMEM;
 out_err:
+	id = 0;
+out:
 	pthread_mutex_unlock(&g.meta_lock);
-	errno = err;
-	return 0;
+	locked_end();
+	if (!id)
+		errno = err;
+	return id;
 }
 
-/* emit, the rare cases: first event of a thread, exiting, log gone. */
+/* True if TYPE was handed out by a range other than the opener's. */
+static bool type_in_other_range(cmon_type type)
+{
+	uint32_t nr = atomic_load_explicit(&g.nranges, memory_order_acquire);
+
+	for (uint32_t i = 1; i < nr; i++) {
+		const struct emit_range *r = &g.ranges[i];
+		if ((type >> EMIT_ID_BITS) == (r->base >> EMIT_ID_BITS) &&
+		    (type & ((1u << EMIT_ID_BITS) - 1)) - 1u <
+		            atomic_load_explicit(&r->count, memory_order_acquire))
+			return true;
+	}
+	return false;
+}
+
+/* emit, the rare cases: first event of a thread, a fork child's own types,
+ * exiting, log gone. */
 static __attribute__((noinline)) void emit_slow(cmon_type type, size_t n,
                                                 const double *values)
 {
 	struct emit_tbuf *tb = tbuf_get();
+	uint64_t ts;
 	int st;
 
-	if (!tb) {
-		count_dropped(1);
+	if (n > CMON_MAX_ATTRS)
+		n = CMON_MAX_ATTRS;
+	if (!tb || !tbuf_claim(tb)) {
+		count_dropped(1);       /* from a signal handler, or no memory */
 		return;
 	}
-	if (tbuf_enter(tb, &st)) {
+	st = state_claimed();
+	if (may_write(st)) {
+		ts = clock_ns(CLOCK_MONOTONIC);
 		if (tb->len + EMIT_EVENT_MAX(n) > EMIT_BATCH_MAX)
 			tbuf_flush(tb);
-		tbuf_append(tb, type, n, values, clock_ns(CLOCK_MONOTONIC));
-		/* While exiting, nobody will flush later: write through. */
-		if (st != ST_ON || tb->oldest_ts + EMIT_FLUSH_NS <= clock_ns(CLOCK_MONOTONIC))
+		tbuf_append(tb, type, n, values, ts);
+		/* While exiting nobody flushes later: write through. */
+		if (st != ST_ON || ts - tb->oldest_ts >= EMIT_FLUSH_NS)
 			tbuf_flush(tb);
 	} else if (st == ST_DEAD || st == ST_EXITING) {
 		atomic_fetch_add_explicit(&g.st_dropped, 1, memory_order_relaxed);
@@ -647,15 +794,24 @@ void cmon_emit(cmon_type type, size_t n, const double *values)
 	uint64_t ts;
 	int st;
 
-	/* Also false for type 0 and whenever logging is off (ntypes == 0). */
+	/* Type 0, and any type while logging is off (no id handed out), end
+	 * here; so do ids of a fork child's own range, checked in emit_slow. */
 	if (unlikely(type - 1u >=
-	             atomic_load_explicit(&g.ntypes, memory_order_relaxed)))
+	             atomic_load_explicit(&g.ranges[0].count, memory_order_relaxed))) {
+		if (type_in_other_range(type))
+			emit_slow(type, values ? n : 0, values);
 		return;
-	if (unlikely(n > CMON_MAX_ATTRS))
-		n = CMON_MAX_ATTRS;
+	}
+	if (unlikely(n > CMON_MAX_ATTRS || !values))
+		n = values ? CMON_MAX_ATTRS : 0;
 	tb = t_tbuf;
-	if (unlikely(!tb)) {
-		emit_slow(type, n, values);
+	if (unlikely(!tb || atomic_load_explicit(&tb->busy, memory_order_relaxed))) {
+		/* First event of the thread, or a signal handler interrupted an
+		 * emit of this very thread: not safe to touch the batch. */
+		if (!tb)
+			emit_slow(type, n, values);
+		else
+			count_dropped(1);
 		return;
 	}
 	atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
@@ -718,10 +874,11 @@ void cmon_flush(void)
 	if (st == ST_OFF || (st == ST_EXITING && !t_exit_thread))
 		return;
 	tb = st == ST_DEAD ? t_tbuf : tbuf_get();
-	if (!tb)
+	if (!tb || !tbuf_claim(tb))
 		return;
+	st = state_claimed();
 	/* When the log is gone, this counts what was left as dropped. */
-	if (tbuf_enter(tb, &st) || st == ST_DEAD)
+	if (may_write(st) || st == ST_DEAD)
 		tbuf_flush(tb);
 	tbuf_leave(tb);
 }

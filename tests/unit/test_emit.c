@@ -22,6 +22,7 @@
 #include <string.h>
 #include <setjmp.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -291,17 +292,21 @@ static int child_fork(void)
 	pid = fork();
 	CK(pid >= 0);
 	if (pid == 0) {
-		errno = 0;
-		CK(cmon_declare("NewInChild", 0, NULL) == 0 && errno == ENOTSUP);
+		/* Its own names get ids no other process of the stream uses. */
+		cmon_type mine = cmon_declare("Child", 2, attrs);
+		CK(mine != 0 && mine != ev && mine != ev + 1);
 		CK(cmon_declare("Ev", 2, attrs) == ev);
 		for (int i = 100; i < 110; i++)
-			CMON_EMIT(ev, i, 1);
+			CMON_EMIT(i % 2 ? mine : ev, i, 1);
 		exit(0);                /* the atexit handler writes them */
 	}
 	CK(waitpid(pid, &status, 0) == pid);
 	CK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The parent declares after the fork, too. */
+	cmon_type late = cmon_declare("Parent", 2, attrs);
+	CK(late == ev + 1);
 	for (int i = 10; i < 20; i++)
-		CMON_EMIT(ev, i, 0);
+		CMON_EMIT(i % 2 ? late : ev, i, 0);
 	send_report(pid, 20);
 	exit(0);
 }
@@ -424,6 +429,48 @@ static int child_epipe(void)
 	return 0;
 }
 
+/* A signal handler emitting while the thread it interrupted is inside an
+ * emit: that event is dropped and counted, the batch stays intact. */
+static cmon_type sig_type;
+static volatile sig_atomic_t sig_count;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	CMON_EMIT(sig_type, -1);
+	sig_count++;
+}
+
+static int child_signal(void)
+{
+	const char *attrs[] = { "seq" };
+	struct itimerval it = { { 0, 50 }, { 0, 50 } };
+	cmon_type t = cmon_declare("Main", 1, attrs);
+	uint64_t n = 0;
+
+	sig_type = cmon_declare("Sig", 1, attrs);
+	CK(t != 0 && sig_type != 0);
+	signal(SIGALRM, on_alarm);
+	CK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+	for (uint64_t start = mono_ns(); mono_ns() - start < 100000000u; n++)
+		CMON_EMIT(t, (double)n);
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_REAL, &it, NULL);
+	CK(sig_count > 10);
+	/* The parent drains the pipe: flush until the last Gap got through,
+	 * so nothing is pending when we report. */
+	for (int tries = 0; tries < 5000; tries++) {
+		struct cmon_stats st;
+		cmon_flush();
+		cmon_get_stats(&st);
+		if (st.gap_reported == st.events_dropped)
+			break;
+		sleep_ms(1);
+	}
+	send_report(sig_count, n + (uint64_t)sig_count);
+	return 0;
+}
+
 /* Name rules and limits. */
 static int child_names(void)
 {
@@ -487,6 +534,7 @@ static const struct {
 	{ "fork", child_fork },       { "exit", child_exit },
 	{ "path", child_path },       { "latency", child_latency },
 	{ "epipe", child_epipe },     { "names", child_names },
+	{ "signal", child_signal },
 };
 
 /* ---- parent side: running children ------------------------------------ */
@@ -617,12 +665,31 @@ static int run_plain(const char *name, const char *const *env)
 
 /* A decoded log. */
 struct log {
-	Cmonlog__Record **rec;     /* every record, in order */
+	Cmonlog__Record **rec;   /* every record, in order */
 	size_t n;                /* how many */
-	Cmonlog__TypeDef *types[CMON_MAX_TYPES + 2]; /* by id, first definition */
+	Cmonlog__TypeDef **tdef; /* every distinct TypeDef, in order */
+	size_t ntdef;            /* how many */
 	size_t events;           /* Event records */
 	uint64_t gaps;           /* sum of the Gap counts */
 };
+
+/* The TypeDef of type ID seen so far, or NULL. */
+static Cmonlog__TypeDef *find_type(const struct log *lg, uint32_t id)
+{
+	for (size_t i = 0; i < lg->ntdef; i++)
+		if (lg->tdef[i]->id == id)
+			return lg->tdef[i];
+	return NULL;
+}
+
+/* The TypeDef named NAME, or NULL. */
+static Cmonlog__TypeDef *find_name(const struct log *lg, const char *name)
+{
+	for (size_t i = 0; i < lg->ntdef; i++)
+		if (strcmp(lg->tdef[i]->name, name) == 0)
+			return lg->tdef[i];
+	return NULL;
+}
 
 /* Decodes a whole log, checking the contract on the way: whole frames, each
  * re-packing to the same bytes, Header first (and only there), a TypeDef
@@ -662,20 +729,24 @@ static void decode(const uint8_t *p, size_t len, struct log *lg)
 			assert_int_not_equal(r->kind_case, CMONLOG__RECORD__KIND_HEADER);
 		switch (r->kind_case) {
 		case CMONLOG__RECORD__KIND_TYPEDEF: {
-			Cmonlog__TypeDef *t = r->typedef_;
-			assert_true(t->has_id && t->id >= 1 && t->id <= CMON_MAX_TYPES);
-			if (lg->types[t->id])
-				assert_string_equal(lg->types[t->id]->name, t->name);
-			else
-				lg->types[t->id] = t;
+			Cmonlog__TypeDef *t = r->typedef_, *old;
+			assert_true(t->has_id && t->id >= 1);
+			old = find_type(lg, t->id);
+			if (old) {      /* a repeat must be the same type */
+				assert_string_equal(old->name, t->name);
+				break;
+			}
+			assert_null(find_name(lg, t->name)); /* one id per name */
+			lg->tdef = realloc(lg->tdef, (lg->ntdef + 1) * sizeof *lg->tdef);
+			assert_non_null(lg->tdef);
+			lg->tdef[lg->ntdef++] = t;
 			break;
 		}
 		case CMONLOG__RECORD__KIND_EVENT: {
 			Cmonlog__Event *e = r->event;
 			assert_true(e->has_type && e->has_thread && e->has_ts);
 			assert_false(e->has_ts_delta);
-			assert_true(e->type >= 1 && e->type <= CMON_MAX_TYPES);
-			assert_non_null(lg->types[e->type]); /* defined before use */
+			assert_non_null(find_type(lg, e->type)); /* defined before use */
 			lg->events++;
 			break;
 		}
@@ -688,8 +759,11 @@ static void decode(const uint8_t *p, size_t len, struct log *lg)
 		default:
 			fail_msg("unexpected record kind %d", r->kind_case);
 		}
-		lg->rec = realloc(lg->rec, (lg->n + 1) * sizeof *lg->rec);
-		assert_non_null(lg->rec);
+		if ((lg->n & (lg->n - 1)) == 0) {      /* 0, 1, 2, 4, ... */
+			lg->rec = realloc(lg->rec, (lg->n ? 2 * lg->n : 1) *
+			                                   sizeof *lg->rec);
+			assert_non_null(lg->rec);
+		}
 		lg->rec[lg->n++] = r;
 	}
 	assert_int_equal(off, len);
@@ -723,12 +797,13 @@ static void log_free(struct log *lg)
 	for (size_t i = 0; i < lg->n; i++)
 		cmonlog__record__free_unpacked(lg->rec[i], NULL);
 	free(lg->rec);
+	free(lg->tdef);
 }
 
 /* The name of event record R's type. */
 static const char *ev_name(const struct log *lg, const Cmonlog__Record *r)
 {
-	return lg->types[r->event->type]->name;
+	return find_type(lg, r->event->type)->name;
 }
 
 /* Makes a pipe for a child's log (its write end becomes the child's fd 3). */
@@ -818,20 +893,20 @@ static void test_output_decodes_with_protobuf_c(void **state)
 	decode(b.p, b.len, &lg);
 	assert_int_equal(lg.events, 8);
 	assert_int_equal(lg.gaps, 0);
-	assert_string_equal(lg.types[1]->name, "StartRead");
-	assert_int_equal(lg.types[1]->n_attrs, 2);
-	assert_string_equal(lg.types[1]->attrs[0], "tid");
-	assert_string_equal(lg.types[1]->attrs[1], "size");
-	assert_string_equal(lg.types[2]->name, "CacheHit");
-	assert_string_equal(lg.types[3]->name, "EndRead");
-	assert_string_equal(lg.types[4]->name, "Tick");
-	assert_int_equal(lg.types[4]->n_attrs, 0);
-	assert_string_equal(lg.types[5]->name, "call@Lectern__GotoPage");
-	assert_string_equal(lg.types[5]->attrs[0], "page");
-	assert_string_equal(lg.types[6]->name, "ret@Lectern__GotoPage");
-	assert_int_equal(lg.types[6]->n_attrs, 2);
-	assert_string_equal(lg.types[6]->attrs[0], "r");
-	assert_string_equal(lg.types[6]->attrs[1], "exact");
+	assert_string_equal(find_type(&lg, 1)->name, "StartRead");
+	assert_int_equal(find_type(&lg, 1)->n_attrs, 2);
+	assert_string_equal(find_type(&lg, 1)->attrs[0], "tid");
+	assert_string_equal(find_type(&lg, 1)->attrs[1], "size");
+	assert_string_equal(find_type(&lg, 2)->name, "CacheHit");
+	assert_string_equal(find_type(&lg, 3)->name, "EndRead");
+	assert_string_equal(find_type(&lg, 4)->name, "Tick");
+	assert_int_equal(find_type(&lg, 4)->n_attrs, 0);
+	assert_string_equal(find_type(&lg, 5)->name, "call@Lectern__GotoPage");
+	assert_string_equal(find_type(&lg, 5)->attrs[0], "page");
+	assert_string_equal(find_type(&lg, 6)->name, "ret@Lectern__GotoPage");
+	assert_int_equal(find_type(&lg, 6)->n_attrs, 2);
+	assert_string_equal(find_type(&lg, 6)->attrs[0], "r");
+	assert_string_equal(find_type(&lg, 6)->attrs[1], "exact");
 
 	static const struct {
 		uint32_t type;
@@ -979,10 +1054,7 @@ static void gap_scenario(const char *name, int p[2], bool single_thread)
 	assert_int_equal(rep.st.gap_reported, rep.st.events_dropped);
 	if (single_thread) {
 		check_seq_gaps(&lg);
-		bool late = false;
-		for (uint32_t id = 1; id <= CMON_MAX_TYPES && lg.types[id]; id++)
-			late |= strcmp(lg.types[id]->name, "Late") == 0;
-		assert_true(late);
+		assert_non_null(find_name(&lg, "Late"));
 	} else {
 		/* per thread: strictly increasing; holes sum to the gaps */
 		uint64_t next[4] = { 0 }, holes = 0;
@@ -1058,11 +1130,14 @@ static void test_fork_writes_each_event_once(void **state)
 		int s = (int)e->values[0];
 		assert_true(s >= 0 && s < 110);
 		seen[s]++;
+		const char *name = ev_name(&lg, lg.rec[i]);
 		if (s >= 100) {
 			assert_int_equal(e->thread, rep.other);  /* the grandchild */
 			assert_int_equal(e->values[1], 1);
+			assert_string_equal(name, s % 2 ? "Child" : "Ev");
 		} else {
 			assert_int_equal(e->thread, rep.tid);
+			assert_string_equal(name, s >= 10 && s % 2 ? "Parent" : "Ev");
 		}
 	}
 	for (int s = 0; s < 110; s++)
@@ -1191,6 +1266,37 @@ static void test_reader_gone_no_sigpipe(void **state)
 	}
 }
 
+static void test_emit_from_signal_handler(void **state)
+{
+	struct report rep;
+	struct log lg;
+	int status;
+	uint64_t next = 0, sig = 0;
+	(void)state;
+
+	struct bytes b = run_logged("signal", &rep, &status);
+	assert_int_equal(status, 0);
+	decode(b.p, b.len, &lg);
+	assert_int_equal(lg.events + rep.st.events_dropped, rep.emitted);
+	assert_int_equal(lg.gaps, rep.st.gap_reported);
+	for (size_t i = 0; i < lg.n; i++) {
+		Cmonlog__Event *e;
+		if (lg.rec[i]->kind_case != CMONLOG__RECORD__KIND_EVENT)
+			continue;
+		e = lg.rec[i]->event;
+		if (strcmp(ev_name(&lg, lg.rec[i]), "Sig") == 0) {
+			assert_true(e->values[0] == -1.0);
+			sig++;
+		} else {
+			assert_true((uint64_t)e->values[0] >= next);
+			next = (uint64_t)e->values[0] + 1;
+		}
+	}
+	assert_true(sig > 0);
+	log_free(&lg);
+	free(b.p);
+}
+
 static void test_names_and_limits(void **state)
 {
 	struct report rep;
@@ -1229,6 +1335,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cmon_log_path_appends),
 		cmocka_unit_test(test_latency_bound_and_batching),
 		cmocka_unit_test(test_reader_gone_no_sigpipe),
+		cmocka_unit_test(test_emit_from_signal_handler),
 		cmocka_unit_test(test_names_and_limits),
 	};
 	return cmocka_run_group_tests_name("emit", tests, NULL, NULL);

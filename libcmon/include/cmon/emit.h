@@ -44,8 +44,9 @@ extern "C" {
 /* Longest event type or attribute name, in bytes (call@/ret@ included); the
  * limit keeps every TypeDef record within one atomic pipe write. */
 #define CMON_MAX_NAME 64
-/* Most event types one process may declare. */
-#define CMON_MAX_TYPES 4096
+/* Most event types one process may declare (a forked child gets as many
+ * again for the names it declares itself). */
+#define CMON_MAX_TYPES 4095
 
 /* An event type id in this log; 0 means "no type" and makes emits no-ops. */
 typedef uint32_t cmon_type;
@@ -75,10 +76,11 @@ CMON_API int cmon_init(const char *program);
 CMON_API bool cmon_enabled(void);
 
 /* Declares an event type NAME with NATTRS attribute names ATTRS and returns
- * its id; declaring a name again returns the first id. Names match
- * [A-Za-z_][A-Za-z0-9_]* or call@NAME / ret@NAME. Returns 0 with errno set
- * (EINVAL bad name, E2BIG too many attributes, ENOSPC too many types,
- * ENOTSUP in a forked child, ENODEV when logging is off). */
+ * its id; declaring a name again returns the first id (the attributes of
+ * the first declaration stand). Names match [A-Za-z_][A-Za-z0-9_]* or
+ * call@NAME / ret@NAME. Returns 0 with errno set: EINVAL bad name, E2BIG
+ * too many attributes, ENOSPC too many types, ENOTSUP fork nesting too
+ * deep, ENOMEM, ENODEV when logging is off. */
 CMON_API cmon_type cmon_declare(const char *name, size_t nattrs,
                                 const char *const *attrs);
 
