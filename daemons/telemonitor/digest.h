@@ -1,0 +1,74 @@
+/* Grouping failure notices into mails. For each (instance, assertion), the
+ * first failure is mailed at once; later ones within the grouping period
+ * are collected and mailed together as one digest when the period ends,
+ * and a new period starts, until a period passes with no failure. Pure
+ * logic: the caller supplies the time and sends what comes out. */
+#ifndef TELEMON_DIGEST_H
+#define TELEMON_DIGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Limits. */
+#define DIGEST_GROUPS_MAX 10000   /* (instance, assertion) pairs being grouped */
+#define DIGEST_LIST_MAX 100       /* failures listed in one digest; the rest are counted */
+
+/* Default grouping period in seconds. */
+#define DIGEST_DEFAULT_PERIOD 300.0
+
+/* One failure to notify about. Strings are copied. */
+struct digest_item {
+	uint64_t instance_id;     /* the instance it belongs to */
+	const char *prog;         /* program name */
+	const char *machine;      /* machine name */
+	int64_t pid;              /* process id */
+	const char *spec;         /* spec file (may be NULL) */
+	const char *assertion;    /* assertion label, or NULL for an unlabelled one */
+	int line;                 /* its line in the spec */
+	uint64_t failure_id;      /* the failure's id in the store */
+	double time;              /* when it was reported (Unix seconds) */
+	const char *what;         /* e.g. "interval Read #12" (may be NULL) */
+	int64_t start_ts;         /* interval start, log ticks */
+	int64_t end_ts;           /* interval end, log ticks */
+	const char *metrics;      /* metrics as text (may be NULL) */
+	const char *to;           /* recipients, comma or space separated */
+	const char *ctl;          /* command prefix for the hint, e.g. "telemonctl -state /x" */
+	double period;            /* grouping period of the class, seconds (0: no grouping) */
+};
+
+/* A mail to send. Owned by the receiver: free with digest_mail_clear(). */
+struct digest_mail {
+	char *to;                 /* recipients as given */
+	char *subject;            /* one line, no line breaks */
+	char *body;               /* text, '\n' line ends */
+	size_t count;             /* failures it reports */
+};
+
+struct digest;
+
+/* A new, empty grouping state; NULL on ENOMEM. */
+struct digest *digest_new(void);
+
+/* Free it and everything pending; accepts NULL. */
+void digest_free(struct digest *d);
+
+/* Note failure `it` at time `now`. Returns 1 with *out filled when it must
+ * be mailed now (first of its group), 0 when it was added to a digest,
+ * -ENOSPC when too many groups exist (it is dropped), -ENOMEM. */
+int digest_add(struct digest *d, const struct digest_item *it, double now,
+	       struct digest_mail *out);
+
+/* Digests whose period has ended by `now`: up to `max` into `out`;
+ * returns how many. Groups with nothing pending are forgotten. */
+size_t digest_due(struct digest *d, double now, struct digest_mail *out, size_t max);
+
+/* When digest_due() next has something to do (0: never). */
+double digest_next_deadline(const struct digest *d);
+
+/* Number of groups alive (for status output and tests). */
+size_t digest_groups(const struct digest *d);
+
+/* Free the strings of a mail and clear it. */
+void digest_mail_clear(struct digest_mail *m);
+
+#endif

@@ -1,0 +1,157 @@
+/* Unit tests for mail grouping (daemons/telemonitor/digest.c): the first
+ * failure of an assertion is mailed at once, later ones within the
+ * grouping period go into one digest at its end, groups are per instance
+ * and assertion, long digests are cut, idle groups are forgotten. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../daemons/telemonitor/digest.c"
+
+static struct digest_item item(uint64_t inst, const char *label, uint64_t id, double t)
+{
+	struct digest_item it = {
+		.instance_id = inst, .prog = "fsread", .machine = "host1", .pid = 4242,
+		.spec = "/etc/cmon/fsread.pspec", .assertion = label, .line = 28, .failure_id = id,
+		.time = t, .what = "interval Read #12", .start_ts = 1000, .end_ts = 21000,
+		.metrics = "time = 20000, size = 4096", .to = "ops@example.org",
+		.ctl = "telemonctl -state /var/lib/telemonitor", .period = 300,
+	};
+	return it;
+}
+
+static void first_is_prompt_rest_digested(void **state)
+{
+	struct digest *d = digest_new();
+	struct digest_mail m, out[8];
+	struct digest_item it = item(1, "read at most 10 ms", 17, 1000);
+
+	assert_int_equal(digest_add(d, &it, 1000, &m), 1);
+	assert_string_equal(m.to, "ops@example.org");
+	assert_string_equal(m.subject,
+			    "[telemonitor] fsread on host1 pid 4242: \"read at most 10 ms\" failed");
+	assert_non_null(strstr(m.body, "time = 20000, size = 4096"));
+	assert_non_null(strstr(m.body, "telemonctl -state /var/lib/telemonitor window 17"));
+	assert_non_null(strstr(m.body, "within 5 min"));
+	assert_int_equal(m.count, 1);
+	digest_mail_clear(&m);
+
+	/* three more inside the period: nothing now */
+	for (int i = 0; i < 3; i++) {
+		it = item(1, "read at most 10 ms", 18 + i, 1010 + i);
+		assert_int_equal(digest_add(d, &it, 1010 + i, &m), 0);
+	}
+	assert_true(digest_next_deadline(d) == 1300);
+	assert_int_equal(digest_due(d, 1299, out, 8), 0);
+	assert_int_equal(digest_due(d, 1300, out, 8), 1);
+	assert_int_equal(out[0].count, 3);
+	assert_non_null(strstr(out[0].subject, "failed 3 more times"));
+	assert_non_null(strstr(out[0].body, "Failure 18 "));
+	assert_non_null(strstr(out[0].body, "Failure 20 "));
+	assert_null(strstr(out[0].body, "Failure 17 "));
+	assert_non_null(strstr(out[0].body, "window 19"));
+	digest_mail_clear(&out[0]);
+
+	/* the group goes on for another period; a failure in it is digested */
+	it = item(1, "read at most 10 ms", 30, 1400);
+	assert_int_equal(digest_add(d, &it, 1400, &m), 0);
+	assert_int_equal(digest_due(d, 1600, out, 8), 1);
+	assert_int_equal(out[0].count, 1);
+	assert_non_null(strstr(out[0].subject, "failed 1 more time"));
+	digest_mail_clear(&out[0]);
+	/* a quiet period ends the group; the next failure is prompt again */
+	assert_int_equal(digest_due(d, 1900, out, 8), 0);
+	assert_int_equal(digest_groups(d), 0);
+	it = item(1, "read at most 10 ms", 40, 2000);
+	assert_int_equal(digest_add(d, &it, 2000, &m), 1);
+	digest_mail_clear(&m);
+	digest_free(d);
+}
+
+static void groups_are_per_instance_and_assertion(void **state)
+{
+	struct digest *d = digest_new();
+	struct digest_mail m;
+	struct digest_item it;
+
+	it = item(1, "a", 1, 0);
+	assert_int_equal(digest_add(d, &it, 0, &m), 1);
+	digest_mail_clear(&m);
+	it = item(1, "b", 2, 1);
+	assert_int_equal(digest_add(d, &it, 1, &m), 1);
+	digest_mail_clear(&m);
+	it = item(2, "a", 3, 2);
+	assert_int_equal(digest_add(d, &it, 2, &m), 1);
+	digest_mail_clear(&m);
+	it = item(1, NULL, 4, 3);              /* unlabelled: named by its line */
+	assert_int_equal(digest_add(d, &it, 3, &m), 1);
+	assert_non_null(strstr(m.subject, "the assertion on line 28 failed"));
+	digest_mail_clear(&m);
+	it = item(1, "a", 5, 4);
+	assert_int_equal(digest_add(d, &it, 4, &m), 0);
+	assert_int_equal(digest_groups(d), 4);
+	digest_free(d);
+}
+
+static void long_digest_is_cut(void **state)
+{
+	struct digest *d = digest_new();
+	struct digest_mail m, out[2];
+	struct digest_item it = item(1, "a", 1, 0);
+
+	assert_int_equal(digest_add(d, &it, 0, &m), 1);
+	digest_mail_clear(&m);
+	for (int i = 0; i < DIGEST_LIST_MAX + 50; i++) {
+		it = item(1, "a", 2 + i, 1);
+		assert_int_equal(digest_add(d, &it, 1, &m), 0);
+	}
+	assert_int_equal(digest_due(d, 301, out, 2), 1);
+	assert_int_equal(out[0].count, DIGEST_LIST_MAX + 50);
+	assert_non_null(strstr(out[0].body, "... and 50 more not listed"));
+	digest_mail_clear(&out[0]);
+	digest_free(d);
+}
+
+static void no_grouping(void **state)
+{
+	struct digest *d = digest_new();
+	struct digest_mail m;
+	struct digest_item it = item(1, "a", 1, 0);
+
+	it.period = 0;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(digest_add(d, &it, i, &m), 1);
+		digest_mail_clear(&m);
+	}
+	assert_int_equal(digest_groups(d), 0);
+	digest_free(d);
+}
+
+static void subject_has_no_line_breaks(void **state)
+{
+	struct digest *d = digest_new();
+	struct digest_mail m;
+	struct digest_item it = item(1, "evil\r\nBcc: x@y", 1, 0);
+
+	assert_int_equal(digest_add(d, &it, 0, &m), 1);
+	assert_null(strpbrk(m.subject, "\r\n"));
+	digest_mail_clear(&m);
+	digest_free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(first_is_prompt_rest_digested),
+		cmocka_unit_test(groups_are_per_instance_and_assertion),
+		cmocka_unit_test(long_digest_is_cut),
+		cmocka_unit_test(no_grouping),
+		cmocka_unit_test(subject_has_no_line_breaks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,260 @@
+/* Unit tests for the telemonitor's configuration parser
+ * (daemons/telemonitor/rcfile.c): the grammar of the report's appendix
+ * C.1, defaults and last-value-wins, the new properties, and one case per
+ * kind of error, each naming the line and the property.
+ *
+ * The telemonitor is a program, not a library, so its modules are compiled
+ * into this test directly. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../daemons/telemonitor/rcfile.c"
+#include "../../daemons/telemonitor/window.c"
+
+static struct rc_config *parse_ok(const char *text)
+{
+	struct rc_config *c = NULL;
+	char err[600] = "";
+	int r = rc_parse(text, strlen(text), "rc", "/nonexistent", &c, err, sizeof err);
+
+	if (r != 0)
+		fail_msg("unexpected error: %s", err);
+	return c;
+}
+
+/* Parse `text`, expect an error containing every string in `want`. */
+static void parse_bad(const char *text, const char *want1, const char *want2)
+{
+	struct rc_config *c = NULL;
+	char err[600] = "";
+	int r = rc_parse(text, strlen(text), "rc", "/nonexistent", &c, err, sizeof err);
+
+	if (r == 0)
+		fail_msg("accepted: %s", text);
+	assert_null(c);
+	if (!strstr(err, want1) || (want2 && !strstr(err, want2)))
+		fail_msg("message '%s' lacks '%s' / '%s'", err, want1, want2 ? want2 : "");
+}
+
+static void original_example(void **state)
+{
+	/* the grammar of appendix C.1, with comments and blank lines */
+	struct rc_config *c = parse_ok(
+		"; defaults first\n"
+		"(defaults (machine \"\") (tool \"cat >/dev/null\") (block FALSE))\n"
+		"\n"
+		"(class (prog \"lectern\") (tool \"cat >/tmp/log.$M_MACHINE.$M_PID\")\n"
+		"       (auto TRUE))   ; trailing comment\n"
+		"(class (prog \"argohear\") (pid \"1234\"))\n");
+	assert_int_equal(c->nclasses, 2);
+	assert_string_equal(rc_text(c, &c->classes[0], RC_PROG), "lectern");
+	assert_string_equal(rc_text(c, &c->classes[0], RC_TOOL), "cat >/tmp/log.$M_MACHINE.$M_PID");
+	/* text props default to the defaults' value or "" */
+	assert_string_equal(rc_text(c, &c->classes[1], RC_TOOL), "cat >/dev/null");
+	assert_string_equal(rc_text(c, &c->classes[1], RC_MACHINE), "");
+	assert_string_equal(rc_text(c, &c->classes[1], RC_SPEC), "");
+	/* booleans default to the default, else TRUE */
+	assert_false(rc_flag(c, &c->classes[1], RC_BLOCK));
+	assert_true(rc_flag(c, &c->classes[1], RC_AUTO));
+	assert_int_equal(c->classes[0].line, 4);
+	rc_free(c);
+}
+
+static void no_defaults_and_last_wins(void **state)
+{
+	struct rc_config *c = parse_ok("(class (prog \"a\") (tool \"x\") (tool \"y\") (block FALSE) "
+				       "(block TRUE))");
+	assert_false(c->has_defaults);
+	assert_string_equal(rc_text(c, &c->classes[0], RC_TOOL), "y");
+	assert_true(rc_flag(c, &c->classes[0], RC_BLOCK));
+	assert_true(rc_flag(c, &c->classes[0], RC_AUTO));
+	rc_free(c);
+	c = parse_ok("");
+	assert_int_equal(c->nclasses, 0);
+	rc_free(c);
+}
+
+static void new_properties(void **state)
+{
+	char path[] = "/tmp/telemon-rc-XXXXXX";
+	int fd = mkstemp(path);
+	char text[2000];
+	struct rc_config *c;
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(text, sizeof text,
+		 "(defaults (smtp \"smtp://127.0.0.1:2525\") (from \"cmon@example.org\")\n"
+		 "          (mail \"ops@example.org\") (mailgroup \"5 min\") (window \"30 sec\"))\n"
+		 "(class (prog \"fs*\") (spec \"%s\") (mail \"a@b.c, d@e.f\") "
+		 "(window \"500 after 50\"))\n", path);
+	c = parse_ok(text);
+	assert_string_equal(rc_text(c, NULL, RC_SMTP), "smtp://127.0.0.1:2525");
+	assert_string_equal(rc_text(c, &c->classes[0], RC_MAIL), "a@b.c, d@e.f");
+	assert_string_equal(rc_text(c, &c->classes[0], RC_WINDOW), "500 after 50");
+	assert_string_equal(rc_text(c, &c->classes[0], RC_MAILGROUP), "5 min");
+	assert_string_equal(rc_text(c, &c->classes[0], RC_SPEC), path);
+	rc_free(c);
+	unlink(path);
+}
+
+static void text_escapes(void **state)
+{
+	struct rc_config *c = parse_ok("(class (prog \"p\") (tool \"echo \\\"hi\\\" \\\\ there\"))");
+	assert_string_equal(rc_text(c, &c->classes[0], RC_TOOL), "echo \"hi\" \\ there");
+	rc_free(c);
+}
+
+/* One fixture per kind of error: the message names the line and property. */
+static void errors(void **state)
+{
+	parse_bad("(class (prog \"a\") (tool \"x\"))\n(defaults (tool \"y\"))", "rc:2:",
+		  "defaults: must come before");
+	parse_bad("(defaults)\n(defaults)", "rc:2:", "defaults: given twice (first on line 1)");
+	parse_bad("(class\n (prog \"a\")\n (colour \"red\"))", "rc:3:", "colour: unknown property");
+	parse_bad("(class (prog \"a\") (tool \"x\")\n  (block \"yes\"))", "rc:2:",
+		  "block: expected TRUE or FALSE");
+	parse_bad("(class (prog \"a\") (tool \"x\") (block true))", "rc:1:",
+		  "block: expected TRUE or FALSE, found 'true'");
+	parse_bad("(class (prog lectern) (tool \"x\"))", "rc:1:",
+		  "prog: expected a \"text\" value");
+	parse_bad("(class (prog \"a\") (tool \"x\"))\n(smtp \"smtp://h\")", "rc:2:",
+		  "expected 'defaults' or 'class' after '(', found 'smtp'");
+	parse_bad("(class (prog \"a\") (tool \"x\"))\n\"stray\"", "rc:2:",
+		  "expected '(' to start");
+	parse_bad("(class (prog \"a\") (tool \"x\") (smtp \"smtp://h\"))", "rc:1:",
+		  "smtp: only allowed in (defaults");
+	parse_bad("(defaults (smtp \"http://h\"))", "rc:1:", "smtp: \"http://h\" is not an smtp://");
+	parse_bad("(class (prog \"a/../b\") (tool \"x\"))", "rc:1:", "prog: \"a/../b\" is not a name");
+	parse_bad("(class (prog \"a\") (pid \"12a\") (tool \"x\"))", "rc:1:",
+		  "pid: \"12a\" is not a pid pattern");
+	parse_bad("(class (prog \"a\") (tool \"x\") (mail \"root\"))", "rc:1:",
+		  "mail: \"root\" is not a mail address");
+	parse_bad("(class (prog \"a\") (tool \"x\") (mail \"a@b>; RCPT TO:<c@d\"))", "rc:1:",
+		  "mail:");
+	parse_bad("(class (prog \"a\") (tool \"x\") (window \"lots\"))", "rc:1:",
+		  "window: \"lots\" is not a window");
+	parse_bad("(class (prog \"a\") (tool \"x\") (window \"0\"))", "rc:1:", "window:");
+	parse_bad("(class (prog \"a\") (tool \"x\") (mailgroup \"soon\"))", "rc:1:",
+		  "mailgroup: \"soon\" is not a duration");
+	parse_bad("(class (prog \"a\"))", "rc:1:", "tool: the class has neither a tool nor a spec");
+	parse_bad("(class (prog \"a\") (spec \"/no/such/file.pspec\"))", "rc:1:",
+		  "spec: cannot read /no/such/file.pspec");
+	parse_bad("(class (prog \"a\") (spec \"rel.pspec\"))", "rc:1:",
+		  "spec: cannot read /nonexistent/rel.pspec");
+	parse_bad("(class (prog \"a\") (tool \"x\"))\n(class (prog \"a\") (tool \"y\"))", "rc:2:",
+		  "prog: the same prog, machine and pid as the class on line 1");
+	parse_bad("(class (prog \"*\") (tool \"x\"))\n(class (tool \"y\"))", "rc:2:",
+		  "the same prog");
+	parse_bad("(class (tool \"x\")\n (prog \"abc))\n", "rc:2:", "unterminated text");
+	parse_bad("(class (prog \"a\") (tool \"x\")", "rc:1:", "class: expected '(' or ')', found "
+		  "the end of the file");
+	parse_bad("(class (prog \"a\" \"b\"))", "rc:1:", "prog: expected ')' after the value");
+	parse_bad("(klass (prog \"a\"))", "rc:1:", "expected 'defaults' or 'class'");
+	parse_bad("(class (prog \"a\") (tool \"x\")) }", "rc:1:", "unexpected character '}'");
+	parse_bad("(class (prog \"a\") (tool \"bad \\q escape\"))", "rc:1:", "unknown escape");
+	parse_bad("(class (Prog \"a\") (tool \"x\"))", "rc:1:", "Prog: unknown property");
+	parse_bad("(class (prog \"a\") (tool \"x\"))\n\n\n  ((", "rc:4:", "expected 'defaults' or");
+}
+
+static void limits(void **state)
+{
+	size_t n = RC_TEXT_MAX + 100;
+	char *text = malloc(n + 64);
+	struct rc_config *c = NULL;
+	char err[600];
+
+	strcpy(text, "(class (prog \"a\") (tool \"");
+	memset(text + strlen(text), 'x', n);
+	strcpy(text + 25 + n, "\"))");
+	parse_bad(text, "rc:1:", "longer than");
+	free(text);
+	assert_int_equal(rc_parse("(class)\0", 8, "rc", NULL, &c, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "NUL"));
+}
+
+static void props_set_and_format(void **state)
+{
+	struct rc_config *c = parse_ok("(defaults (tool \"cat\"))\n(class (prog \"p\"))");
+	struct rc_class k = { 0 };
+	struct rc_config *again;
+	char err[300], *text;
+
+	assert_int_equal(rc_props_set(&k.p, "prog", "q*", false, err, sizeof err), 0);
+	assert_int_equal(rc_props_set(&k.p, "auto", "no", false, err, sizeof err), 0);
+	assert_int_equal(rc_props_set(&k.p, "tool", "echo \"$M_PROG\"", false, err, sizeof err), 0);
+	assert_int_equal(rc_props_set(&k.p, "smtp", "smtp://x", false, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "smtp: only allowed"));
+	assert_int_equal(rc_props_set(&k.p, "block", "maybe", false, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "block: expected TRUE or FALSE"));
+	assert_int_equal(rc_props_set(&k.p, "nope", "1", false, err, sizeof err), -EINVAL);
+	assert_int_equal(rc_check_class(c, &k, err, sizeof err), 0);
+	assert_true(rc_add_class(c, &k) == 1);
+	rc_props_clear(&k.p);
+	assert_false(rc_flag(c, &c->classes[1], RC_AUTO));
+
+	/* the canonical form reads back to the same configuration */
+	text = rc_format(c);
+	assert_non_null(text);
+	assert_int_equal(rc_parse(text, strlen(text), "saved", NULL, &again, err, sizeof err), 0);
+	assert_int_equal(again->nclasses, 2);
+	assert_string_equal(rc_text(again, &again->classes[1], RC_TOOL), "echo \"$M_PROG\"");
+	assert_string_equal(rc_text(again, &again->classes[0], RC_TOOL), "cat");
+	assert_false(rc_flag(again, &again->classes[1], RC_AUTO));
+	free(text);
+	rc_free(again);
+
+	rc_remove_class(c, 0);
+	assert_int_equal(c->nclasses, 1);
+	assert_string_equal(rc_text(c, &c->classes[0], RC_PROG), "q*");
+	rc_free(c);
+}
+
+static void save_and_load(void **state)
+{
+	char dir[] = "/tmp/telemon-rcdir-XXXXXX", path[300], old[310], err[300];
+	struct rc_config *c, *d;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/telemonrc", dir);
+	snprintf(old, sizeof old, "%s~", path);
+	assert_int_equal(rc_load(path, &c, err, sizeof err), -ENOENT);
+	f = fopen(path, "w");
+	fputs("(class (prog \"a\") (tool \"cat\"))\n", f);
+	fclose(f);
+	assert_int_equal(rc_load(path, &c, err, sizeof err), 0);
+	assert_string_equal(c->dir, dir);
+	rc_remove_class(c, 0);
+	assert_int_equal(rc_save(c, err, sizeof err), 0);
+	assert_int_equal(access(old, R_OK), 0);
+	assert_int_equal(rc_load(path, &d, err, sizeof err), 0);
+	assert_int_equal(d->nclasses, 0);
+	rc_free(c);
+	rc_free(d);
+	unlink(path);
+	unlink(old);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(original_example),
+		cmocka_unit_test(no_defaults_and_last_wins),
+		cmocka_unit_test(new_properties),
+		cmocka_unit_test(text_escapes),
+		cmocka_unit_test(errors),
+		cmocka_unit_test(limits),
+		cmocka_unit_test(props_set_and_format),
+		cmocka_unit_test(save_and_load),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
