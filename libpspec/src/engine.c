@@ -10,6 +10,14 @@
  *   4. open the intervals it starts.
  * Virtual time events are kept in a heap and emitted before the first real
  * event whose timestamp reaches theirs (A.3.4).
+ *
+ * Every expression evaluated per event or interval (where-clauses, keys,
+ * metrics, aggregate values) is compiled once per pass (cexpr.h). Open
+ * intervals are indexed by the start side of the equality in their end
+ * where-clause and in their metric aggregates' where-clauses; indexes whose
+ * start keys are the same expression are one index. An interval found
+ * through an index satisfies that equality, so the where-clause is then
+ * evaluated with it assumed true.
  */
 #include "engine.h"
 
@@ -18,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cexpr.h"
 #include "check.h"
 #include "util.h"
 
@@ -28,6 +37,7 @@ typedef struct open_iv open_iv;
 typedef struct ixnode {
     struct ixnode *prev, *next;
     open_iv *o;
+    uint32_t slot;          /* in an ixmap: the index of its key's slot */
 } ixnode;
 
 typedef struct ixlist {
@@ -59,8 +69,11 @@ static void list_remove(ixlist *l, ixnode *n)
     n->prev = n->next = NULL;
 }
 
-/* Hash map from a number to a list of open intervals; linear probing with
- * backward-shift deletion so that keys no longer open are really gone. */
+/* Hash map from a number to a list of open intervals, with linear probing.
+ * A key whose list empties keeps its slot (the same keys, thread ids say,
+ * tend to come back); such empty slots are dropped whenever the table would
+ * otherwise grow, so its size stays proportional to the most keys ever open
+ * at once, never to the length of the log. Slots only move in ix_add. */
 typedef struct ixslot {
     double key;
     ixlist list;
@@ -69,10 +82,11 @@ typedef struct ixslot {
 
 typedef struct ixmap {
     ixslot *s;
-    uint32_t cap, n;
+    uint32_t cap, n;        /* slots, used slots */
+    uint32_t nempty;        /* used slots with an empty list */
 } ixmap;
 
-static uint32_t hash_key(double k)
+static inline uint32_t hash_key(double k)
 {
     if (k == 0)
         k = 0;  /* -0 and 0 are the same key */
@@ -84,7 +98,7 @@ static uint32_t hash_key(double k)
     return (uint32_t)b;
 }
 
-static ixslot *ix_find(ixmap *m, double k)
+static inline ixslot *ix_find(const ixmap *m, double k)
 {
     if (!m->cap)
         return NULL;
@@ -99,127 +113,128 @@ static ixslot *ix_find(ixmap *m, double k)
     }
 }
 
-static ixslot *ix_insert_slot(ixmap *m, double k);
-
-static void ix_grow(ixmap *m)
+/* Rebuild with `cap` slots, dropping the keys whose list is empty. */
+static void ix_rebuild(ixmap *m, uint32_t cap)
 {
     ixslot *old = m->s;
     uint32_t oldcap = m->cap;
-    m->cap = oldcap ? oldcap * 2 : 16;
+    m->cap = cap;
     m->s = ps_calloc(m->cap, sizeof *m->s);
-    m->n = 0;
+    m->n = m->nempty = 0;
     for (uint32_t i = 0; i < oldcap; i++) {
-        if (!old[i].used)
+        if (!old[i].used || !old[i].list.head)
             continue;
-        ixslot *s = ix_insert_slot(m, old[i].key);
-        s->list = old[i].list;
+        uint32_t j = hash_key(old[i].key) & (m->cap - 1);
+        while (m->s[j].used)
+            j = (j + 1) & (m->cap - 1);
+        m->s[j] = old[i];   /* list nodes point at each other, not at the slot */
+        for (ixnode *n = m->s[j].list.head; n; n = n->next)
+            n->slot = j;
+        m->n++;
     }
     free(old);
 }
 
-static ixslot *ix_insert_slot(ixmap *m, double k)
-{
-    if ((m->n + 1) * 4 > m->cap * 3)
-        ix_grow(m);
-    uint32_t i = hash_key(k) & (m->cap - 1);
-    for (;;) {
-        ixslot *s = &m->s[i];
-        if (!s->used) {
-            s->used = true;
-            s->key = k;
-            s->list.head = s->list.tail = NULL;
-            m->n++;
-            return s;
-        }
-        if (s->key == k)
-            return s;
-        i = (i + 1) & (m->cap - 1);
-    }
-}
-
-/* Remove an empty slot, shifting back the entries that follow it. */
-static void ix_delete_slot(ixmap *m, ixslot *s)
-{
-    uint32_t mask = m->cap - 1;
-    uint32_t i = (uint32_t)(s - m->s);
-    uint32_t j = i;
-    for (;;) {
-        j = (j + 1) & mask;
-        if (!m->s[j].used)
-            break;
-        uint32_t home = hash_key(m->s[j].key) & mask;
-        /* Can entry j move to i? Only if its home is not in (i, j]. */
-        bool between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-        if (between)
-            continue;
-        m->s[i] = m->s[j];
-        /* The list's first/last nodes point at their neighbours, not at the
-         * slot, so moving the slot keeps the list intact. */
-        i = j;
-    }
-    m->s[i].used = false;
-    m->s[i].list.head = m->s[i].list.tail = NULL;
-    m->n--;
-}
-
 static void ix_add(ixmap *m, double k, ixnode *n, open_iv *o)
 {
-    list_append(&ix_insert_slot(m, k)->list, n, o);
+    ixslot *s = ix_find(m, k);
+    if (PS_UNLIKELY(!s)) {
+        if ((m->n + 1) * 4 > m->cap * 3) {
+            /* Full: drop the empty keys; grow unless that frees enough. */
+            uint32_t live = m->n - m->nempty;
+            ix_rebuild(m, !m->cap ? 16 : (live + 1) * 8 > m->cap * 3 ? m->cap * 2 : m->cap);
+        }
+        uint32_t i = hash_key(k) & (m->cap - 1);
+        while (m->s[i].used)
+            i = (i + 1) & (m->cap - 1);
+        s = &m->s[i];
+        s->used = true;
+        s->key = k;
+        s->list.head = s->list.tail = NULL;
+        m->n++;
+    } else if (!s->list.head) {
+        m->nempty--;
+    }
+    list_append(&s->list, n, o);
+    n->slot = (uint32_t)(s - m->s);
 }
 
-static void ix_remove(ixmap *m, double k, ixnode *n)
+static inline void ix_remove(ixmap *m, ixnode *n)
 {
-    ixslot *s = ix_find(m, k);
-    if (!s)
-        return;
+    ixslot *s = &m->s[n->slot];
     list_remove(&s->list, n);
     if (!s->list.head)
-        ix_delete_slot(m, s);
+        m->nempty++;
 }
 
 static void ix_free(ixmap *m)
 {
     free(m->s);
     m->s = NULL;
-    m->cap = m->n = 0;
+    m->cap = m->n = m->nempty = 0;
 }
 
 /* ---- engine state ------------------------------------------------------------------------ */
 
-/* A metric aggregate of an interval type, and its index of open intervals. */
+/* A start-key expression (depending only on s) and its index of open
+ * intervals, shared by the end matching and the metric aggregates whose
+ * keys are that same expression. */
+typedef struct keycls {
+    const ps_expr *expr;
+    const cx *key;
+    ixmap ix;               /* key value -> open intervals, in start order */
+    ixlist nokey;           /* open intervals whose key is UNDEFINED */
+} keycls;
+
+/* An open interval's entry in one key class. */
+typedef struct keyent {
+    ixnode n;               /* in the class's index, or its nokey list */
+    double key;
+    bool keyed;             /* in the index */
+} keyent;
+
+/* A metric aggregate of an interval type. */
 typedef struct aggst {
     ps_agg *a;
-    bool keyed;             /* a->elem_key / a->start_key usable */
-    ixmap ix;               /* start_key value -> open intervals */
-    ixlist nokey;           /* open intervals whose start_key is UNDEFINED */
+    uint32_t var_slot;      /* the aggregate's variable */
+    int32_t cls;            /* key class, -1 when not keyed */
+    const cx *elem_key;     /* a->elem_key */
+    const cx *where;        /* a->where; NULL: true */
+    const cx *where_keyed;  /* the same with the key equality true; NULL: true */
+    cx_val value;           /* a->value (CX_NONE for count) */
 } aggst;
 
 /* Per interval type being recognised. */
 typedef struct ivst {
     ps_ivtype *t;
+    uint32_t s_slot, e_slot;
     ixlist open;            /* all open intervals, in start order */
     uint64_t nopen;
-    bool keyed_end;
-    ixmap endix;            /* start_key value -> open intervals */
+    int32_t endcls;         /* key class of the end matching, -1 when not keyed */
+    const cx *end_key;      /* t->end_key */
+    const cx *s_where;      /* NULL: true */
+    const cx *e_where;      /* NULL: true */
+    const cx *e_where_keyed;/* with the key equality true; NULL: true */
+    cx_val *metrics;        /* [t->nmetric] */
+    keycls *cls;            /* [ncls] */
+    uint32_t ncls;
     aggst *aggs;            /* [t->naggs] */
     double after;           /* IVE_AFTER: duration in ticks */
     open_iv *pool;          /* closed records kept for reuse (accumulators reset) */
     uint32_t npool;
+    pv_interval *ivfree;    /* released intervals kept for reuse, linked through `start` */
+    uint32_t nivfree;
 } ivst;
 
 enum { POOL_KEEP = 256 };   /* reusable records kept per interval type */
 
 struct open_iv {
     ixnode all;             /* in ivst.open */
-    ixnode endn;            /* in ivst.endix */
-    double endkey;
     pv_event *start;        /* owned */
     uint64_t start_seq;
-    uint32_t naggs;
+    uint32_t naggs, ncls;
     pv_acc **accs;          /* [naggs] */
-    ixnode *aggn;           /* [naggs] */
-    double *aggkey;         /* [naggs] */
-    uint8_t *aggkeyed;      /* [naggs]: 1 in the agg's index, 0 in its nokey list */
+    keyent *keys;           /* [ncls] */
 };
 
 /* A metric aggregate subscribed to an event or interval type. */
@@ -227,6 +242,17 @@ typedef struct msub {
     ivst *is;
     uint32_t k;             /* index in is->aggs */
 } msub;
+
+/* A top-level aggregate of this pass. */
+typedef struct topst {
+    uint32_t k;             /* index in the pass's tops */
+    uint32_t var_slot;
+    pv_acc *acc;
+    const cx *where;        /* NULL: true */
+    cx_val value;           /* a->value (CX_NONE for count) */
+    const ps_stmt *report;  /* report offenders of this assertion, or NULL */
+    bool sink;              /* hand elements to the pass's sink instead */
+} topst;
 
 #define VEC(type) struct { type *v; uint32_t n, cap; }
 #define VPUSH(vec, x)                                                             \
@@ -243,14 +269,14 @@ typedef struct evdisp {
     VEC(ivst *) ends;       /* interval types it may end */
     VEC(ivst *) starts;     /* interval types it starts */
     VEC(msub) msubs;        /* metric aggregates over it */
-    VEC(uint32_t) tops;     /* top-level aggregates over it (index into pass tops) */
+    VEC(topst *) tops;      /* top-level aggregates over it */
     bool relevant;          /* anything at all, or -e output */
 } evdisp;
 
 /* What a closed interval of a type triggers. */
 typedef struct ivdisp {
     VEC(msub) msubs;
-    VEC(uint32_t) tops;
+    VEC(topst *) tops;
 } ivdisp;
 
 /* A pending virtual time event. */
@@ -285,7 +311,8 @@ typedef struct engine {
     evdisp *evd;            /* [evtypes] */
     ivdisp *ivd;            /* [ivtypes] */
     ivst **ivs;             /* [ivtypes], NULL when not recognised */
-    pv_acc **topacc;        /* [ntops] */
+    topst *tops;            /* [ntops] */
+    cx_compiler cc;         /* compiled expressions of this pass */
     VEC(ps_evtype **) names;/* log name id -> NULL-terminated evtype list (empty when none) */
     uint32_t maxattr;
     VEC(vevent) heap;
@@ -296,20 +323,24 @@ typedef struct engine {
     uint64_t uid;           /* last interval uid */
     uint64_t pos;           /* position of the last real record */
     uint32_t sub;           /* fabricated events since that record */
-    pv_event *spare;        /* reusable event buffer (refs 1 = ours alone) */
+    bool want_events;       /* call p->event */
+    bool want_intervals;    /* call p->interval */
+    pv_event *evfree;       /* recycled events (capacity maxattr), linked through `type` */
+    uint32_t nevfree;
 } engine;
 
 static ps_evtype *const no_types[1] = {NULL};
 
 /* ---- events ---------------------------------------------------------------------------- */
 
-static pv_event *event_alloc(engine *g, const ps_evtype *t)
+static inline pv_event *event_alloc(engine *g, const ps_evtype *t)
 {
-    pv_event *e = g->spare;
-    if (e && e->refs == 1) {
-        g->spare = NULL;
+    pv_event *e = g->evfree;
+    if (e) {
+        g->evfree = (pv_event *)(uintptr_t)e->type;
+        g->nevfree--;
     } else {
-        e = ps_malloc(sizeof *e + g->maxattr * sizeof(double));
+        e = pv_event_alloc(g->maxattr);
     }
     e->refs = 1;
     e->type = t;
@@ -318,15 +349,25 @@ static pv_event *event_alloc(engine *g, const ps_evtype *t)
     return e;
 }
 
-/* We are done with event e: keep its buffer for the next event if nobody
- * else holds it. */
-static void event_done(engine *g, pv_event *e)
+/* Drop a reference to an event of this pass; the last one recycles it. */
+static inline void event_unref(engine *g, pv_event *e)
 {
-    if (e->refs == 1 && !g->spare) {
-        g->spare = e;
+    if (--e->refs > 0)
+        return;
+    if (g->nevfree >= POOL_KEEP) {
+        e->refs = 1;
+        pv_event_release(e);
         return;
     }
-    pv_event_release(e);
+    e->type = g->evfree;
+    g->evfree = e;
+    g->nevfree++;
+}
+
+/* We are done with the event we made: recycle it unless it is still held. */
+static inline void event_done(engine *g, pv_event *e)
+{
+    event_unref(g, e);
 }
 
 static inline pv ev_val(pv_event *e)
@@ -335,149 +376,197 @@ static inline pv ev_val(pv_event *e)
     return v;
 }
 
+/* Bind a binder's slot to event e (borrowed): only the fields a reader of
+ * an event value looks at are written. */
+static inline void bind_ev(pv *slot, pv_event *e)
+{
+    slot->kind = PV_EVENT;
+    slot->ev = e;
+}
+
 static inline pv iv_val(pv_interval *i)
 {
     pv v = {.kind = PV_INTERVAL, .iv = i};
     return v;
 }
 
+/* ---- feeding values to accumulators --------------------------------------------------- */
+
+/* Add the value of `v` to acc, unboxed when its type allows. If `report`,
+ * returns the offender result for it (0 true, 1 false, 2 not a boolean). */
+static inline __attribute__((always_inline)) int acc_add_value(ps_evalctx *ev, pv_acc *acc, const cx_val *v)
+{
+    switch (v->kind) {
+    case CX_NONE:
+        pv_acc_add_undef(acc);
+        return 2;
+    case CX_BOOL: {
+        int b = cx_eval_cond(v->c, ev);
+        if (b < 0) {
+            pv_acc_add(acc, pv_undef());
+            return 2;
+        }
+        pv_acc_add_bool(acc, b);
+        return !b;
+    }
+    case CX_NUM: {
+        double x;
+        if (cx_eval_num(v->c, ev, &x))
+            pv_acc_add_num(acc, x);
+        else
+            pv_acc_add(acc, pv_undef());
+        return 2;
+    }
+    case CX_TRI: {
+        pv_triple t;
+        if (cx_eval_tri(v->c, ev, &t))
+            pv_acc_add_triple(acc, t);
+        else
+            pv_acc_add(acc, pv_undef());
+        return 2;
+    }
+    default: {
+        pv x = cx_eval(v, ev);
+        int r = x.kind == PV_BOOL ? !x.b : 2;
+        pv_acc_add(acc, x);
+        return r;
+    }
+    }
+}
+
 /* ---- top-level aggregates ------------------------------------------------------------- */
 
-/* Feed element `elem` (borrowed) to top-level aggregate k. */
-static void feed_top(engine *g, uint32_t k, pv elem)
+/* Feed element `elem` (borrowed) to top-level aggregate ts. */
+static inline __attribute__((always_inline)) void feed_top(engine *g, const topst *ts, const pv *elem)
 {
-    const ps_agg *a = g->p->tops[k];
-    pv_acc *acc = g->topacc[k];
-    g->slots[a->var->slot] = elem;
-    if (g->p->is_sink && g->p->is_sink[k]) {
-        int c = a->where ? ps_eval_cond(g->ev, a->where) : 1;
-        if (c != 0)
-            g->p->sink(g->p->ctx, k, c < 0 ? NULL : &elem);
-        return;
-    }
-    const ps_stmt *st = g->p->report_for ? g->p->report_for[k] : NULL;
-    if (a->where) {
-        int c = ps_eval_cond(g->ev, a->where);
-        if (c < 0) {
-            pv_acc_poison(acc);
-            if (st && g->p->offender)
-                g->p->offender(g->p->ctx, st, &elem, 2);
+    pv *slot = &g->slots[ts->var_slot];
+    slot->kind = elem->kind;
+    slot->ev = elem->ev;    /* or ->iv: the same pointer */
+    if (ts->where) {
+        int c = cx_eval_cond(ts->where, g->ev);
+        if (c <= 0) {
+            if (c == 0)
+                return;
+            if (ts->sink) {
+                g->p->sink(g->p->ctx, ts->k, NULL);
+                return;
+            }
+            pv_acc_poison(ts->acc);
+            if (ts->report)
+                g->p->offender(g->p->ctx, ts->report, elem, 2);
             return;
         }
-        if (c == 0)
-            return;
     }
-    pv v = a->value ? ps_eval(g->ev, a->value) : pv_undef();
-    if (st && g->p->offender && !(v.kind == PV_BOOL && v.b))
-        g->p->offender(g->p->ctx, st, &elem, v.kind == PV_BOOL ? 1 : 2);
-    pv_acc_add(acc, v);
+    if (ts->sink) {
+        g->p->sink(g->p->ctx, ts->k, elem);
+        return;
+    }
+    int r = acc_add_value(g->ev, ts->acc, &ts->value);
+    if (ts->report && r)
+        g->p->offender(g->p->ctx, ts->report, elem, r);
 }
 
 /* ---- metric aggregates ------------------------------------------------------------------ */
 
-/* Feed `elem` to metric aggregate k of open interval o. */
-static void feed_metric(engine *g, ivst *is, uint32_t k, open_iv *o, pv elem)
+/* Feed the element bound to as's variable to metric aggregate k of open
+ * interval o, with where-clause `where`. */
+static inline void feed_metric(engine *g, ivst *is, const aggst *as, uint32_t k, open_iv *o, const cx *where)
 {
-    const ps_agg *a = is->aggs[k].a;
-    g->slots[is->t->s->slot] = ev_val(o->start);
-    g->slots[a->var->slot] = elem;
-    if (a->where) {
-        int c = ps_eval_cond(g->ev, a->where);
-        if (c < 0) {
-            pv_acc_poison(o->accs[k]);
+    bind_ev(&g->slots[is->s_slot], o->start);
+    if (where) {
+        int c = cx_eval_cond(where, g->ev);
+        if (c <= 0) {
+            if (c < 0)
+                pv_acc_poison(o->accs[k]);
             return;
         }
-        if (c == 0)
-            return;
     }
-    pv_acc_add(o->accs[k], a->value ? ps_eval(g->ev, a->value) : pv_undef());
+    acc_add_value(g->ev, o->accs[k], &as->value);
 }
 
 /* Feed elem to metric aggregate (is, k) of every open interval it can
  * belong to: those started before `before_seq` (events: all open ones). */
-static void feed_metric_sub(engine *g, ivst *is, uint32_t k, pv elem, uint64_t before_seq)
+static void feed_metric_sub(engine *g, ivst *is, uint32_t k, const pv *elem, uint64_t before_seq)
 {
     if (!is->nopen)
         return;
-    aggst *as = &is->aggs[k];
-    const ps_agg *a = as->a;
-    if (as->keyed) {
-        g->slots[a->var->slot] = elem;
+    const aggst *as = &is->aggs[k];
+    pv *slot = &g->slots[as->var_slot];
+    slot->kind = elem->kind;
+    slot->ev = elem->ev;    /* or ->iv: the same pointer */
+    if (as->cls >= 0) {
         double key;
-        if (ps_eval_num(g->ev, a->elem_key, &key)) {
-            ixslot *s = ix_find(&as->ix, key);
+        if (cx_eval_num(as->elem_key, g->ev, &key)) {
+            keycls *kc = &is->cls[as->cls];
+            ixslot *s = ix_find(&kc->ix, key);
             if (s) {
-                for (ixnode *n = s->list.head, *next; n && n->o->start_seq < before_seq; n = next) {
-                    next = n->next;
-                    feed_metric(g, is, k, n->o, elem);
-                }
+                for (ixnode *n = s->list.head; n && n->o->start_seq < before_seq; n = n->next)
+                    feed_metric(g, is, as, k, n->o, as->where_keyed);
             }
-            for (ixnode *n = as->nokey.head, *next; n && n->o->start_seq < before_seq; n = next) {
-                next = n->next;
-                feed_metric(g, is, k, n->o, elem);
-            }
+            for (ixnode *n = kc->nokey.head; n && n->o->start_seq < before_seq; n = n->next)
+                feed_metric(g, is, as, k, n->o, as->where);
             return;
         }
         /* An undefined key makes the where-clause undefined for every open
          * interval: fall through and let each one see it. */
     }
-    for (ixnode *n = is->open.head, *next; n && n->o->start_seq < before_seq; n = next) {
-        next = n->next;
-        feed_metric(g, is, k, n->o, elem);
-    }
+    for (ixnode *n = is->open.head; n && n->o->start_seq < before_seq; n = n->next)
+        feed_metric(g, is, as, k, n->o, as->where);
 }
 
 /* ---- opening and closing -------------------------------------------------------------------- */
 
 static void heap_push(engine *g, vevent v);
 
+/* A key usable in an index: defined, and equal to itself. */
+static inline bool index_key(const cx *c, ps_evalctx *ev, double *out)
+{
+    return cx_eval_num(c, ev, out) && *out == *out;
+}
+
 static void open_interval(engine *g, ivst *is, pv_event *ev)
 {
     ps_ivtype *t = is->t;
-    g->slots[t->s->slot] = ev_val(ev);
-    if (t->s_where && ps_eval_cond(g->ev, t->s_where) != 1)
+    bind_ev(&g->slots[is->s_slot], ev);
+    if (is->s_where && cx_eval_cond(is->s_where, g->ev) != 1)
         return;
     double endkey = 0;
-    if (is->keyed_end && !ps_eval_num(g->ev, t->start_key, &endkey))
-        return;     /* the end where-clause can never be true: it would never close */
-    uint32_t na = t->naggs;
+    /* An interval whose end key is undefined could never be closed. */
+    if (is->endcls >= 0 && !index_key(is->cls[is->endcls].key, g->ev, &endkey))
+        return;
+    uint32_t na = t->naggs, nc = is->ncls;
     open_iv *o = is->pool;
     if (o) {
         is->pool = (open_iv *)o->all.next;
         is->npool--;
     } else {
-        o = ps_malloc(sizeof *o + na * (sizeof(pv_acc *) + sizeof(ixnode) + sizeof(double) + 1));
+        o = ps_malloc(sizeof *o + na * sizeof(pv_acc *) + nc * sizeof(keyent));
         memset(o, 0, sizeof *o);
-        o->accs = (pv_acc **)(o + 1);
-        o->aggn = (ixnode *)(o->accs + na);
-        o->aggkey = (double *)(o->aggn + na);
-        o->aggkeyed = (uint8_t *)(o->aggkey + na);
+        o->keys = (keyent *)(o + 1);
+        o->accs = (pv_acc **)(o->keys + nc);
         o->naggs = na;
+        o->ncls = nc;
         for (uint32_t k = 0; k < na; k++)
             o->accs[k] = pv_acc_new(is->aggs[k].a->op, is->aggs[k].a->map_depth);
     }
     o->start = ev;
     ev->refs++;
     o->start_seq = g->seq;
-    o->endkey = endkey;
     list_append(&is->open, &o->all, o);
     is->nopen++;
-    if (is->keyed_end)
-        ix_add(&is->endix, endkey, &o->endn, o);
-    for (uint32_t k = 0; k < na; k++) {
-        aggst *as = &is->aggs[k];
-        memset(&o->aggn[k], 0, sizeof o->aggn[k]);
-        o->aggkeyed[k] = 0;
-        if (!as->keyed)
-            continue;
-        double key;
-        if (ps_eval_num(g->ev, as->a->start_key, &key)) {
-            o->aggkey[k] = key;
-            o->aggkeyed[k] = 1;
-            ix_add(&as->ix, key, &o->aggn[k], o);
+    for (uint32_t c = 0; c < nc; c++) {
+        keycls *kc = &is->cls[c];
+        keyent *ke = &o->keys[c];
+        if ((int32_t)c == is->endcls) {
+            ke->key = endkey;
+            ke->keyed = true;
         } else {
-            list_append(&as->nokey, &o->aggn[k], o);
+            ke->keyed = index_key(kc->key, g->ev, &ke->key);
         }
+        if (ke->keyed)
+            ix_add(&kc->ix, ke->key, &ke->n, o);
+        else
+            list_append(&kc->nokey, &ke->n, o);
     }
     if (t->end_kind == IVE_AFTER) {
         vevent v = {.ts = (double)ev->ts + is->after, .is_start = 0, .type = t->e_type, .target = o,
@@ -493,16 +582,14 @@ static void drop_open(ivst *is, open_iv *o, bool keep_start)
     bool keep = is->npool < POOL_KEEP;
     list_remove(&is->open, &o->all);
     is->nopen--;
-    if (is->keyed_end)
-        ix_remove(&is->endix, o->endkey, &o->endn);
+    for (uint32_t c = 0; c < o->ncls; c++) {
+        keyent *ke = &o->keys[c];
+        if (ke->keyed)
+            ix_remove(&is->cls[c].ix, &ke->n);
+        else
+            list_remove(&is->cls[c].nokey, &ke->n);
+    }
     for (uint32_t k = 0; k < o->naggs; k++) {
-        aggst *as = &is->aggs[k];
-        if (as->keyed) {
-            if (o->aggkeyed[k])
-                ix_remove(&as->ix, o->aggkey[k], &o->aggn[k]);
-            else
-                list_remove(&as->nokey, &o->aggn[k]);
-        }
         if (keep)
             pv_acc_reset(o->accs[k]);
         else
@@ -536,17 +623,24 @@ static void free_pool(ivst *is)
 static void close_interval(engine *g, ivst *is, open_iv *o, pv_event *ev)
 {
     ps_ivtype *t = is->t;
-    pv_interval *iv = pv_interval_new(t, t->nmetric);
+    pv_interval *iv = is->ivfree;
+    if (iv) {
+        is->ivfree = (pv_interval *)(void *)iv->start;
+        is->nivfree--;
+        iv->refs = 1;
+    } else {
+        iv = pv_interval_new(t, t->nmetric);
+    }
     iv->start = o->start;
     iv->end = ev;
     ev->refs++;
     iv->uid = ++g->uid;
-    g->slots[t->s->slot] = ev_val(o->start);
-    g->slots[t->e->slot] = ev_val(ev);
+    bind_ev(&g->slots[is->s_slot], o->start);
+    bind_ev(&g->slots[is->e_slot], ev);
     pv_acc **saved = g->ev->accs;
     g->ev->accs = o->accs;
     for (uint32_t m = 0; m < t->nmetric; m++)
-        iv->metric[m] = t->metrics[m].expr ? ps_eval(g->ev, t->metrics[m].expr) : pv_undef();
+        iv->metric[m] = cx_eval(&is->metrics[m], g->ev);
     g->ev->accs = saved;
     closed c = {iv, o->start_seq};
     VPUSH(g->closed, c);
@@ -559,45 +653,56 @@ static void close_matching(engine *g, ivst *is, pv_event *ev)
 {
     if (!is->nopen)
         return;
-    ps_ivtype *t = is->t;
-    g->slots[t->e->slot] = ev_val(ev);
+    bind_ev(&g->slots[is->e_slot], ev);
     ixlist *cands = &is->open;
-    bool via_key = false;
-    if (is->keyed_end) {
+    const cx *where = is->e_where;
+    if (is->endcls >= 0) {
         double k;
-        if (!ps_eval_num(g->ev, t->end_key, &k))
+        if (!cx_eval_num(is->end_key, g->ev, &k))
             return;
-        ixslot *s = ix_find(&is->endix, k);
+        ixslot *s = ix_find(&is->cls[is->endcls].ix, k);
         if (!s)
             return;
         cands = &s->list;
-        via_key = true;
+        where = is->e_where_keyed;
     }
-    if (t->nested) {
+    if (is->t->nested) {
         for (ixnode *n = cands->tail; n; n = n->prev) {
             open_iv *o = n->o;
-            g->slots[t->s->slot] = ev_val(o->start);
-            if (!t->e_where || ps_eval_cond(g->ev, t->e_where) == 1) {
+            bind_ev(&g->slots[is->s_slot], o->start);
+            if (!where || cx_eval_cond(where, g->ev) == 1) {
                 close_interval(g, is, o, ev);
                 return;
             }
         }
         return;
     }
+    /* Closing unlinks only the closed interval's nodes, and never moves a
+     * slot of an index, so the next node stays valid. */
     for (ixnode *n = cands->head, *next; n; n = next) {
         next = n->next;
         open_iv *o = n->o;
-        g->slots[t->s->slot] = ev_val(o->start);
-        if (!t->e_where || ps_eval_cond(g->ev, t->e_where) == 1) {
-            /* Closing may delete the bucket (and move others): re-find the
-             * next node through the list, which close does not touch. */
-            if (via_key && !next) {
-                close_interval(g, is, o, ev);
-                return;
-            }
+        bind_ev(&g->slots[is->s_slot], o->start);
+        if (!where || cx_eval_cond(where, g->ev) == 1)
             close_interval(g, is, o, ev);
-        }
     }
+}
+
+/* We are done with closed interval iv: recycle it unless it is still held. */
+static inline void interval_done(engine *g, pv_interval *iv)
+{
+    ivst *is = g->ivs[((const ps_ivtype *)iv->type)->id];
+    if (iv->refs > 1 || is->nivfree >= POOL_KEEP) {
+        pv_interval_release(iv);
+        return;
+    }
+    for (uint32_t m = 0; m < iv->nmetric; m++)
+        pv_free(iv->metric[m]);
+    event_unref(g, iv->start);
+    event_unref(g, iv->end);
+    iv->start = (pv_event *)(void *)is->ivfree;
+    is->ivfree = iv;
+    is->nivfree++;
 }
 
 /* ---- the event stream ------------------------------------------------------------------------- */
@@ -606,14 +711,13 @@ static void close_matching(engine *g, ivst *is, pv_event *ev)
  * interval it ends. */
 static void process_event(engine *g, pv_event *ev, ivst *target_is, open_iv *target)
 {
-    const ps_evtype *t = ev->type;
-    evdisp *d = &g->evd[t->id];
+    const evdisp *d = &g->evd[((const ps_evtype *)ev->type)->id];
     g->seq++;
-    if (g->p->want_events && g->p->event)
+    if (g->want_events)
         g->p->event(g->p->ctx, ev);
     pv elem = ev_val(ev);
     for (uint32_t i = 0; i < d->tops.n; i++)
-        feed_top(g, d->tops.v[i], elem);
+        feed_top(g, d->tops.v[i], &elem);
 
     g->closed.n = 0;
     if (target)
@@ -622,24 +726,28 @@ static void process_event(engine *g, pv_event *ev, ivst *target_is, open_iv *tar
         close_matching(g, d->ends.v[i], ev);
     for (uint32_t c = 0; c < g->closed.n; c++) {
         pv_interval *iv = g->closed.v[c].iv;
-        ivdisp *id = &g->ivd[((const ps_ivtype *)iv->type)->id];
-        if (g->p->want_intervals && g->p->interval)
+        const ivdisp *id = &g->ivd[((const ps_ivtype *)iv->type)->id];
+        if (g->want_intervals)
             g->p->interval(g->p->ctx, iv);
+        pv ivelem = iv_val(iv);
         for (uint32_t i = 0; i < id->tops.n; i++)
-            feed_top(g, id->tops.v[i], iv_val(iv));
+            feed_top(g, id->tops.v[i], &ivelem);
     }
 
     for (uint32_t i = 0; i < d->msubs.n; i++)
-        feed_metric_sub(g, d->msubs.v[i].is, d->msubs.v[i].k, elem, UINT64_MAX);
-    for (uint32_t c = 0; c < g->closed.n; c++) {
-        pv_interval *iv = g->closed.v[c].iv;
-        ivdisp *id = &g->ivd[((const ps_ivtype *)iv->type)->id];
-        for (uint32_t i = 0; i < id->msubs.n; i++)
-            feed_metric_sub(g, id->msubs.v[i].is, id->msubs.v[i].k, iv_val(iv), g->closed.v[c].start_seq);
+        feed_metric_sub(g, d->msubs.v[i].is, d->msubs.v[i].k, &elem, UINT64_MAX);
+    if (g->closed.n) {
+        for (uint32_t c = 0; c < g->closed.n; c++) {
+            pv_interval *iv = g->closed.v[c].iv;
+            const ivdisp *id = &g->ivd[((const ps_ivtype *)iv->type)->id];
+            pv ivelem = iv_val(iv);
+            for (uint32_t i = 0; i < id->msubs.n; i++)
+                feed_metric_sub(g, id->msubs.v[i].is, id->msubs.v[i].k, &ivelem, g->closed.v[c].start_seq);
+        }
+        for (uint32_t c = 0; c < g->closed.n; c++)
+            interval_done(g, g->closed.v[c].iv);
+        g->closed.n = 0;
     }
-    for (uint32_t c = 0; c < g->closed.n; c++)
-        pv_interval_release(g->closed.v[c].iv);
-    g->closed.n = 0;
 
     for (uint32_t i = 0; i < d->starts.n; i++)
         open_interval(g, d->starts.v[i], ev);
@@ -753,6 +861,71 @@ static int time_const(engine *g, const ps_expr *e, double *out, bool allow_zero,
     return 0;
 }
 
+/* The conjunct `x = y` of where-clause w (reached through '&' only) whose
+ * operands are the keys x and y, in either order; NULL if none. */
+static const ps_expr *key_conjunct(const ps_expr *w, const ps_expr *x, const ps_expr *y)
+{
+    if (!w || w->kind != X_BINARY)
+        return NULL;
+    if (w->op == PV_OP_EQ && ((w->bin.a == x && w->bin.b == y) || (w->bin.a == y && w->bin.b == x)))
+        return w;
+    if (w->op != PV_OP_AND)
+        return NULL;
+    const ps_expr *k = key_conjunct(w->bin.a, x, y);
+    return k ? k : key_conjunct(w->bin.b, x, y);
+}
+
+/* The key class of start key `e` in `is` (a new one when no class has the
+ * same expression). */
+static int32_t key_class(engine *g, ivst *is, const ps_expr *e)
+{
+    for (uint32_t c = 0; c < is->ncls; c++)
+        if (cx_same_expr(is->cls[c].expr, e))
+            return (int32_t)c;
+    is->cls = ps_realloc(is->cls, (is->ncls + 1) * sizeof *is->cls);
+    keycls *kc = &is->cls[is->ncls];
+    memset(kc, 0, sizeof *kc);
+    kc->expr = e;
+    kc->key = cx_num(&g->cc, e);
+    return (int32_t)is->ncls++;
+}
+
+static ivst *ivst_new(engine *g, ps_ivtype *t)
+{
+    cx_compiler *cc = &g->cc;
+    ivst *is = ps_calloc(1, sizeof *is);
+    is->t = t;
+    is->s_slot = t->s->slot;
+    is->e_slot = t->e->slot;
+    is->s_where = cx_cond(cc, t->s_where, NULL);
+    is->e_where = cx_cond(cc, t->e_where, NULL);
+    is->endcls = -1;
+    if (t->end_key && t->start_key) {
+        is->endcls = key_class(g, is, t->start_key);
+        is->end_key = cx_num(cc, t->end_key);
+        is->e_where_keyed = cx_cond(cc, t->e_where, key_conjunct(t->e_where, t->end_key, t->start_key));
+    }
+    is->metrics = ps_calloc(t->nmetric ? t->nmetric : 1, sizeof *is->metrics);
+    for (uint32_t m = 0; m < t->nmetric; m++)
+        is->metrics[m] = cx_value(cc, t->metrics[m].expr);
+    is->aggs = ps_calloc(t->naggs ? t->naggs : 1, sizeof *is->aggs);
+    for (uint32_t k = 0; k < t->naggs; k++) {
+        ps_agg *a = t->aggs[k];
+        aggst *as = &is->aggs[k];
+        as->a = a;
+        as->var_slot = a->var->slot;
+        as->where = cx_cond(cc, a->where, NULL);
+        as->value = cx_value(cc, a->value);
+        as->cls = -1;
+        if (a->elem_key && a->start_key) {
+            as->cls = key_class(g, is, a->start_key);
+            as->elem_key = cx_num(cc, a->elem_key);
+            as->where_keyed = cx_cond(cc, a->where, key_conjunct(a->where, a->elem_key, a->start_key));
+        }
+    }
+    return is;
+}
+
 static int setup(engine *g, const ps_pass *p, char **errmsg)
 {
     ps_program *prog = p->prog;
@@ -762,10 +935,13 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
     g->ev = p->ev;
     g->slots = p->ev->slots;
     g->nev = prog->evtypes.n;
+    g->want_events = p->want_events && p->event;
+    g->want_intervals = p->want_intervals && p->interval;
+    cx_init(&g->cc, p->ev);
     g->evd = ps_calloc(prog->evtypes.n, sizeof *g->evd);
     g->ivd = ps_calloc(prog->ivtypes.n, sizeof *g->ivd);
     g->ivs = ps_calloc(prog->ivtypes.n, sizeof *g->ivs);
-    g->topacc = ps_calloc(p->ntops ? p->ntops : 1, sizeof *g->topacc);
+    g->tops = ps_calloc(p->ntops ? p->ntops : 1, sizeof *g->tops);
     for (uint32_t i = 0; i < prog->evtypes.n; i++)
         if (prog->evtypes.v[i]->nattr > g->maxattr)
             g->maxattr = prog->evtypes.v[i]->nattr;
@@ -774,14 +950,7 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
         if (!p->need_iv[i])
             continue;
         ps_ivtype *t = prog->ivtypes.v[i];
-        ivst *is = ps_calloc(1, sizeof *is);
-        is->t = t;
-        is->keyed_end = t->end_key && t->start_key;
-        is->aggs = ps_calloc(t->naggs ? t->naggs : 1, sizeof *is->aggs);
-        for (uint32_t k = 0; k < t->naggs; k++) {
-            is->aggs[k].a = t->aggs[k];
-            is->aggs[k].keyed = t->aggs[k]->elem_key && t->aggs[k]->start_key;
-        }
+        ivst *is = ivst_new(g, t);
         g->ivs[i] = is;
         if (t->end_kind == IVE_AFTER) {
             int rc = time_const(g, t->after, &is->after, false, "after", t, errmsg);
@@ -821,11 +990,19 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
     }
     for (uint32_t k = 0; k < p->ntops; k++) {
         ps_agg *a = p->tops[k];
-        g->topacc[k] = pv_acc_new(a->op, a->map_depth);
+        topst *ts = &g->tops[k];
+        ts->k = k;
+        ts->var_slot = a->var->slot;
+        ts->acc = pv_acc_new(a->op, a->map_depth);
+        ts->sink = p->is_sink && p->is_sink[k] && p->sink;
+        ts->where = cx_cond(&g->cc, a->where, NULL);
+        if (!ts->sink)
+            ts->value = cx_value(&g->cc, a->value);
+        ts->report = p->report_for && p->offender && !ts->sink ? p->report_for[k] : NULL;
         if (a->ev)
-            VPUSH(g->evd[a->ev->id].tops, k);
+            VPUSH(g->evd[a->ev->id].tops, ts);
         else if (a->iv)
-            VPUSH(g->ivd[a->iv->id].tops, k);
+            VPUSH(g->ivd[a->iv->id].tops, ts);
     }
     for (uint32_t i = 0; i < prog->evtypes.n; i++) {
         evdisp *d = &g->evd[i];
@@ -843,9 +1020,18 @@ static void teardown(engine *g)
         while (is->open.head)
             drop_open(is, is->open.head->o, false);
         free_pool(is);
-        ix_free(&is->endix);
-        for (uint32_t k = 0; k < is->t->naggs; k++)
-            ix_free(&is->aggs[k].ix);
+        while (is->ivfree) {
+            pv_interval *iv = is->ivfree;
+            is->ivfree = (pv_interval *)(void *)iv->start;
+            iv->start = iv->end = NULL;
+            for (uint32_t m = 0; m < iv->nmetric; m++)
+                iv->metric[m] = pv_undef();
+            pv_interval_release(iv);
+        }
+        for (uint32_t c = 0; c < is->ncls; c++)
+            ix_free(&is->cls[c].ix);
+        free(is->cls);
+        free(is->metrics);
         free(is->aggs);
         free(is);
     }
@@ -860,7 +1046,7 @@ static void teardown(engine *g)
         free(g->ivd[i].tops.v);
     }
     for (uint32_t k = 0; k < g->p->ntops; k++)
-        pv_acc_free(g->topacc[k]);
+        pv_acc_free(g->tops[k].acc);
     for (uint32_t i = 0; i < g->names.n; i++)
         if (g->names.v[i] != no_types)
             free(g->names.v[i]);
@@ -871,9 +1057,14 @@ static void teardown(engine *g)
     free(g->evd);
     free(g->ivd);
     free(g->ivs);
-    free(g->topacc);
-    if (g->spare)
-        pv_event_release(g->spare);
+    free(g->tops);
+    while (g->evfree) {
+        pv_event *e = g->evfree;
+        g->evfree = (pv_event *)(uintptr_t)e->type;
+        e->refs = 1;
+        pv_event_release(e);
+    }
+    cx_free(&g->cc);
 }
 
 /* The event types a log name maps to (relevant ones only). */
@@ -979,8 +1170,7 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
     if (rc == 0) {
         for (uint32_t k = 0; k < p->ntops; k++) {
             pv_free(p->ev->topvals[p->tops[k]->id]);
-            bool sink = p->is_sink && p->is_sink[k];
-            p->ev->topvals[p->tops[k]->id] = sink ? pv_undef() : pv_acc_result(g.topacc[k]);
+            p->ev->topvals[p->tops[k]->id] = g.tops[k].sink ? pv_undef() : pv_acc_result(g.tops[k].acc);
         }
     }
     teardown(&g);

@@ -654,3 +654,8 @@ bool ps_eval_num(ps_evalctx *ev, const ps_expr *e, double *out)
 {
     return ev_num(ev, e, out);
 }
+
+bool ps_eval_tri(ps_evalctx *ev, const ps_expr *e, pv_triple *out)
+{
+    return ev_tri(ev, e, out);
+}

@@ -29,6 +29,10 @@ int ps_eval_cond(ps_evalctx *ev, const ps_expr *e);
 /* A number-typed expression: false when UNDEFINED. */
 bool ps_eval_num(ps_evalctx *ev, const ps_expr *e, double *out);
 
+/* A number- or triple-typed expression as a triple: false when UNDEFINED
+ * (numbers n become [n,0,0]). */
+bool ps_eval_tri(ps_evalctx *ev, const ps_expr *e, pv_triple *out);
+
 /* Value of a time literal `num unit` in ticks. */
 double ps_time_ticks(const ps_evalctx *ev, double num, double unit_ns);
 

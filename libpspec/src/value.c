@@ -24,10 +24,34 @@ const char *const pv_binop_spelling[PV_OP__COUNT] = {
 
 /* ---- events and intervals ------------------------------------------------ */
 
+/* Events retained by open intervals come and go once per interval: released
+ * ones of small capacity are kept on free lists (linked through `type`). */
+enum { EV_POOL_SIZES = 16, EV_POOL_KEEP = 256 };
+static pv_event *ev_pool[EV_POOL_SIZES];
+static uint32_t ev_pool_n[EV_POOL_SIZES];
+
+pv_event *pv_event_alloc(uint32_t cap)
+{
+    pv_event *e;
+    if (cap < EV_POOL_SIZES && ev_pool[cap]) {
+        e = ev_pool[cap];
+        ev_pool[cap] = (pv_event *)(uintptr_t)e->type;
+        ev_pool_n[cap]--;
+    } else {
+        e = ps_malloc(sizeof(*e) + (size_t)cap * sizeof(double));
+        e->pool = cap < EV_POOL_SIZES ? (uint8_t)(cap + 1) : 0;
+    }
+    e->refs = 1;
+    e->nattr = cap;
+    return e;
+}
+
 pv_event *pv_event_new(const void *type, uint32_t nattr)
 {
-    pv_event *e = ps_malloc(sizeof(*e) + (size_t)nattr * sizeof(double));
+    pv_event *e = pv_event_alloc(nattr);
+    uint8_t pool = e->pool;
     memset(e, 0, sizeof(*e));
+    e->pool = pool;
     e->refs = 1;
     e->nattr = nattr;
     e->type = type;
@@ -49,7 +73,10 @@ pv_interval *pv_interval_new(const void *type, uint32_t nmetric)
         iv = iv_pool[nmetric];
         iv_pool[nmetric] = (pv_interval *)iv->start;
         iv_pool_n[nmetric]--;
-        memset(iv, 0, sizeof(*iv) + (size_t)nmetric * sizeof(pv));
+        iv->uid = 0;
+        iv->start = iv->end = NULL;
+        for (uint32_t i = 0; i < nmetric; i++)
+            iv->metric[i].kind = PV_UNDEF;
     } else {
         /* calloc: every metric starts as kind 0, which is PV_UNDEF. */
         iv = ps_calloc(1, sizeof(*iv) + (size_t)nmetric * sizeof(pv));
@@ -62,8 +89,16 @@ pv_interval *pv_interval_new(const void *type, uint32_t nmetric)
 
 void pv_event_release(pv_event *e)
 {
-    if (e && --e->refs == 0)
-        free(e);
+    if (!e || --e->refs > 0)
+        return;
+    uint32_t c = e->pool;
+    if (c && ev_pool_n[c - 1] < EV_POOL_KEEP) {
+        e->type = ev_pool[c - 1];
+        ev_pool[c - 1] = e;
+        ev_pool_n[c - 1]++;
+        return;
+    }
+    free(e);
 }
 
 void pv_interval_release(pv_interval *iv)
@@ -101,14 +136,6 @@ pv pv_interval_val(pv_interval *iv)
 }
 
 /* ---- triples ---------------------------------------------------------------- */
-
-pv pv_triple_make(double v, double p, double m)
-{
-    if (!(p >= 0 && m >= 0) || !isfinite(v) || !isfinite(p) || !isfinite(m))
-        return pv_undef();
-    pv r = {.kind = PV_TRIPLE, .t = {v, p + 0.0, m + 0.0}};
-    return r;
-}
 
 pv pv_timestamp(int64_t ts)
 {

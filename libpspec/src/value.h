@@ -23,6 +23,7 @@
 #ifndef PSPEC_VALUE_H
 #define PSPEC_VALUE_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -77,6 +78,7 @@ struct pv_event {
                                    closest preceding real event for fabricated ones (0 = none) */
     uint32_t sub;               /* 0 for real events; 1, 2, ... for fabricated events after `pos` */
     bool timed;                 /* has a timestamp */
+    uint8_t pool;               /* allocation class: attribute capacity + 1 when pooled, 0 if not */
     int64_t thread;             /* thread id (0 when unknown / fabricated) */
     int64_t ts;                 /* timestamp in ticks */
     double attr[];              /* attribute values, PV_ATTR_UNDEF when missing */
@@ -99,6 +101,10 @@ static inline const char *pv_type_name(const void *type)
 }
 
 pv_event *pv_event_new(const void *type, uint32_t nattr);     /* refs = 1, attrs undefined */
+/* An event with room for `cap` attributes, recycled from a pool of released
+ * ones when possible: refs = 1, nattr = cap, every other field (attr[]
+ * included) left for the caller to fill. The engine's allocator. */
+pv_event *pv_event_alloc(uint32_t cap);
 pv_interval *pv_interval_new(const void *type, uint32_t nmetric); /* refs = 1, metrics UNDEF */
 void pv_event_release(pv_event *e);        /* NULL ok */
 void pv_interval_release(pv_interval *i);  /* NULL ok */
@@ -110,7 +116,13 @@ static inline pv pv_num(double x) { pv r = {.kind = PV_NUM, .num = x}; return r;
 static inline pv pv_bool(bool b) { pv r = {.kind = PV_BOOL, .b = b}; return r; }
 static inline pv pv_str(const char *s) { pv r = {.kind = PV_STR, .str = s}; return r; }
 /* A triple; UNDEFINED when p or m is negative or any component is not finite. */
-pv pv_triple_make(double v, double p, double m);
+static inline pv pv_triple_make(double v, double p, double m)
+{
+    if (!(p >= 0 && m >= 0) || !isfinite(v) || !isfinite(p) || !isfinite(m))
+        return pv_undef();
+    pv r = {.kind = PV_TRIPLE, .t = {v, p + 0.0, m + 0.0}};
+    return r;
+}
 /* A timestamp of `ts` ticks: [ts, 1, 0]. */
 pv pv_timestamp(int64_t ts);
 pv pv_event_val(pv_event *e);       /* consumes the reference */
@@ -247,15 +259,47 @@ extern const char *const pv_aggop_spelling[PV_AGG__COUNT];
 
 typedef struct pv_acc pv_acc;
 
+/* An accumulator's state: value_acc.c's business. It is here only so that
+ * the inline fast paths below can be inlined into the engine's loops. */
+struct pv_acc {
+    uint8_t op;             /* pv_aggop */
+    bool poisoned;          /* result is UNDEFINED whatever comes next */
+    bool first_undef;       /* per key: the first element was UNDEFINED (first) */
+    bool last_undef;        /* per key: the latest element was UNDEFINED (last) */
+    int depth;              /* mapping levels of the elements */
+    uint64_t n;             /* elements added */
+    pv val;                 /* reduction: running value; scalar the/first/last: the element */
+    double sum;             /* scalar mean: running sum (mean = sum / n) */
+    double wmean, m2;       /* scalar var/stdev: Welford's running mean and squared deviations */
+    pv kidx;                /* per key: mapping key -> number of its child (a PV_MAP) */
+    double *kkeys;          /* per key: key of each child */
+    pv_acc **kids;          /* per key: child accumulators, depth - 1 */
+    uint32_t nkids, capkids;
+};
+
 /* A new accumulator for `op`. `map_depth` is how many mapping levels the
  * element type has (0 for numbers/triples/booleans, 1 for map[num], 2 for
  * map[map[num]] ...): it decides the empty result, e.g. {+ ...} over no
  * elements is 0 at depth 0 and the empty mapping at depth >= 1. */
 pv_acc *pv_acc_new(pv_aggop op, int map_depth);
 void pv_acc_free(pv_acc *a);                /* NULL ok */
-void pv_acc_reset(pv_acc *a);               /* back to the empty sequence */
+/* Back to the empty sequence. */
+static inline void pv_acc_reset(pv_acc *a);
 /* Add the next element's value (consumed). For COUNT the value is ignored. */
 void pv_acc_add(pv_acc *a, pv v);
+/* The same for an UNDEFINED value (and for count, which ignores values), an
+ * unboxed number, boolean or triple, without building a pv in the common
+ * cases: exactly pv_acc_add(a, pv_undef()), pv_acc_add(a, pv_num(x)),
+ * pv_acc_add(a, pv_bool(b)) and pv_acc_add(a, pv_triple_make(t.v, t.p, t.m)). */
+static inline void pv_acc_add_undef(pv_acc *a);
+static inline void pv_acc_add_num(pv_acc *a, double x);
+static inline void pv_acc_add_bool(pv_acc *a, bool b);
+static inline void pv_acc_add_triple(pv_acc *a, pv_triple t);
+/* Their general cases (value_acc.c); call the inline functions instead. */
+void pv_acc_reset_slow(pv_acc *a);
+void pv_acc_add_num_slow(pv_acc *a, double x);
+void pv_acc_add_bool_slow(pv_acc *a, bool b);
+void pv_acc_add_triple_slow(pv_acc *a, pv_triple t);
 /* Mark the whole aggregate UNDEFINED (a where-clause evaluated to UNDEFINED). */
 void pv_acc_poison(pv_acc *a);
 /* Number of elements added so far. */
@@ -274,6 +318,120 @@ uint64_t pv_acc_count(const pv_acc *a);
  *    to the aggregate (same op, recursively) of the values at that key, in
  *    sequence order. */
 pv pv_acc_result(const pv_acc *a);
+/* pv_acc_result when it is a number (stored in *out); false otherwise. */
+static inline bool pv_acc_result_num(const pv_acc *a, double *out);
+bool pv_acc_result_num_slow(const pv_acc *a, double *out);
+
+/* ---- the inline fast paths ---- */
+
+static inline void pv_acc_reset(pv_acc *a)
+{
+    if (PS_LIKELY(a->val.kind < PV_MAP && a->kidx.kind < PV_MAP && !a->kids && !a->kkeys)) {
+        uint8_t op = a->op;
+        int depth = a->depth;
+        *a = (pv_acc){.op = op, .depth = depth};
+        return;
+    }
+    pv_acc_reset_slow(a);
+}
+
+static inline void pv_acc_add_undef(pv_acc *a)
+{
+    if (PS_LIKELY(a->op == PV_AGG_COUNT)) {
+        a->n++;
+        return;
+    }
+    pv_acc_add(a, pv_undef());
+}
+
+/* mean/var/stdev of a favoured value x (a->n already counts it). */
+static inline void pv_acc__stat(pv_acc *a, double x)
+{
+    a->sum += x;
+    double delta = x - a->wmean;
+    a->wmean += delta / (double)a->n;
+    a->m2 += delta * (x - a->wmean);
+}
+
+static inline void pv_acc_add_num(pv_acc *a, double x)
+{
+    if (a->depth == 0 && !a->poisoned) {
+        switch (a->op) {
+        case PV_AGG_COUNT:
+            a->n++;
+            return;
+        case PV_AGG_MEAN:
+        case PV_AGG_VAR:
+        case PV_AGG_STDEV:
+            a->n++;
+            pv_acc__stat(a, x);
+            return;
+        case PV_AGG_SUM:
+            if (a->val.kind == PV_NUM && a->n) {
+                double s = a->val.num + x;
+                a->n++;
+                a->val = isfinite(s) ? pv_num(s) : pv_undef();
+                return;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    pv_acc_add_num_slow(a, x);
+}
+
+static inline void pv_acc_add_bool(pv_acc *a, bool b)
+{
+    if (a->op == PV_AGG_COUNT) {
+        a->n++;
+        return;
+    }
+    if ((a->op == PV_AGG_ALL || a->op == PV_AGG_ANY) && a->val.kind == PV_BOOL && a->n && !a->poisoned) {
+        a->n++;
+        a->val.b = a->op == PV_AGG_ALL ? (a->val.b && b) : (a->val.b || b);
+        return;
+    }
+    pv_acc_add_bool_slow(a, b);
+}
+
+static inline void pv_acc_add_triple(pv_acc *a, pv_triple t)
+{
+    pv v = pv_triple_make(t.v, t.p, t.m);
+    if (v.kind == PV_TRIPLE && a->depth == 0 && !a->poisoned) {
+        switch (a->op) {
+        case PV_AGG_COUNT:
+            a->n++;
+            return;
+        case PV_AGG_MEAN:
+        case PV_AGG_VAR:
+        case PV_AGG_STDEV:
+            a->n++;
+            pv_acc__stat(a, v.t.v);
+            return;
+        case PV_AGG_SUM:
+            if (a->val.kind == PV_TRIPLE && a->n) {
+                pv_triple u = a->val.t;
+                a->n++;
+                a->val = pv_triple_make(u.v + v.t.v, u.p + v.t.p, u.m + v.t.m);
+                return;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    pv_acc_add_triple_slow(a, t);
+}
+
+static inline bool pv_acc_result_num(const pv_acc *a, double *out)
+{
+    if (a->op == PV_AGG_COUNT && !a->poisoned) {
+        *out = (double)a->n;
+        return true;
+    }
+    return pv_acc_result_num_slow(a, out);
+}
 
 /* ---- printing -----------------------------------------------------------------
  * Text notation of the reference (DESIGN.md §5):

@@ -23,21 +23,7 @@ const char *const pv_aggop_spelling[PV_AGG__COUNT] = {
 #undef X
 };
 
-struct pv_acc {
-    uint8_t op;             /* pv_aggop */
-    int depth;              /* mapping levels of the elements */
-    bool poisoned;          /* result is UNDEFINED whatever comes next */
-    bool first_undef;       /* per key: the first element was UNDEFINED (first) */
-    bool last_undef;        /* per key: the latest element was UNDEFINED (last) */
-    uint64_t n;             /* elements added */
-    pv val;                 /* reduction: running value; scalar the/first/last: the element */
-    double sum;             /* scalar mean: running sum (mean = sum / n) */
-    double wmean, m2;       /* scalar var/stdev: Welford's running mean and squared deviations */
-    pv kidx;                /* per key: mapping key -> number of its child (a PV_MAP) */
-    double *kkeys;          /* per key: key of each child */
-    pv_acc **kids;          /* per key: child accumulators, depth - 1 */
-    uint32_t nkids, capkids;
-};
+/* struct pv_acc is in value.h, for the inline fast paths there. */
 
 /* The pv_binary operator a reduction folds with. */
 static const pv_binop reduce_op[PV_AGG__COUNT] = {
@@ -89,7 +75,7 @@ void pv_acc_free(pv_acc *a)
     free(a);
 }
 
-void pv_acc_reset(pv_acc *a)
+void pv_acc_reset_slow(pv_acc *a)
 {
     acc_clear(a);
 }
@@ -150,6 +136,7 @@ static void add_per_key(pv_acc *a, pv v)
     pv_free(v);
 }
 
+
 /* mean/var/stdev over numbers or the favoured values of triples. */
 static void add_stat(pv_acc *a, pv v)
 {
@@ -163,10 +150,7 @@ static void add_stat(pv_acc *a, pv v)
         a->poisoned = true;
         return;
     }
-    a->sum += x;
-    double delta = x - a->wmean;
-    a->wmean += delta / (double)a->n;
-    a->m2 += delta * (x - a->wmean);
+    pv_acc__stat(a, x);
 }
 
 void pv_acc_add(pv_acc *a, pv v)
@@ -211,6 +195,135 @@ void pv_acc_add(pv_acc *a, pv v)
         break;
     default: pv_free(v); break;
     }
+}
+
+/* ---- unboxed elements ----------------------------------------------------------
+ * The common scalar cases of pv_acc_add without building a pv; everything
+ * else goes through pv_acc_add itself. The inline folds (+ * on numbers, +
+ * on triples, & | on booleans) are pv_binary's (value.c); min and max call
+ * it, so that signed zeros come out the same. */
+
+static inline pv num_or_undef(double x)
+{
+    return isfinite(x) ? pv_num(x) : pv_undef();
+}
+
+void pv_acc_add_num_slow(pv_acc *a, double x)
+{
+    if (PS_UNLIKELY(a->depth != 0)) {
+        pv_acc_add(a, pv_num(x));
+        return;
+    }
+    a->n++;
+    if (a->poisoned)
+        return;
+    switch ((pv_aggop)a->op) {
+    case PV_AGG_SUM:
+    case PV_AGG_PROD:
+    case PV_AGG_MIN:
+    case PV_AGG_MAX:
+    case PV_AGG_ALL:
+    case PV_AGG_ANY:
+        if (a->n == 1) {
+            a->val = pv_num(x);
+        } else if (a->val.kind == PV_NUM) {
+            double y = a->val.num;
+            switch ((pv_aggop)a->op) {
+            case PV_AGG_SUM: a->val = num_or_undef(y + x); break;
+            case PV_AGG_PROD: a->val = num_or_undef(y * x); break;
+            case PV_AGG_ALL:
+            case PV_AGG_ANY: a->val = pv_undef(); break;     /* & | on numbers */
+            default: a->val = pv_binary(reduce_op[a->op], a->val, pv_num(x)); break;
+            }
+        } else if (a->val.kind != PV_UNDEF) {
+            a->val = pv_binary(reduce_op[a->op], a->val, pv_num(x));
+        }
+        return;
+    case PV_AGG_MEAN:
+    case PV_AGG_VAR:
+    case PV_AGG_STDEV: pv_acc__stat(a, x); return;
+    case PV_AGG_THE:
+    case PV_AGG_FIRST:
+        if (a->n == 1)
+            a->val = pv_num(x);
+        return;
+    case PV_AGG_LAST:
+        pv_free(a->val);
+        a->val = pv_num(x);
+        return;
+    default: return;    /* count */
+    }
+}
+
+void pv_acc_add_bool_slow(pv_acc *a, bool b)
+{
+    if (PS_UNLIKELY(a->depth != 0 || (a->op != PV_AGG_ALL && a->op != PV_AGG_ANY && a->op != PV_AGG_COUNT))) {
+        pv_acc_add(a, pv_bool(b));
+        return;
+    }
+    a->n++;
+    if (a->poisoned || a->op == PV_AGG_COUNT)
+        return;
+    if (a->n == 1)
+        a->val = pv_bool(b);
+    else if (a->val.kind == PV_BOOL)
+        a->val.b = a->op == PV_AGG_ALL ? (a->val.b && b) : (a->val.b || b);
+    else if (a->val.kind != PV_UNDEF)
+        a->val = pv_binary(reduce_op[a->op], a->val, pv_bool(b));
+}
+
+void pv_acc_add_triple_slow(pv_acc *a, pv_triple t)
+{
+    pv v = pv_triple_make(t.v, t.p, t.m);
+    if (PS_UNLIKELY(a->depth != 0 || v.kind != PV_TRIPLE)) {
+        pv_acc_add(a, v);
+        return;
+    }
+    t = v.t;
+    switch ((pv_aggop)a->op) {
+    case PV_AGG_SUM:
+    case PV_AGG_MIN:
+    case PV_AGG_MAX:
+        a->n++;
+        if (a->poisoned)
+            return;
+        if (a->n == 1) {
+            a->val = v;
+        } else if (a->val.kind == PV_TRIPLE && a->op == PV_AGG_SUM) {
+            pv_triple u = a->val.t;
+            a->val = pv_triple_make(u.v + t.v, u.p + t.p, u.m + t.m);
+        } else if (a->val.kind != PV_UNDEF) {
+            a->val = pv_binary(reduce_op[a->op], a->val, v);
+        }
+        return;
+    case PV_AGG_MEAN:
+    case PV_AGG_VAR:
+    case PV_AGG_STDEV:
+        a->n++;
+        if (!a->poisoned)
+            pv_acc__stat(a, t.v);
+        return;
+    case PV_AGG_COUNT:
+        a->n++;
+        return;
+    default:
+        pv_acc_add(a, v);
+        return;
+    }
+}
+
+bool pv_acc_result_num_slow(const pv_acc *a, double *out)
+{
+    if (a->op == PV_AGG_COUNT && !a->poisoned) {
+        *out = (double)a->n;
+        return true;
+    }
+    pv r = pv_acc_result(a);
+    bool ok = r.kind == PV_NUM;
+    if (ok)
+        *out = r.num;
+    pv_free(r);
+    return ok;
 }
 
 /* A finite statistic as a number; an overflowed one is UNDEFINED. */
