@@ -23,6 +23,9 @@
  *   cmon-devnull  cmon_emit() into /dev/null: the library without a reader
  *   fprintf-pipe  fprintf("%llu %ld StartRead %g %g\n") of the same
  *                 timestamp, thread and values into a drained pipe
+ *   cmon-pipe-1M, fprintf-pipe-1M
+ *                 the same at a steady 1 million events per second (in
+ *                 bursts of 16), a rate the reader keeps up with
  * Modes of bench_emit_lttng (built with -DBENCH_LTTNG, linked to lttng-ust):
  *   lttng-off     tracepoint compiled in, no tracing session (cheapest case)
  *   lttng-session tracepoint enabled in a running session (run.sh sets one
@@ -65,19 +68,24 @@ static int cmp_double(const void *a, const void *b)
 #define BLOCK 16
 
 /* Runs STMT (using `i`) in SAMPLES blocks of BLOCK events after a warm-up of
- * a tenth as many; fills SAMPLE_NS with each block's ns per event, minus the
- * timer's own cost OVERHEAD_NS (per block). */
-#define MEASURE(samples, sample_ns, overhead_ns, stmt)                      \
+ * a tenth as many blocks; fills SAMPLE_NS with each block's ns per event, minus the
+ * timer's own cost OVERHEAD_NS (per block). With PACE_NS > 0, waits after
+ * each block until PACE_NS per event have passed since it began (a steady
+ * rate of 1e9 / PACE_NS events per second; the wait is not measured). */
+#define MEASURE(samples, sample_ns, overhead_ns, pace_ns, stmt)             \
 	do {                                                                \
 		uint32_t i = 0;                                             \
-		for (; i < BLOCK * ((samples) / 10 + 1); i++)               \
-			stmt;                                               \
-		for (size_t s = 0; s < (samples); s++) {                    \
-			uint64_t t0 = now_ns();                             \
+		size_t warm = (samples) / 10 + 1;                           \
+		for (size_t s = 0; s < warm + (samples); s++) {             \
+			uint64_t t0 = now_ns(), t1;                         \
 			for (uint32_t e = 0; e < BLOCK; e++, i++)           \
 				stmt;                                       \
-			(sample_ns)[s] =                                    \
-				((double)(now_ns() - t0) - (overhead_ns)) / BLOCK; \
+			t1 = now_ns();                                      \
+			if (s >= warm)                                      \
+				(sample_ns)[s - warm] = ((double)(t1 - t0) - \
+				                         (overhead_ns)) / BLOCK; \
+			while ((pace_ns) && t1 - t0 < (uint64_t)(pace_ns) * BLOCK) \
+				t1 = now_ns();                              \
 		}                                                           \
 	} while (0)
 
@@ -133,6 +141,12 @@ int main(int argc, char **argv)
 	unsigned long long dropped = 0;
 	volatile double sink = 0;
 	double overhead, mean = 0;
+	/* MODE-1M: the same at a steady million events per second. */
+	size_t mlen = strlen(mode);
+	uint64_t pace = mlen > 3 && strcmp(mode + mlen - 3, "-1M") == 0 ? 1000 : 0;
+	char base[32];
+
+	snprintf(base, sizeof base, "%.*s", (int)(pace ? mlen - 3 : mlen), mode);
 
 	if (!ns || samples == 0) {
 		fprintf(stderr, "usage: %s MODE [SAMPLES]\n", argv[0]);
@@ -140,30 +154,30 @@ int main(int argc, char **argv)
 	}
 	overhead = timer_overhead();
 #ifdef BENCH_LTTNG
-	if (strcmp(mode, "lttng-off") == 0 || strcmp(mode, "lttng-session") == 0) {
-		if (strcmp(mode, "lttng-session") == 0 &&
+	if (strcmp(base, "lttng-off") == 0 || strcmp(base, "lttng-session") == 0) {
+		if (strcmp(base, "lttng-session") == 0 &&
 		    !lttng_ust_tracepoint_enabled(cmon_bench, start_read)) {
 			fprintf(stderr, "bench_emit: no session enables the tracepoint\n");
 			return 3;
 		}
-		MEASURE(samples, ns, overhead,
+		MEASURE(samples, ns, overhead, pace,
 		        lttng_ust_tracepoint(cmon_bench, start_read, 7.0,
 		                             512.0 + (i & 0xffff)));
 	}
 #else
-	if (strcmp(mode, "clock") == 0) {
+	if (strcmp(base, "clock") == 0) {
 		struct timespec ts;
-		MEASURE(samples, ns, overhead,
+		MEASURE(samples, ns, overhead, pace,
 		        (clock_gettime(CLOCK_MONOTONIC, &ts), sink += ts.tv_nsec));
-	} else if (strcmp(mode, "cmon-off") == 0 || strcmp(mode, "cmon-pipe") == 0 ||
-	           strcmp(mode, "cmon-devnull") == 0) {
+	} else if (strcmp(base, "cmon-off") == 0 || strcmp(base, "cmon-pipe") == 0 ||
+	           strcmp(base, "cmon-devnull") == 0) {
 		const char *attrs[] = { "tid", "size" };
 		struct cmon_stats st;
 		pid_t reader = -1;
 		int p[2] = { -1, -1 };
 		cmon_type t;
 
-		if (strcmp(mode, "cmon-pipe") == 0) {
+		if (strcmp(base, "cmon-pipe") == 0) {
 			char fd[16];
 			reader = start_reader(p);
 			if (reader < 0)
@@ -173,20 +187,20 @@ int main(int argc, char **argv)
 		} else {
 			unsetenv("CMON_LOG_FD");
 			unsetenv("CMON_LOG");
-			if (strcmp(mode, "cmon-devnull") == 0)
+			if (strcmp(base, "cmon-devnull") == 0)
 				setenv("CMON_LOG", "/dev/null", 1);
 		}
 		cmon_init("bench_emit");
 		t = cmon_declare("StartRead", 2, attrs);
-		if (strcmp(mode, "cmon-off") != 0 && !t)
+		if (strcmp(base, "cmon-off") != 0 && !t)
 			return 1;
-		MEASURE(samples, ns, overhead, CMON_EMIT(t, 7.0, 512.0 + (i & 0xffff)));
+		MEASURE(samples, ns, overhead, pace, CMON_EMIT(t, 7.0, 512.0 + (i & 0xffff)));
 		cmon_flush();
 		cmon_get_stats(&st);
 		dropped = (unsigned long long)st.events_dropped;
 		if (reader >= 0)
 			stop_reader(p[1], reader);
-	} else if (strcmp(mode, "fprintf-pipe") == 0) {
+	} else if (strcmp(base, "fprintf-pipe") == 0) {
 		long tid = (long)gettid();
 		int p[2];
 		pid_t reader = start_reader(p);
@@ -195,7 +209,7 @@ int main(int argc, char **argv)
 
 		if (!f)
 			return 1;
-		MEASURE(samples, ns, overhead,
+		MEASURE(samples, ns, overhead, pace,
 		        (clock_gettime(CLOCK_MONOTONIC, &ts),
 		         fprintf(f, "%llu %ld StartRead %g %g\n",
 		                 (unsigned long long)ts.tv_sec * 1000000000ull +

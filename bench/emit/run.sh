@@ -39,7 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-modes="clock cmon-off cmon-devnull cmon-pipe fprintf-pipe"
+modes="clock cmon-off cmon-devnull cmon-pipe fprintf-pipe cmon-pipe-1M fprintf-pipe-1M"
 lmodes=""
 note_session="lttng-session: not measured: the lttng tools (lttng, lttng-sessiond) are not installed"
 if [ -x "$lbin" ]; then
