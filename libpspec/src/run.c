@@ -14,38 +14,31 @@
 #include "engine.h"
 #include "logread.h"
 #include "program.h"
+#include "run-internal.h"
 #include "report.h"
 #include "util.h"
 
 /* ---- what an evaluation needs ------------------------------------------------------ */
 
-typedef struct plan {
-    ps_program *prog;
-    bool *agg_needed;           /* [topaggs] */
-    bool *const_needed;         /* [consts] */
-    bool *need_iv;              /* [ivtypes] */
-    unsigned passes;            /* deepest needed aggregate */
-} plan;
 
-static void walk(plan *pl, const ps_expr *e);
 
 static void walk_list(plan *pl, ps_expr *const *items, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        walk(pl, items[i]);
+        plan_walk(pl, items[i]);
 }
 
-static void mark_iv(plan *pl, const ps_ivtype *iv)
+void plan_mark_iv(plan *pl, const ps_ivtype *iv)
 {
     if (pl->need_iv[iv->id])
         return;
     pl->need_iv[iv->id] = true;
     for (uint32_t k = 0; k < iv->naggs; k++)
         if (iv->aggs[k]->iv)
-            mark_iv(pl, iv->aggs[k]->iv);
+            plan_mark_iv(pl, iv->aggs[k]->iv);
 }
 
-static void walk(plan *pl, const ps_expr *e)
+void plan_walk(plan *pl, const ps_expr *e)
 {
     if (!e)
         return;
@@ -53,22 +46,22 @@ static void walk(plan *pl, const ps_expr *e)
     case X_CONST:
         if (!pl->const_needed[e->cst->id]) {
             pl->const_needed[e->cst->id] = true;
-            walk(pl, e->cst->expr);
+            plan_walk(pl, e->cst->expr);
         }
         return;
     case X_ATTR: case X_METRIC: case X_PART: case X_FIELD:
-        walk(pl, e->field.obj);
+        plan_walk(pl, e->field.obj);
         return;
     case X_BUILTIN: case X_APPLY: case X_CALL:
-        walk(pl, e->call.fn);
+        plan_walk(pl, e->call.fn);
         walk_list(pl, e->call.args, e->call.nargs);
         return;
     case X_NEG: case X_NOT:
-        walk(pl, e->bin.a);
+        plan_walk(pl, e->bin.a);
         return;
     case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE:
-        walk(pl, e->bin.a);
-        walk(pl, e->bin.b);
+        plan_walk(pl, e->bin.a);
+        plan_walk(pl, e->bin.b);
         return;
     case X_CHAIN: case X_TRIPLE: case X_MAPLIST:
         walk_list(pl, e->list.items, e->list.n);
@@ -80,11 +73,11 @@ static void walk(plan *pl, const ps_expr *e)
             if (a->depth > pl->passes)
                 pl->passes = a->depth;
             if (a->iv)
-                mark_iv(pl, a->iv);
+                plan_mark_iv(pl, a->iv);
         }
-        walk(pl, a->domain);
-        walk(pl, a->where);
-        walk(pl, a->value);
+        plan_walk(pl, a->domain);
+        plan_walk(pl, a->where);
+        plan_walk(pl, a->value);
         return;
     }
     default:
@@ -92,7 +85,7 @@ static void walk(plan *pl, const ps_expr *e)
     }
 }
 
-static void plan_init(plan *pl, ps_program *prog)
+void plan_init(plan *pl, ps_program *prog)
 {
     pl->prog = prog;
     pl->agg_needed = ps_calloc(prog->topaggs.n + 1, sizeof(bool));
@@ -101,7 +94,7 @@ static void plan_init(plan *pl, ps_program *prog)
     pl->passes = 0;
 }
 
-static void plan_free(plan *pl)
+void plan_free(plan *pl)
 {
     free(pl->agg_needed);
     free(pl->const_needed);
@@ -110,16 +103,8 @@ static void plan_free(plan *pl)
 
 /* ---- running the passes -------------------------------------------------------------- */
 
-typedef struct runner {
-    pspec *ps;
-    ps_program *prog;
-    ps_evalctx ev;
-    const pspec_check_options *opt;
-    uint64_t *offenders;        /* [stmts] */
-    const ps_stmt **report_for; /* [topaggs] */
-} runner;
 
-static void runner_init(runner *rn, pspec *ps, double tick_ns)
+void runner_init(runner *rn, pspec *ps, double tick_ns)
 {
     ps_program *prog = &ps->prog;
     memset(rn, 0, sizeof *rn);
@@ -134,7 +119,7 @@ static void runner_init(runner *rn, pspec *ps, double tick_ns)
     rn->report_for = ps_calloc(prog->topaggs.n + 1, sizeof(*rn->report_for));
 }
 
-static void runner_free(runner *rn)
+void runner_free(runner *rn)
 {
     for (uint32_t i = 0; i < rn->prog->consts.n; i++)
         pv_free(rn->ev.consts[i]);
@@ -190,7 +175,7 @@ static void on_event(void *ctx, const pv_event *e)
 }
 
 /* Run every pass the plan needs. Returns a PSPEC_EXIT_* code. */
-static int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, bool want_iv, bool want_ev,
+int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, bool want_iv, bool want_ev,
                       char **errmsg)
 {
     ps_program *prog = rn->prog;
@@ -266,7 +251,7 @@ unsigned pspec_passes(const pspec *ps)
     plan_init(&pl, (ps_program *)&ps->prog);
     for (uint32_t i = 0; i < ps->prog.stmts.n; i++)
         if (ps->prog.stmts.v[i]->kind != ST_SOLVE)
-            walk(&pl, ps->prog.stmts.v[i]->expr);
+            plan_walk(&pl, ps->prog.stmts.v[i]->expr);
     unsigned n = pl.passes;
     plan_free(&pl);
     return n;
@@ -333,7 +318,7 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
         ps_stmt *st = prog->stmts.v[i];
         if (st->kind == ST_SOLVE)
             continue;
-        walk(&pl, st->expr);
+        plan_walk(&pl, st->expr);
         const ps_agg *a = reporting_agg(st);
         if (a && !rn.report_for[a->id])
             rn.report_for[a->id] = st;
@@ -438,7 +423,7 @@ static int session_eval(pspec_session *s, const ps_expr *e, pv *out, char **errm
     runner_init(&rn, s->ps, s->tick_ns);
     plan pl;
     plan_init(&pl, &s->ps->prog);
-    walk(&pl, e);
+    plan_walk(&pl, e);
     int status = PSPEC_EXIT_OK;
     if (pl.passes > 0 && !s->r) {
         *errmsg = ps_strdup("this expression needs a log, and none was given");

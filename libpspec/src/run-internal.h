@@ -1,0 +1,48 @@
+/* run-internal.h — planning and running passes over a log (private; shared
+ * by pspec_check, peval sessions and psolve). */
+#ifndef PSPEC_RUN_INTERNAL_H
+#define PSPEC_RUN_INTERNAL_H
+
+#include "ast.h"
+#include "eval.h"
+#include "logread.h"
+#include "pspec/pspec.h"
+
+/* What an evaluation needs from the log. */
+typedef struct plan {
+    ps_program *prog;
+    bool *agg_needed;           /* [topaggs] */
+    bool *const_needed;         /* [consts] */
+    bool *need_iv;              /* [ivtypes] */
+    unsigned passes;            /* deepest needed aggregate */
+} plan;
+
+/* Start an empty plan for prog. */
+void plan_init(plan *pl, ps_program *prog);
+void plan_free(plan *pl);
+/* Add what evaluating e needs: its top-level aggregates (and the interval
+ * types they range over), and the constants it uses, transitively. */
+void plan_walk(plan *pl, const ps_expr *e);
+/* Recognise interval type iv (and those its metric aggregates range over). */
+void plan_mark_iv(plan *pl, const ps_ivtype *iv);
+
+/* The state of one evaluation: constants, aggregate results, offenders. */
+typedef struct runner {
+    pspec *ps;
+    ps_program *prog;
+    ps_evalctx ev;
+    const pspec_check_options *opt;
+    uint64_t *offenders;        /* [stmts] */
+    const ps_stmt **report_for; /* [topaggs] */
+} runner;
+
+void runner_init(runner *rn, pspec *ps, double tick_ns);
+void runner_free(runner *rn);
+/* Evaluate the constants without log aggregates, then run every pass the
+ * plan needs (rewinding first when asked); each pass computes the needed
+ * aggregates of its depth and then the constants that depend on them.
+ * Returns a PSPEC_EXIT_* code; *errmsg on failure. */
+int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, bool want_iv, bool want_ev,
+               char **errmsg);
+
+#endif
