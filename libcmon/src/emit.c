@@ -22,14 +22,15 @@
  *     (sockets, files, devices) are written under meta_lock, which also
  *     guards the carry of a short write.
  *
- * Exit: the atexit handler flushes its own thread's batch, then sets state
- * EXITING and flushes the batches of threads still running. Each batch has
+ * Exit: the atexit handler sets state EXITING, writes its own thread's batch
+ * and then the batches of the threads still running. Each batch has
  * a `busy` flag its owner raises around every use; the owner re-reads the
  * state after raising it, and the exit handler issues membarrier() after
  * setting the state, so either the owner sees EXITING and backs off, or the
  * handler sees busy and waits for it to fall (asymmetric Dekker; the owner
  * pays only plain stores). Without membarrier only the exiting thread's own
- * batch and those of threads that already ended are written.
+ * batch and those of threads that already ended are written. A thread that
+ * ends while the handler runs leaves its batch to the handler.
  *
  * Fork: the prepare handler flushes the forking thread's batch and takes the
  * locks; the child drops every other thread's batch (they belong to the
@@ -106,11 +107,11 @@ static struct {
 	_Atomic uint32_t nmeta;         /* meta records declared */
 	_Atomic uint32_t meta_written;  /* meta records 0..meta_written-1 sent */
 	_Atomic uint64_t gap_pending;   /* dropped events not yet reported */
-	_Atomic uint64_t st_written;    /* struct cmon_stats, in order */
-	_Atomic uint64_t st_dropped;
-	_Atomic uint64_t st_gap;
-	_Atomic uint64_t st_batches;
-	_Atomic uint64_t st_batches_dropped;
+	_Atomic uint64_t st_written;    /* cmon_stats.events_written */
+	_Atomic uint64_t st_dropped;    /* cmon_stats.events_dropped */
+	_Atomic uint64_t st_gap;        /* cmon_stats.gap_reported */
+	_Atomic uint64_t st_batches;    /* cmon_stats.batches_written */
+	_Atomic uint64_t st_batches_dropped; /* cmon_stats.batches_dropped */
 	pthread_mutex_t init_lock;      /* serializes initialisation */
 	pthread_mutex_t meta_lock;      /* meta array, meta writes, non-FIFO writes */
 	pthread_mutex_t reg_lock;       /* registry list; taken before meta_lock */
@@ -370,11 +371,19 @@ static void locked_end(void)
 static void tbuf_destroy(void *arg)
 {
 	struct emit_tbuf *tb = arg;
+	int st = ST_ON;
 
 	if (tbuf_claim(tb)) {
-		if (may_write(state_claimed()))
+		st = state_claimed();
+		if (may_write(st))
 			tbuf_flush(tb);
 		tbuf_leave(tb);
+	}
+	if (st == ST_EXITING && !t_exit_thread) {
+		/* exit() is running: its handler writes this batch (it must not
+		 * find it freed); the process is ending anyway. */
+		t_tbuf = NULL;
+		return;
 	}
 	t_locked = true;
 	pthread_mutex_lock(&g.reg_lock);

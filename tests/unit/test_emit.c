@@ -349,6 +349,30 @@ static int child_exit(void)
 	exit(0);                /* worker 2 is still running */
 }
 
+/* exit() while other threads are busy emitting: their batches are written
+ * between two of their events, nothing torn, nothing written twice. */
+static void *busy_worker(void *arg)
+{
+	const char *attrs[] = { "thread", "seq" };
+	cmon_type t = cmon_declare("Busy", 2, attrs);
+	int k = (int)(intptr_t)arg;
+
+	CK(t != 0);
+	for (uint64_t i = 0;; i++)
+		CMON_EMIT(t, k, (double)i);
+	return NULL;
+}
+
+static int child_exit_busy(void)
+{
+	pthread_t th[3];
+
+	for (int k = 0; k < 3; k++)
+		CK(pthread_create(&th[k], NULL, busy_worker, (void *)(intptr_t)k) == 0);
+	sleep_ms(30);
+	exit(0);
+}
+
 /* $CMON_LOG names a file: appended to, descriptor close-on-exec. */
 static int child_path(void)
 {
@@ -534,7 +558,7 @@ static const struct {
 	{ "fork", child_fork },       { "exit", child_exit },
 	{ "path", child_path },       { "latency", child_latency },
 	{ "epipe", child_epipe },     { "names", child_names },
-	{ "signal", child_signal },
+	{ "signal", child_signal },   { "exit_busy", child_exit_busy },
 };
 
 /* ---- parent side: running children ------------------------------------ */
@@ -1176,6 +1200,34 @@ static void test_flush_at_exit(void **state)
 	free(b.p);
 }
 
+static void test_exit_while_threads_emit(void **state)
+{
+	struct log lg;
+	int status;
+	uint64_t next[3] = { 0 };
+	(void)state;
+
+	for (int round = 0; round < 3; round++) {
+		struct bytes b = run_logged("exit_busy", NULL, &status);
+		assert_int_equal(status, 0);
+		decode(b.p, b.len, &lg);        /* whole records, TypeDefs first */
+		memset(next, 0, sizeof next);
+		for (size_t i = 0; i < lg.n; i++) {
+			Cmonlog__Event *e;
+			if (lg.rec[i]->kind_case != CMONLOG__RECORD__KIND_EVENT)
+				continue;
+			e = lg.rec[i]->event;
+			int k = (int)e->values[0];
+			assert_true(k >= 0 && k < 3);
+			/* each thread's events in order, none twice */
+			assert_true((uint64_t)e->values[1] >= next[k]);
+			next[k] = (uint64_t)e->values[1] + 1;
+		}
+		log_free(&lg);
+		free(b.p);
+	}
+}
+
 static void test_cmon_log_path_appends(void **state)
 {
 	char dir[] = "/tmp/test_emit.XXXXXX", path[64], env[96];
@@ -1332,6 +1384,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gap_on_socket_whole_records),
 		cmocka_unit_test(test_fork_writes_each_event_once),
 		cmocka_unit_test(test_flush_at_exit),
+		cmocka_unit_test(test_exit_while_threads_emit),
 		cmocka_unit_test(test_cmon_log_path_appends),
 		cmocka_unit_test(test_latency_bound_and_batching),
 		cmocka_unit_test(test_reader_gone_no_sigpipe),
