@@ -1396,10 +1396,13 @@ static int check_import(ps_checker *ck, ps_item *it)
     return 0;
 }
 
+/* The constant named in `var`/`cor`. psolve binds it only while it is an
+ * unknown; once psolve has filled it in, the declaration must still check
+ * (psolve's output is meant for pcheck as it is), so any number will do. */
 static ps_const *resolve_unknown(ps_checker *ck, const char *name, ps_loc loc)
 {
     ps_symbol *s = ps_scope_get(ck->scope, name);
-    if (!s || s->kind != SYM_CONST || !s->cst->unknown) {
+    if (!s || s->kind != SYM_CONST || s->cst->type->kind != T_NUM) {
         ps_diags_add(ck->diags, loc, "'%s' must be an unknown (declared with 'def %s = ?')", name, name);
         return NULL;
     }

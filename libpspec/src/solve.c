@@ -244,7 +244,15 @@ int ps_linear_form(ps_program *prog, ps_expr *eqn, const bool *solved, ps_linfor
     lin l = lin_of(&c, eqn->bin.a), r = lin_of(&c, eqn->bin.b);
     if (c.failed)
         return -1;
-    /* L = R  <=>  sum(cL - cR) U = constR - constL */
+    /* Keep the unknowns on the side where they were written, so that the
+     * usual `y = a * x + b` gives data points (y, x, 1) and not their negation:
+     *   L = R  <=>  sum(cR - cL) U = constL - constR  (unknowns only on the right)
+     *          <=>  sum(cL - cR) U = constR - constL  (otherwise) */
+    if (l.terms.n == 0) {
+        lin tmp = l;
+        l = r;
+        r = tmp;
+    }
     for (uint32_t i = 0; i < r.terms.n; i++)
         lin_add_term(&c, &l, r.terms.v[i].unknown, neg(&c, r.terms.v[i].coef, eqn->loc), eqn->loc);
     ps_expr *rhs = add(&c, r.cst, neg(&c, l.cst, eqn->loc), eqn->loc);
