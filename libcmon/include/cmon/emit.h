@@ -7,9 +7,10 @@
  * $CMON_LOG. With neither variable set every function is a cheap no-op.
  *
  * Promises (details in cmon_emit(3)):
- *   - Never blocks, never prints, never exits, never raises SIGPIPE. When the
- *     reader is slow, whole batches of events are dropped and counted, and a
- *     Gap record with the count precedes the next batch that gets through.
+ *   - Never blocks, prints or exits; SIGPIPE never reaches the program.
+ *     When the reader is slow, whole batches of events are dropped and
+ *     counted, and a Gap record with the count precedes the next batch that
+ *     gets through.
  *   - A pipe or FIFO receives whole records only, in writes of at most
  *     PIPE_BUF bytes, so concurrent writers never interleave mid-record.
  *   - The Header is the first record; a TypeDef precedes the first Event of
@@ -20,7 +21,8 @@
  *
  * Ownership: the library copies every string and array it is given; nothing
  * the caller passes is kept. All functions are thread-safe and may be called
- * before main() returns or from atexit handlers.
+ * from constructors and atexit handlers; only cmon_emit (on a thread that
+ * has emitted before) may be called from a signal handler.
  */
 #ifndef CMON_EMIT_H
 #define CMON_EMIT_H
