@@ -43,9 +43,10 @@ static int64_t var_slot(const ps_expr *e)
     return e->kind == X_VAR ? (int64_t)e->var->slot : -1;
 }
 
+/* A valid triple: finite, p and m not negative (x - x is NaN unless x is finite). */
 static inline bool tri_ok(pv_triple t)
 {
-    return isfinite(t.v) && isfinite(t.p) && isfinite(t.m) && t.p >= 0 && t.m >= 0;
+    return t.p >= 0 && t.m >= 0 && (t.v - t.v) + (t.p - t.p) + (t.m - t.m) == 0;
 }
 
 static inline bool finite_num(double x, double *out)
@@ -91,7 +92,7 @@ static bool num_constref(const cx *c, ps_evalctx *ev, double *out)
     return true;
 }
 
-static bool num_attr(const cx *c, ps_evalctx *ev, double *out)
+static inline __attribute__((always_inline)) bool num_attr_body(const cx *c, ps_evalctx *ev, double *out)
 {
     const pv *v = &ev->slots[c->slot];
     if (PS_UNLIKELY(v->kind != PV_EVENT))
@@ -104,7 +105,12 @@ static bool num_attr(const cx *c, ps_evalctx *ev, double *out)
     return true;
 }
 
-static bool num_metric(const cx *c, ps_evalctx *ev, double *out)
+static bool num_attr(const cx *c, ps_evalctx *ev, double *out)
+{
+    return num_attr_body(c, ev, out);
+}
+
+static inline __attribute__((always_inline)) bool num_metric_body(const cx *c, ps_evalctx *ev, double *out)
 {
     const pv *v = &ev->slots[c->slot];
     if (PS_UNLIKELY(v->kind != PV_INTERVAL || c->index >= v->iv->nmetric))
@@ -114,6 +120,11 @@ static bool num_metric(const cx *c, ps_evalctx *ev, double *out)
         return false;
     *out = m->num;
     return true;
+}
+
+static bool num_metric(const cx *c, ps_evalctx *ev, double *out)
+{
+    return num_metric_body(c, ev, out);
 }
 
 static bool num_thread(const cx *c, ps_evalctx *ev, double *out)
@@ -287,7 +298,7 @@ static bool tri_elapsed_ev(const cx *c, ps_evalctx *ev, pv_triple *out)
 }
 
 /* ts(x) - ts(y) of two bound events: the usual duration. */
-static bool tri_sub_ts(const cx *c, ps_evalctx *ev, pv_triple *out)
+static inline __attribute__((always_inline)) bool tri_sub_ts_body(const cx *c, ps_evalctx *ev, pv_triple *out)
 {
     const pv *a = &ev->slots[c->slot], *b = &ev->slots[c->index];
     if (PS_UNLIKELY(a->kind != PV_EVENT || b->kind != PV_EVENT))
@@ -300,7 +311,12 @@ static bool tri_sub_ts(const cx *c, ps_evalctx *ev, pv_triple *out)
     return true;
 }
 
-static bool tri_metric(const cx *c, ps_evalctx *ev, pv_triple *out)
+static bool tri_sub_ts(const cx *c, ps_evalctx *ev, pv_triple *out)
+{
+    return tri_sub_ts_body(c, ev, out);
+}
+
+static inline __attribute__((always_inline)) bool tri_metric_body(const cx *c, ps_evalctx *ev, pv_triple *out)
 {
     const pv *v = &ev->slots[c->slot];
     if (PS_UNLIKELY(v->kind != PV_INTERVAL || c->index >= v->iv->nmetric))
@@ -315,6 +331,11 @@ static bool tri_metric(const cx *c, ps_evalctx *ev, pv_triple *out)
         return true;
     }
     return false;
+}
+
+static bool tri_metric(const cx *c, ps_evalctx *ev, pv_triple *out)
+{
+    return tri_metric_body(c, ev, out);
 }
 
 static bool tri_add(const cx *c, ps_evalctx *ev, pv_triple *out)
@@ -548,6 +569,30 @@ NUM_REL(num_le, <=)
 NUM_REL(num_gt, >)
 NUM_REL(num_ge, >=)
 
+/* The same against a constant, with the operand c->a an attribute or a
+ * number metric of a bound binder, evaluated inline. */
+#define NUM_REL_FUSED(name, OP)                                         \
+    static int name##_attr_k(const cx *c, ps_evalctx *ev)               \
+    {                                                                   \
+        double a;                                                       \
+        if (!num_attr_body(c->a, ev, &a))                                  \
+            return -1;                                                  \
+        return a OP c->k;                                               \
+    }                                                                   \
+    static int name##_metric_k(const cx *c, ps_evalctx *ev)             \
+    {                                                                   \
+        double a;                                                       \
+        if (!num_metric_body(c->a, ev, &a))                                \
+            return -1;                                                  \
+        return a OP c->k;                                               \
+    }
+NUM_REL_FUSED(num_eq, ==)
+NUM_REL_FUSED(num_ne, !=)
+NUM_REL_FUSED(num_lt, <)
+NUM_REL_FUSED(num_le, <=)
+NUM_REL_FUSED(num_gt, >)
+NUM_REL_FUSED(num_ge, >=)
+
 /* Figure 9 on two triples (eval.c's tri_rel). */
 static inline int tri_rel(pv_binop op, pv_triple t, pv_triple u)
 {
@@ -571,14 +616,29 @@ static int tri_rel_cx(const cx *c, ps_evalctx *ev)
     return tri_rel((pv_binop)c->op, t, u);
 }
 
-/* A triple against a constant number k, i.e. the triple [k, 0, 0]. */
-static int tri_rel_k(const cx *c, ps_evalctx *ev)
-{
-    pv_triple t;
-    if (!c->a->tri(c->a, ev, &t))
-        return -1;
-    return tri_rel((pv_binop)c->op, t, (pv_triple){c->k, 0, 0});
-}
+/* A triple against a constant number k, i.e. the triple [k, 0, 0]; and the
+ * same with the operand c->a a metric of a bound binder, inline. */
+#define TRI_REL_K(name, OP)                                             \
+    static int name##_k(const cx *c, ps_evalctx *ev)                    \
+    {                                                                   \
+        pv_triple t;                                                    \
+        if (!c->a->tri(c->a, ev, &t))                                   \
+            return -1;                                                  \
+        return tri_rel(OP, t, (pv_triple){c->k, 0, 0});                 \
+    }                                                                   \
+    static int name##_metric_k(const cx *c, ps_evalctx *ev)             \
+    {                                                                   \
+        pv_triple t;                                                    \
+        if (!tri_metric_body(c->a, ev, &t))                             \
+            return -1;                                                  \
+        return tri_rel(OP, t, (pv_triple){c->k, 0, 0});                 \
+    }
+TRI_REL_K(tri_eq, PV_OP_EQ)
+TRI_REL_K(tri_ne, PV_OP_NE)
+TRI_REL_K(tri_lt, PV_OP_LT)
+TRI_REL_K(tri_le, PV_OP_LE)
+TRI_REL_K(tri_gt, PV_OP_GT)
+TRI_REL_K(tri_ge, PV_OP_GE)
 
 static int bool_rel(const cx *c, ps_evalctx *ev)
 {
@@ -635,14 +695,25 @@ static const cx *compile_rel(cx_compiler *cc, const ps_expr *e, pv_binop op, con
             [PV_OP_EQ] = num_eq_k, [PV_OP_NE] = num_ne_k, [PV_OP_LT] = num_lt_k,
             [PV_OP_LE] = num_le_k, [PV_OP_GT] = num_gt_k, [PV_OP_GE] = num_ge_k,
         };
+        static int (*const attr_k[])(const cx *, ps_evalctx *) = {
+            [PV_OP_EQ] = num_eq_attr_k, [PV_OP_NE] = num_ne_attr_k, [PV_OP_LT] = num_lt_attr_k,
+            [PV_OP_LE] = num_le_attr_k, [PV_OP_GT] = num_gt_attr_k, [PV_OP_GE] = num_ge_attr_k,
+        };
+        static int (*const metric_k[])(const cx *, ps_evalctx *) = {
+            [PV_OP_EQ] = num_eq_metric_k, [PV_OP_NE] = num_ne_metric_k, [PV_OP_LT] = num_lt_metric_k,
+            [PV_OP_LE] = num_le_metric_k, [PV_OP_GT] = num_gt_metric_k, [PV_OP_GE] = num_ge_metric_k,
+        };
+        const ps_expr *x = NULL;
         if (literal_num(cc, b, &k)) {
-            c->cond = with_k[op];
-            c->a = cx_num(cc, a);
-            c->k = k;
+            x = a;
         } else if (literal_num(cc, a, &k)) {
-            c->cond = with_k[mirror(op)];
-            c->a = cx_num(cc, b);
+            x = b;
+            op = mirror(op);
+        }
+        if (x) {
+            c->a = cx_num(cc, x);
             c->k = k;
+            c->cond = c->a->num == num_attr ? attr_k[op] : c->a->num == num_metric ? metric_k[op] : with_k[op];
         } else {
             c->cond = both[op];
             c->a = cx_num(cc, a);
@@ -651,10 +722,18 @@ static const cx *compile_rel(cx_compiler *cc, const ps_expr *e, pv_binop op, con
         return c;
     }
     if ((ta == T_NUM || ta == T_TRIPLE) && (tb == T_NUM || tb == T_TRIPLE)) {
+        static int (*const with_k[])(const cx *, ps_evalctx *) = {
+            [PV_OP_EQ] = tri_eq_k, [PV_OP_NE] = tri_ne_k, [PV_OP_LT] = tri_lt_k,
+            [PV_OP_LE] = tri_le_k, [PV_OP_GT] = tri_gt_k, [PV_OP_GE] = tri_ge_k,
+        };
+        static int (*const metric_k[])(const cx *, ps_evalctx *) = {
+            [PV_OP_EQ] = tri_eq_metric_k, [PV_OP_NE] = tri_ne_metric_k, [PV_OP_LT] = tri_lt_metric_k,
+            [PV_OP_LE] = tri_le_metric_k, [PV_OP_GT] = tri_gt_metric_k, [PV_OP_GE] = tri_ge_metric_k,
+        };
         if (tb == T_NUM && literal_num(cc, b, &k)) {
-            c->cond = tri_rel_k;
             c->a = cx_tri(cc, a);
             c->k = k;
+            c->cond = c->a->tri == tri_metric ? metric_k[op] : with_k[op];
         } else {
             c->cond = tri_rel_cx;
             c->a = cx_tri(cc, a);
@@ -748,27 +827,79 @@ const cx *cx_cond(cx_compiler *cc, const ps_expr *e, const ps_expr *assume)
     return c->konst == 1 ? NULL : c;
 }
 
+/* ---- boxed results ---------------------------------------------------------------- */
+
+static void box_num(const cx *c, ps_evalctx *ev, pv *out)
+{
+    double x;
+    *out = c->num(c, ev, &x) ? pv_num(x) : pv_undef();
+}
+
+static void box_num_attr(const cx *c, ps_evalctx *ev, pv *out)
+{
+    double x;
+    *out = num_attr_body(c, ev, &x) ? pv_num(x) : pv_undef();
+}
+
+static void box_cond(const cx *c, ps_evalctx *ev, pv *out)
+{
+    int b = c->cond(c, ev);
+    *out = b < 0 ? pv_undef() : pv_bool(b);
+}
+
+static void box_tri(const cx *c, ps_evalctx *ev, pv *out)
+{
+    pv_triple t;
+    *out = c->tri(c, ev, &t) ? pv_triple_make(t.v, t.p, t.m) : pv_undef();
+}
+
+static void box_tri_sub_ts(const cx *c, ps_evalctx *ev, pv *out)
+{
+    pv_triple t;
+    *out = tri_sub_ts_body(c, ev, &t) ? pv_triple_make(t.v, t.p, t.m) : pv_undef();
+}
+
+static void box_generic(const cx *c, ps_evalctx *ev, pv *out)
+{
+    *out = ps_eval(ev, c->e);
+}
+
+static void box_none(const cx *c, ps_evalctx *ev, pv *out)
+{
+    (void)c;
+    (void)ev;
+    *out = pv_undef();
+}
+
 cx_val cx_value(cx_compiler *cc, const ps_expr *e)
 {
-    cx_val v = {.e = e, .kind = CX_GENERIC};
+    cx_val v;
     if (!e) {
         v.kind = CX_NONE;
+        v.c = node(cc, NULL);
+        v.box = box_none;
         return v;
     }
     switch (tkind(e)) {
     case T_NUM:
         v.kind = CX_NUM;
         v.c = cx_num(cc, e);
+        v.box = v.c->num == num_attr ? box_num_attr : box_num;
         break;
     case T_BOOL:
         v.kind = CX_BOOL;
         v.c = compile_cond(cc, e, NULL);
+        v.box = box_cond;
         break;
     case T_TRIPLE:
         v.kind = CX_TRI;
         v.c = cx_tri(cc, e);
+        v.box = v.c->tri == tri_sub_ts ? box_tri_sub_ts : box_tri;
         break;
     default:
+        v.kind = CX_GENERIC;
+        v.c = node(cc, e);
+        v.box = box_generic;
         break;
     }
     return v;

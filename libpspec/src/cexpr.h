@@ -44,8 +44,9 @@ typedef enum cx_kind { CX_NUM, CX_BOOL, CX_TRI, CX_GENERIC, CX_NONE } cx_kind;
 
 /* An expression compiled by its static type, for a boxed result. */
 typedef struct cx_val {
-    const cx *c;                /* CX_NUM/BOOL/TRI */
-    const ps_expr *e;           /* the expression; CX_GENERIC: evaluated with ps_eval */
+    const cx *c;                /* the compiled expression (its `e` is the source) */
+    /* Evaluate c and store the result as ps_eval would return it (owned). */
+    void (*box)(const cx *c, ps_evalctx *ev, pv *out);
     cx_kind kind;
 } cx_val;
 
@@ -85,27 +86,12 @@ static inline bool cx_eval_tri(const cx *c, ps_evalctx *ev, pv_triple *out)
     return c->tri(c, ev, out);
 }
 
-/* The value as ps_eval(ev, v->e) would give it (owned). */
+/* The value as ps_eval(ev, e) would give it (owned), e the source of v. */
 static inline pv cx_eval(const cx_val *v, ps_evalctx *ev)
 {
-    switch (v->kind) {
-    case CX_NUM: {
-        double x;
-        return v->c->num(v->c, ev, &x) ? pv_num(x) : pv_undef();
-    }
-    case CX_BOOL: {
-        int b = v->c->cond(v->c, ev);
-        return b < 0 ? pv_undef() : pv_bool(b);
-    }
-    case CX_TRI: {
-        pv_triple t;
-        return v->c->tri(v->c, ev, &t) ? pv_triple_make(t.v, t.p, t.m) : pv_undef();
-    }
-    case CX_GENERIC:
-        return ps_eval(ev, v->e);
-    default:
-        return pv_undef();
-    }
+    pv r;
+    v->box(v->c, ev, &r);
+    return r;
 }
 
 /* Are two expressions the same computation (same structure, same binders,

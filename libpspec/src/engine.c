@@ -88,8 +88,7 @@ typedef struct ixmap {
 
 static inline uint32_t hash_key(double k)
 {
-    if (k == 0)
-        k = 0;  /* -0 and 0 are the same key */
+    k += 0.0;   /* -0 and 0 are the same key */
     uint64_t b;
     memcpy(&b, &k, sizeof b);
     b ^= b >> 33;
@@ -216,6 +215,7 @@ typedef struct ivst {
     const cx *e_where;      /* NULL: true */
     const cx *e_where_keyed;/* with the key equality true; NULL: true */
     cx_val *metrics;        /* [t->nmetric] */
+    bool metrics_plain;     /* no metric can hold a counted reference (mapping, event, interval) */
     keycls *cls;            /* [ncls] */
     uint32_t ncls;
     aggst *aggs;            /* [t->naggs] */
@@ -296,7 +296,7 @@ typedef struct chain {
     double from, every;     /* ticks */
 } chain;
 
-/* A closed interval waiting to be fed to aggregates. */
+/* A closed interval waiting to be fed to metric aggregates. */
 typedef struct closed {
     pv_interval *iv;
     uint64_t start_seq;
@@ -470,7 +470,8 @@ static inline __attribute__((always_inline)) void feed_top(engine *g, const tops
 
 /* Feed the element bound to as's variable to metric aggregate k of open
  * interval o, with where-clause `where`. */
-static inline void feed_metric(engine *g, ivst *is, const aggst *as, uint32_t k, open_iv *o, const cx *where)
+static inline __attribute__((always_inline)) void feed_metric(engine *g, ivst *is, const aggst *as, uint32_t k,
+                                                               open_iv *o, const cx *where)
 {
     bind_ev(&g->slots[is->s_slot], o->start);
     if (where) {
@@ -486,7 +487,8 @@ static inline void feed_metric(engine *g, ivst *is, const aggst *as, uint32_t k,
 
 /* Feed elem to metric aggregate (is, k) of every open interval it can
  * belong to: those started before `before_seq` (events: all open ones). */
-static void feed_metric_sub(engine *g, ivst *is, uint32_t k, const pv *elem, uint64_t before_seq)
+static inline __attribute__((always_inline)) void feed_metric_sub(engine *g, ivst *is, uint32_t k, const pv *elem,
+                                                                   uint64_t before_seq)
 {
     if (!is->nopen)
         return;
@@ -619,7 +621,28 @@ static void free_pool(ivst *is)
     is->npool = 0;
 }
 
-/* o ends at event ev: compute its metrics and queue it as closed. */
+/* We are done with closed interval iv: recycle it unless it is still held. */
+static inline void interval_done(engine *g, pv_interval *iv)
+{
+    ivst *is = g->ivs[((const ps_ivtype *)iv->type)->id];
+    if (iv->refs > 1 || is->nivfree >= POOL_KEEP) {
+        pv_interval_release(iv);
+        return;
+    }
+    if (!is->metrics_plain)
+        for (uint32_t m = 0; m < iv->nmetric; m++)
+            pv_free(iv->metric[m]);
+    event_unref(g, iv->start);
+    event_unref(g, iv->end);
+    iv->start = (pv_event *)(void *)is->ivfree;
+    is->ivfree = iv;
+    is->nivfree++;
+}
+
+/* o ends at event ev: compute its metrics and feed it to the top-level
+ * aggregates over its type (Figure 4.2's step 2: closing one interval does
+ * not depend on feeding another, so each is fed as it closes); keep it for
+ * step 3 when metric aggregates range over its type. */
 static void close_interval(engine *g, ivst *is, open_iv *o, pv_event *ev)
 {
     ps_ivtype *t = is->t;
@@ -640,11 +663,23 @@ static void close_interval(engine *g, ivst *is, open_iv *o, pv_event *ev)
     pv_acc **saved = g->ev->accs;
     g->ev->accs = o->accs;
     for (uint32_t m = 0; m < t->nmetric; m++)
-        iv->metric[m] = cx_eval(&is->metrics[m], g->ev);
+        is->metrics[m].box(is->metrics[m].c, g->ev, &iv->metric[m]);
     g->ev->accs = saved;
-    closed c = {iv, o->start_seq};
-    VPUSH(g->closed, c);
+    uint64_t start_seq = o->start_seq;
     drop_open(is, o, true);
+
+    const ivdisp *id = &g->ivd[t->id];
+    if (g->want_intervals)
+        g->p->interval(g->p->ctx, iv);
+    pv ivelem = iv_val(iv);
+    for (uint32_t i = 0; i < id->tops.n; i++)
+        feed_top(g, id->tops.v[i], &ivelem);
+    if (id->msubs.n) {
+        closed c = {iv, start_seq};
+        VPUSH(g->closed, c);
+    } else {
+        interval_done(g, iv);
+    }
 }
 
 /* Close the open intervals of `is` that ev ends (A.3.3: all of them, or for
@@ -688,28 +723,13 @@ static void close_matching(engine *g, ivst *is, pv_event *ev)
     }
 }
 
-/* We are done with closed interval iv: recycle it unless it is still held. */
-static inline void interval_done(engine *g, pv_interval *iv)
-{
-    ivst *is = g->ivs[((const ps_ivtype *)iv->type)->id];
-    if (iv->refs > 1 || is->nivfree >= POOL_KEEP) {
-        pv_interval_release(iv);
-        return;
-    }
-    for (uint32_t m = 0; m < iv->nmetric; m++)
-        pv_free(iv->metric[m]);
-    event_unref(g, iv->start);
-    event_unref(g, iv->end);
-    iv->start = (pv_event *)(void *)is->ivfree;
-    is->ivfree = iv;
-    is->nivfree++;
-}
-
 /* ---- the event stream ------------------------------------------------------------------------- */
 
 /* Process one event of the stream. `target`: for end$I virtual events, the
- * interval it ends. */
-static void process_event(engine *g, pv_event *ev, ivst *target_is, open_iv *target)
+ * interval it ends. Inlined into the loop over the log's records; other
+ * callers use process_event(). */
+static inline __attribute__((always_inline)) void process_event_inline(engine *g, pv_event *ev, ivst *target_is,
+                                                                       open_iv *target)
 {
     const evdisp *d = &g->evd[((const ps_evtype *)ev->type)->id];
     g->seq++;
@@ -719,20 +739,10 @@ static void process_event(engine *g, pv_event *ev, ivst *target_is, open_iv *tar
     for (uint32_t i = 0; i < d->tops.n; i++)
         feed_top(g, d->tops.v[i], &elem);
 
-    g->closed.n = 0;
-    if (target)
+    if (PS_UNLIKELY(target != NULL))
         close_interval(g, target_is, target, ev);
     for (uint32_t i = 0; i < d->ends.n; i++)
         close_matching(g, d->ends.v[i], ev);
-    for (uint32_t c = 0; c < g->closed.n; c++) {
-        pv_interval *iv = g->closed.v[c].iv;
-        const ivdisp *id = &g->ivd[((const ps_ivtype *)iv->type)->id];
-        if (g->want_intervals)
-            g->p->interval(g->p->ctx, iv);
-        pv ivelem = iv_val(iv);
-        for (uint32_t i = 0; i < id->tops.n; i++)
-            feed_top(g, id->tops.v[i], &ivelem);
-    }
 
     for (uint32_t i = 0; i < d->msubs.n; i++)
         feed_metric_sub(g, d->msubs.v[i].is, d->msubs.v[i].k, &elem, UINT64_MAX);
@@ -751,6 +761,11 @@ static void process_event(engine *g, pv_event *ev, ivst *target_is, open_iv *tar
 
     for (uint32_t i = 0; i < d->starts.n; i++)
         open_interval(g, d->starts.v[i], ev);
+}
+
+static void process_event(engine *g, pv_event *ev, ivst *target_is, open_iv *target)
+{
+    process_event_inline(g, ev, target_is, target);
 }
 
 /* A fabricated event (logstart@, logend@, gap@, virtual) at `ts`. */
@@ -906,8 +921,11 @@ static ivst *ivst_new(engine *g, ps_ivtype *t)
         is->e_where_keyed = cx_cond(cc, t->e_where, key_conjunct(t->e_where, t->end_key, t->start_key));
     }
     is->metrics = ps_calloc(t->nmetric ? t->nmetric : 1, sizeof *is->metrics);
-    for (uint32_t m = 0; m < t->nmetric; m++)
+    is->metrics_plain = true;
+    for (uint32_t m = 0; m < t->nmetric; m++) {
         is->metrics[m] = cx_value(cc, t->metrics[m].expr);
+        is->metrics_plain &= is->metrics[m].kind != CX_GENERIC;
+    }
     is->aggs = ps_calloc(t->naggs ? t->naggs : 1, sizeof *is->aggs);
     for (uint32_t k = 0; k < t->naggs; k++) {
         ps_agg *a = t->aggs[k];
@@ -1140,7 +1158,8 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
             emit_fabricated(&g, gap, rec.ts, pending_gap);
             pending_gap = 0;
         }
-        ps_evtype *const *types = types_for(&g, r, rec.name_id);
+        ps_evtype *const *types = rec.name_id < g.names.n && g.names.v[rec.name_id] ? g.names.v[rec.name_id]
+                                                                                  : types_for(&g, r, rec.name_id);
         for (; *types; types++) {
             const ps_evtype *t = *types;
             pv_event *e = event_alloc(&g, t);
@@ -1155,7 +1174,7 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
                 e->attr[i] = PV_ATTR_UNDEF;
             if (t->origin == EVO_RET && t->nattr == 2 && n < 2)
                 e->attr[1] = 1;     /* `exact`: our logs only carry explicit returns */
-            process_event(&g, e, NULL, NULL);
+            process_event_inline(&g, e, NULL, NULL);
             event_done(&g, e);
         }
         g.pos = rec.pos;

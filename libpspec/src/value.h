@@ -118,7 +118,8 @@ static inline pv pv_str(const char *s) { pv r = {.kind = PV_STR, .str = s}; retu
 /* A triple; UNDEFINED when p or m is negative or any component is not finite. */
 static inline pv pv_triple_make(double v, double p, double m)
 {
-    if (!(p >= 0 && m >= 0) || !isfinite(v) || !isfinite(p) || !isfinite(m))
+    /* x - x is 0 for finite x and NaN for infinities and NaN. */
+    if (!(p >= 0 && m >= 0 && (v - v) + (p - p) + (m - m) == 0))
         return pv_undef();
     pv r = {.kind = PV_TRIPLE, .t = {v, p + 0.0, m + 0.0}};
     return r;
@@ -344,10 +345,13 @@ static inline void pv_acc_add_undef(pv_acc *a)
     pv_acc_add(a, pv_undef());
 }
 
-/* mean/var/stdev of a favoured value x (a->n already counts it). */
+/* mean/var/stdev of a favoured value x (a->n already counts it); the mean
+ * needs only the sum, var and stdev Welford's running values. */
 static inline void pv_acc__stat(pv_acc *a, double x)
 {
     a->sum += x;
+    if (a->op == PV_AGG_MEAN)
+        return;
     double delta = x - a->wmean;
     a->wmean += delta / (double)a->n;
     a->m2 += delta * (x - a->wmean);
