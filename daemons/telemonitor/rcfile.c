@@ -636,6 +636,26 @@ int rc_load(const char *path, struct rc_config **out, char *err, size_t errlen)
 	return 0;
 }
 
+struct rc_config *rc_clone(const struct rc_config *c)
+{
+	struct rc_config *d = calloc(1, sizeof *d);
+
+	if (!d)
+		return NULL;
+	d->has_defaults = c->has_defaults;
+	d->defaults_line = c->defaults_line;
+	if ((c->path && !(d->path = strdup(c->path))) || (c->name && !(d->name = strdup(c->name))) ||
+	    (c->dir && !(d->dir = strdup(c->dir))) || rc_props_copy(&d->defaults, &c->defaults) < 0)
+		goto fail;
+	for (size_t i = 0; i < c->nclasses; i++)
+		if (rc_add_class(d, &c->classes[i]) < 0)
+			goto fail;
+	return d;
+fail:
+	rc_free(d);
+	return NULL;
+}
+
 void rc_free(struct rc_config *c)
 {
 	if (!c)

@@ -95,6 +95,9 @@ int rc_load(const char *path, struct rc_config **out, char *err, size_t errlen);
 /* An empty configuration that will be saved to `path` (may be NULL). */
 struct rc_config *rc_new(const char *path);
 
+/* A deep copy of `c`; NULL on ENOMEM. */
+struct rc_config *rc_clone(const struct rc_config *c);
+
 /* Free a configuration; accepts NULL. */
 void rc_free(struct rc_config *c);
 

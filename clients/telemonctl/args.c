@@ -1,0 +1,329 @@
+/* telemonctl's command line: which command, which options each accepts,
+ * and turning user spellings (times, relative paths) into what the
+ * service expects. Usage errors are one line on standard error and exit
+ * status 2. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "telemonctl.h"
+
+static const char usage[] =
+	"usage: telemonctl [-state DIR] [--json] COMMAND [ARGS]\n"
+	"\n"
+	"Commands:\n"
+	"  status                          the service: registry, counts, mail\n"
+	"  classes                         the configured classes\n"
+	"  class add PROP=VALUE...         add a class (prog machine pid tool spec mail\n"
+	"                                  window mailgroup block auto); saved and live\n"
+	"  class set ID PROP=VALUE...      change a class\n"
+	"  class rm ID                     remove a class\n"
+	"  instances [--all] [--limit N]   running instances (--all: ended ones too)\n"
+	"  start ID                        start monitoring a listed instance\n"
+	"  stop ID                         stop monitoring an instance\n"
+	"  typescript ID                   what an instance's tools printed\n"
+	"  failures [--prog P] [--assert LABEL] [--since T] [--instance ID] [--limit N]\n"
+	"                                  stored failures (T: 2024-03-01, 2024-03-01T12:00,\n"
+	"                                  '2 hours' ago, @UNIXTIME; times are UTC)\n"
+	"  window ID                       the log window of failure ID (cmon-ascii 1)\n"
+	"  stats --prog P --assert LABEL [--day YYYY-MM-DD]\n"
+	"                                  a periodic report assertion's metrics per day\n"
+	"\n"
+	"  -state DIR   the service's state directory (default $TELEMON_STATE, else\n"
+	"               ~/.telemonitor, else /var/lib/telemonitor)\n"
+	"  --json       JSON output (an array or an object)\n"
+	"  --help, --version\n"
+	"\n"
+	"Exit status: 0 done, 1 the service refused (the message says why),\n"
+	"2 bad command line, 3 the service cannot be reached.\n";
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "telemonctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (telemonctl --help)\n");
+	exit(EXIT_USAGE);
+}
+
+static void word(struct ctl_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void word(struct ctl_cmd *c, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	if (c->nwords >= CTL_WORDS_MAX)
+		die("too many arguments");
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!s) {
+		fprintf(stderr, "telemonctl: out of memory\n");
+		exit(EXIT_REFUSED);
+	}
+	c->words[c->nwords++] = s;
+}
+
+static void need_id(const char *cmd, const char *s)
+{
+	char *end;
+
+	if (!s)
+		die("%s: an id is missing", cmd);
+	errno = 0;
+	if (!isdigit((unsigned char)*s) || strtoull(s, &end, 10) == 0 || *end || errno)
+		die("%s: '%s' is not an id (a positive number)", cmd, s);
+}
+
+/* A time as Unix seconds: ISO date/time (UTC), @UNIX, or "N UNIT [ago]". */
+static double parse_time(const char *s)
+{
+	static const struct { const char *fmt; } iso[] = {
+		{ "%Y-%m-%dT%H:%M:%SZ" }, { "%Y-%m-%dT%H:%M:%S" }, { "%Y-%m-%d %H:%M:%S" },
+		{ "%Y-%m-%dT%H:%MZ" }, { "%Y-%m-%dT%H:%M" }, { "%Y-%m-%d %H:%M" }, { "%Y-%m-%d" },
+	};
+	static const struct { const char *name; double secs; } units[] = {
+		{ "s", 1 }, { "sec", 1 }, { "secs", 1 }, { "second", 1 }, { "seconds", 1 },
+		{ "m", 60 }, { "min", 60 }, { "mins", 60 }, { "minute", 60 }, { "minutes", 60 },
+		{ "h", 3600 }, { "hour", 3600 }, { "hours", 3600 }, { "d", 86400 },
+		{ "day", 86400 }, { "days", 86400 }, { "w", 604800 }, { "week", 604800 },
+		{ "weeks", 604800 },
+	};
+	char unit[16] = "", *end;
+	double v;
+
+	for (size_t i = 0; i < sizeof iso / sizeof iso[0]; i++) {
+		struct tm tm = { 0 };
+		char *e = strptime(s, iso[i].fmt, &tm);
+		if (e && !*e)
+			return (double)timegm(&tm);
+	}
+	if (*s == '@') {
+		v = strtod(s + 1, &end);
+		if (end != s + 1 && !*end && v >= 0)
+			return v;
+		return -1;
+	}
+	v = strtod(s, &end);
+	if (end == s || v < 0)
+		return -1;
+	while (*end == ' ')
+		end++;
+	size_t n = strcspn(end, " ");
+	if (n == 0 || n >= sizeof unit)
+		return -1;
+	memcpy(unit, end, n);
+	end += n;
+	while (*end == ' ')
+		end++;
+	if (*end && strcmp(end, "ago"))
+		return -1;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (!strcmp(unit, units[i].name))
+			return (double)time(NULL) - v * units[i].secs;
+	return -1;
+}
+
+static bool valid_day(const char *s)
+{
+	struct tm tm = { 0 };
+	char *e;
+
+	if (strlen(s) != 10)
+		return false;
+	e = strptime(s, "%Y-%m-%d", &tm);
+	return e && !*e;
+}
+
+/* A class property; spec paths are made absolute (the service's working
+ * directory is not ours). */
+static void property(struct ctl_cmd *c, const char *cmd, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char cwd[PATH_MAX], real[PATH_MAX];
+
+	if (!eq || eq == arg)
+		die("%s: expected PROPERTY=VALUE, not '%s'", cmd, arg);
+	if (!strncmp(arg, "spec=", 5) && eq[1] && eq[1] != '/') {
+		if (realpath(eq + 1, real)) {
+			word(c, "spec=%s", real);
+			return;
+		}
+		if (getcwd(cwd, sizeof cwd)) {
+			word(c, "spec=%s/%s", cwd, eq + 1);
+			return;
+		}
+	}
+	word(c, "%s", arg);
+}
+
+static const char *default_state(void)
+{
+	static char buf[PATH_MAX];
+	const char *d = getenv("TELEMON_STATE"), *home = getenv("HOME");
+	struct stat st;
+
+	if (d && *d)
+		return d;
+	snprintf(buf, sizeof buf, "%s/.telemonitor", home && *home ? home : ".");
+	if (stat(buf, &st) == 0)
+		return buf;
+	if (stat("/var/lib/telemonitor", &st) == 0)
+		return "/var/lib/telemonitor";
+	return buf;
+}
+
+void args_parse(int argc, char **argv, struct ctl_cmd *c)
+{
+	enum { O_STATE = 1, O_JSON, O_ALL, O_PROG, O_ASSERT, O_SINCE, O_LIMIT, O_INSTANCE, O_DAY,
+	       O_HELP, O_VERSION };
+	static const struct option opts[] = {
+		{ "state", required_argument, NULL, O_STATE },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "all", no_argument, NULL, O_ALL },
+		{ "prog", required_argument, NULL, O_PROG },
+		{ "assert", required_argument, NULL, O_ASSERT },
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "limit", required_argument, NULL, O_LIMIT },
+		{ "instance", required_argument, NULL, O_INSTANCE },
+		{ "day", required_argument, NULL, O_DAY },
+		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *prog = NULL, *assertion = NULL, *since = NULL, *limit = NULL, *inst = NULL;
+	const char *day = NULL, *cmd;
+	bool all = false;
+	int ch, n;
+	char **pos;
+
+	opterr = 0;
+	while ((ch = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_STATE: c->state = optarg; break;
+		case O_JSON: c->json = true; break;
+		case O_ALL: all = true; break;
+		case O_PROG: prog = optarg; break;
+		case O_ASSERT: assertion = optarg; break;
+		case O_SINCE: since = optarg; break;
+		case O_LIMIT: limit = optarg; break;
+		case O_INSTANCE: inst = optarg; break;
+		case O_DAY: day = optarg; break;
+		case O_HELP: fputs(usage, stdout); exit(EXIT_OK);
+		case O_VERSION: puts("telemonctl " CMON_VERSION); exit(EXIT_OK);
+		default:
+			if (optopt)
+				die("option %s needs a value", argv[optind - 1]);
+			die("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (!c->state || !*c->state)
+		c->state = default_state();
+	pos = argv + optind;
+	n = argc - optind;
+	if (n < 1)
+		die("no command given");
+	cmd = pos[0];
+	for (int i = 0; i < n; i++)
+		if (!*pos[i])
+			die("empty argument");
+	/* which options each command takes */
+	bool list_opts = !strcmp(cmd, "failures") || !strcmp(cmd, "stats") ||
+			 !strcmp(cmd, "instances");
+	if (!list_opts && (prog || assertion || since || limit || inst || day || all))
+		die("%s takes no such option", cmd);
+	if (!strcmp(cmd, "instances") && (prog || assertion || since || inst || day))
+		die("instances takes only --all and --limit");
+	if (!strcmp(cmd, "failures") && (all || day))
+		die("failures takes --prog, --assert, --since, --instance and --limit");
+	if (!strcmp(cmd, "stats") && (all || since || limit || inst))
+		die("stats takes --prog, --assert and --day");
+	word(c, "%s", cmd);
+	if (!strcmp(cmd, "status") || !strcmp(cmd, "classes")) {
+		if (n != 1)
+			die("%s takes no arguments", cmd);
+	} else if (!strcmp(cmd, "class")) {
+		const char *sub = n > 1 ? pos[1] : NULL;
+		if (!sub || (strcmp(sub, "add") && strcmp(sub, "set") && strcmp(sub, "rm")))
+			die("class: expected add, set or rm");
+		word(c, "%s", sub);
+		if (!strcmp(sub, "add")) {
+			if (n < 3)
+				die("class add: give PROPERTY=VALUE pairs, e.g. prog=fsread spec=F.pspec");
+			for (int i = 2; i < n; i++)
+				property(c, "class add", pos[i]);
+		} else {
+			need_id(sub, n > 2 ? pos[2] : NULL);
+			word(c, "%s", pos[2]);
+			if (!strcmp(sub, "rm") && n != 3)
+				die("class rm takes one id");
+			if (!strcmp(sub, "set") && n < 4)
+				die("class set: give PROPERTY=VALUE pairs after the id");
+			for (int i = 3; i < n; i++)
+				property(c, "class set", pos[i]);
+		}
+	} else if (!strcmp(cmd, "instances")) {
+		if (n != 1)
+			die("instances takes no arguments, only --all and --limit");
+		if (all)
+			word(c, "all=1");
+	} else if (!strcmp(cmd, "start") || !strcmp(cmd, "stop") || !strcmp(cmd, "typescript") ||
+		   !strcmp(cmd, "window")) {
+		need_id(cmd, n > 1 ? pos[1] : NULL);
+		if (n != 2)
+			die("%s takes one id", cmd);
+		word(c, "%s", pos[1]);
+	} else if (!strcmp(cmd, "failures")) {
+		if (n != 1)
+			die("failures takes options only, e.g. --prog fsread");
+		if (prog)
+			word(c, "prog=%s", prog);
+		if (assertion)
+			word(c, "assert=%s", assertion);
+		if (since) {
+			double t = parse_time(since);
+			if (t < 0)
+				die("--since: '%s' is not a time (2024-03-01, 2024-03-01T12:00, "
+				    "'2 hours', @1700000000)", since);
+			word(c, "since=%.3f", t);
+		}
+		if (inst) {
+			need_id("--instance", inst);
+			word(c, "instance=%s", inst);
+		}
+	} else if (!strcmp(cmd, "stats")) {
+		if (n != 1)
+			die("stats takes options only: --prog P --assert LABEL [--day D]");
+		if (!prog || !assertion)
+			die("stats needs --prog and --assert");
+		word(c, "prog=%s", prog);
+		word(c, "assert=%s", assertion);
+		if (day) {
+			if (!valid_day(day))
+				die("--day: '%s' is not a date YYYY-MM-DD", day);
+			word(c, "day=%s", day);
+		}
+	} else {
+		die("unknown command '%s'", cmd);
+	}
+	if (limit) {
+		char *end;
+		long v = strtol(limit, &end, 10);
+		if (*end || v < 1)
+			die("--limit: '%s' is not a positive number", limit);
+		word(c, "limit=%ld", v);
+	}
+}

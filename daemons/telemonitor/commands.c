@@ -1,0 +1,660 @@
+/* telemonctl's commands, answered from the store and the live state. Each
+ * listing has a text form (an aligned table) and a JSON form (an array of
+ * objects, or one object). Requests arrive already split into words and
+ * KEY=VALUE options by telemonctl; everything is checked again here. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmon/log.h"
+#include "control.h"
+#include "session.h"
+#include "store.h"
+#include "text.h"
+#include "typescript.h"
+
+/* Value of option KEY among argv[from..], or NULL. */
+static const char *opt(const struct ctl_request *r, int from, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (int i = from; i < r->argc; i++)
+		if (!strncmp(r->argv[i], key, n) && r->argv[i][n] == '=')
+			return r->argv[i] + n + 1;
+	return NULL;
+}
+
+/* Check that argv[from..] are options among `keys` (NULL-terminated). */
+static int only_opts(const struct ctl_request *r, int from, const char *const *keys, char *err,
+		     size_t errlen)
+{
+	for (int i = from; i < r->argc; i++) {
+		const char *eq = strchr(r->argv[i], '=');
+		bool ok = false;
+		for (size_t k = 0; eq && keys[k] && !ok; k++)
+			ok = strlen(keys[k]) == (size_t)(eq - r->argv[i]) &&
+			     !strncmp(keys[k], r->argv[i], (size_t)(eq - r->argv[i]));
+		if (!ok) {
+			snprintf(err, errlen, "unexpected argument '%.80s'", r->argv[i]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int parse_id(const char *s, uint64_t *out, const char *what, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+') {
+		snprintf(err, errlen, "%s: expected a number", what);
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v == 0) {
+		snprintf(err, errlen, "%s: '%.40s' is not a valid id", what, s);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_limit(const struct ctl_request *r, int from, int *out, char *err, size_t errlen)
+{
+	const char *v = opt(r, from, "limit");
+	char *end;
+	long n;
+
+	*out = CTL_DEFAULT_LIMIT;
+	if (!v)
+		return 0;
+	n = strtol(v, &end, 10);
+	if (*end || n < 1 || n > CTL_LIST_MAX) {
+		snprintf(err, errlen, "--limit: expected 1 to %d", CTL_LIST_MAX);
+		return -EINVAL;
+	}
+	*out = (int)n;
+	return 0;
+}
+
+static void emit(struct evbuffer *out, struct sbuf *b)
+{
+	if (b->s)
+		evbuffer_add(out, b->s, b->len);
+	sb_free(b);
+}
+
+static const char *coltext(sqlite3_stmt *q, int c)
+{
+	const char *s = (const char *)sqlite3_column_text(q, c);
+	return s ? s : "";
+}
+
+static char *fmt_time(sqlite3_stmt *q, int c, char *buf, size_t size)
+{
+	if (sqlite3_column_type(q, c) == SQLITE_NULL) {
+		snprintf(buf, size, "-");
+		return buf;
+	}
+	return iso_time(sqlite3_column_double(q, c), buf, size);
+}
+
+/* --- status ------------------------------------------------------------------ */
+
+static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out)
+{
+	struct sbuf b = { 0 };
+	char since[40], mail[400];
+
+	iso_time(tm->started, since, sizeof since);
+	notify_status(tm, mail, sizeof mail);
+	if (r->json) {
+		sb_printf(&b, "{\"version\":\"%s\",\"pid\":%ld,\"since\":\"%s\",\"state_dir\":",
+			  CMON_VERSION, (long)getpid(), since);
+		sb_json_str(&b, tm->state_dir);
+		sb_printf(&b, ",\"config\":");
+		sb_json_str(&b, tm->rc->path);
+		sb_printf(&b, ",\"classes\":%zu,\"registry\":", tm->nclasses);
+		sb_json_str(&b, tm->opt.regmachine);
+		sb_printf(&b, ",\"registry_state\":\"%s\",\"instances\":%zu,\"monitored\":%zu,"
+			      "\"failures_since_start\":%" PRIu64 ",\"schema\":%d,\"mail\":",
+			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
+			  store_version(tm->store));
+		sb_json_str(&b, mail);
+		sb_printf(&b, ",\"checker\":");
+		sb_json_str(&b, tm->pcheck);
+		sb_printf(&b, "}\n");
+	} else {
+		sb_printf(&b, "telemonitor %s, pid %ld, running since %s\n"
+			      "state directory:  %s\n"
+			      "configuration:    %s (%zu classes)\n"
+			      "registry:         %s (%s)\n"
+			      "instances:        %zu known, %zu monitored\n"
+			      "failures:         %" PRIu64 " stored since start\n"
+			      "mail:             %s\n"
+			      "checker:          %s\n",
+			  CMON_VERSION, (long)getpid(), since, tm->state_dir,
+			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->opt.regmachine,
+			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures, mail,
+			  tm->pcheck);
+	}
+	emit(out, &b);
+	return 0;
+}
+
+/* --- classes ----------------------------------------------------------------- */
+
+static int cmd_classes(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out)
+{
+	static const char *const head[] = { "ID", "PROG", "MACHINE", "PID", "AUTO", "BLOCK",
+					    "WINDOW", "MAIL", "TOOL / SPEC", NULL };
+	struct sbuf b = { 0 };
+	struct tm_class *c;
+	struct table t;
+	bool first = true;
+
+	if (r->json) {
+		sb_add(&b, "[", 1);
+		TAILQ_FOREACH(c, &tm->classes, link) {
+			sb_printf(&b, "%s{\"id\":%u,\"prog\":", first ? "" : ",", c->id);
+			sb_json_str(&b, c->prog);
+			sb_printf(&b, ",\"machine\":");
+			sb_json_str(&b, c->machine);
+			sb_printf(&b, ",\"pid\":");
+			sb_json_str(&b, c->pid);
+			sb_printf(&b, ",\"tool\":");
+			sb_json_str(&b, c->tool);
+			sb_printf(&b, ",\"spec\":");
+			sb_json_str(&b, c->spec);
+			sb_printf(&b, ",\"mail\":");
+			sb_json_str(&b, c->mail);
+			sb_printf(&b, ",\"window\":");
+			sb_json_str(&b, c->window_text);
+			sb_printf(&b, ",\"mailgroup\":%g,\"block\":%s,\"auto\":%s}", c->mailgroup,
+				  c->block ? "true" : "false", c->autostart ? "true" : "false");
+			first = false;
+		}
+		sb_add(&b, "]\n", 2);
+		emit(out, &b);
+		return 0;
+	}
+	table_init(&t, head);
+	TAILQ_FOREACH(c, &tm->classes, link) {
+		char id[16], what[PATH_MAX + 300];
+		snprintf(id, sizeof id, "%u", c->id);
+		snprintf(what, sizeof what, "%s%s%s%s%s", c->spec ? "spec " : "",
+			 c->spec ? c->spec : "", c->spec && c->tool ? "; " : "",
+			 c->tool ? "tool " : "", c->tool ? c->tool : "");
+		const char *row[] = { id, *c->prog ? c->prog : "*", *c->machine ? c->machine : "*",
+				      *c->pid ? c->pid : "*", c->autostart ? "yes" : "no",
+				      c->block ? "yes" : "no", c->window_text,
+				      c->mail ? c->mail : "-", what };
+		table_row(&t, row);
+	}
+	table_print(&t, &b, r->width);
+	if (!tm->nclasses)
+		sb_printf(&b, "(no classes; add one with telemonctl class add prog=NAME spec=FILE)\n");
+	emit(out, &b);
+	return 0;
+}
+
+static int cmd_class(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		     char *err, size_t errlen)
+{
+	const char *sub = r->argc > 1 ? r->argv[1] : "";
+	struct sbuf b = { 0 };
+	uint64_t id = 0;
+	uint32_t nid;
+	int rc;
+
+	if (!strcmp(sub, "add")) {
+		if (r->argc < 3) {
+			snprintf(err, errlen, "class add: give PROPERTY=VALUE pairs, e.g. prog=fsread "
+				 "spec=/path/fsread.pspec");
+			return -EINVAL;
+		}
+		rc = classes_add(tm, r->argv + 2, (size_t)(r->argc - 2), &nid, err, errlen);
+		if (rc < 0)
+			return rc;
+		id = nid;
+	} else if (!strcmp(sub, "set") || !strcmp(sub, "rm")) {
+		if (r->argc < 3 || parse_id(r->argv[2], &id, "class", err, errlen) < 0) {
+			if (r->argc < 3)
+				snprintf(err, errlen, "class %s: which class? (an id from telemonctl "
+					 "classes)", sub);
+			return -EINVAL;
+		}
+		if (id > UINT32_MAX) {
+			snprintf(err, errlen, "no class %" PRIu64, id);
+			return -ENOENT;
+		}
+		if (!strcmp(sub, "rm")) {
+			if (r->argc > 3) {
+				snprintf(err, errlen, "class rm: unexpected argument '%.80s'", r->argv[3]);
+				return -EINVAL;
+			}
+			rc = classes_rm(tm, (uint32_t)id, err, errlen);
+		} else {
+			if (r->argc < 4) {
+				snprintf(err, errlen, "class set: give PROPERTY=VALUE pairs");
+				return -EINVAL;
+			}
+			rc = classes_set(tm, (uint32_t)id, r->argv + 3, (size_t)(r->argc - 3), err,
+					 errlen);
+		}
+		if (rc < 0)
+			return rc;
+	} else {
+		snprintf(err, errlen, "class: expected add, set or rm");
+		return -EINVAL;
+	}
+	if (r->json)
+		sb_printf(&b, "{\"id\":%" PRIu64 ",\"result\":\"%s\"}\n", id,
+			  !strcmp(sub, "add") ? "added" : !strcmp(sub, "rm") ? "removed" : "changed");
+	else
+		sb_printf(&b, "class %" PRIu64 " %s; saved to %s\n", id,
+			  !strcmp(sub, "add") ? "added" : !strcmp(sub, "rm") ? "removed" : "changed",
+			  tm->rc->path ? tm->rc->path : "?");
+	emit(out, &b);
+	return 0;
+}
+
+/* --- instances --------------------------------------------------------------- */
+
+static int cmd_instances(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+			 char *err, size_t errlen)
+{
+	static const char *const keys[] = { "all", "limit", NULL };
+	static const char *const head[] = { "ID", "PROG", "MACHINE", "PID", "STATE", "RECORDS",
+					    "LOST", "FAILURES", "SEEN", "STATUS", NULL };
+	sqlite3 *db = store_db(tm->store);
+	struct sbuf b = { 0 };
+	sqlite3_stmt *q;
+	struct table t;
+	bool all = opt(r, 1, "all") != NULL, first = true;
+	int limit, rows = 0;
+
+	if (only_opts(r, 1, keys, err, errlen) < 0 || parse_limit(r, 1, &limit, err, errlen) < 0)
+		return -EINVAL;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT * FROM (SELECT id, class_id, prog, machine, pid, state, want,"
+			       " records, bytes, lost, gaps, skipped, failures, tool_restarts,"
+			       " first_seen, ended, status, endpoint FROM instances"
+			       " WHERE ?1 OR ended IS NULL ORDER BY id DESC LIMIT ?2) ORDER BY id",
+			       -1, &q, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	sqlite3_bind_int(q, 1, all);
+	sqlite3_bind_int(q, 2, limit);
+	if (r->json)
+		sb_add(&b, "[", 1);
+	else
+		table_init(&t, head);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		char seen[40], ended[40];
+		fmt_time(q, 14, seen, sizeof seen);
+		fmt_time(q, 15, ended, sizeof ended);
+		rows++;
+		if (r->json) {
+			sb_printf(&b, "%s{\"id\":%lld,\"class\":%lld,\"prog\":", first ? "" : ",",
+				  sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+			sb_json_str(&b, coltext(q, 2));
+			sb_printf(&b, ",\"machine\":");
+			sb_json_str(&b, coltext(q, 3));
+			sb_printf(&b, ",\"pid\":%lld,\"state\":\"%s\",\"monitor\":%s,\"records\":%lld,"
+				      "\"bytes\":%lld,\"lost\":%lld,\"gaps\":%lld,\"skipped\":%lld,"
+				      "\"failures\":%lld,\"tool_restarts\":%lld,\"seen\":\"%s\","
+				      "\"ended\":",
+				  sqlite3_column_int64(q, 4), coltext(q, 5),
+				  sqlite3_column_int(q, 6) ? "true" : "false", sqlite3_column_int64(q, 7),
+				  sqlite3_column_int64(q, 8), sqlite3_column_int64(q, 9),
+				  sqlite3_column_int64(q, 10), sqlite3_column_int64(q, 11),
+				  sqlite3_column_int64(q, 12), sqlite3_column_int64(q, 13), seen);
+			if (sqlite3_column_type(q, 15) == SQLITE_NULL)
+				sb_printf(&b, "null");
+			else
+				sb_printf(&b, "\"%s\"", ended);
+			sb_printf(&b, ",\"status\":");
+			sb_json_str(&b, coltext(q, 16));
+			sb_printf(&b, ",\"endpoint\":");
+			sb_json_str(&b, coltext(q, 17));
+			sb_add(&b, "}", 1);
+			first = false;
+		} else {
+			char id[24], pid[24], recs[24], lost[24], fails[24];
+			snprintf(id, sizeof id, "%lld", sqlite3_column_int64(q, 0));
+			snprintf(pid, sizeof pid, "%lld", sqlite3_column_int64(q, 4));
+			snprintf(recs, sizeof recs, "%lld", sqlite3_column_int64(q, 7));
+			snprintf(lost, sizeof lost, "%lld", sqlite3_column_int64(q, 9));
+			snprintf(fails, sizeof fails, "%lld", sqlite3_column_int64(q, 12));
+			const char *row[] = { id, coltext(q, 2), coltext(q, 3), pid, coltext(q, 5),
+					      recs, lost, fails, seen, coltext(q, 16) };
+			table_row(&t, row);
+		}
+	}
+	sqlite3_finalize(q);
+	if (r->json) {
+		sb_add(&b, "]\n", 2);
+	} else {
+		table_print(&t, &b, r->width);
+		if (!rows)
+			sb_printf(&b, all ? "(no instances yet)\n" : "(no running instances; "
+							      "--all lists ended ones too)\n");
+	}
+	emit(out, &b);
+	return 0;
+}
+
+static int cmd_start_stop(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+			  bool start, char *err, size_t errlen)
+{
+	struct sbuf b = { 0 };
+	uint64_t id;
+	int rc;
+
+	if (r->argc != 2) {
+		snprintf(err, errlen, "%s: give one instance id (see telemonctl instances)",
+			 start ? "start" : "stop");
+		return -EINVAL;
+	}
+	if (parse_id(r->argv[1], &id, "instance", err, errlen) < 0)
+		return -EINVAL;
+	rc = start ? instances_start(tm, id, err, errlen) : instances_stop(tm, id, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (r->json)
+		sb_printf(&b, "{\"id\":%" PRIu64 ",\"result\":\"%s\"}\n", id,
+			  start ? "started" : "stopping");
+	else
+		sb_printf(&b, "instance %" PRIu64 ": %s\n", id,
+			  start ? "monitoring started" : "stopping (the tools finish what they have)");
+	emit(out, &b);
+	return 0;
+}
+
+/* --- typescript and window --------------------------------------------------- */
+
+static bool instance_exists(struct tmon *tm, uint64_t id)
+{
+	sqlite3_stmt *q;
+	bool found = false;
+
+	if (sqlite3_prepare_v2(store_db(tm->store), "SELECT 1 FROM instances WHERE id = ?1", -1, &q,
+			       NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
+	found = sqlite3_step(q) == SQLITE_ROW;
+	sqlite3_finalize(q);
+	return found;
+}
+
+static void add_file(struct sbuf *b, const char *path)
+{
+	char buf[65536];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		sb_add(b, buf, n);
+	fclose(f);
+}
+
+static int cmd_typescript(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+			  char *err, size_t errlen)
+{
+	char path[PATH_MAX], old[PATH_MAX + 4];
+	struct sbuf text = { 0 }, b = { 0 };
+	uint64_t id;
+
+	if (r->argc != 2) {
+		snprintf(err, errlen, "typescript: give one instance id");
+		return -EINVAL;
+	}
+	if (parse_id(r->argv[1], &id, "instance", err, errlen) < 0)
+		return -EINVAL;
+	if (!instance_exists(tm, id)) {
+		snprintf(err, errlen, "no instance %" PRIu64 " (see telemonctl instances --all)", id);
+		return -ENOENT;
+	}
+	typescript_path(tm->state_dir, id, path, sizeof path);
+	snprintf(old, sizeof old, "%s.1", path);
+	add_file(&text, old);
+	add_file(&text, path);
+	if (r->json) {
+		sb_printf(&b, "{\"id\":%" PRIu64 ",\"typescript\":", id);
+		sb_json_str(&b, text.s ? text.s : "");
+		sb_printf(&b, "}\n");
+		sb_free(&text);
+		emit(out, &b);
+	} else {
+		emit(out, &text);
+	}
+	return 0;
+}
+
+static int cmd_window(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		      char *err, size_t errlen)
+{
+	sqlite3 *db = store_db(tm->store);
+	struct sbuf b = { 0 };
+	sqlite3_stmt *q;
+	uint64_t id;
+	int rc;
+
+	if (r->argc != 2) {
+		snprintf(err, errlen, "window: give one failure id (see telemonctl failures)");
+		return -EINVAL;
+	}
+	if (parse_id(r->argv[1], &id, "failure", err, errlen) < 0)
+		return -EINVAL;
+	if (sqlite3_prepare_v2(db, "SELECT f.window_id, w.text, w.from_rec, w.to_rec, w.truncated"
+				   " FROM failures f LEFT JOIN windows w ON w.id = f.window_id"
+				   " WHERE f.id = ?1", -1, &q, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
+	rc = sqlite3_step(q);
+	if (rc != SQLITE_ROW) {
+		snprintf(err, errlen, "no failure %" PRIu64 " (see telemonctl failures)", id);
+		rc = -ENOENT;
+	} else if (sqlite3_column_type(q, 0) == SQLITE_NULL) {
+		snprintf(err, errlen, "failure %" PRIu64 " has no log window (too many failures "
+			 "waiting for theirs at the time)", id);
+		rc = -ENOENT;
+	} else if (sqlite3_column_type(q, 1) == SQLITE_NULL) {
+		snprintf(err, errlen, "the log window of failure %" PRIu64 " is not stored yet: it "
+			 "waits for the records after the failure (at most %.0f s)", id,
+			 TM_WINDOW_WAIT_S);
+		rc = -EAGAIN;
+	} else if (r->json) {
+		sb_printf(&b, "{\"id\":%" PRIu64 ",\"from_record\":%lld,\"to_record\":%lld,"
+			      "\"truncated\":%s,\"window\":", id, sqlite3_column_int64(q, 2),
+			  sqlite3_column_int64(q, 3), sqlite3_column_int(q, 4) ? "true" : "false");
+		sb_json_str(&b, coltext(q, 1));
+		sb_printf(&b, "}\n");
+		rc = 0;
+	} else {
+		sb_add(&b, (const char *)sqlite3_column_text(q, 1), (size_t)sqlite3_column_bytes(q, 1));
+		rc = 0;
+	}
+	sqlite3_finalize(q);
+	emit(out, &b);
+	return rc;
+}
+
+/* --- failures ---------------------------------------------------------------- */
+
+static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+			char *err, size_t errlen)
+{
+	static const char *const keys[] = { "prog", "assert", "since", "limit", "instance", NULL };
+	static const char *const head[] = { "ID", "TIME", "PROG", "MACHINE", "PID", "ASSERTION",
+					    "LINE", "START_TS", "END_TS", "METRICS", NULL };
+	const char *prog = opt(r, 1, "prog"), *assertion = opt(r, 1, "assert");
+	const char *since = opt(r, 1, "since"), *inst = opt(r, 1, "instance");
+	sqlite3 *db = store_db(tm->store);
+	struct sbuf b = { 0 };
+	sqlite3_stmt *q;
+	struct table t;
+	bool first = true;
+	int limit, rows = 0;
+	double since_t = 0;
+	uint64_t inst_id = 0;
+
+	if (only_opts(r, 1, keys, err, errlen) < 0 || parse_limit(r, 1, &limit, err, errlen) < 0)
+		return -EINVAL;
+	if (since) {
+		char *end;
+		since_t = strtod(since, &end);
+		if (*end || end == since) {
+			snprintf(err, errlen, "--since: '%.40s' is not a time", since);
+			return -EINVAL;
+		}
+	}
+	if (inst && parse_id(inst, &inst_id, "--instance", err, errlen) < 0)
+		return -EINVAL;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT * FROM (SELECT f.id, i.prog, i.machine, i.pid, f.assert,"
+			       " f.line, f.time, f.start_ts, f.end_ts, f.metrics, f.spec, f.result,"
+			       " f.kind, f.type, f.uid, f.start_pos, f.end_pos, f.instance_id,"
+			       " f.window_id, f.start_wall"
+			       " FROM failures f JOIN instances i ON i.id = f.instance_id"
+			       " WHERE (?1 IS NULL OR i.prog = ?1) AND (?2 IS NULL OR f.assert = ?2)"
+			       " AND (?3 IS NULL OR f.time >= ?3) AND (?4 IS NULL OR f.instance_id = ?4)"
+			       " ORDER BY f.id DESC LIMIT ?5) ORDER BY id",
+			       -1, &q, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	if (prog)
+		sqlite3_bind_text(q, 1, prog, -1, SQLITE_STATIC);
+	if (assertion)
+		sqlite3_bind_text(q, 2, assertion, -1, SQLITE_STATIC);
+	if (since)
+		sqlite3_bind_double(q, 3, since_t);
+	if (inst)
+		sqlite3_bind_int64(q, 4, (sqlite3_int64)inst_id);
+	sqlite3_bind_int(q, 5, limit);
+	if (r->json)
+		sb_add(&b, "[", 1);
+	else
+		table_init(&t, head);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		char when[40];
+		fmt_time(q, 6, when, sizeof when);
+		rows++;
+		if (r->json) {
+			sb_printf(&b, "%s{\"id\":%lld,\"prog\":", first ? "" : ",",
+				  sqlite3_column_int64(q, 0));
+			sb_json_str(&b, coltext(q, 1));
+			sb_printf(&b, ",\"machine\":");
+			sb_json_str(&b, coltext(q, 2));
+			sb_printf(&b, ",\"pid\":%lld,\"assert\":", sqlite3_column_int64(q, 3));
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 4));
+			sb_printf(&b, ",\"line\":%d,\"time\":\"%s\",\"time_unix\":%.6f,\"start_ts\":",
+				  sqlite3_column_int(q, 5), when, sqlite3_column_double(q, 6));
+			if (sqlite3_column_type(q, 7) == SQLITE_NULL)
+				sb_printf(&b, "null,\"end_ts\":null");
+			else
+				sb_printf(&b, "%lld,\"end_ts\":%lld", sqlite3_column_int64(q, 7),
+					  sqlite3_column_int64(q, 8));
+			sb_printf(&b, ",\"metrics\":%s,\"spec\":",
+				  sqlite3_column_type(q, 9) == SQLITE_NULL ? "null" : coltext(q, 9));
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 10));
+			sb_printf(&b, ",\"result\":");
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 11));
+			sb_printf(&b, ",\"kind\":");
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 12));
+			sb_printf(&b, ",\"type\":");
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 13));
+			sb_printf(&b, ",\"uid\":");
+			if (sqlite3_column_type(q, 14) == SQLITE_NULL)
+				sb_printf(&b, "null");
+			else
+				sb_printf(&b, "%lld", sqlite3_column_int64(q, 14));
+			sb_printf(&b, ",\"start\":");
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 15));
+			sb_printf(&b, ",\"end\":");
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 16));
+			sb_printf(&b, ",\"instance\":%lld,\"window\":%s}", sqlite3_column_int64(q, 17),
+				  sqlite3_column_type(q, 18) == SQLITE_NULL ? "false" : "true");
+			first = false;
+		} else {
+			char id[24], pid[24], line[16], sts[24] = "-", ets[24] = "-";
+			char *metrics = render_metrics(db, (const char *)sqlite3_column_text(q, 9));
+			snprintf(id, sizeof id, "%lld", sqlite3_column_int64(q, 0));
+			snprintf(pid, sizeof pid, "%lld", sqlite3_column_int64(q, 3));
+			snprintf(line, sizeof line, "%d", sqlite3_column_int(q, 5));
+			if (sqlite3_column_type(q, 7) != SQLITE_NULL) {
+				snprintf(sts, sizeof sts, "%lld", sqlite3_column_int64(q, 7));
+				snprintf(ets, sizeof ets, "%lld", sqlite3_column_int64(q, 8));
+			}
+			const char *row[] = { id, when, coltext(q, 1), coltext(q, 2), pid,
+					      sqlite3_column_type(q, 4) == SQLITE_NULL ? "(unlabelled)"
+										      : coltext(q, 4),
+					      line, sts, ets, metrics ? metrics : "" };
+			table_row(&t, row);
+			free(metrics);
+		}
+	}
+	sqlite3_finalize(q);
+	if (r->json) {
+		sb_add(&b, "]\n", 2);
+	} else {
+		table_print(&t, &b, r->width);
+		if (rows)
+			sb_printf(&b, "\nThe log around a failure: %s window ID\n", tm->ctl_hint);
+		else
+			sb_printf(&b, "(no failures)\n");
+	}
+	emit(out, &b);
+	return 0;
+}
+
+/* --- dispatch ---------------------------------------------------------------- */
+
+int commands_run(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out, char *err,
+		 size_t errlen)
+{
+	const char *cmd = r->argv[0];
+	static const char *const no_keys[] = { NULL };
+
+	if (!strcmp(cmd, "status"))
+		return only_opts(r, 1, no_keys, err, errlen) < 0 ? -EINVAL : cmd_status(tm, r, out);
+	if (!strcmp(cmd, "classes"))
+		return only_opts(r, 1, no_keys, err, errlen) < 0 ? -EINVAL : cmd_classes(tm, r, out);
+	if (!strcmp(cmd, "class"))
+		return cmd_class(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "instances"))
+		return cmd_instances(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "start") || !strcmp(cmd, "stop"))
+		return cmd_start_stop(tm, r, out, !strcmp(cmd, "start"), err, errlen);
+	if (!strcmp(cmd, "typescript"))
+		return cmd_typescript(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "window"))
+		return cmd_window(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "failures"))
+		return cmd_failures(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "stats")) {
+		static const char *const keys[] = { "prog", "assert", "day", NULL };
+		const char *prog = opt(r, 1, "prog"), *assertion = opt(r, 1, "assert");
+		if (only_opts(r, 1, keys, err, errlen) < 0)
+			return -EINVAL;
+		if (!prog || !assertion) {
+			snprintf(err, errlen, "stats: give --prog and --assert");
+			return -EINVAL;
+		}
+		return stats_run(tm, r, prog, assertion, opt(r, 1, "day"), out, err, errlen);
+	}
+	snprintf(err, errlen, "unknown command '%.40s'", cmd);
+	return -EINVAL;
+}

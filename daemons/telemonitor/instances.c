@@ -1,0 +1,355 @@
+/* The instances we know of (see telemonitor.h) and what to do with them:
+ * an instance of an `auto` class is monitored at once (new instances from
+ * their first record: snarflog holds the program's log for us); others are
+ * listed until `telemonctl start`. At startup the instances that had not
+ * ended are read back from the store and those we were monitoring are
+ * re-attached straight away through their saved data endpoints; the
+ * registry confirms the rest, and whatever it does not list once it has
+ * answered every subscription is marked gone. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmon/log.h"
+#include "session.h"
+#include "store.h"
+
+double tm_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void instances_set_status(struct tm_instance *in, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(in->status, sizeof in->status, fmt, ap);
+	va_end(ap);
+	in->dirty = true;
+}
+
+struct tm_instance *instances_find(struct tmon *tm, uint64_t id)
+{
+	struct tm_instance *in;
+
+	TAILQ_FOREACH(in, &tm->instances, link)
+		if (in->id == id)
+			return in;
+	return NULL;
+}
+
+static struct tm_instance *find_key(struct tmon *tm, const char *prog, const char *machine,
+				    int64_t pid, int64_t start_ns)
+{
+	struct tm_instance *in;
+
+	TAILQ_FOREACH(in, &tm->instances, link)
+		if (in->pid == pid && in->start_ns == start_ns && !strcmp(in->prog, prog) &&
+		    !strcmp(in->machine, machine))
+			return in;
+	return NULL;
+}
+
+static void drop(struct tmon *tm, struct tm_instance *in)
+{
+	TAILQ_REMOVE(&tm->instances, in, link);
+	tm->ninstances--;
+	free(in);
+}
+
+/* Begin monitoring `in`; `from_start`: it was just announced. */
+static void monitor(struct tmon *tm, struct tm_instance *in, bool from_start)
+{
+	int r;
+
+	in->want = true;
+	in->dirty = true;
+	r = session_start(tm, in, from_start);
+	if (r < 0) {
+		instances_set_status(in, "cannot monitor: %s",
+				     r == -ENOSPC ? "too many instances monitored at once"
+				     : r == -ENOENT ? "no class matches it any more" : strerror(-r));
+		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s", in->id, in->prog,
+			  in->machine, in->pid, in->status);
+		in->state = IS_LISTED;
+	}
+}
+
+static void loaded(void *arg, struct tm_instance *saved)
+{
+	struct tmon *tm = arg;
+	struct tm_instance *in;
+
+	if (tm->ninstances >= TM_INSTANCES_MAX)
+		return;
+	in = malloc(sizeof *in);
+	if (!in)
+		return;
+	*in = *saved;
+	in->up = false;
+	in->confirmed = false;
+	in->sess = NULL;
+	in->dirty = false;
+	if (!classes_find(tm, in->class_id)) {
+		struct tm_class *c = classes_match(tm, in->prog, in->machine, in->pid);
+		in->class_id = c ? c->id : 0;
+	}
+	TAILQ_INSERT_TAIL(&tm->instances, in, link);
+	tm->ninstances++;
+}
+
+int instances_load(struct tmon *tm)
+{
+	struct tm_instance *in, *next;
+	int r = store_instances_open(tm->store, loaded, tm);
+	size_t again = 0;
+
+	if (r < 0)
+		return r;
+	for (in = TAILQ_FIRST(&tm->instances); in; in = next) {
+		next = TAILQ_NEXT(in, link);
+		if (in->want && in->class_id && (in->state == IS_MONITORING ||
+						 in->state == IS_RETRYING || in->state == IS_BUSY)) {
+			instances_set_status(in, "re-attaching after a restart");
+			monitor(tm, in, false);
+			again++;
+		} else if (in->state == IS_MONITORING || in->state == IS_RETRYING) {
+			in->state = IS_LISTED;
+		}
+	}
+	if (tm->ninstances)
+		cmon_notice("%zu instances were running when we stopped; re-attaching %zu",
+			    tm->ninstances, again);
+	return 0;
+}
+
+void instances_up(struct tmon *tm, uint32_t sub_id, const Cmon__Instance *a, bool is_new)
+{
+	struct tm_instance *in;
+	struct tm_class *c;
+	char why[200];
+	int r;
+
+	if (!cmon_instance_ok(a, why, sizeof why) || !a->data_endpoint || !a->has_pid) {
+		cmon_warn("registry: ignoring a bad instance: %s", why);
+		return;
+	}
+	in = find_key(tm, a->program, a->machine, a->pid, a->start_unix_ns);
+	if (!in) {
+		c = classes_match(tm, a->program, a->machine, a->pid);
+		if (!c)
+			c = classes_find(tm, sub_id);
+		if (!c)
+			return;                       /* a class removed meanwhile */
+		if (tm->ninstances >= TM_INSTANCES_MAX) {
+			cmon_warn("more than %d instances; ignoring %s on %s pid %" PRId64,
+				  TM_INSTANCES_MAX, a->program, a->machine, a->pid);
+			return;
+		}
+		in = calloc(1, sizeof *in);
+		if (!in)
+			return;
+		snprintf(in->prog, sizeof in->prog, "%s", a->program);
+		snprintf(in->machine, sizeof in->machine, "%s", a->machine);
+		in->pid = a->pid;
+		in->start_ns = a->start_unix_ns;
+		in->class_id = c->id;
+		snprintf(in->endpoint, sizeof in->endpoint, "%s", a->data_endpoint);
+		in->tls = a->has_tls && a->tls;
+		in->state = IS_LISTED;
+		r = store_instance_lookup(tm->store, in);
+		if (r == 0)
+			r = store_instance_insert(tm->store, in);
+		if (r < 0) {
+			free(in);
+			return;
+		}
+		in->class_id = c->id;
+		TAILQ_INSERT_TAIL(&tm->instances, in, link);
+		tm->ninstances++;
+		cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " (class %u%s)", in->id,
+			  in->prog, in->machine, in->pid, c->id, c->autostart ? ", auto" : "");
+	} else {
+		c = classes_find(tm, in->class_id);
+		if (!c && (c = classes_match(tm, in->prog, in->machine, in->pid)))
+			in->class_id = c->id;
+		snprintf(in->endpoint, sizeof in->endpoint, "%s", a->data_endpoint);
+		in->tls = a->has_tls && a->tls;
+	}
+	in->up = true;
+	in->confirmed = true;
+	in->dirty = true;
+	if (in->sess || !c)
+		return;
+	if (c->autostart || (in->want && in->state != IS_STOPPED)) {
+		monitor(tm, in, is_new);
+	} else if (in->state != IS_STOPPED) {
+		in->state = IS_LISTED;
+		instances_set_status(in, "listed; start it with telemonctl start %" PRIu64, in->id);
+	}
+}
+
+void instances_gone(struct tmon *tm, const Cmon__Instance *a, bool clean)
+{
+	struct tm_instance *in;
+
+	if (!a || !a->program || !a->machine)
+		return;
+	in = find_key(tm, a->program, a->machine, a->pid, a->start_unix_ns);
+	if (!in)
+		return;
+	in->up = false;
+	if (in->sess) {
+		/* a streaming session ends with the log itself (LogEnd); one
+		 * that is waiting to reconnect has nothing left to wait for */
+		if (in->sess->state == SS_WAITING || in->sess->state == SS_CONNECTING)
+			session_stop(in->sess, "the instance is gone");
+		return;
+	}
+	in->state = IS_GONE;
+	store_instance_save(tm->store, in);
+	store_instance_end(tm->store, in->id, IS_GONE, tm_now());
+	cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " is gone%s", in->id, in->prog,
+		  in->machine, in->pid, clean ? "" : " (its snarflog vanished)");
+	drop(tm, in);
+}
+
+void instances_synced(struct tmon *tm)
+{
+	struct tm_instance *in, *next;
+	uint64_t *live;
+	size_t n = 0;
+
+	for (in = TAILQ_FIRST(&tm->instances); in; in = next) {
+		next = TAILQ_NEXT(in, link);
+		if (in->confirmed || in->sess)
+			continue;
+		in->state = IS_GONE;
+		store_instance_save(tm->store, in);
+		store_instance_end(tm->store, in->id, IS_GONE, tm_now());
+		cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " ended while we were "
+			  "away", in->id, in->prog, in->machine, in->pid);
+		drop(tm, in);
+	}
+	/* whatever the store still lists as running and we do not know is gone */
+	live = calloc(tm->ninstances + 1, sizeof *live);
+	if (!live)
+		return;
+	TAILQ_FOREACH(in, &tm->instances, link)
+		live[n++] = in->id;
+	store_instances_reap(tm->store, live, n, tm_now());
+	free(live);
+}
+
+int instances_start(struct tmon *tm, uint64_t id, char *err, size_t errlen)
+{
+	struct tm_instance *in = instances_find(tm, id);
+	struct tm_class *c;
+
+	if (!in) {
+		snprintf(err, errlen, "no running instance %" PRIu64 " (see telemonctl instances)", id);
+		return -ENOENT;
+	}
+	if (in->sess) {
+		snprintf(err, errlen, "instance %" PRIu64 " is already being monitored", id);
+		return -EALREADY;
+	}
+	c = classes_find(tm, in->class_id);
+	if (!c && (c = classes_match(tm, in->prog, in->machine, in->pid)))
+		in->class_id = c->id;
+	if (!c) {
+		snprintf(err, errlen, "no class matches instance %" PRIu64 " any more", id);
+		return -ENOENT;
+	}
+	in->state = IS_LISTED;
+	monitor(tm, in, false);
+	if (!in->sess) {
+		snprintf(err, errlen, "%s", in->status);
+		return -EIO;
+	}
+	return 0;
+}
+
+int instances_stop(struct tmon *tm, uint64_t id, char *err, size_t errlen)
+{
+	struct tm_instance *in = instances_find(tm, id);
+
+	if (!in) {
+		snprintf(err, errlen, "no running instance %" PRIu64 " (see telemonctl instances)", id);
+		return -ENOENT;
+	}
+	if (!in->sess) {
+		snprintf(err, errlen, "instance %" PRIu64 " is not being monitored", id);
+		return -EALREADY;
+	}
+	in->want = false;
+	in->dirty = true;
+	session_stop(in->sess, "stopped with telemonctl stop");
+	return 0;
+}
+
+void instances_class_removed(struct tmon *tm, uint32_t class_id)
+{
+	struct tm_instance *in;
+
+	TAILQ_FOREACH(in, &tm->instances, link) {
+		struct tm_class *c;
+		if (in->class_id != class_id)
+			continue;
+		c = classes_match(tm, in->prog, in->machine, in->pid);
+		in->class_id = c ? c->id : 0;
+		in->dirty = true;
+		if (!in->sess && !c)
+			instances_set_status(in, "no class matches it any more");
+	}
+}
+
+void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st)
+{
+	in->state = st;
+	in->dirty = true;
+	if (st == IS_STOPPED)
+		in->want = false;
+	if (tm->stopping) {
+		store_instance_save(tm->store, in);
+		return;
+	}
+	cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s (%" PRIu64 " records, %"
+		  PRIu64 " lost, %" PRIu64 " failures)", in->id, in->prog, in->machine, in->pid,
+		  in->status, in->records, in->lost, in->failures);
+	store_instance_save(tm->store, in);
+	if (st == IS_ENDED || st == IS_GONE) {
+		store_instance_end(tm->store, in->id, st, tm_now());
+		drop(tm, in);
+	}
+}
+
+void instances_save(struct tmon *tm)
+{
+	struct tm_instance *in;
+
+	TAILQ_FOREACH(in, &tm->instances, link)
+		if (in->dirty) {
+			in->dirty = false;
+			store_instance_save(tm->store, in);
+		}
+}
+
+void instances_free(struct tmon *tm)
+{
+	struct tm_instance *in;
+
+	while ((in = TAILQ_FIRST(&tm->instances))) {
+		if (in->sess)
+			session_free(in->sess);
+		drop(tm, in);
+	}
+}

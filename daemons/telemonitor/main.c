@@ -1,0 +1,369 @@
+/* telemonitor — the CMon monitoring service. Parse the command line, find
+ * the configuration, the state directory and the checker; load and check
+ * the configuration (a bad one stops us here, before anything runs); open
+ * the store, the control socket and the registry link; re-attach to what
+ * we were monitoring; tell systemd we are ready; run the loop until
+ * SIGTERM; then stop the tools and commit. The work is in the modules
+ * listed in telemonitor.h. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "cmon/log.h"
+#include "cmon/service.h"
+#include "control.h"
+#include "session.h"
+#include "store.h"
+
+static const char usage[] =
+	"usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
+	"                   [-pcheck PATH] [-check] [-debug]\n"
+	"                   [-tls-cert FILE -tls-key FILE] [-tls-ca FILE]\n"
+	"\n"
+	"The CMon monitoring service: subscribes to the classes of programs in its\n"
+	"configuration, runs their tools (the PSpec checker for a class with a spec)\n"
+	"on their logs, stores failures with a window of the log around them, mails\n"
+	"the people who asked, and answers telemonctl.\n"
+	"\n"
+	"  -rc FILE           configuration (default $TELEMONRC, else ~/.telemonrc)\n"
+	"  -state DIR         state directory: database, typescripts, control socket\n"
+	"                     (default $TELEMON_STATE, else $STATE_DIRECTORY, else\n"
+	"                     ~/.telemonitor)\n"
+	"  -regmachine ADDR   registry HOST or HOST:PORT (default $TELEMONREG_MACHINE,\n"
+	"                     else localhost:7361)\n"
+	"  -regname NAME      accepted for compatibility; has no effect\n"
+	"  -pcheck PATH       the checker (default: pcheck next to this program, then\n"
+	"                     in the build tree, then on $PATH)\n"
+	"  -check             check the configuration and its specs, then exit\n"
+	"  -debug             log every connection, instance and tool\n"
+	"  -tls-cert, -tls-key, -tls-ca FILE   TLS (default $CMON_TLS_CERT, ...)\n"
+	"  --help, --version\n"
+	"\n"
+	"Exit status: 0 stopped by a signal (or -check passed), 1 could not start,\n"
+	"2 bad command line or configuration.\n";
+
+static void parse_args(int argc, char **argv, struct tm_options *o)
+{
+	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_CHECK, O_DEBUG, O_CERT, O_KEY,
+	       O_CA, O_HELP, O_VERSION };
+	static const struct option opts[] = {
+		{ "rc", required_argument, NULL, O_RC },
+		{ "state", required_argument, NULL, O_STATE },
+		{ "regmachine", required_argument, NULL, O_REG },
+		{ "regname", required_argument, NULL, O_REGNAME },
+		{ "pcheck", required_argument, NULL, O_PCHECK },
+		{ "check", no_argument, NULL, O_CHECK },
+		{ "debug", no_argument, NULL, O_DEBUG },
+		{ "tls-cert", required_argument, NULL, O_CERT },
+		{ "tls-key", required_argument, NULL, O_KEY },
+		{ "tls-ca", required_argument, NULL, O_CA },
+		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_RC: o->rc = optarg; break;
+		case O_STATE: o->state = optarg; break;
+		case O_REG: o->regmachine = optarg; break;
+		case O_REGNAME: break;
+		case O_PCHECK: o->pcheck = optarg; break;
+		case O_CHECK: o->check_only = true; break;
+		case O_DEBUG: o->debug = true; break;
+		case O_CERT: o->tls.cert = optarg; break;
+		case O_KEY: o->tls.key = optarg; break;
+		case O_CA: o->tls.ca = optarg; break;
+		case O_HELP: fputs(usage, stdout); exit(0);
+		case O_VERSION: puts("telemonitor " CMON_VERSION); exit(0);
+		default: fputs(usage, stderr); exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "telemonitor: unexpected argument '%s'\n%s", argv[optind], usage);
+		exit(2);
+	}
+	if (!o->regmachine)
+		o->regmachine = getenv("TELEMONREG_MACHINE");
+	if (!o->regmachine || !*o->regmachine)
+		o->regmachine = CMON_REGISTRY_HOST;
+	cmon_tls_opts_from_env(&o->tls);
+}
+
+/* mkdir -p with mode 0750. */
+static int make_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int find_state_dir(struct tmon *tm)
+{
+	const char *d = tm->opt.state, *home = getenv("HOME");
+	char buf[PATH_MAX];
+	int r;
+
+	if (!d || !*d)
+		d = getenv("TELEMON_STATE");
+	if (!d || !*d) {
+		d = getenv("STATE_DIRECTORY");        /* systemd StateDirectory= */
+		if (d && strchr(d, ':'))
+			d = NULL;
+	}
+	if (!d || !*d) {
+		snprintf(buf, sizeof buf, "%s/.telemonitor", home && *home ? home : ".");
+		d = buf;
+	}
+	r = make_dirs(d);
+	if (r < 0 || !realpath(d, tm->state_dir)) {
+		fprintf(stderr, "telemonitor: state directory %s: %s\n", d,
+			strerror(r < 0 ? -r : errno));
+		return -1;
+	}
+	snprintf(tm->ctl_hint, sizeof tm->ctl_hint, "telemonctl -state %s", tm->state_dir);
+	return 0;
+}
+
+/* -rc, $TELEMONRC, ~/.telemonrc; only the last may be missing. */
+static int load_config(struct tmon *tm)
+{
+	const char *path = tm->opt.rc, *home = getenv("HOME");
+	bool named = true;
+	char buf[PATH_MAX], abs_path[PATH_MAX], err[1200];
+	int r;
+
+	if (!path || !*path)
+		path = getenv("TELEMONRC");
+	if (!path || !*path) {
+		snprintf(buf, sizeof buf, "%s/.telemonrc", home && *home ? home : ".");
+		path = buf;
+		named = false;
+	}
+	if (realpath(path, abs_path))
+		path = abs_path;
+	r = rc_load(path, &tm->rc, err, sizeof err);
+	if (r == -ENOENT && !named) {
+		tm->rc = rc_new(path);
+		if (!tm->rc)
+			return -1;
+		cmon_notice("no configuration at %s: starting without classes (telemonctl class "
+			    "add saves one there)", path);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "telemonitor: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static bool executable(const char *path)
+{
+	return access(path, X_OK) == 0;
+}
+
+static void find_pcheck(struct tmon *tm)
+{
+	char self[PATH_MAX], *slash, cand[PATH_MAX + 64];
+	const char *path = getenv("PATH");
+	ssize_t n;
+
+	if (tm->opt.pcheck) {
+		if (!realpath(tm->opt.pcheck, tm->pcheck))
+			snprintf(tm->pcheck, sizeof tm->pcheck, "%s", tm->opt.pcheck);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(cand, sizeof cand, "%s/pcheck", self);
+			if (executable(cand) && realpath(cand, tm->pcheck))
+				return;
+			snprintf(cand, sizeof cand, "%s/../../clients/pcheck/pcheck", self);
+			if (executable(cand) && realpath(cand, tm->pcheck))
+				return;
+		}
+	}
+	while (path && *path) {
+		size_t len = strcspn(path, ":");
+		snprintf(cand, sizeof cand, "%.*s/pcheck", (int)len, path);
+		if (len && executable(cand) && realpath(cand, tm->pcheck))
+			return;
+		path += len + (path[len] == ':');
+	}
+	snprintf(tm->pcheck, sizeof tm->pcheck, "pcheck");
+}
+
+static void on_stop(evutil_socket_t sig, short what, void *arg)
+{
+	struct tmon *tm = arg;
+
+	cmon_notice("signal %d: shutting down (%zu instances monitored)", (int)sig, tm->nsessions);
+	cmon_service_stopping();
+	event_base_loopexit(tm->base, NULL);
+}
+
+static void on_child(evutil_socket_t sig, short what, void *arg)
+{
+	tool_reap(arg);
+}
+
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	cmon_notice("SIGHUP ignored: change classes with telemonctl class add|set|rm, or "
+		    "restart the service to reread the configuration file");
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	struct tmon *tm = arg;
+
+	if (store_pending(tm->store))
+		store_commit(tm->store);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct tmon *tm = arg;
+	struct tm_instance *in;
+	double now = tm_now();
+
+	TAILQ_FOREACH(in, &tm->instances, link)
+		if (in->sess)
+			session_tick(in->sess, now);
+	instances_save(tm);
+	cmon_service_status("%zu classes, %zu instances, %zu monitored, registry %s, %llu "
+			    "failures", tm->nclasses, tm->ninstances, tm->nsessions, reg_status(tm),
+			    (unsigned long long)tm->total_failures);
+}
+
+int main(int argc, char **argv)
+{
+	static struct tmon tm;
+	struct event *ev[8] = { 0 }, *watchdog = NULL;
+	struct timeval flush = { 0, TM_FLUSH_MS * 1000 }, second = { 1, 0 };
+	char err[1200] = "";
+	int rc = 1;
+
+	parse_args(argc, argv, &tm.opt);
+	cmon_log_init("telemonitor", tm.opt.debug);
+	signal(SIGPIPE, SIG_IGN);
+	TAILQ_INIT(&tm.classes);
+	TAILQ_INIT(&tm.instances);
+	TAILQ_INIT(&tm.tools);
+	tm.started = tm_now();
+	find_pcheck(&tm);
+	if (load_config(&tm) < 0)
+		return 2;
+	if (tm.opt.check_only) {
+		/* the same checks as a start, without touching any state */
+		if (classes_load(&tm, err, sizeof err) < 0) {
+			fprintf(stderr, "telemonitor: %s\n", err);
+			rc = 2;
+			goto out_store;
+		}
+		printf("%s: configuration OK (%zu classes)\n", tm.rc->path ? tm.rc->path : "(none)",
+		       tm.nclasses);
+		rc = 0;
+		goto out_store;
+	}
+	if (find_state_dir(&tm) < 0)
+		goto out_rc;
+	tm.store = store_open(tm.state_dir, err, sizeof err);
+	if (!tm.store) {
+		fprintf(stderr, "telemonitor: %s\n", err);
+		goto out_rc;
+	}
+	if (classes_load(&tm, err, sizeof err) < 0) {
+		fprintf(stderr, "telemonitor: %s\n", err);
+		rc = 2;
+		goto out_store;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	tm.base = event_base_new();
+	if (!tm.base)
+		goto out_curl;
+	tm.dns = evdns_base_new(tm.base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+	if (cmon_tls_enabled(&tm.opt.tls)) {
+		tm.tls = cmon_tls_client_ctx(&tm.opt.tls, err, sizeof err);
+		if (!tm.tls) {
+			cmon_err("%s", err);
+			goto out_base;
+		}
+	}
+	notify_start(&tm);
+	if (control_open(&tm) < 0)
+		goto out_notify;
+	ev[0] = evsignal_new(tm.base, SIGTERM, on_stop, &tm);
+	ev[1] = evsignal_new(tm.base, SIGINT, on_stop, &tm);
+	ev[2] = evsignal_new(tm.base, SIGCHLD, on_child, &tm);
+	ev[3] = evsignal_new(tm.base, SIGHUP, on_hup, &tm);
+	ev[4] = event_new(tm.base, -1, EV_PERSIST, on_flush, &tm);
+	ev[5] = event_new(tm.base, -1, EV_PERSIST, on_tick, &tm);
+	for (int i = 0; i < 6; i++)
+		if (!ev[i])
+			goto out_events;
+	for (int i = 0; i < 4; i++)
+		evsignal_add(ev[i], NULL);
+	event_add(ev[4], &flush);
+	event_add(ev[5], &second);
+	if (instances_load(&tm) < 0 || reg_start(&tm) < 0)
+		goto out_events;
+	watchdog = cmon_service_watchdog(tm.base);
+	cmon_service_ready("started");
+	cmon_notice("ready (version %s; %zu classes; state %s; registry %s; checker %s)",
+		    CMON_VERSION, tm.nclasses, tm.state_dir, tm.opt.regmachine, tm.pcheck);
+	event_base_dispatch(tm.base);
+	rc = 0;
+	tm.stopping = true;
+	instances_save(&tm);
+out_events:
+	tm.stopping = true;
+	control_close(&tm);
+	reg_free(&tm);
+	instances_free(&tm);
+	if (watchdog)
+		event_free(watchdog);
+	for (int i = 0; i < 8; i++)
+		if (ev[i])
+			event_free(ev[i]);
+out_notify:
+	notify_stop(&tm);
+	SSL_CTX_free(tm.tls);
+out_base:
+	if (tm.dns)
+		evdns_base_free(tm.dns, 0);
+	if (tm.base)
+		event_base_free(tm.base);
+out_curl:
+	curl_global_cleanup();
+out_store:
+	classes_free(&tm);
+	store_close(tm.store);
+out_rc:
+	rc_free(tm.rc);
+	return rc;
+}

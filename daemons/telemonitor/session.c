@@ -1,0 +1,801 @@
+/* Monitoring one instance (see session.h). The data connection to the
+ * instance's snarflog is driven by session_drive(), one message at a time;
+ * the log goes to every tool of the class. Flow control: when a tool has
+ * more than TM_TOOL_HIGH bytes waiting, we stop reading the connection, so
+ * snarflog either holds the program (block) or drops whole records and
+ * tells us (a gap); either way our memory stays bounded and the other
+ * sessions go on. A tool that dies is restarted, with backoff, when more
+ * data arrives; until then the connection is not read. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cmon/log.h"
+#include "cmon/logfmt.h"
+#include "session.h"
+#include "store.h"
+
+static void drain(struct session *s, enum inst_state end, const char *why);
+static void finish(struct session *s);
+static void lost(struct session *s, const char *why);
+static void data_read(struct bufferevent *bev, void *arg);
+
+static const char *const state_names[] = {
+	[SS_CONNECTING] = "connecting", [SS_HELLO] = "hello", [SS_ACCEPT] = "accept",
+	[SS_STREAMING] = "streaming", [SS_WAITING] = "waiting", [SS_STOPPING] = "stopping",
+	[SS_DRAINING] = "draining", [SS_DONE] = "done",
+};
+
+const char *session_state_name(const struct session *s)
+{
+	return state_names[s->state];
+}
+
+double session_wall(const struct session *s, int64_t ts)
+{
+	double tick = s->scan.tick_ns > 0 ? s->scan.tick_ns : 1;
+
+	if (s->scan.realtime)
+		return (double)ts * tick / 1e9;
+	if (!s->anchored)
+		return 0;
+	return s->anchor_wall + (double)(ts - s->anchor_ts) * tick / 1e9;
+}
+
+void session_store_windows(struct session *s, struct window_done *done, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		store_add_window(s->tm->store, done[i].id, s->inst->id, done[i].from_pos,
+				 done[i].to_pos, done[i].truncated, done[i].text, done[i].len);
+		free(done[i].text);
+	}
+}
+
+static void timer_set(struct event *ev, double seconds)
+{
+	struct timeval tv = { (time_t)seconds, (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6) };
+
+	evtimer_del(ev);
+	evtimer_add(ev, &tv);
+}
+
+static void set_paused(struct session *s, bool paused)
+{
+	if (s->paused == paused)
+		return;
+	s->paused = paused;
+	if (!s->data)
+		return;
+	if (paused) {
+		bufferevent_disable(s->data, EV_READ);
+	} else {
+		bufferevent_enable(s->data, EV_READ);
+		/* frames may already be waiting in the input buffer */
+		if (evbuffer_get_length(bufferevent_get_input(s->data)))
+			bufferevent_trigger(s->data, EV_READ, BEV_OPT_DEFER_CALLBACKS);
+	}
+}
+
+/* True if some tool has more queued than it may have. */
+static bool tools_behind(const struct session *s)
+{
+	for (size_t i = 0; i < s->ntools; i++)
+		if (tool_queued(s->tools[i]) > (s->paused ? TM_TOOL_LOW : TM_TOOL_HIGH))
+			return true;
+	return false;
+}
+
+static void spawn_tool(struct session *s, struct tool *t)
+{
+	struct tm_instance *in = s->inst;
+	char pid[32], id[32], *argv[8], *env[5], err[300];
+	char e_prog[CMON_NAME_MAX + 8], e_machine[CMON_NAME_MAX + 12], e_pid[48], e_inst[48];
+	const uint8_t *hdr;
+	size_t hlen;
+
+	snprintf(pid, sizeof pid, "%" PRId64, in->pid);
+	snprintf(id, sizeof id, "%" PRIu64, in->id);
+	snprintf(e_prog, sizeof e_prog, "M_PROG=%s", in->prog);
+	snprintf(e_machine, sizeof e_machine, "M_MACHINE=%s", in->machine);
+	snprintf(e_pid, sizeof e_pid, "M_PID=%s", pid);
+	snprintf(e_inst, sizeof e_inst, "M_INSTANCE=%s", id);
+	env[0] = e_prog;
+	env[1] = e_machine;
+	env[2] = e_pid;
+	env[3] = e_inst;
+	env[4] = NULL;
+	if (t->kind == TK_CHECKER) {
+		argv[0] = s->tm->pcheck;
+		argv[1] = "-cont";
+		argv[2] = "--json";
+		argv[3] = "-s";
+		argv[4] = s->cls.spec;
+		argv[5] = "-";
+		argv[6] = NULL;
+	} else {
+		argv[0] = "/bin/sh";
+		argv[1] = "-c";
+		argv[2] = s->cls.tool;
+		argv[3] = NULL;
+	}
+	t->base = s->scan.pos;
+	if (tool_spawn(t, argv, env, err, sizeof err) < 0) {
+		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s", in->id, in->prog,
+			  in->machine, in->pid, err);
+		typescript_note(&s->ts, "%s", err);
+		instances_set_status(in, "%s", err);
+		t->state = TL_DEAD;
+		t->backoff_ms = t->backoff_ms ? t->backoff_ms * 2 : TM_TOOL_BACKOFF_MIN_MS;
+		if (t->backoff_ms > TM_TOOL_BACKOFF_MAX_MS)
+			t->backoff_ms = TM_TOOL_BACKOFF_MAX_MS;
+		t->retry_at = tm_now() + t->backoff_ms / 1000.0;
+		return;
+	}
+	if (t->runs > 1)
+		typescript_note(&s->ts, "%s restarted (run %u); it sees the log from record %" PRIu64,
+				t->kind == TK_CHECKER ? "checker" : "tool", t->runs, t->base + 1);
+	/* the replayable header first, so the tool sees a complete-looking log */
+	if (s->fmt == CMON__FORMAT__FORMAT_BINARY) {
+		hdr = s->scan.replay;
+		hlen = s->scan.rlen;
+	} else {
+		hdr = (const uint8_t *)s->scan.ascii_hdr;
+		hlen = s->scan.ahlen;
+	}
+	if (hlen)
+		tool_write(t, hdr, hlen);
+	else if (s->fmt != CMON__FORMAT__FORMAT_BINARY)
+		tool_write(t, "#cmon-ascii 1\n", 14);
+}
+
+/* Before taking more data: start tools that are due. False (and paused,
+ * with a timer) while a dead tool waits for its backoff. */
+static bool tools_ready(struct session *s)
+{
+	double now = tm_now(), wait = 0;
+
+	for (size_t i = 0; i < s->ntools; i++) {
+		struct tool *t = s->tools[i];
+		if (t->state == TL_IDLE) {
+			spawn_tool(s, t);
+		} else if (t->state == TL_DEAD) {
+			if (now >= t->retry_at)
+				spawn_tool(s, t);
+			if (t->state == TL_DEAD && (wait == 0 || t->retry_at - now < wait))
+				wait = t->retry_at - now;
+		}
+	}
+	if (wait > 0) {
+		set_paused(s, true);
+		timer_set(s->tool_timer, wait);
+		return false;
+	}
+	return true;
+}
+
+/* --- records ---------------------------------------------------------------- */
+
+static void on_record(void *arg, const struct logscan_rec *r)
+{
+	struct session *s = arg;
+	struct window_done done[WINDOW_PENDING_MAX];
+	size_t nd = 0;
+
+	if (r->is_gap) {
+		window_push_gap(&s->ring, r->pos, r->gap);
+		return;
+	}
+	if (!s->anchored) {
+		s->anchored = true;
+		s->anchor_ts = r->ts;
+		s->anchor_wall = s->from_start && r->pos == 1 && s->scan.start_unix_ns > 0
+					 ? (double)s->scan.start_unix_ns / 1e9
+					 : tm_now();
+	}
+	window_push(&s->ring, r->pos, r->ts, r->text ? r->text : "", r->text ? r->len : 0, done,
+		    WINDOW_PENDING_MAX, &nd);
+	if (nd)
+		session_store_windows(s, done, nd);
+}
+
+static void refresh_window_header(struct session *s)
+{
+	char label[300];
+
+	if (s->ring.header_len == s->scan.ahlen && s->ring.header)
+		return;
+	snprintf(label, sizeof label, "%s %s %" PRId64 " (instance %" PRIu64 ")", s->inst->prog,
+		 s->inst->machine, s->inst->pid, s->inst->id);
+	window_set_header(&s->ring, s->scan.ascii_hdr ? s->scan.ascii_hdr : "", s->scan.ahlen,
+			  s->scan.tick_ns, label);
+}
+
+static void to_tools(struct session *s, const void *p, size_t n)
+{
+	for (size_t i = 0; i < s->ntools; i++)
+		if (s->tools[i]->state == TL_RUNNING)
+			tool_write(s->tools[i], p, n);
+}
+
+static void on_data(struct session *s, const uint8_t *p, size_t n)
+{
+	struct window_done done[WINDOW_PENDING_MAX];
+	uint64_t before = s->scan.pos;
+	size_t nd;
+
+	if (logscan_data(&s->scan, p, n, on_record, s) < 0)
+		cmon_warn("instance %" PRIu64 ": out of memory following the log", s->inst->id);
+	refresh_window_header(s);
+	s->inst->bytes += n;
+	s->inst->records += s->scan.pos - before;
+	s->inst->dirty = true;
+	to_tools(s, p, n);
+	if (s->ring.npend) {
+		nd = window_collect(&s->ring, tm_now(), false, done, WINDOW_PENDING_MAX);
+		session_store_windows(s, done, nd);
+	}
+	if (tools_behind(s))
+		set_paused(s, true);
+}
+
+static void on_gap(struct session *s, uint64_t count)
+{
+	uint8_t marker[CMON_GAP_MARKER_MAX];
+
+	if (!count)
+		return;
+	s->inst->lost += count;
+	s->inst->gaps++;
+	s->inst->dirty = true;
+	window_push_gap(&s->ring, s->scan.pos, count);
+	to_tools(s, marker, cmon_log_gap_marker(s->fmt, count, marker));
+}
+
+static bool same_instance(const struct tm_instance *in, const Cmon__Instance *a)
+{
+	return a && a->program && a->machine && !strcmp(a->program, in->prog) &&
+	       !strcmp(a->machine, in->machine) && a->has_pid && a->pid == in->pid &&
+	       (!a->has_start_unix_ns || a->start_unix_ns == in->start_ns);
+}
+
+static void on_accepted(struct session *s, const Cmon__Accepted *a)
+{
+	struct tm_instance *in = s->inst;
+	uint64_t skipped = a->has_skipped ? a->skipped : 0;
+
+	if (!same_instance(in, a->instance)) {
+		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): its endpoint %s now "
+			    "belongs to another instance", in->id, in->prog, in->machine, in->pid,
+			    in->endpoint);
+		drain(s, IS_GONE, "gone (its endpoint now belongs to another instance)");
+		return;
+	}
+	if (!s->streamed) {
+		s->fmt = a->instance->has_format ? a->instance->format : CMON__FORMAT__FORMAT_ASCII;
+		logscan_init(&s->scan, s->fmt);
+		in->skipped += skipped;
+		typescript_note(&s->ts, "monitoring %s on %s pid %" PRId64 " (%s log%s)", in->prog,
+				in->machine, in->pid, cmon_format_name(s->fmt),
+				skipped ? ", records before this were not seen" : "");
+	} else {
+		typescript_note(&s->ts, "reconnected to the snarflog%s",
+				skipped ? "; records dropped meanwhile are marked as a gap" : "");
+		on_gap(s, skipped);
+	}
+	s->streamed = true;
+	s->state = SS_STREAMING;
+	s->attempts = 0;
+	in->state = IS_MONITORING;
+	in->confirmed = true;
+	in->dirty = true;
+	instances_set_status(in, "monitoring");
+	cmon_info("instance %" PRIu64 ": streaming %s on %s pid %" PRId64, in->id, in->prog,
+		  in->machine, in->pid);
+}
+
+static void on_end(struct session *s, const Cmon__LogEnd *e)
+{
+	const char *why = !e->has_reason || e->reason == CMON__END_REASON__END_EOF ? "the log ended"
+			  : e->reason == CMON__END_REASON__END_STOPPED	    ? "stopped"
+									    : "snarflog shut down";
+
+	typescript_note(&s->ts, "%s (%" PRIu64 " records, %" PRIu64 " reported lost)", why,
+			s->inst->records, s->inst->lost);
+	drain(s, s->state == SS_STOPPING ? IS_STOPPED : IS_ENDED, why);
+}
+
+/* Advance the session by one message from snarflog. */
+static void session_drive(struct session *s, const Cmon__Msg *m)
+{
+	char why[200];
+	Cmon__Role role;
+
+	if (m->kind_case == CMON__MSG__KIND_PING) {
+		cmon_send_ping(bufferevent_get_output(s->data), true,
+			       m->ping->has_nonce ? m->ping->nonce : 0);
+		return;
+	}
+	if (m->kind_case == CMON__MSG__KIND_ERROR) {
+		snprintf(why, sizeof why, "snarflog reported an error: %s",
+			 m->error->message ? m->error->message : "?");
+		lost(s, why);
+		return;
+	}
+	switch (s->state) {
+	case SS_HELLO:
+		if (!cmon_hello_ok(m, &role, why, sizeof why)) {
+			lost(s, why);
+			return;
+		}
+		s->state = SS_ACCEPT;
+		return;
+	case SS_ACCEPT:
+		if (m->kind_case == CMON__MSG__KIND_BUSY) {
+			snprintf(why, sizeof why, "busy: another consumer (%s) holds the stream",
+				 m->busy->holder ? m->busy->holder : "?");
+			s->inst->state = IS_BUSY;
+			lost(s, why);
+			return;
+		}
+		if (m->kind_case == CMON__MSG__KIND_ACCEPTED) {
+			on_accepted(s, m->accepted);
+			return;
+		}
+		break;
+	case SS_STREAMING:
+	case SS_STOPPING:
+		switch (m->kind_case) {
+		case CMON__MSG__KIND_HEADER:
+			if (m->header->has_data &&
+			    logscan_header(&s->scan, m->header->data.data, m->header->data.len) < 0)
+				cmon_warn("instance %" PRIu64 ": header too large", s->inst->id);
+			refresh_window_header(s);
+			return;
+		case CMON__MSG__KIND_DATA:
+			if (m->data->has_data)
+				on_data(s, m->data->data.data, m->data->data.len);
+			return;
+		case CMON__MSG__KIND_GAP:
+			on_gap(s, m->gap->has_count ? m->gap->count : 0);
+			return;
+		case CMON__MSG__KIND_END:
+			on_end(s, m->end);
+			return;
+		default:
+			break;
+		}
+		break;
+	default:
+		return;
+	}
+	snprintf(why, sizeof why, "unexpected %s message from snarflog", cmon_msg_kind_name(m));
+	lost(s, why);
+}
+
+static void data_read(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	const char *why = NULL;
+	Cmon__Msg *m;
+	int r;
+
+	while (s->data == bev && !s->paused && evbuffer_get_length(in) > 0) {
+		if ((s->state == SS_STREAMING || s->state == SS_STOPPING) && !tools_ready(s))
+			return;
+		r = cmon_frame_next(in, CMON_FRAME_MAX, &m, &why);
+		if (r == 0)
+			return;
+		if (r < 0) {
+			lost(s, why ? why : "bad frame");
+			return;
+		}
+		session_drive(s, m);
+		cmon_msg_free(m);
+	}
+}
+
+static void data_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+	char buf[200], tlserr[200];
+	int e = EVUTIL_SOCKET_ERROR();
+
+	if (what & BEV_EVENT_CONNECTED)
+		return;
+	/* take what is still buffered first (LogEnd may be in it) */
+	if (evbuffer_get_length(bufferevent_get_input(bev)) && !s->paused)
+		data_read(bev, s);
+	if (s->data != bev)
+		return;
+	if (what & BEV_EVENT_EOF)
+		snprintf(buf, sizeof buf, "the snarflog closed the connection");
+	else
+		snprintf(buf, sizeof buf, "data connection error: %s",
+			 e ? evutil_socket_error_to_string(e) : cmon_tls_error(bev, tlserr, sizeof tlserr));
+	lost(s, buf);
+}
+
+static void connected(struct bufferevent *bev, const char *peer, const char *err, void *arg)
+{
+	struct session *s = arg;
+	char why[700];
+
+	s->conn = NULL;
+	if (!bev) {
+		snprintf(why, sizeof why, "cannot connect to %s: %s", s->inst->endpoint, err);
+		lost(s, why);
+		return;
+	}
+	s->data = bev;
+	s->state = SS_HELLO;
+	bufferevent_setcb(bev, data_read, NULL, data_event, s);
+	bufferevent_setwatermark(bev, EV_READ, 0, CMON_FRAME_MAX + 64);
+	bufferevent_enable(bev, EV_WRITE);
+	if (!s->paused)
+		bufferevent_enable(bev, EV_READ);
+	cmon_send_hello(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
+			"telemonitor " CMON_VERSION);
+	cmon_send_start(bufferevent_get_output(bev), s->cls.block, s->from_start && !s->streamed);
+}
+
+static void connect_now(struct session *s)
+{
+	struct cmon_addr a;
+
+	if (cmon_addr_parse(s->inst->endpoint, 0, &a) < 0) {
+		drain(s, IS_GONE, "its data endpoint is not an address");
+		return;
+	}
+	s->state = SS_CONNECTING;
+	s->attempts++;
+	s->conn = cmon_connect_start(s->tm->base, s->tm->dns, &a,
+				     s->inst->tls && a.kind == CMON_ADDR_TCP ? s->tm->tls : NULL,
+				     TM_CONNECT_MS, connected, s);
+	if (!s->conn)
+		drain(s, s->inst->state, "out of memory");
+}
+
+static void retry_fire(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	if (s->state == SS_WAITING)
+		connect_now(s);
+}
+
+/* A tool's restart delay is over, or a tool caught up: read again. */
+static void resume(struct session *s)
+{
+	if (s->state != SS_STREAMING && s->state != SS_STOPPING)
+		return;
+	if (!tools_behind(s))
+		set_paused(s, false);
+}
+
+static void tool_timer_fire(evutil_socket_t fd, short what, void *arg)
+{
+	resume(arg);
+}
+
+static void stop_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	drain(arg, IS_STOPPED, "stopped (the snarflog did not confirm)");
+}
+
+/* The data connection is gone (or never came): reconnect later, unless
+ * the instance is gone or we gave up. */
+static void lost(struct session *s, const char *why)
+{
+	struct tm_instance *in = s->inst;
+	unsigned ms = TM_RETRY_MIN_MS;
+	bool busy = in->state == IS_BUSY;
+
+	if (s->data) {
+		bufferevent_free(s->data);
+		s->data = NULL;
+	}
+	if (s->state == SS_STOPPING || s->state == SS_DRAINING || s->state == SS_DONE) {
+		if (s->state == SS_STOPPING)
+			drain(s, IS_STOPPED, "stopped");
+		return;
+	}
+	if (s->tm->stopping) {
+		drain(s, in->state, why);
+		return;
+	}
+	if ((!in->up && s->attempts >= 3) || s->attempts >= TM_RETRY_GIVEUP) {
+		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s; giving up",
+			    in->id, in->prog, in->machine, in->pid, why);
+		drain(s, busy ? IS_BUSY : IS_GONE, why);
+		return;
+	}
+	for (unsigned i = 1; i < s->attempts && ms < TM_RETRY_MAX_MS; i++)
+		ms *= 2;
+	if (ms > TM_RETRY_MAX_MS)
+		ms = TM_RETRY_MAX_MS;
+	if (s->attempts <= 1 || cmon_log_debugging())
+		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s; retrying in %u ms",
+			  in->id, in->prog, in->machine, in->pid, why, ms);
+	typescript_note(&s->ts, "%s; retrying", why);
+	instances_set_status(in, "%s; retrying", why);
+	in->state = busy ? IS_BUSY : IS_RETRYING;
+	in->dirty = true;
+	s->state = SS_WAITING;
+	evtimer_assign(s->timer, s->tm->base, retry_fire, s);
+	timer_set(s->timer, ms / 1000.0);
+}
+
+/* --- the end ------------------------------------------------------------------ */
+
+static void drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	for (size_t i = 0; i < s->ntools; i++)
+		if (s->tools[i]->state == TL_CLOSING) {
+			typescript_note(&s->ts, "%s did not finish within %d s of the end of the "
+					"log; killed", s->tools[i]->kind == TK_CHECKER ? "checker"
+										   : "tool",
+					TM_TOOL_EXIT_WAIT_S);
+			s->tools[i]->state = TL_DONE;
+		}
+	finish(s);
+}
+
+static bool tools_done(const struct session *s)
+{
+	for (size_t i = 0; i < s->ntools; i++)
+		if (s->tools[i]->state != TL_DONE)
+			return false;
+	return true;
+}
+
+/* No more log: let the tools finish what they have, then finish. */
+static void drain(struct session *s, enum inst_state end, const char *why)
+{
+	struct window_done done[WINDOW_PENDING_MAX];
+	size_t nd;
+
+	if (s->state == SS_DRAINING || s->state == SS_DONE)
+		return;
+	s->state = SS_DRAINING;
+	s->end_state = end;
+	snprintf(s->why, sizeof s->why, "%s", why);
+	if (s->conn) {
+		cmon_connect_cancel(s->conn);
+		s->conn = NULL;
+	}
+	if (s->data) {
+		bufferevent_free(s->data);
+		s->data = NULL;
+	}
+	for (size_t i = 0; i < s->ntools; i++) {
+		struct tool *t = s->tools[i];
+		if (t->state == TL_RUNNING) {
+			t->state = TL_CLOSING;
+			tool_close_input(t);
+		} else if (t->state != TL_CLOSING) {
+			t->state = TL_DONE;
+		}
+	}
+	nd = window_collect(&s->ring, tm_now(), true, done, WINDOW_PENDING_MAX);
+	session_store_windows(s, done, nd);
+	if (tools_done(s)) {
+		finish(s);
+		return;
+	}
+	evtimer_assign(s->timer, s->tm->base, drain_timeout, s);
+	timer_set(s->timer, s->tm->stopping ? 0.5 : TM_TOOL_EXIT_WAIT_S);
+}
+
+static void reap(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	struct tm_instance *in = s->inst;
+
+	instances_session_ended(s->tm, in, s->end_state);
+	session_free(s);
+}
+
+static void finish(struct session *s)
+{
+	struct window_done done[WINDOW_PENDING_MAX];
+	size_t nd;
+
+	if (s->state == SS_DONE)
+		return;
+	if (s->state != SS_DRAINING)
+		drain(s, s->inst->state, "stopped");
+	s->state = SS_DONE;
+	evtimer_del(s->timer);
+	evtimer_del(s->tool_timer);
+	nd = window_collect(&s->ring, tm_now(), true, done, WINDOW_PENDING_MAX);
+	session_store_windows(s, done, nd);
+	instances_set_status(s->inst, "%s", s->why);
+	event_active(s->reaper, EV_TIMEOUT, 0);
+}
+
+/* --- tools ------------------------------------------------------------------- */
+
+void session_tool_output(struct session *s, struct tool *t, const char *p, size_t n)
+{
+	typescript_write(&s->ts, p, n);
+}
+
+void session_tool_drained(struct session *s, struct tool *t)
+{
+	if (s->paused)
+		resume(s);
+}
+
+void session_tool_done(struct session *s, struct tool *t)
+{
+	struct tm_instance *in = s->inst;
+	const char *what = t->kind == TK_CHECKER ? "checker" : "tool";
+	double ran = tm_now() - t->started;
+	char text[120];
+
+	tool_exit_text(t->status, text, sizeof text);
+	if (t->state == TL_CLOSING || s->state == SS_DRAINING || s->state == SS_DONE) {
+		typescript_note(&s->ts, "%s %s%s", what, text,
+				t->kind == TK_CHECKER && WIFEXITED(t->status) &&
+						WEXITSTATUS(t->status) == 1
+					? " (some assertion failed)" : "");
+		t->state = TL_DONE;
+		if (s->state == SS_DRAINING && tools_done(s))
+			finish(s);
+		return;
+	}
+	/* It died while the log goes on: report it, restart on the next data. */
+	t->backoff_ms = ran >= TM_TOOL_HEALTHY_S || !t->backoff_ms ? TM_TOOL_BACKOFF_MIN_MS
+								    : t->backoff_ms * 2;
+	if (t->backoff_ms > TM_TOOL_BACKOFF_MAX_MS)
+		t->backoff_ms = TM_TOOL_BACKOFF_MAX_MS;
+	t->retry_at = tm_now() + t->backoff_ms / 1000.0;
+	t->state = TL_DEAD;
+	in->tool_restarts++;
+	in->dirty = true;
+	cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s %s after %.1f s; "
+		  "restarting it on the next data in %u ms", in->id, in->prog, in->machine,
+		  in->pid, what, text, ran, t->backoff_ms);
+	typescript_note(&s->ts, "%s %s; restarting it on the next data in %u ms", what, text,
+			t->backoff_ms);
+	instances_set_status(in, "%s %s; restarting", what, text);
+}
+
+/* --- life cycle -------------------------------------------------------------- */
+
+int session_start(struct tmon *tm, struct tm_instance *in, bool from_start)
+{
+	struct tm_class *c = classes_find(tm, in->class_id);
+	struct session *s;
+	struct window_spec ws;
+	char err[200];
+
+	if (!c)
+		return -ENOENT;
+	if (tm->nsessions >= TM_SESSIONS_MAX)
+		return -ENOSPC;
+	s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	s->tm = tm;
+	s->inst = in;
+	s->from_start = from_start;
+	s->cls.id = c->id;
+	s->cls.block = c->block;
+	s->cls.mailgroup = c->mailgroup;
+	s->cls.tool = c->tool ? strdup(c->tool) : NULL;
+	s->cls.spec = c->spec ? strdup(c->spec) : NULL;
+	s->cls.mail = c->mail ? strdup(c->mail) : NULL;
+	s->timer = evtimer_new(tm->base, retry_fire, s);
+	s->tool_timer = evtimer_new(tm->base, tool_timer_fire, s);
+	s->reaper = event_new(tm->base, -1, 0, reap, s);
+	ws = c->window;
+	if (!ws.before_n && !ws.before_ns)
+		window_spec_parse(WINDOW_DEFAULT, &ws, err, sizeof err);
+	window_ring_init(&s->ring, &ws, 0);
+	logscan_init(&s->scan, CMON__FORMAT__FORMAT_ASCII);
+	s->ts.fd = -1;
+	if (c->spec)
+		s->tools[s->ntools++] = tool_new(tm, s, TK_CHECKER);
+	if (c->tool)
+		s->tools[s->ntools++] = tool_new(tm, s, TK_SHELL);
+	for (size_t i = 0; i < s->ntools; i++)
+		if (!s->tools[i])
+			goto out_free;
+	if (!s->timer || !s->tool_timer || !s->reaper || (c->tool && !s->cls.tool) || (c->spec && !s->cls.spec) ||
+	    (c->mail && !s->cls.mail))
+		goto out_free;
+	if (typescript_open(&s->ts, tm->state_dir, in->id) < 0)
+		cmon_warn("instance %" PRIu64 ": cannot open its typescript", in->id);
+	in->sess = s;
+	in->state = IS_MONITORING;
+	in->dirty = true;
+	tm->nsessions++;
+	instances_set_status(in, "connecting");
+	connect_now(s);
+	return 0;
+out_free:
+	session_free(s);
+	return -ENOMEM;
+}
+
+void session_stop(struct session *s, const char *why)
+{
+	struct timeval tv = { TM_STOP_WAIT_S, 0 };
+
+	switch (s->state) {
+	case SS_CONNECTING:
+	case SS_WAITING:
+	case SS_HELLO:
+	case SS_ACCEPT:
+		drain(s, IS_STOPPED, why);
+		return;
+	case SS_STREAMING:
+		if (s->tm->stopping) {
+			drain(s, IS_MONITORING, why);
+			return;
+		}
+		cmon_send_stop(bufferevent_get_output(s->data));
+		s->state = SS_STOPPING;
+		evtimer_del(s->timer);
+		evtimer_assign(s->timer, s->tm->base, stop_timeout, s);
+		evtimer_add(s->timer, &tv);
+		typescript_note(&s->ts, "%s", why);
+		return;
+	default:
+		return;
+	}
+}
+
+void session_tick(struct session *s, double now)
+{
+	struct window_done done[WINDOW_PENDING_MAX];
+	size_t nd;
+
+	if (s->ring.npend) {
+		nd = window_collect(&s->ring, now, false, done, WINDOW_PENDING_MAX);
+		session_store_windows(s, done, nd);
+	}
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	if (s->ring.npend) {
+		/* shutting down: keep what the pending windows have so far */
+		struct window_done done[WINDOW_PENDING_MAX];
+		size_t nd = window_collect(&s->ring, tm_now(), true, done, WINDOW_PENDING_MAX);
+		session_store_windows(s, done, nd);
+	}
+	if (s->conn)
+		cmon_connect_cancel(s->conn);
+	if (s->data)
+		bufferevent_free(s->data);
+	for (size_t i = 0; i < s->ntools; i++)
+		tool_free(s->tools[i]);
+	if (s->timer)
+		event_free(s->timer);
+	if (s->tool_timer)
+		event_free(s->tool_timer);
+	if (s->reaper)
+		event_free(s->reaper);
+	typescript_close(&s->ts);
+	window_ring_free(&s->ring);
+	logscan_free(&s->scan);
+	free(s->cls.tool);
+	free(s->cls.spec);
+	free(s->cls.mail);
+	if (s->inst && s->inst->sess == s) {
+		s->inst->sess = NULL;
+		s->tm->nsessions--;
+	}
+	free(s);
+}

@@ -1,0 +1,75 @@
+/* Monitoring one instance: the data connection to its snarflog, an
+ * explicit state machine driven by session_drive(), feeding the log to the
+ * class's tools, keeping the window ring, and turning what the checker says
+ * into failures (checker.c). Shared by session.c and checker.c. */
+#ifndef TELEMON_SESSION_H
+#define TELEMON_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cmon/connect.h"
+#include "logscan.h"
+#include "telemonitor.h"
+#include "tool.h"
+#include "typescript.h"
+#include "window.h"
+
+/* Where a session is. */
+enum sess_state {
+	SS_CONNECTING,    /* connecting to the snarflog's data endpoint */
+	SS_HELLO,         /* Hello and Start sent; waiting for its Hello */
+	SS_ACCEPT,        /* waiting for Accepted or Busy */
+	SS_STREAMING,     /* receiving the log and feeding the tools */
+	SS_WAITING,       /* data connection lost or busy: reconnecting after a delay */
+	SS_STOPPING,      /* Stop sent (telemonctl stop); waiting for LogEnd */
+	SS_DRAINING,      /* the log ended: tools finish what they were given */
+	SS_DONE,          /* over; freed from the reaper event */
+};
+
+/* The class settings a session runs with (copied: later class changes
+ * apply to new sessions only). */
+struct sess_class {
+	uint32_t id;                  /* class id */
+	char *tool;                   /* shell command, or NULL */
+	char *spec;                   /* absolute spec path, or NULL */
+	char *mail;                   /* recipients, or NULL */
+	double mailgroup;             /* grouping period */
+	bool block;                   /* back-pressure the program */
+};
+
+/* One monitored instance. */
+struct session {
+	struct tmon *tm;                /* the service */
+	struct tm_instance *inst;     /* what we monitor */
+	struct sess_class cls;        /* settings */
+	enum sess_state state;        /* see enum sess_state */
+	bool from_start;              /* ask snarflog to report loss since its first record */
+	struct cmon_connector *conn;  /* connection attempt in progress */
+	struct bufferevent *data;     /* the data connection */
+	struct event *timer;          /* backoff, Stop deadline, drain deadline */
+	struct event *tool_timer;     /* a dead tool's restart delay */
+	struct event *reaper;         /* frees the session from a clean stack */
+	unsigned attempts;            /* connection attempts since the last success */
+	bool paused;                  /* not reading: a tool is behind or restarting */
+	bool streamed;                /* Accepted at least once */
+	Cmon__Format fmt;             /* the log's format */
+	struct logscan scan;          /* record ordinals, header, ascii text */
+	struct window_ring ring;      /* recent records and pending windows */
+	struct tool *tools[2];        /* checker and/or shell tool */
+	size_t ntools;                /* how many */
+	struct typescript ts;         /* tool output */
+	bool anchored;                /* anchor_* are set */
+	int64_t anchor_ts;            /* a log timestamp ... */
+	double anchor_wall;           /* ... and the wall-clock time it stands for */
+	enum inst_state end_state;    /* what the instance becomes when we are done */
+	char why[256];                /* why the session ends, for the status line */
+};
+
+/* The wall-clock time log timestamp `ts` stands for (0 if unknown). */
+double session_wall(const struct session *s, int64_t ts);
+
+/* Store finished windows `done` (n of them), freeing their text. */
+void session_store_windows(struct session *s, struct window_done *done, size_t n);
+
+#endif

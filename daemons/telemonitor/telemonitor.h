@@ -1,0 +1,230 @@
+/* telemonitor internals. One event loop; a second thread only sends mail.
+ *   rcfile.c    the telemonrc file: parse, check, save
+ *   classes.c   the configured classes: load, match, change live
+ *   reglink.c   the registry link: subscribe, hear about instances, reconnect
+ *   instances.c the instances we know of and what to do with them
+ *   session.c   monitoring one instance: the data connection to its snarflog
+ *               (an explicit state machine) feeding its tools
+ *   logscan.c   following the log: record ordinals, timestamps, ascii text
+ *   tool.c      tool processes: spawn, feed, read, reap, restart with backoff
+ *   checker.c   the checker's JSON reports -> failures, windows, mail
+ *   window.c    log windows around failures
+ *   typescript.c  tool output kept per instance
+ *   store.c     sqlite: schema, migrations, batched writes
+ *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
+ *   control.c   the telemonctl socket; commands.c and stats.c answer it */
+#ifndef TELEMONITOR_H
+#define TELEMONITOR_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+#include "cmon/names.h"
+#include "cmon/net.h"
+#include "cmon/proto.h"
+#include "cmon/tls.h"
+#include "logscan.h"
+#include "rcfile.h"
+#include "window.h"
+
+/* Limits on what peers, tools and configurations can make us hold. */
+#define TM_INSTANCES_MAX 10000          /* live instances known at once */
+#define TM_SESSIONS_MAX 2000            /* instances monitored at once */
+#define TM_TOOL_HIGH (512u << 10)       /* bytes queued for a tool before we stop reading */
+#define TM_TOOL_LOW (128u << 10)        /* ...and start again below this */
+#define TM_LINE_MAX (4u << 20)          /* longest line a checker may print */
+#define TM_TYPESCRIPT_MAX (1u << 20)    /* typescript bytes before it is rotated */
+#define TM_CTL_CONNS_MAX 32             /* telemonctl connections at once */
+#define TM_CTL_REQUEST_MAX (64u << 10)  /* bytes in one telemonctl request */
+
+/* Timing. */
+#define TM_FLUSH_MS 100                 /* store commit interval */
+#define TM_WINDOW_WAIT_S 30.0           /* longest wait for a window's AFTER part */
+#define TM_TOOL_BACKOFF_MIN_MS 500      /* first delay before restarting a tool */
+#define TM_TOOL_BACKOFF_MAX_MS 60000    /* longest delay */
+#define TM_TOOL_HEALTHY_S 60.0          /* a tool that ran this long resets the backoff */
+#define TM_RETRY_MIN_MS 250             /* first delay before reconnecting to a snarflog */
+#define TM_RETRY_MAX_MS 10000           /* longest delay */
+#define TM_RETRY_GIVEUP 40              /* attempts before an instance is given up */
+#define TM_CONNECT_MS 5000              /* connect + handshake timeout */
+#define TM_STOP_WAIT_S 5                /* wait for LogEnd after Stop */
+#define TM_TOOL_EXIT_WAIT_S 10          /* wait for a tool to exit after end of log */
+
+/* Command-line settings. */
+struct tm_options {
+	const char *rc;               /* -rc FILE, or NULL */
+	const char *state;            /* -state DIR, or NULL */
+	const char *regmachine;       /* -regmachine HOST[:PORT] */
+	const char *pcheck;           /* -pcheck PATH, or NULL */
+	bool check_only;              /* -check: check the configuration and exit */
+	bool debug;                   /* -debug */
+	struct cmon_tls_opts tls;     /* -tls-* / CMON_TLS_* */
+};
+
+/* A configured class of instances. */
+struct tm_class {
+	TAILQ_ENTRY(tm_class) link;   /* in tm.classes, in configuration order */
+	uint32_t id;                  /* store id; also the registry subscription id */
+	size_t index;                 /* position in tm.rc->classes */
+	char prog[CMON_NAME_MAX + 1]; /* program pattern ("" = any) */
+	char machine[CMON_NAME_MAX + 1]; /* machine pattern */
+	char pid[24];                 /* pid pattern */
+	char *tool;                   /* shell command, or NULL */
+	char *spec;                   /* absolute spec path, or NULL */
+	char *mail;                   /* recipients, or NULL */
+	char *window_text;            /* the window property as given */
+	struct window_spec window;    /* the window rule */
+	double mailgroup;             /* grouping period in seconds */
+	bool block;                   /* may block the program */
+	bool autostart;               /* monitor new instances at once */
+};
+TAILQ_HEAD(tm_class_list, tm_class);
+
+/* Where the monitoring of an instance stands (store column `state`). */
+enum inst_state {
+	IS_LISTED,        /* known and running; not monitored */
+	IS_MONITORING,    /* a session is connecting or streaming */
+	IS_RETRYING,      /* lost the data connection; reconnecting */
+	IS_BUSY,          /* another consumer holds the stream */
+	IS_STOPPED,       /* monitoring stopped with telemonctl stop */
+	IS_ENDED,         /* the log ended while monitored */
+	IS_GONE,          /* the instance went away */
+};
+
+struct session;
+
+/* A monitored-program instance we know of. */
+struct tm_instance {
+	TAILQ_ENTRY(tm_instance) link; /* in tm.instances */
+	uint64_t id;                  /* store id */
+	uint32_t class_id;            /* the class that matched it (0: none left) */
+	char prog[CMON_NAME_MAX + 1]; /* program name */
+	char machine[CMON_NAME_MAX + 1]; /* machine name */
+	int64_t pid;                  /* process id */
+	int64_t start_ns;             /* snarflog start time: with the above, the key */
+	char endpoint[CMON_ADDRSTR_MAX]; /* snarflog's data endpoint */
+	bool tls;                     /* the endpoint speaks TLS */
+	enum inst_state state;        /* see enum inst_state */
+	bool up;                      /* the registry lists it */
+	bool confirmed;               /* seen since we started (registry or data link) */
+	bool want;                    /* monitoring wanted (auto or telemonctl start) */
+	struct session *sess;         /* its session while monitoring, else NULL */
+	uint64_t bytes;               /* log bytes received */
+	uint64_t records;             /* records received */
+	uint64_t lost;                /* records the transport reported dropped */
+	uint64_t gaps;                /* gap markers received */
+	uint64_t skipped;             /* records before we joined */
+	uint64_t failures;            /* failures stored */
+	unsigned tool_restarts;       /* tool restarts after a crash */
+	char status[256];             /* latest notable event, for telemonctl */
+	bool dirty;                   /* counters or state not yet saved */
+};
+TAILQ_HEAD(tm_instance_list, tm_instance);
+
+struct tool;
+TAILQ_HEAD(tool_list, tool);
+struct store;
+struct reglink;
+struct mailer;
+struct digest;
+struct control;
+
+/* The whole service. */
+struct tmon {
+	struct tm_options opt;        /* settings */
+	struct event_base *base;      /* the loop */
+	struct evdns_base *dns;       /* asynchronous resolver */
+	SSL_CTX *tls;                 /* client TLS context, or NULL */
+	struct rc_config *rc;         /* the configuration */
+	char state_dir[PATH_MAX];     /* -state DIR */
+	char pcheck[PATH_MAX];        /* the checker binary */
+	char ctl_hint[PATH_MAX + 32]; /* "telemonctl -state DIR", for mails */
+	struct store *store;          /* the database */
+	struct reglink *reg;          /* registry link */
+	struct mailer *mailer;        /* mail thread, or NULL until needed */
+	struct digest *digest;        /* mail grouping */
+	struct control *ctl;          /* telemonctl socket */
+	struct tm_class_list classes; /* configured classes */
+	size_t nclasses;              /* how many */
+	struct tm_instance_list instances; /* live instances */
+	size_t ninstances;            /* how many */
+	size_t nsessions;             /* sessions alive */
+	struct tool_list tools;       /* running tool processes (for SIGCHLD) */
+	struct event *flush_timer;    /* store commits */
+	struct event *notify_timer;   /* due digests */
+	struct event *tick;           /* once a second: deadlines, counters, status */
+	bool stopping;                /* shutting down */
+	double started;               /* when the service started */
+	uint64_t total_failures;      /* failures stored since start */
+};
+
+/* classes.c */
+int classes_load(struct tmon *tm, char *err, size_t errlen);
+struct tm_class *classes_find(struct tmon *tm, uint32_t id);
+struct tm_class *classes_match(struct tmon *tm, const char *prog, const char *machine, int64_t pid);
+int classes_add(struct tmon *tm, char **pairs, size_t n, uint32_t *id, char *err, size_t errlen);
+int classes_set(struct tmon *tm, uint32_t id, char **pairs, size_t n, char *err, size_t errlen);
+int classes_rm(struct tmon *tm, uint32_t id, char *err, size_t errlen);
+int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errlen);
+void classes_free(struct tmon *tm);
+
+/* reglink.c */
+int reg_start(struct tmon *tm);
+void reg_subscribe(struct tmon *tm, const struct tm_class *c);
+void reg_unsubscribe(struct tmon *tm, uint32_t id);
+bool reg_connected(const struct tmon *tm);
+const char *reg_status(const struct tmon *tm);
+void reg_free(struct tmon *tm);
+
+/* instances.c */
+int instances_load(struct tmon *tm);
+void instances_up(struct tmon *tm, uint32_t sub_id, const Cmon__Instance *in, bool is_new);
+void instances_gone(struct tmon *tm, const Cmon__Instance *in, bool clean);
+void instances_synced(struct tmon *tm);
+struct tm_instance *instances_find(struct tmon *tm, uint64_t id);
+int instances_start(struct tmon *tm, uint64_t id, char *err, size_t errlen);
+int instances_stop(struct tmon *tm, uint64_t id, char *err, size_t errlen);
+void instances_class_removed(struct tmon *tm, uint32_t class_id);
+void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st);
+void instances_set_status(struct tm_instance *in, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void instances_save(struct tmon *tm);
+void instances_free(struct tmon *tm);
+const char *inst_state_name(enum inst_state st);
+
+/* session.c */
+int session_start(struct tmon *tm, struct tm_instance *in, bool from_start);
+void session_stop(struct session *s, const char *why);
+void session_tick(struct session *s, double now);
+void session_free(struct session *s);
+void session_tool_output(struct session *s, struct tool *t, const char *p, size_t n);
+void session_tool_drained(struct session *s, struct tool *t);
+void session_tool_done(struct session *s, struct tool *t);
+const char *session_state_name(const struct session *s);
+
+/* checker.c */
+void checker_line(struct session *s, struct tool *t, const char *line, size_t len);
+
+/* notify.c */
+void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
+		    const struct tm_instance *in, uint64_t failure_id, const char *assertion,
+		    int line, const char *spec, const char *what, int64_t start_ts, int64_t end_ts,
+		    const char *metrics_json, double now);
+void notify_start(struct tmon *tm);
+void notify_stop(struct tmon *tm);
+const char *notify_status(struct tmon *tm, char *buf, size_t size);
+
+/* Wall-clock time as Unix seconds. */
+double tm_now(void);
+
+#endif

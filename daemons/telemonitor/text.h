@@ -1,0 +1,61 @@
+/* Small text helpers for output: a growing string, JSON string quoting,
+ * times, and rendering the checker's JSON metrics in the notation of the
+ * PSpec reference ("time = 12, hist = (3 -> 2, 5 -> 1)") with sqlite's
+ * JSON functions doing the parsing. */
+#ifndef TELEMON_TEXT_H
+#define TELEMON_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+/* A growing string; `oom` is set if an allocation failed. */
+struct sbuf {
+	char *s;                  /* text, NUL-terminated (NULL until something is added) */
+	size_t len;               /* its length */
+	size_t cap;               /* allocated */
+	bool oom;                 /* an allocation failed: the text is incomplete */
+};
+
+/* Append formatted text. */
+void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Append `n` bytes. */
+void sb_add(struct sbuf *b, const char *p, size_t n);
+
+/* Append `s` as a JSON string literal (quoted, escaped); NULL gives null. */
+void sb_json_str(struct sbuf *b, const char *s);
+
+/* Take the text (caller frees); the buffer is emptied. Never NULL. */
+char *sb_take(struct sbuf *b);
+
+/* Free the text. */
+void sb_free(struct sbuf *b);
+
+/* Unix time as "2024-03-01T12:00:00Z" (UTC). */
+char *iso_time(double t, char *out, size_t size);
+
+/* A text table: cells are copied; columns are aligned when printed. */
+struct table {
+	char **cells;             /* row-major cells */
+	size_t ncols;             /* columns */
+	size_t nrows;             /* rows, the header included */
+	size_t cap;               /* cells allocated */
+};
+
+/* Start a table with the given header cells (NULL-terminated). */
+void table_init(struct table *t, const char *const *header);
+
+/* Add a row of t->ncols cells. */
+void table_row(struct table *t, const char *const *cells);
+
+/* Print it aligned (two spaces between columns; the last one not padded,
+ * and cut to `width` columns when width > 0), then free it. */
+void table_print(struct table *t, struct sbuf *out, int width);
+
+/* The metrics JSON object `json` as "name = value, ..." (heap string, NULL
+ * on ENOMEM). `db` is any open sqlite connection. */
+char *render_metrics(sqlite3 *db, const char *json);
+
+#endif

@@ -1,0 +1,89 @@
+/* Tool processes: a shell command (the class's `tool`, run by /bin/sh -c)
+ * or the checker (pcheck -cont --json -s SPEC -), with the log on standard
+ * input and standard output and error read back. Names of the instance are
+ * passed in the environment (M_PROG, M_MACHINE, M_PID, M_INSTANCE), never
+ * on a command line. Each tool runs in its own process group so that
+ * stopping it stops everything the shell started. */
+#ifndef TELEMON_TOOL_H
+#define TELEMON_TOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include "telemonitor.h"
+
+/* What a tool is. */
+enum tool_kind {
+	TK_CHECKER,        /* pcheck: its stdout is JSON Lines of failures */
+	TK_SHELL,          /* the class's tool: its stdout is the typescript */
+};
+
+/* Where a tool is in its life; driven by the session and tool_reap(). */
+enum tool_state {
+	TL_IDLE,           /* no process; starts on the next data */
+	TL_RUNNING,        /* running; its standard input is open */
+	TL_CLOSING,        /* input closed at end of log; waiting for it to finish */
+	TL_DEAD,           /* ended unexpectedly; restarts on the next data after backoff */
+	TL_DONE,           /* finished for good */
+};
+
+/* One tool of a session. */
+struct tool {
+	TAILQ_ENTRY(tool) link;       /* in tm.tools while a process exists */
+	struct tmon *tm;                /* the service */
+	struct session *sess;         /* its session */
+	enum tool_kind kind;          /* checker or shell */
+	enum tool_state state;        /* see enum tool_state */
+	pid_t pid;                    /* process (group) id, 0 if none */
+	bool in_list;                 /* linked into tm.tools */
+	bool exited;                  /* the process has been reaped */
+	bool out_eof;                 /* its stdout reached EOF */
+	bool err_eof;                 /* its stderr reached EOF */
+	bool input_broken;            /* writing to it failed (it stopped reading) */
+	bool closing_input;           /* close stdin once the queued data is written */
+	int status;                   /* wait status of the last run */
+	struct bufferevent *in;       /* its standard input */
+	struct bufferevent *out;      /* its standard output */
+	struct bufferevent *err;      /* its standard error */
+	struct event *timer;          /* EOF wait after exit; kill escalation */
+	uint64_t base;                /* records given to earlier runs (positions are relative) */
+	uint64_t written;             /* records given to this run */
+	unsigned runs;                /* times started */
+	double started;               /* when the current run started */
+	unsigned backoff_ms;          /* delay before the next restart */
+	double retry_at;              /* TL_DEAD: not before this time */
+};
+
+/* A tool for session `s`, not started. NULL on ENOMEM. */
+struct tool *tool_new(struct tmon *tm, struct session *s, enum tool_kind kind);
+
+/* Start it: argv[0] is the program; `env` names/values are added to the
+ * environment (NULL-terminated "NAME=value" strings). 0, or a negative
+ * errno with a message in `err`. */
+int tool_spawn(struct tool *t, char *const argv[], char *const env[], char *err, size_t errlen);
+
+/* Queue log bytes for its standard input. */
+int tool_write(struct tool *t, const void *p, size_t n);
+
+/* Bytes queued and not yet taken by the tool. */
+size_t tool_queued(const struct tool *t);
+
+/* Close its standard input once the queued bytes are written. */
+void tool_close_input(struct tool *t);
+
+/* Send `sig` to its process group. */
+void tool_signal(struct tool *t, int sig);
+
+/* Reap exited children (on SIGCHLD). */
+void tool_reap(struct tmon *tm);
+
+/* Stop it (SIGTERM, SIGKILL after a moment) and free it. Accepts NULL. */
+void tool_free(struct tool *t);
+
+/* "exited with status 3", "killed by signal 9 (core dumped)" ... */
+const char *tool_exit_text(int status, char *buf, size_t size);
+
+#endif
