@@ -75,7 +75,7 @@ static void set_paused(struct session *s, bool paused)
 	} else {
 		bufferevent_enable(s->data, EV_READ);
 		/* frames may already be waiting in the input buffer */
-		if (evbuffer_get_length(bufferevent_get_input(s->data)))
+		if (s->held || evbuffer_get_length(bufferevent_get_input(s->data)))
 			bufferevent_trigger(s->data, EV_READ, BEV_OPT_DEFER_CALLBACKS);
 	}
 }
@@ -148,8 +148,8 @@ static void spawn_tool(struct session *s, struct tool *t)
 	}
 	if (hlen)
 		tool_write(t, hdr, hlen);
-	else if (s->fmt != CMON__FORMAT__FORMAT_BINARY)
-		tool_write(t, "#cmon-ascii 1\n", 14);
+	else if (s->fmt != CMON__FORMAT__FORMAT_BINARY && s->scan.seen_record)
+		tool_write(t, "#cmon-ascii 1\n", 14);   /* the log had no header at all */
 }
 
 /* Before taking more data: start tools that are due. False (and paused,
@@ -384,16 +384,22 @@ static void data_read(struct bufferevent *bev, void *arg)
 	Cmon__Msg *m;
 	int r;
 
-	while (s->data == bev && !s->paused && evbuffer_get_length(in) > 0) {
-		if ((s->state == SS_STREAMING || s->state == SS_STOPPING) && !tools_ready(s))
-			return;
-		r = cmon_frame_next(in, CMON_FRAME_MAX, &m, &why);
-		if (r == 0)
-			return;
-		if (r < 0) {
-			lost(s, why ? why : "bad frame");
-			return;
+	while (s->data == bev && !s->paused) {
+		if (!s->held) {
+			r = cmon_frame_next(in, CMON_FRAME_MAX, &s->held, &why);
+			if (r == 0)
+				return;
+			if (r < 0) {
+				lost(s, why ? why : "bad frame");
+				return;
+			}
 		}
+		m = s->held;
+		/* log records wait (paused) while a dead tool waits to restart */
+		if ((m->kind_case == CMON__MSG__KIND_DATA || m->kind_case == CMON__MSG__KIND_GAP) &&
+		    (s->state == SS_STREAMING || s->state == SS_STOPPING) && !tools_ready(s))
+			return;
+		s->held = NULL;
 		session_drive(s, m);
 		cmon_msg_free(m);
 	}
@@ -408,7 +414,7 @@ static void data_event(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_CONNECTED)
 		return;
 	/* take what is still buffered first (LogEnd may be in it) */
-	if (evbuffer_get_length(bufferevent_get_input(bev)) && !s->paused)
+	if ((s->held || evbuffer_get_length(bufferevent_get_input(bev))) && !s->paused)
 		data_read(bev, s);
 	if (s->data != bev)
 		return;
@@ -499,6 +505,8 @@ static void lost(struct session *s, const char *why)
 		bufferevent_free(s->data);
 		s->data = NULL;
 	}
+	cmon_msg_free(s->held);
+	s->held = NULL;
 	if (s->state == SS_STOPPING || s->state == SS_DRAINING || s->state == SS_DONE) {
 		if (s->state == SS_STOPPING)
 			drain(s, IS_STOPPED, "stopped");
@@ -779,6 +787,7 @@ void session_free(struct session *s)
 		cmon_connect_cancel(s->conn);
 	if (s->data)
 		bufferevent_free(s->data);
+	cmon_msg_free(s->held);
 	for (size_t i = 0; i < s->ntools; i++)
 		tool_free(s->tools[i]);
 	if (s->timer)

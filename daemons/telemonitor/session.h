@@ -52,6 +52,7 @@ struct session {
 	struct event *reaper;         /* frees the session from a clean stack */
 	unsigned attempts;            /* connection attempts since the last success */
 	bool paused;                  /* not reading: a tool is behind or restarting */
+	Cmon__Msg *held;              /* a frame read but not yet taken (a tool restarts) */
 	bool streamed;                /* Accepted at least once */
 	Cmon__Format fmt;             /* the log's format */
 	struct logscan scan;          /* record ordinals, header, ascii text */

@@ -366,8 +366,10 @@ int stats_run(struct tmon *tm, const struct ctl_request *r, const char *prog, co
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
+	/* metrics stay in the spec's order; mapping keys are sorted */
 	for (size_t i = 0; i < ndays; i++)
-		sort_kids(&days[i].root);
+		for (size_t k = 0; k < days[i].root.nkids; k++)
+			sort_kids(&days[i].root.kids[k]);
 	if (r->json) {
 		sb_printf(&b, "{\"prog\":");
 		sb_json_str(&b, prog);

@@ -1,0 +1,216 @@
+"""Helpers for the telemonitor's black-box tests (test_telemon_*.py), on top
+of cmontest.py: start a telemonitor with a configuration written by the
+test, ask it things with telemonctl, and generate logs whose failures are
+known in advance.
+
+    with cmontest.Env("x") as env:
+        reg = env.registry()
+        tm = telemontest.Telemonitor(env, reg, '(class (prog "fsread") ...)')
+        snarf = env.snarflog("fsread", reg=reg, cmd=telemontest.writer_cmd(...))
+        fails = tm.wait_failures(3)
+
+Also a log writer (python3 telemontest.py write ...) that snarflog runs as
+the monitored program, writing an fsread log (config/examples/fsread.pspec)
+to CMON_LOG_FD with chosen slow reads, optional gates and pacing.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cmontest as ct  # noqa: E402
+from cmontest import check  # noqa: E402
+
+EXAMPLES = os.path.join(ct.SOURCE, "config", "examples")
+FSREAD_SPEC = os.path.abspath(os.path.join(EXAMPLES, "fsread.pspec"))
+LECTERN_SPEC = os.path.abspath(os.path.join(ct.SOURCE, "tests", "lang", "lectern.pspec"))
+LECTERN_LOG = os.path.abspath(os.path.join(ct.SOURCE, "tests", "lang", "lectern.log"))
+
+MS = 1000000          # ticks per millisecond in the fsread logs (tick-ns 1)
+
+
+class Telemonitor:
+    """A running telemonitor with its own state directory and rc file."""
+
+    def __init__(self, env, reg, rc_text, name="tm", extra=(), state=None, wait=True,
+                 regaddr=None):
+        self.env = env
+        self.reg = reg
+        self.state = state or env.path(name + ".state")
+        self.rc = env.path(name + ".rc")
+        self.name = name
+        self.extra = list(extra)
+        self.regaddr = regaddr or (reg.addr() if reg else "127.0.0.1:9")
+        if rc_text is not None:
+            with open(self.rc, "w") as f:
+                f.write(rc_text)
+        self.proc = None
+        self.start(wait=wait)
+
+    def argv(self):
+        return [ct.binary("telemonitor"), "-rc", self.rc, "-state", self.state,
+                "-regmachine", self.regaddr, "-pcheck", ct.binary("pcheck"),
+                "-debug"] + self.extra
+
+    def start(self, wait=True, env=None):
+        """Start (or restart) the service; wait until it answers telemonctl."""
+        self.proc = self.env.spawn("telemonitor", self.argv(), env=env)
+        if wait:
+            self.wait_ready()
+        return self.proc
+
+    def wait_ready(self, timeout=15):
+        def ready():
+            if not self.proc.alive():
+                raise ct.TestFailure("telemonitor exited: %s" % self.proc.stderr())
+            return "ready (" in self.proc.stderr() and self.ctl_rc("status")[0] == 0
+        ct.wait_for(ready, timeout, "telemonitor to start")
+
+    def stderr(self):
+        return self.proc.stderr()
+
+    def ctl_rc(self, *args):
+        """Run telemonctl; return (exit status, stdout, stderr)."""
+        p = subprocess.run([ct.binary("telemonctl"), "-state", self.state] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+    def ctl(self, *args):
+        """telemonctl ARGS that must succeed; its standard output."""
+        rc, out, err = self.ctl_rc(*args)
+        check(rc == 0, "telemonctl %s: exit %d: %s", " ".join(args), rc, err)
+        return out
+
+    def json(self, *args):
+        return json.loads(self.ctl(*(list(args) + ["--json"])))
+
+    def failures(self, *args):
+        return self.json("failures", *args)
+
+    def wait_failures(self, n, *args, timeout=20):
+        """Wait until at least `n` failures (matching args) are stored."""
+        return ct.wait_for(lambda: (lambda f: f if len(f) >= n else None)(self.failures(*args)),
+                           timeout, "%d failures" % n)
+
+    def instances(self, all=True):
+        return self.json("instances", *(["--all"] if all else []))
+
+    def instance(self, pred=lambda i: True, timeout=15, what="instance"):
+        """Wait for an instance satisfying `pred`; return it."""
+        def find():
+            for i in self.instances():
+                if pred(i):
+                    return i
+            return None
+        return ct.wait_for(find, timeout, what)
+
+
+def rc_class(prog, spec=None, tool=None, auto=True, block=True, window=None, mail=None,
+             mailgroup=None, extra=""):
+    """One (class ...) description."""
+    parts = ['(prog "%s")' % prog]
+    if spec:
+        parts.append('(spec "%s")' % spec)
+    if tool:
+        parts.append('(tool "%s")' % tool.replace("\\", "\\\\").replace('"', '\\"'))
+    parts.append("(auto %s)" % ("TRUE" if auto else "FALSE"))
+    parts.append("(block %s)" % ("TRUE" if block else "FALSE"))
+    if window:
+        parts.append('(window "%s")' % window)
+    if mail:
+        parts.append('(mail "%s")' % mail)
+    if mailgroup:
+        parts.append('(mailgroup "%s")' % mailgroup)
+    return "(class %s %s)\n" % (" ".join(parts), extra)
+
+
+# ---------------------------------------------------------------------------
+# fsread logs with known failures.
+
+def fsread_records(reads, slow=(), start=1000000, slow_ms=20, size=8192):
+    """Records of `reads` sequential reads on thread 1; reads whose index is
+    in `slow` take slow_ms (failing "read at most 10 ms"), the others 1 ms.
+    Every read has a cache hit, so the whole-log assertions hold. Returns
+    (lines, [(start_ts, end_ts) of each slow read])."""
+    lines, bad = [], []
+    t = start
+    slow = set(slow)
+    for i in range(reads):
+        dur = slow_ms * MS if i in slow else 1 * MS
+        lines.append("%d 1 StartRead 1 %d" % (t, size))
+        lines.append("%d 1 CacheHit 1" % (t + 100))
+        lines.append("%d 1 EndRead 1" % (t + dur))
+        if i in slow:
+            bad.append((t, t + dur))
+        t += dur + 1000
+    return lines, bad
+
+
+FSREAD_HEADER = "#cmon-ascii 1\n#program fsread\n#tick-ns 1\n"
+
+
+def writer_cmd(*args):
+    """argv running this file's log writer (see write_main)."""
+    return [sys.executable, os.path.abspath(__file__), "write"] + [str(a) for a in args]
+
+
+def write_main(argv):
+    """The monitored program: writes an fsread log to CMON_LOG_FD.
+
+      write [--reads N] [--slow I,J,...] [--gate-after K --gate FILE]
+            [--pace SEC] [--batch N] [--file LOG] [--linger SEC]
+
+    --gate-after K --gate FILE: after K reads, wait until FILE exists.
+    --pace: sleep this long between batches. --file: write that log
+    instead of a generated one (header included)."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reads", type=int, default=100)
+    ap.add_argument("--slow", default="")
+    ap.add_argument("--gate-after", type=int, default=-1)
+    ap.add_argument("--gate", default=None)
+    ap.add_argument("--pace", type=float, default=0.0)
+    ap.add_argument("--batch", type=int, default=50)
+    ap.add_argument("--file", default=None)
+    ap.add_argument("--linger", type=float, default=0.0)
+    a = ap.parse_args(argv)
+    fd = int(os.environ.get("CMON_LOG_FD", "1"))
+    if a.file:
+        with open(a.file, "rb") as f:
+            os.write(fd, f.read())
+        time.sleep(a.linger)
+        return 0
+    slow = [int(x) for x in a.slow.split(",") if x]
+    lines, _ = fsread_records(a.reads, slow)
+    os.write(fd, FSREAD_HEADER.encode())
+    i = 0
+    per = 3                                  # lines per read
+    while i < a.reads:
+        if a.gate_after == i and a.gate:
+            while not os.path.exists(a.gate):
+                time.sleep(0.02)
+        n = min(a.batch, a.reads - i)
+        if a.gate_after > i:
+            n = min(n, a.gate_after - i)
+        os.write(fd, ("\n".join(lines[i * per:(i + n) * per]) + "\n").encode())
+        i += n
+        if a.pace:
+            time.sleep(a.pace)
+    time.sleep(a.linger)
+    return 0
+
+
+def pcheck_json(spec, log_text):
+    """Run pcheck -f --json on a log given as text; return its reports."""
+    p = subprocess.run([ct.binary("pcheck"), "-f", "--json", "-s", spec, "-"],
+                       input=log_text.encode(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode in (0, 1), "pcheck failed (%d): %s", p.returncode, p.stderr.decode())
+    return [json.loads(l) for l in p.stdout.decode().splitlines() if l.strip()]
+
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "write":
+    sys.exit(write_main(sys.argv[2:]))
