@@ -251,11 +251,14 @@ static void count_dropped(uint64_t events)
 }
 
 /* Writes TB's batch, preceded by missing meta records and a Gap frame for
- * what was dropped before, or drops it as a whole. Empties TB either way.
- * Caller is TB's owner with busy raised, or the exit handler. */
+ * what was dropped before, or drops it as a whole. Empties TB either way,
+ * leaves errno as it was (emits happen between a program's system call and
+ * its errno check, and in signal handlers). Caller is TB's owner with busy
+ * raised, or the exit handler. */
 static void tbuf_flush(struct emit_tbuf *tb)
 {
 	bool serial = !g.sink.is_fifo;
+	int saved_errno = errno;
 	uint64_t gap = 0;
 	uint8_t *start;
 	size_t len;
@@ -309,6 +312,7 @@ unlock:
 out:
 	tb->len = 0;
 	tb->nevents = 0;
+	errno = saved_errno;
 }
 
 /* True while this thread holds one of the library's locks outside a claimed
@@ -405,6 +409,7 @@ static void tbuf_destroy(void *arg)
 static struct emit_tbuf *tbuf_get(void)
 {
 	struct emit_tbuf *tb = t_tbuf;
+	int saved_errno = errno;
 
 	if (likely(tb != NULL))
 		return tb;
@@ -429,6 +434,7 @@ static struct emit_tbuf *tbuf_get(void)
 	t_tbuf = tb;
 out:
 	t_locked = false;
+	errno = saved_errno;
 	return tb;
 }
 
@@ -878,18 +884,21 @@ void cmon_ret(cmon_proc p, double result)
 void cmon_flush(void)
 {
 	struct emit_tbuf *tb;
+	int saved_errno = errno;
 	int st = state_get();
 
 	if (st == ST_OFF || (st == ST_EXITING && !t_exit_thread))
-		return;
+		goto out;
 	tb = st == ST_DEAD ? t_tbuf : tbuf_get();
 	if (!tb || !tbuf_claim(tb))
-		return;
+		goto out;
 	st = state_claimed();
 	/* When the log is gone, this counts what was left as dropped. */
 	if (may_write(st) || st == ST_DEAD)
 		tbuf_flush(tb);
 	tbuf_leave(tb);
+out:
+	errno = saved_errno;
 }
 
 int cmon_get_stats(struct cmon_stats *out)

@@ -214,6 +214,12 @@ static int child_gap(void)
 		cmon_get_stats(&st);
 		CK(n < 10000000);
 	} while (st.batches_dropped < 5);
+	/* A failed write (EAGAIN) does not leak into the program's errno. */
+	errno = EINTR;
+	CMON_EMIT(seq, (double)n);
+	n++;
+	cmon_flush();
+	CK(errno == EINTR);
 	/* Declared while the log is full: its TypeDef must not be lost. */
 	late = cmon_declare("Late", 1, attrs);
 	CK(late != 0);

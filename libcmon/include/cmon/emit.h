@@ -87,7 +87,7 @@ CMON_API cmon_type cmon_declare(const char *name, size_t nattrs,
                                 const char *const *attrs);
 
 /* Emits an event of TYPE with N values (at most CMON_MAX_ATTRS are kept),
- * stamped with CLOCK_MONOTONIC and the calling thread's id. */
+ * stamped with CLOCK_MONOTONIC and the calling thread's id; errno is kept. */
 CMON_API void cmon_emit(cmon_type type, size_t n, const double *values);
 
 /* Declares call@NAME with attributes ARGS and ret@NAME with attributes
