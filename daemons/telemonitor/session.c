@@ -68,6 +68,8 @@ static void set_paused(struct session *s, bool paused)
 	if (s->paused == paused)
 		return;
 	s->paused = paused;
+	s->paused_since = paused ? tm_now() : 0;
+	s->stall_reported = false;
 	if (!s->data)
 		return;
 	if (paused) {
@@ -765,12 +767,29 @@ void session_stop(struct session *s, const char *why)
 void session_tick(struct session *s, double now)
 {
 	struct window_done done[WINDOW_PENDING_MAX];
+	struct tm_instance *in = s->inst;
 	size_t nd;
 
 	if (s->ring.npend) {
 		nd = window_collect(&s->ring, now, false, done, WINDOW_PENDING_MAX);
 		session_store_windows(s, done, nd);
 	}
+	if (!s->paused || !tools_behind(s) ||
+	    (s->state != SS_STREAMING && s->state != SS_STOPPING))
+		return;
+	/* a tool that does not read: say so, and give up once the instance is gone */
+	if (!s->stall_reported && now - s->paused_since >= TM_STALL_REPORT_S) {
+		s->stall_reported = true;
+		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): a tool has not read its "
+			  "input for %.0f s; %s", in->id, in->prog, in->machine, in->pid,
+			  now - s->paused_since, s->cls.block ? "the program is held up (block)"
+							       : "the snarflog drops records");
+		typescript_note(&s->ts, "a tool has not read its input for %.0f s",
+				now - s->paused_since);
+		instances_set_status(in, "stalled: a tool does not read its input");
+	}
+	if (!in->up && now - s->paused_since >= TM_STALL_GONE_S)
+		drain(s, IS_ENDED, "the instance is gone and a tool does not read the rest");
 }
 
 void session_free(struct session *s)

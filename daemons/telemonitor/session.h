@@ -53,6 +53,8 @@ struct session {
 	unsigned attempts;            /* connection attempts since the last success */
 	bool paused;                  /* not reading: a tool is behind or restarting */
 	Cmon__Msg *held;              /* a frame read but not yet taken (a tool restarts) */
+	double paused_since;          /* when reading stopped */
+	bool stall_reported;          /* "a tool does not read" was logged */
 	bool streamed;                /* Accepted at least once */
 	Cmon__Format fmt;             /* the log's format */
 	struct logscan scan;          /* record ordinals, header, ascii text */

@@ -59,6 +59,8 @@
 #define TM_CONNECT_MS 5000              /* connect + handshake timeout */
 #define TM_STOP_WAIT_S 5                /* wait for LogEnd after Stop */
 #define TM_TOOL_EXIT_WAIT_S 10          /* wait for a tool to exit after end of log */
+#define TM_STALL_REPORT_S 5.0           /* a tool not reading this long is reported */
+#define TM_STALL_GONE_S 5.0             /* ...and given up once its instance is gone */
 
 /* Command-line settings. */
 struct tm_options {

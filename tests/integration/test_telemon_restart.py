@@ -1,0 +1,76 @@
+"""telemonitor killed with SIGKILL in the middle of a stream and started
+again (as systemd's Restart=always would): it reloads its classes, keeps
+what it had stored (failures, windows), and re-attaches to the instance
+it was monitoring, which goes on under the same id with a fresh checker;
+every record is accounted for. Under systemd it says READY=1 and sends
+watchdog pings (played here by the test, as test_systemd.py does)."""
+import os
+import socket
+import time
+
+import cmontest as ct
+import telemontest as tt
+from cmontest import check
+
+
+def main():
+    with ct.Env("telemon_restart") as env:
+        reg = env.registry()
+        tm = tt.Telemonitor(env, reg, tt.rc_class("fsread", spec=tt.FSREAD_SPEC))
+        gate = env.path("gate")
+        snarf = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd(
+            "--reads", 400, "--slow", "5,350", "--gate-after", 100, "--gate", gate))
+        before = tm.wait_failures(1)
+        inst = tm.instance(lambda i: i["prog"] == "fsread" and i["records"] == 300,
+                           what="the first 100 reads")
+        ct.wait_for(lambda: tm.ctl_rc("window", str(before[0]["id"]))[0] == 0, 10, "window")
+        window = tm.ctl("window", str(before[0]["id"]))
+
+        tm.proc.kill()                              # SIGKILL, for real
+        check(snarf.alive(), "the program goes on")
+
+        notify_path = env.path("notify")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        notify.settimeout(10)
+        tm.start(env={"NOTIFY_SOCKET": notify_path, "WATCHDOG_USEC": "400000"})
+        msgs = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and sum("WATCHDOG=1" in m for m in msgs) < 2:
+            msgs.append(notify.recv(4096).decode())
+        check(any("READY=1" in m for m in msgs), "READY=1 among %r", msgs)
+        check(sum("WATCHDOG=1" in m for m in msgs) >= 2, "watchdog pings: %r", msgs)
+
+        # state kept: classes, failures, windows
+        check([c["prog"] for c in tm.json("classes")] == ["fsread"], "classes reloaded")
+        check(tm.failures() == before, "failures kept: %r", tm.failures())
+        check(tm.ctl("window", str(before[0]["id"])) == window, "window kept")
+        # re-attached: same instance, monitored again
+        again = tm.instance(lambda i: i["id"] == inst["id"] and i["state"] == "monitoring",
+                            what="the instance re-attached")
+        check(again["pid"] == inst["pid"], "same instance: %r", again)
+        check("re-attaching" in tm.stderr() or "streaming" in tm.stderr(), "log: %s",
+              tm.stderr())
+        check(len(tm.instances()) == 1, "no duplicate instance: %r", tm.instances())
+
+        open(gate, "w").close()
+        check(snarf.wait(30) == 0, "snarflog: %s", snarf.stderr())
+        done = tm.instance(lambda i: i["id"] == inst["id"] and i["state"] == "ended",
+                           what="the instance to end")
+        check(done["records"] == 1200 and done["lost"] == 0, "every record: %r", done)
+        after = tm.wait_failures(2)
+        _, slow = tt.fsread_records(400, [5, 350])
+        check([(f["start_ts"], f["end_ts"]) for f in after] == slow,
+              "the slow read after the restart is caught by the new checker: %r", after)
+        check(after[1]["instance"] == inst["id"], "under the same instance")
+        ts = tm.ctl("typescript", str(inst["id"]))
+        check(ts.count("monitoring fsread") == 2, "two runs in the typescript: %r", ts)
+
+        # a clean stop (SIGTERM) exits 0 and leaves no socket behind
+        tm.proc.signal(15)
+        check(tm.proc.wait(10) == 0, "SIGTERM: %s", tm.stderr())
+        check(not os.path.exists(os.path.join(tm.state, "control.sock")), "socket removed")
+        notify.close()
+
+
+ct.run_test(main)

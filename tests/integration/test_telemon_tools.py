@@ -1,0 +1,59 @@
+"""Misbehaving tools. A tool that crashes is reported (log, typescript,
+instance status) and started again, with backoff, when more data comes;
+with block set nothing is lost on the way. A tool that never reads holds
+up only its own stream: its snarflog drops records (block FALSE) so the
+program is not held up, the stall is reported, and once the program has
+gone the tool is given up; meanwhile another instance is checked to the
+end and telemonctl answers."""
+import time
+
+import cmontest as ct
+import telemontest as tt
+from cmontest import check
+
+
+def main():
+    with ct.Env("telemon_tools") as env:
+        reg = env.registry()
+        rc = (tt.rc_class("crashy", tool="head -n 4 >/dev/null; kill -SEGV $$") +
+              tt.rc_class("stuck", tool="sleep 600", block=False) +
+              tt.rc_class("fsread", spec=tt.FSREAD_SPEC))
+        tm = tt.Telemonitor(env, reg, rc)
+
+        # the stuck tool first: a big log, written as fast as possible
+        stuck = env.snarflog("stuck", "-buffer", "256K", reg=reg,
+                             cmd=tt.writer_cmd("--reads", 40000, "--batch", 500))
+        sinst = tm.instance(lambda i: i["prog"] == "stuck", what="the stuck instance")
+        crashy = env.snarflog("crashy", reg=reg, cmd=tt.writer_cmd(
+            "--reads", 100, "--batch", 10, "--pace", 0.25))
+        good = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd("--reads", 500, "--slow", "7"))
+
+        check(stuck.wait(60) == 0, "the program is not held up: %s", stuck.stderr())
+        check(good.wait(30) == 0, "snarflog: %s", good.stderr())
+        g = tm.instance(lambda i: i["prog"] == "fsread" and i["state"] == "ended",
+                        what="the good instance to be checked to the end")
+        check(g["records"] == 1500 and g["lost"] == 0, "good instance complete: %r", g)
+        check(len(tm.failures("--prog", "fsread")) == 1, "its failure is stored")
+        check(tm.json("status")["monitored"] >= 1, "telemonctl answers meanwhile")
+
+        st = tm.instance(lambda i: i["id"] == sinst["id"] and i["status"].startswith("stalled"),
+                         timeout=20, what="the stall to be reported")
+        check(st["records"] < 120000, "it did not take the whole log: %r", st)
+        check("has not read its input" in tm.stderr(), "logged: %s", tm.stderr())
+        ended = tm.instance(lambda i: i["id"] == sinst["id"] and i["state"] == "ended",
+                            timeout=30, what="the stuck tool to be given up")
+        check("does not read" in ended["status"], "why: %r", ended)
+
+        check(crashy.wait(30) == 0, "snarflog: %s", crashy.stderr())
+        c = tm.instance(lambda i: i["prog"] == "crashy" and i["state"] == "ended",
+                        what="the crashy instance to end")
+        check(c["tool_restarts"] >= 2, "restarted: %r", c)
+        check(c["records"] == 300 and c["lost"] == 0, "block: nothing lost: %r", c)
+        ts = tm.ctl("typescript", str(c["id"]))
+        check("tool killed by signal 11" in ts, "crash in the typescript: %r", ts)
+        check("restarting it on the next data" in ts and "tool restarted (run 2)" in ts,
+              "restart in the typescript: %r", ts)
+        check("killed by signal 11" in tm.stderr(), "crash logged: %s", tm.stderr())
+
+
+ct.run_test(main)
