@@ -167,11 +167,16 @@ NUM_ARITH(num_sub, finite_num(a - b, out))
 NUM_ARITH(num_mul, finite_num(a * b, out))
 NUM_ARITH(num_div, b != 0 && finite_num(a / b, out))
 
-static bool num_metric_agg(const cx *c, ps_evalctx *ev, double *out)
+static inline __attribute__((always_inline)) bool num_metric_agg_body(const cx *c, ps_evalctx *ev, double *out)
 {
     if (PS_UNLIKELY(!ev->accs))
         return num_fallback(c, ev, out);
     return pv_acc_result_num(ev->accs[c->index], out);
+}
+
+static bool num_metric_agg(const cx *c, ps_evalctx *ev, double *out)
+{
+    return num_metric_agg_body(c, ev, out);
 }
 
 static cx *num_k(cx_compiler *cc, const ps_expr *e, double k)
@@ -570,19 +575,26 @@ NUM_REL(num_gt, >)
 NUM_REL(num_ge, >=)
 
 /* The same against a constant, with the operand c->a an attribute or a
- * number metric of a bound binder, evaluated inline. */
+ * number metric of a bound binder, or a metric aggregate, evaluated inline. */
 #define NUM_REL_FUSED(name, OP)                                         \
     static int name##_attr_k(const cx *c, ps_evalctx *ev)               \
     {                                                                   \
         double a;                                                       \
-        if (!num_attr_body(c->a, ev, &a))                                  \
+        if (!num_attr_body(c->a, ev, &a))                               \
             return -1;                                                  \
         return a OP c->k;                                               \
     }                                                                   \
     static int name##_metric_k(const cx *c, ps_evalctx *ev)             \
     {                                                                   \
         double a;                                                       \
-        if (!num_metric_body(c->a, ev, &a))                                \
+        if (!num_metric_body(c->a, ev, &a))                             \
+            return -1;                                                  \
+        return a OP c->k;                                               \
+    }                                                                   \
+    static int name##_agg_k(const cx *c, ps_evalctx *ev)                \
+    {                                                                   \
+        double a;                                                       \
+        if (!num_metric_agg_body(c->a, ev, &a))                         \
             return -1;                                                  \
         return a OP c->k;                                               \
     }
@@ -703,6 +715,10 @@ static const cx *compile_rel(cx_compiler *cc, const ps_expr *e, pv_binop op, con
             [PV_OP_EQ] = num_eq_metric_k, [PV_OP_NE] = num_ne_metric_k, [PV_OP_LT] = num_lt_metric_k,
             [PV_OP_LE] = num_le_metric_k, [PV_OP_GT] = num_gt_metric_k, [PV_OP_GE] = num_ge_metric_k,
         };
+        static int (*const agg_k[])(const cx *, ps_evalctx *) = {
+            [PV_OP_EQ] = num_eq_agg_k, [PV_OP_NE] = num_ne_agg_k, [PV_OP_LT] = num_lt_agg_k,
+            [PV_OP_LE] = num_le_agg_k, [PV_OP_GT] = num_gt_agg_k, [PV_OP_GE] = num_ge_agg_k,
+        };
         const ps_expr *x = NULL;
         if (literal_num(cc, b, &k)) {
             x = a;
@@ -713,7 +729,10 @@ static const cx *compile_rel(cx_compiler *cc, const ps_expr *e, pv_binop op, con
         if (x) {
             c->a = cx_num(cc, x);
             c->k = k;
-            c->cond = c->a->num == num_attr ? attr_k[op] : c->a->num == num_metric ? metric_k[op] : with_k[op];
+            c->cond = c->a->num == num_attr         ? attr_k[op]
+                      : c->a->num == num_metric     ? metric_k[op]
+                      : c->a->num == num_metric_agg ? agg_k[op]
+                                                    : with_k[op];
         } else {
             c->cond = both[op];
             c->a = cx_num(cc, a);

@@ -246,7 +246,7 @@ typedef struct msub {
 /* A top-level aggregate of this pass. */
 typedef struct topst {
     uint32_t k;             /* index in the pass's tops */
-    uint32_t var_slot;
+    pv *slot;               /* the aggregate's variable */
     pv_acc *acc;
     const cx *where;        /* NULL: true */
     cx_val value;           /* a->value (CX_NONE for count) */
@@ -271,6 +271,7 @@ typedef struct evdisp {
     VEC(msub) msubs;        /* metric aggregates over it */
     VEC(topst *) tops;      /* top-level aggregates over it */
     bool relevant;          /* anything at all, or -e output */
+    bool fix_exact;         /* ret@p with its `exact` attribute: 1 when the log omits it */
 } evdisp;
 
 /* What a closed interval of a type triggers. */
@@ -436,34 +437,69 @@ static inline __attribute__((always_inline)) int acc_add_value(ps_evalctx *ev, p
 
 /* ---- top-level aggregates ------------------------------------------------------------- */
 
-/* Feed element `elem` (borrowed) to top-level aggregate ts. */
-static inline __attribute__((always_inline)) void feed_top(engine *g, const topst *ts, const pv *elem)
+/* The element being fed: an event or an interval (borrowed). */
+typedef struct elemref {
+    uint8_t kind;           /* PV_EVENT or PV_INTERVAL */
+    void *ptr;
+} elemref;
+
+static inline void bind_elem(pv *slot, elemref x)
 {
-    pv *slot = &g->slots[ts->var_slot];
-    slot->kind = elem->kind;
-    slot->ev = elem->ev;    /* or ->iv: the same pointer */
+    slot->kind = x.kind;
+    if (x.kind == PV_EVENT)
+        slot->ev = x.ptr;
+    else
+        slot->iv = x.ptr;
+}
+
+static inline pv elem_val(elemref x)
+{
+    pv v = {.kind = x.kind};
+    if (x.kind == PV_EVENT)
+        v.ev = x.ptr;
+    else
+        v.iv = x.ptr;
+    return v;
+}
+
+static __attribute__((noinline, cold)) void top_report(engine *g, const topst *ts, elemref x, int result)
+{
+    pv v = elem_val(x);
+    g->p->offender(g->p->ctx, ts->report, &v, result);
+}
+
+static __attribute__((noinline)) void top_sink(engine *g, const topst *ts, elemref x, bool undefined)
+{
+    pv v = elem_val(x);
+    g->p->sink(g->p->ctx, ts->k, undefined ? NULL : &v);
+}
+
+/* Feed element x to top-level aggregate ts. */
+static inline __attribute__((always_inline)) void feed_top(engine *g, const topst *ts, elemref x)
+{
+    bind_elem(ts->slot, x);
     if (ts->where) {
         int c = cx_eval_cond(ts->where, g->ev);
         if (c <= 0) {
             if (c == 0)
                 return;
-            if (ts->sink) {
-                g->p->sink(g->p->ctx, ts->k, NULL);
+            if (PS_UNLIKELY(ts->sink)) {
+                top_sink(g, ts, x, true);
                 return;
             }
             pv_acc_poison(ts->acc);
             if (ts->report)
-                g->p->offender(g->p->ctx, ts->report, elem, 2);
+                top_report(g, ts, x, 2);
             return;
         }
     }
-    if (ts->sink) {
-        g->p->sink(g->p->ctx, ts->k, elem);
+    if (PS_UNLIKELY(ts->sink)) {
+        top_sink(g, ts, x, false);
         return;
     }
     int r = acc_add_value(g->ev, ts->acc, &ts->value);
-    if (ts->report && r)
-        g->p->offender(g->p->ctx, ts->report, elem, r);
+    if (PS_UNLIKELY(ts->report && r))
+        top_report(g, ts, x, r);
 }
 
 /* ---- metric aggregates ------------------------------------------------------------------ */
@@ -487,15 +523,13 @@ static inline __attribute__((always_inline)) void feed_metric(engine *g, ivst *i
 
 /* Feed elem to metric aggregate (is, k) of every open interval it can
  * belong to: those started before `before_seq` (events: all open ones). */
-static inline __attribute__((always_inline)) void feed_metric_sub(engine *g, ivst *is, uint32_t k, const pv *elem,
+static inline __attribute__((always_inline)) void feed_metric_sub(engine *g, ivst *is, uint32_t k, elemref x,
                                                                    uint64_t before_seq)
 {
     if (!is->nopen)
         return;
     const aggst *as = &is->aggs[k];
-    pv *slot = &g->slots[as->var_slot];
-    slot->kind = elem->kind;
-    slot->ev = elem->ev;    /* or ->iv: the same pointer */
+    bind_elem(&g->slots[as->var_slot], x);
     if (as->cls >= 0) {
         double key;
         if (cx_eval_num(as->elem_key, g->ev, &key)) {
@@ -642,8 +676,9 @@ static inline void interval_done(engine *g, pv_interval *iv)
 /* o ends at event ev: compute its metrics and feed it to the top-level
  * aggregates over its type (Figure 4.2's step 2: closing one interval does
  * not depend on feeding another, so each is fed as it closes); keep it for
- * step 3 when metric aggregates range over its type. */
-static void close_interval(engine *g, ivst *is, open_iv *o, pv_event *ev)
+ * step 3 when metric aggregates range over its type. `bound`: s and e
+ * are already bound to o's start and ev. */
+static void close_interval(engine *g, ivst *is, open_iv *o, pv_event *ev, bool bound)
 {
     ps_ivtype *t = is->t;
     pv_interval *iv = is->ivfree;
@@ -658,8 +693,10 @@ static void close_interval(engine *g, ivst *is, open_iv *o, pv_event *ev)
     iv->end = ev;
     ev->refs++;
     iv->uid = ++g->uid;
-    bind_ev(&g->slots[is->s_slot], o->start);
-    bind_ev(&g->slots[is->e_slot], ev);
+    if (PS_UNLIKELY(!bound)) {
+        bind_ev(&g->slots[is->s_slot], o->start);
+        bind_ev(&g->slots[is->e_slot], ev);
+    }
     pv_acc **saved = g->ev->accs;
     g->ev->accs = o->accs;
     for (uint32_t m = 0; m < t->nmetric; m++)
@@ -671,9 +708,9 @@ static void close_interval(engine *g, ivst *is, open_iv *o, pv_event *ev)
     const ivdisp *id = &g->ivd[t->id];
     if (g->want_intervals)
         g->p->interval(g->p->ctx, iv);
-    pv ivelem = iv_val(iv);
+    elemref x = {PV_INTERVAL, iv};
     for (uint32_t i = 0; i < id->tops.n; i++)
-        feed_top(g, id->tops.v[i], &ivelem);
+        feed_top(g, id->tops.v[i], x);
     if (id->msubs.n) {
         closed c = {iv, start_seq};
         VPUSH(g->closed, c);
@@ -706,7 +743,7 @@ static void close_matching(engine *g, ivst *is, pv_event *ev)
             open_iv *o = n->o;
             bind_ev(&g->slots[is->s_slot], o->start);
             if (!where || cx_eval_cond(where, g->ev) == 1) {
-                close_interval(g, is, o, ev);
+                close_interval(g, is, o, ev, true);
                 return;
             }
         }
@@ -719,7 +756,7 @@ static void close_matching(engine *g, ivst *is, pv_event *ev)
         open_iv *o = n->o;
         bind_ev(&g->slots[is->s_slot], o->start);
         if (!where || cx_eval_cond(where, g->ev) == 1)
-            close_interval(g, is, o, ev);
+            close_interval(g, is, o, ev, true);
     }
 }
 
@@ -728,31 +765,30 @@ static void close_matching(engine *g, ivst *is, pv_event *ev)
 /* Process one event of the stream. `target`: for end$I virtual events, the
  * interval it ends. Inlined into the loop over the log's records; other
  * callers use process_event(). */
-static inline __attribute__((always_inline)) void process_event_inline(engine *g, pv_event *ev, ivst *target_is,
-                                                                       open_iv *target)
+static inline __attribute__((always_inline)) void process_event_inline(engine *g, const evdisp *d, pv_event *ev,
+                                                                       ivst *target_is, open_iv *target)
 {
-    const evdisp *d = &g->evd[((const ps_evtype *)ev->type)->id];
     g->seq++;
     if (g->want_events)
         g->p->event(g->p->ctx, ev);
-    pv elem = ev_val(ev);
+    elemref x = {PV_EVENT, ev};
     for (uint32_t i = 0; i < d->tops.n; i++)
-        feed_top(g, d->tops.v[i], &elem);
+        feed_top(g, d->tops.v[i], x);
 
     if (PS_UNLIKELY(target != NULL))
-        close_interval(g, target_is, target, ev);
+        close_interval(g, target_is, target, ev, false);
     for (uint32_t i = 0; i < d->ends.n; i++)
         close_matching(g, d->ends.v[i], ev);
 
     for (uint32_t i = 0; i < d->msubs.n; i++)
-        feed_metric_sub(g, d->msubs.v[i].is, d->msubs.v[i].k, &elem, UINT64_MAX);
+        feed_metric_sub(g, d->msubs.v[i].is, d->msubs.v[i].k, x, UINT64_MAX);
     if (g->closed.n) {
         for (uint32_t c = 0; c < g->closed.n; c++) {
             pv_interval *iv = g->closed.v[c].iv;
             const ivdisp *id = &g->ivd[((const ps_ivtype *)iv->type)->id];
-            pv ivelem = iv_val(iv);
+            elemref y = {PV_INTERVAL, iv};
             for (uint32_t i = 0; i < id->msubs.n; i++)
-                feed_metric_sub(g, id->msubs.v[i].is, id->msubs.v[i].k, &ivelem, g->closed.v[c].start_seq);
+                feed_metric_sub(g, id->msubs.v[i].is, id->msubs.v[i].k, y, g->closed.v[c].start_seq);
         }
         for (uint32_t c = 0; c < g->closed.n; c++)
             interval_done(g, g->closed.v[c].iv);
@@ -765,7 +801,7 @@ static inline __attribute__((always_inline)) void process_event_inline(engine *g
 
 static void process_event(engine *g, pv_event *ev, ivst *target_is, open_iv *target)
 {
-    process_event_inline(g, ev, target_is, target);
+    process_event_inline(g, &g->evd[((const ps_evtype *)ev->type)->id], ev, target_is, target);
 }
 
 /* A fabricated event (logstart@, logend@, gap@, virtual) at `ts`. */
@@ -1010,7 +1046,7 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
         ps_agg *a = p->tops[k];
         topst *ts = &g->tops[k];
         ts->k = k;
-        ts->var_slot = a->var->slot;
+        ts->slot = &g->slots[a->var->slot];
         ts->acc = pv_acc_new(a->op, a->map_depth);
         ts->sink = p->is_sink && p->is_sink[k] && p->sink;
         ts->where = cx_cond(&g->cc, a->where, NULL);
@@ -1025,6 +1061,7 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
     for (uint32_t i = 0; i < prog->evtypes.n; i++) {
         evdisp *d = &g->evd[i];
         d->relevant = p->want_events || d->ends.n || d->starts.n || d->msubs.n || d->tops.n;
+        d->fix_exact = prog->evtypes.v[i]->origin == EVO_RET && prog->evtypes.v[i]->nattr == 2;
     }
     return 0;
 }
@@ -1160,21 +1197,23 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
         }
         ps_evtype *const *types = rec.name_id < g.names.n && g.names.v[rec.name_id] ? g.names.v[rec.name_id]
                                                                                   : types_for(&g, r, rec.name_id);
-        for (; *types; types++) {
-            const ps_evtype *t = *types;
+        for (const ps_evtype *t; (t = *types) != NULL; types++) {
+            const evdisp *d = &g.evd[t->id];
             pv_event *e = event_alloc(&g, t);
             e->pos = rec.pos;
             e->sub = 0;
             e->thread = rec.thread;
             e->ts = rec.ts;
-            uint32_t n = rec.nvalues < t->nattr ? rec.nvalues : t->nattr;
+            uint32_t na = t->nattr, n = rec.nvalues < na ? rec.nvalues : na;
             for (uint32_t i = 0; i < n; i++)
                 e->attr[i] = rec.values[i];
-            for (uint32_t i = n; i < t->nattr; i++)
-                e->attr[i] = PV_ATTR_UNDEF;
-            if (t->origin == EVO_RET && t->nattr == 2 && n < 2)
-                e->attr[1] = 1;     /* `exact`: our logs only carry explicit returns */
-            process_event_inline(&g, e, NULL, NULL);
+            if (PS_UNLIKELY(n < na)) {
+                for (uint32_t i = n; i < na; i++)
+                    e->attr[i] = PV_ATTR_UNDEF;
+                if (d->fix_exact && n < 2)
+                    e->attr[1] = 1;     /* `exact`: our logs only carry explicit returns */
+            }
+            process_event_inline(&g, d, e, NULL, NULL);
             event_done(&g, e);
         }
         g.pos = rec.pos;

@@ -328,9 +328,14 @@ bool pv_acc_result_num_slow(const pv_acc *a, double *out);
 static inline void pv_acc_reset(pv_acc *a)
 {
     if (PS_LIKELY(a->val.kind < PV_MAP && a->kidx.kind < PV_MAP && !a->kids && !a->kkeys)) {
-        uint8_t op = a->op;
-        int depth = a->depth;
-        *a = (pv_acc){.op = op, .depth = depth};
+        /* Nothing owned: clear the state field by field (a struct
+         * assignment becomes a slow `rep stos`). */
+        a->poisoned = a->first_undef = a->last_undef = false;
+        a->n = 0;
+        a->val = pv_undef();
+        a->sum = a->wmean = a->m2 = 0;
+        a->kidx = pv_undef();
+        a->nkids = a->capkids = 0;
         return;
     }
     pv_acc_reset_slow(a);
