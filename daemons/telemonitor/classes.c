@@ -159,30 +159,39 @@ static int check_spec(struct tmon *tm, const struct rc_config *rc, const struct 
 
 int classes_load(struct tmon *tm, char *err, size_t errlen)
 {
-	uint32_t *ids = calloc(tm->rc->nclasses + 1, sizeof *ids);
+	for (size_t i = 0; i < tm->rc->nclasses; i++) {
+		const struct rc_class *k = &tm->rc->classes[i];
+		struct tm_class *c = class_build(tm, tm->rc, k, err, errlen);
+		if (!c || check_spec(tm, tm->rc, k, c, err, errlen) < 0) {
+			class_free(c);
+			return -EINVAL;
+		}
+		c->index = i;
+		TAILQ_INSERT_TAIL(&tm->classes, c, link);
+		tm->nclasses++;
+	}
+	return 0;
+}
+
+int classes_record(struct tmon *tm, char *err, size_t errlen)
+{
+	uint32_t *ids = calloc(tm->nclasses + 1, sizeof *ids);
+	struct tm_class *c;
+	size_t n = 0;
 
 	if (!ids) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < tm->rc->nclasses; i++) {
-		const struct rc_class *k = &tm->rc->classes[i];
-		struct tm_class *c = class_build(tm, tm->rc, k, err, errlen);
-		if (!c || check_spec(tm, tm->rc, k, c, err, errlen) < 0 ||
-		    (tm->store && store_class_save(tm->store, c) < 0)) {
-			if (c && !err[0])
-				snprintf(err, errlen, "cannot record the classes in the store");
-			class_free(c);
+	TAILQ_FOREACH(c, &tm->classes, link) {
+		if (store_class_save(tm->store, c) < 0) {
+			snprintf(err, errlen, "cannot record the classes in the store");
 			free(ids);
-			return -EINVAL;
+			return -EIO;
 		}
-		c->index = i;
-		ids[i] = c->id;
-		TAILQ_INSERT_TAIL(&tm->classes, c, link);
-		tm->nclasses++;
+		ids[n++] = c->id;
 	}
-	if (tm->store)
-		store_classes_keep(tm->store, ids, tm->rc->nclasses);
+	store_classes_keep(tm->store, ids, n);
 	free(ids);
 	return 0;
 }

@@ -278,28 +278,23 @@ int main(int argc, char **argv)
 	find_pcheck(&tm);
 	if (load_config(&tm) < 0)
 		return 2;
+	/* every class and spec is checked before anything is touched */
+	if (classes_load(&tm, err, sizeof err) < 0) {
+		fprintf(stderr, "telemonitor: %s\n", err);
+		rc = 2;
+		goto out_store;
+	}
 	if (tm.opt.check_only) {
-		/* the same checks as a start, without touching any state */
-		if (classes_load(&tm, err, sizeof err) < 0) {
-			fprintf(stderr, "telemonitor: %s\n", err);
-			rc = 2;
-			goto out_store;
-		}
 		printf("%s: configuration OK (%zu classes)\n", tm.rc->path ? tm.rc->path : "(none)",
 		       tm.nclasses);
 		rc = 0;
 		goto out_store;
 	}
 	if (find_state_dir(&tm) < 0)
-		goto out_rc;
+		goto out_store;
 	tm.store = store_open(tm.state_dir, err, sizeof err);
-	if (!tm.store) {
+	if (!tm.store || classes_record(&tm, err, sizeof err) < 0) {
 		fprintf(stderr, "telemonitor: %s\n", err);
-		goto out_rc;
-	}
-	if (classes_load(&tm, err, sizeof err) < 0) {
-		fprintf(stderr, "telemonitor: %s\n", err);
-		rc = 2;
 		goto out_store;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -363,7 +358,6 @@ out_curl:
 out_store:
 	classes_free(&tm);
 	store_close(tm.store);
-out_rc:
 	rc_free(tm.rc);
 	return rc;
 }

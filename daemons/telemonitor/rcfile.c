@@ -481,6 +481,11 @@ static int parse_description(struct parser *ps, struct rc_config *c)
 		next(ps);
 		if (ps->kind == TOK_RPAREN)
 			break;
+		if (ps->kind == TOK_EOF) {
+			rc_props_clear(&k.p);
+			return rc_fail(ps, line, is_defaults ? "defaults" : "class",
+				       "no ')' closes it (found the end of the file)");
+		}
 		if (ps->kind != TOK_LPAREN) {
 			rc_props_clear(&k.p);
 			return rc_fail(ps, ps->tok_line, is_defaults ? "defaults" : "class",

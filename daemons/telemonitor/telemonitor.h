@@ -172,6 +172,7 @@ struct tmon {
 
 /* classes.c */
 int classes_load(struct tmon *tm, char *err, size_t errlen);
+int classes_record(struct tmon *tm, char *err, size_t errlen);
 struct tm_class *classes_find(struct tmon *tm, uint32_t id);
 struct tm_class *classes_match(struct tmon *tm, const char *prog, const char *machine, int64_t pid);
 int classes_add(struct tmon *tm, char **pairs, size_t n, uint32_t *id, char *err, size_t errlen);

@@ -154,8 +154,9 @@ static void errors(void **state)
 	parse_bad("(class (prog \"*\") (tool \"x\"))\n(class (tool \"y\"))", "rc:2:",
 		  "the same prog");
 	parse_bad("(class (tool \"x\")\n (prog \"abc))\n", "rc:2:", "unterminated text");
-	parse_bad("(class (prog \"a\") (tool \"x\")", "rc:1:", "class: expected '(' or ')', found "
-		  "the end of the file");
+	parse_bad("(class (prog \"a\") (tool \"x\")\n\n", "rc:1:", "class: no ')' closes it");
+	parse_bad("(class (prog \"a\") (tool \"x\") 12)", "rc:1:", "class: expected '(' or ')', "
+		  "found '12'");
 	parse_bad("(class (prog \"a\" \"b\"))", "rc:1:", "prog: expected ')' after the value");
 	parse_bad("(klass (prog \"a\"))", "rc:1:", "expected 'defaults' or 'class'");
 	parse_bad("(class (prog \"a\") (tool \"x\")) }", "rc:1:", "unexpected character '}'");
