@@ -357,22 +357,24 @@ static int child_exit(void)
 
 /* exit() while other threads are busy emitting: their batches are written
  * between two of their events, nothing torn, nothing written twice. */
+static cmon_type busy_type;
+
 static void *busy_worker(void *arg)
 {
-	const char *attrs[] = { "thread", "seq" };
-	cmon_type t = cmon_declare("Busy", 2, attrs);
 	int k = (int)(intptr_t)arg;
 
-	CK(t != 0);
 	for (uint64_t i = 0;; i++)
-		CMON_EMIT(t, k, (double)i);
+		CMON_EMIT(busy_type, k, (double)i);
 	return NULL;
 }
 
 static int child_exit_busy(void)
 {
+	const char *attrs[] = { "thread", "seq" };
 	pthread_t th[3];
 
+	busy_type = cmon_declare("Busy", 2, attrs);
+	CK(busy_type != 0);
 	for (int k = 0; k < 3; k++)
 		CK(pthread_create(&th[k], NULL, busy_worker, (void *)(intptr_t)k) == 0);
 	sleep_ms(30);
