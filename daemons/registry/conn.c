@@ -296,7 +296,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if (what & BEV_EVENT_EOF) {
 		if (c->state == CONN_ANNOUNCED)
-			cmon_info("%s: snarflog for %s pid %lld went away without leaving", c->peer,
+			cmon_debug("%s: snarflog for %s pid %lld went away without leaving", c->peer,
 				  c->inst->info.program, (long long)c->inst->info.pid);
 		else if (c->state == CONN_HELLO)
 			cmon_warn("%s: closed before saying hello", c->peer);

@@ -38,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _BINARIES = {
     "telemonreg": "daemons/registry/telemonreg",
     "snarflog": "daemons/snarflog/snarflog",
-    "cmon-sub": "tests/integration/cmon-sub",
+    "cmon-sub": ("tests/integration/cmon-sub", "bench/cmon-sub"),
     "cmon-wrap": "clients/cmon-wrap/cmon-wrap",
     "telemonitor": "daemons/telemonitor/telemonitor",
     "telemonctl": "clients/telemonctl/telemonctl",
@@ -50,9 +50,12 @@ def binary(name):
     """Absolute path of a program built in CMON_BUILD_DIR."""
     rel = _BINARIES.get(name)
     if rel:
-        path = os.path.join(BUILD, rel)
-        if os.path.exists(path):
-            return os.path.abspath(path)
+        # Where a target lands depends on which folder defined it first;
+        # prefer the most recently built candidate.
+        cands = [os.path.join(BUILD, r) for r in ((rel,) if isinstance(rel, str) else rel)]
+        cands = [c for c in cands if os.path.exists(c)]
+        if cands:
+            return os.path.abspath(max(cands, key=os.path.getmtime))
     for root, _dirs, files in os.walk(BUILD):
         if name in files and os.access(os.path.join(root, name), os.X_OK):
             return os.path.abspath(os.path.join(root, name))
@@ -61,6 +64,16 @@ def binary(name):
 
 # Lines AddressSanitizer / UndefinedBehaviorSanitizer print on an error.
 _SANITIZER_MARKS = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"}
+
+
+def die_with_parent():
+    """Have the kernel SIGKILL this process when its parent dies, so a test
+    killed by ctest's timeout leaves nothing behind (Linux prctl)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)   # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        pass
 
 
 class TestFailure(Exception):
@@ -204,8 +217,14 @@ class Env:
         if env:
             full_env.update(env)
         err = open(errpath, "wb")
+        user_preexec = kw.pop("preexec_fn", None)
+
+        def preexec():
+            die_with_parent()
+            if user_preexec:
+                user_preexec()
         p = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=err, env=full_env,
-                             cwd=self.dir, **kw)
+                             cwd=self.dir, preexec_fn=preexec, **kw)
         err.close()
         proc = Proc(self, name, argv, p, errpath)
         self.procs.append(proc)

@@ -20,6 +20,7 @@ import cmontest as ct  # noqa: E402
 
 
 def main():
+    ct.die_with_parent()        # snarflog gone (e.g. test timed out): stop too
     ap = argparse.ArgumentParser()
     ap.add_argument("--format", default="ascii")
     ap.add_argument("--count", type=int, default=100)

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Transport benchmarks, side by side in one run (see docs/PERFORMANCE.md).
+
+  bench.py BUILD_DIR [--quick]
+
+1. Writer overhead: a program writing a log at full speed (transport-gen),
+   into `cat >/dev/null` vs through snarflog with nobody listening vs
+   through snarflog with a stalled subscriber. Measured: the program's own
+   time to write everything. Target: snarflog <= 1.2x cat.
+2. Forwarding throughput, the same lines from the program to a reader on
+   loopback TCP: socat (pipe -> socat -> TCP -> reader), snarflog (wrapper
+   pipe -> snarflog -> TCP -> cmon-sub, block mode so nothing is dropped),
+   rsyslog (program -> TCP -> rsyslogd imptcp -> omfwd TCP -> reader).
+   Measured: time from "go" until the reader has every line. Target:
+   snarflog <= 2x socat, and faster than rsyslog.
+3. Registry: announce -> notify latency with 10,000 instances and 1,000
+   classes (transport-regbench). Target: p99 < 5 ms.
+
+Every configuration runs REPS times, interleaved; medians are reported.
+"""
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build-bench")
+QUICK = "--quick" in sys.argv
+REPS = 3 if QUICK else 7
+N_WRITE = 2_000_000 if QUICK else 5_000_000    # records for the writer-overhead runs
+N_FWD = 300_000 if QUICK else 1_000_000        # records for the forwarding runs
+
+
+def find(name):
+    for root, _d, files in os.walk(BUILD):
+        if name in files:
+            return os.path.join(root, name)
+    sys.exit("bench: %s not built in %s" % (name, BUILD))
+
+
+GEN, SINK, SNARF = find("transport-gen"), find("transport-sink"), find("snarflog")
+SUB, REG, REGBENCH = find("cmon-sub"), find("telemonreg"), find("transport-regbench")
+TMP = tempfile.mkdtemp(prefix="cmon-bench-transport-")
+procs = []
+
+
+def spawn(argv, **kw):
+    kw.setdefault("stderr", subprocess.PIPE)
+    p = subprocess.Popen(argv, **kw)
+    procs.append(p)
+    return p
+
+
+def gen_seconds(p):
+    """transport-gen's self-reported writing time."""
+    err = p.stderr.read().decode()
+    for line in err.splitlines():
+        if line.startswith("transport-gen:"):
+            return float(line.split()[-2])
+    raise RuntimeError("transport-gen said: %r" % err)
+
+
+def wait_file(path, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path) or not open(path).read().endswith("\n"):
+        if time.monotonic() > deadline:
+            raise RuntimeError("timeout waiting for " + path)
+        time.sleep(0.01)
+    return open(path).read().strip()
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def fresh(name):
+    p = path(name)
+    for f in (p,):
+        if os.path.exists(f):
+            os.unlink(f)
+    return p
+
+
+# --- 1. writer overhead ----------------------------------------------------
+
+def w_cat(fmt):
+    cat = spawn(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=None)
+    g = spawn([GEN, "-n", str(N_WRITE), "-format", fmt], stdout=cat.stdin)
+    cat.stdin.close()
+    t = gen_seconds(g)
+    g.wait()
+    cat.wait()
+    return t
+
+
+def w_snarf(fmt, stalled):
+    go, portfile = fresh("go"), fresh("snarf.port")
+    s = spawn([SNARF, "bench", "-standalone", "-portfile", portfile, "-drain", "0.2", "--",
+               GEN, "-n", str(N_WRITE), "-format", fmt, "-wait", go])
+    port = wait_file(portfile)
+    sub = None
+    if stalled:
+        sub = spawn([SUB, "-connect", "127.0.0.1:" + port, "-stall", "-rcvbuf", "4096",
+                     "-o", "/dev/null"], stderr=subprocess.DEVNULL)
+        time.sleep(0.3)                     # connected and accepted as the consumer
+    open(go, "w").close()
+    t = gen_seconds(s)                      # CMD's stderr is snarflog's
+    s.wait()
+    if sub:
+        sub.kill()
+        sub.wait()
+    return t
+
+
+# --- 2. forwarding throughput ----------------------------------------------
+
+def f_socat():
+    go, portfile = fresh("go"), fresh("sink.port")
+    sink = spawn([SINK, "-lines", str(N_FWD + 2), "-portfile", portfile], stdout=subprocess.PIPE)
+    port = wait_file(portfile)
+    g = spawn([GEN, "-n", str(N_FWD), "-wait", go], stdout=subprocess.PIPE)
+    sc = spawn(["socat", "-u", "-b", "262144", "STDIN", "TCP:127.0.0.1:" + port], stdin=g.stdout)
+    g.stdout.close()
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    open(go, "w").close()
+    sink.wait()
+    t = time.monotonic() - t0
+    g.wait()
+    sc.wait()
+    return t
+
+
+def f_snarf():
+    go, portfile = fresh("go"), fresh("snarf.port")
+    s = spawn([SNARF, "bench", "-standalone", "-portfile", portfile, "--",
+               GEN, "-n", str(N_FWD), "-wait", go])
+    port = wait_file(portfile)
+    sub = spawn([SUB, "-connect", "127.0.0.1:" + port, "-block", "-o", "/dev/null"])
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    open(go, "w").close()
+    sub.wait()
+    t = time.monotonic() - t0
+    s.wait()
+    if sub.returncode != 0:
+        raise RuntimeError("cmon-sub failed: %s" % sub.stderr.read().decode())
+    return t
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def f_rsyslog():
+    go, portfile = fresh("go"), fresh("sink.port")
+    sink = spawn([SINK, "-lines", str(N_FWD), "-portfile", portfile], stdout=subprocess.PIPE)
+    sport = wait_file(portfile)
+    inport = free_port()
+    work = path("rsyslog")
+    shutil.rmtree(work, ignore_errors=True)
+    os.mkdir(work)
+    conf = os.path.join(work, "rsyslog.conf")
+    with open(conf, "w") as f:
+        f.write("""global(workDirectory="%s" maxMessageSize="8k")
+module(load="imptcp")
+input(type="imptcp" address="127.0.0.1" port="%d")
+template(name="raw" type="string" string="%%rawmsg%%\\n")
+action(type="omfwd" target="127.0.0.1" port="%s" protocol="tcp" template="raw")
+""" % (work, inport, sport))
+    rs = spawn(["rsyslogd", "-n", "-f", conf, "-i", os.path.join(work, "pid")],
+               stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", inport), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError("rsyslogd did not start")
+            time.sleep(0.05)
+    # The probe connection above sent nothing; rsyslog ignores it.
+    g = spawn([GEN, "-n", str(N_FWD), "-connect", "127.0.0.1:%d" % inport, "-wait", go])
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    open(go, "w").close()
+    try:
+        sink.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        sink.kill()
+    t = time.monotonic() - t0
+    g.wait()
+    rs.terminate()
+    rs.wait()
+    out = sink.stdout.read().decode()
+    if sink.returncode != 0:
+        raise RuntimeError("rsyslog delivered only: %s" % out)
+    return t
+
+
+# --- 3. registry ------------------------------------------------------------
+
+def registry():
+    portfile = fresh("reg.port")
+    reg = spawn([REG, "-listen", "127.0.0.1:0", "-portfile", portfile], stderr=subprocess.DEVNULL)
+    port = wait_file(portfile)
+    out = subprocess.run([REGBENCH, "-reg", "127.0.0.1:" + port], capture_output=True,
+                         text=True, timeout=300)
+    reg.terminate()
+    reg.wait()
+    return out.stdout.strip()
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def main():
+    results = {}
+
+    def run(key, fn, *args):
+        results.setdefault(key, []).append(fn(*args))
+
+    try:
+        for _ in range(REPS):
+            for fmt in ("ascii", "binary"):
+                run(("w", fmt, "cat"), w_cat, fmt)
+                run(("w", fmt, "nobody"), w_snarf, fmt, False)
+                run(("w", fmt, "stalled"), w_snarf, fmt, True)
+        fwd = [("socat", f_socat), ("snarflog", f_snarf)]
+        if shutil.which("rsyslogd"):
+            fwd.append(("rsyslog", f_rsyslog))
+        for _ in range(max(3, REPS - 2)):
+            for name, fn in fwd:
+                run(("f", name), fn)
+        regline = registry()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(TMP, ignore_errors=True)
+
+    print("writer overhead: %d records written at full speed; program's own time, median of %d"
+          % (N_WRITE, REPS))
+    print("  %-7s %-28s %10s %8s" % ("format", "log goes to", "seconds", "vs cat"))
+    for fmt in ("ascii", "binary"):
+        base = med(results[("w", fmt, "cat")])
+        for what, label in (("cat", "cat >/dev/null"), ("nobody", "snarflog, nobody listening"),
+                            ("stalled", "snarflog, stalled subscriber")):
+            t = med(results[("w", fmt, what)])
+            print("  %-7s %-28s %10.3f %7.2fx" % (fmt, label, t, t / base))
+    print()
+    print("forwarding: %d ascii lines to a reader over loopback TCP; go -> last line, median of %d"
+          % (N_FWD, len(results[("f", "socat")])))
+    print("  %-10s %10s %12s %10s" % ("path", "seconds", "lines/s", "vs socat"))
+    base = med(results[("f", "socat")])
+    for name, _fn in fwd:
+        t = med(results[("f", name)])
+        print("  %-10s %10.3f %12.0f %9.2fx" % (name, t, N_FWD / t, t / base))
+    if ("f", "rsyslog") in results:
+        print("  rsyslog / snarflog time: %.2fx" % (med(results[("f", "rsyslog")]) /
+                                                   med(results[("f", "snarflog")])))
+    print("  (syslog-ng not run: it conflicts with rsyslog as a Debian package; see docs/PERFORMANCE.md)")
+    print()
+    print("registry:")
+    for line in regline.splitlines():
+        print("  " + line)
+
+
+if __name__ == "__main__":
+    main()
