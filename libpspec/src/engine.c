@@ -509,6 +509,10 @@ static inline __attribute__((always_inline)) void feed_top(engine *g, const tops
 static inline __attribute__((always_inline)) void feed_metric(engine *g, ivst *is, const aggst *as, uint32_t k,
                                                                open_iv *o, const cx *where)
 {
+    if (PS_LIKELY(!where && as->value.kind == CX_NONE)) {
+        pv_acc_add_undef(o->accs[k]);     /* count: nothing to evaluate */
+        return;
+    }
     bind_ev(&g->slots[is->s_slot], o->start);
     if (where) {
         int c = cx_eval_cond(where, g->ev);

@@ -327,6 +327,12 @@ bool pv_acc_result_num_slow(const pv_acc *a, double *out);
 
 static inline void pv_acc_reset(pv_acc *a)
 {
+    if (a->op == PV_AGG_COUNT) {
+        /* count keeps nothing but n and the poison (value_acc.c) */
+        a->n = 0;
+        a->poisoned = false;
+        return;
+    }
     if (PS_LIKELY(a->val.kind < PV_MAP && a->kidx.kind < PV_MAP && !a->kids && !a->kkeys)) {
         /* Nothing owned: clear the state field by field (a struct
          * assignment becomes a slow `rep stos`). */
