@@ -371,24 +371,12 @@ static inline void event_done(engine *g, pv_event *e)
     event_unref(g, e);
 }
 
-static inline pv ev_val(pv_event *e)
-{
-    pv v = {.kind = PV_EVENT, .ev = e};
-    return v;
-}
-
 /* Bind a binder's slot to event e (borrowed): only the fields a reader of
  * an event value looks at are written. */
 static inline void bind_ev(pv *slot, pv_event *e)
 {
     slot->kind = PV_EVENT;
     slot->ev = e;
-}
-
-static inline pv iv_val(pv_interval *i)
-{
-    pv v = {.kind = PV_INTERVAL, .iv = i};
-    return v;
 }
 
 /* ---- feeding values to accumulators --------------------------------------------------- */
