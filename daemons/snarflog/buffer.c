@@ -5,14 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmon/logfmt.h"
-
 int ring_init(struct ring *r, size_t cap, Cmon__Format fmt)
 {
 	memset(r, 0, sizeof *r);
+	r->icap = cap / 16 > 64 ? cap / 16 : 64;
 	r->mem = malloc(cap);
-	if (!r->mem)
+	r->ends = malloc(r->icap * sizeof *r->ends);
+	if (!r->mem || !r->ends) {
+		ring_free(r);
 		return -ENOMEM;
+	}
 	r->cap = cap;
 	r->fmt = fmt;
 	return 0;
@@ -21,6 +23,7 @@ int ring_init(struct ring *r, size_t cap, Cmon__Format fmt)
 void ring_free(struct ring *r)
 {
 	free(r->mem);
+	free(r->ends);
 	memset(r, 0, sizeof *r);
 }
 
@@ -29,36 +32,33 @@ static void reset_if_empty(struct ring *r)
 	if (r->nrec == 0) {
 		r->head = r->tail = r->wrap = r->used = 0;
 		r->wrapped = false;
+		r->ifirst = 0;
 	}
 }
 
-/* Length of the record at offset `at` (the buffer only holds whole ones). */
-static size_t record_len(const struct ring *r, size_t at)
+/* Index slot `k` records after the oldest. */
+static size_t slot(const struct ring *r, uint64_t k)
 {
-	size_t end = r->wrapped && at >= r->head ? r->wrap : r->tail;
-	const uint8_t *p = r->mem + at;
+	size_t s = r->ifirst + (size_t)k;
 
-	if (r->fmt == CMON__FORMAT__FORMAT_BINARY) {
-		size_t hdr = 0;
-		uint64_t body = 0;
-		cmon_bin_frame(p, end - at, &hdr, &body);
-		return hdr + (size_t)body;
-	}
-	return (size_t)((const uint8_t *)memchr(p, '\n', end - at) - p) + 1;
+	return s >= r->icap ? s - r->icap : s;
 }
 
-static void drop_oldest(struct ring *r)
+/* Remove the `n` oldest records; they all lie in the run starting at head
+ * (ring_push drops one at a time, ring_consume what ring_peek returned). */
+static void drop_front(struct ring *r, uint64_t n)
 {
-	size_t len = record_len(r, r->head);
+	size_t end = r->ends[slot(r, n - 1)];
 
-	r->head += len;
-	r->used -= len;
-	r->nrec--;
+	r->used -= end - r->head;
+	r->head = end;
 	if (r->wrapped && r->head == r->wrap) {
 		r->head = 0;
 		r->wrapped = false;
 		r->wrap = 0;
 	}
+	r->nrec -= n;
+	r->ifirst = slot(r, n);
 	reset_if_empty(r);
 }
 
@@ -66,6 +66,8 @@ bool ring_fits(const struct ring *r, size_t len)
 {
 	if (r->nrec == 0)
 		return len <= r->cap;
+	if (r->nrec == r->icap)
+		return false;
 	if (r->wrapped)
 		return r->tail + len <= r->head;
 	return r->tail + len <= r->cap || len <= r->head;
@@ -76,7 +78,7 @@ uint64_t ring_push(struct ring *r, const void *rec, size_t len)
 	uint64_t dropped = 0;
 
 	while (!ring_fits(r, len)) {
-		drop_oldest(r);
+		drop_front(r, 1);
 		dropped++;
 	}
 	if (r->nrec == 0) {
@@ -89,42 +91,39 @@ uint64_t ring_push(struct ring *r, const void *rec, size_t len)
 	memcpy(r->mem + r->tail, rec, len);
 	r->tail += len;
 	r->used += len;
+	r->ends[slot(r, r->nrec)] = (uint32_t)r->tail;
 	r->nrec++;
 	return dropped;
 }
 
 size_t ring_peek(const struct ring *r, size_t max, const uint8_t **p, uint64_t *nrec)
 {
-	size_t end, len = 0;
+	size_t run_end, end = r->head;
 	uint64_t n = 0;
 
 	*p = r->mem + r->head;
 	*nrec = 0;
 	if (r->nrec == 0)
 		return 0;
-	end = r->wrapped ? r->wrap : r->tail;
-	while (r->head + len < end) {
-		size_t l = record_len(r, r->head + len);
-		if (len > 0 && len + l > max)
+	run_end = r->wrapped ? r->wrap : r->tail;
+	while (n < r->nrec) {
+		size_t e = r->ends[slot(r, n)];
+		if (e <= end || e > run_end)
+			break;                 /* next record starts the wrapped run */
+		if (n > 0 && e - r->head > max)
 			break;
-		len += l;
+		end = e;
 		n++;
 	}
 	*nrec = n;
-	return len;
+	return end - r->head;
 }
 
 void ring_consume(struct ring *r, size_t len, uint64_t nrec)
 {
-	r->head += len;
-	r->used -= len;
-	r->nrec -= nrec;
-	if (r->wrapped && r->head == r->wrap) {
-		r->head = 0;
-		r->wrapped = false;
-		r->wrap = 0;
-	}
-	reset_if_empty(r);
+	if (nrec)
+		drop_front(r, nrec);
+	(void)len;
 }
 
 uint64_t ring_clear(struct ring *r)

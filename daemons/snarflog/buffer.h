@@ -1,7 +1,9 @@
 /* A fixed-size buffer of whole log records, oldest first. Records are
  * stored contiguously and never wrap around the end of the memory, so any
- * run of them can be handed out as one piece. When a new record does not
- * fit, the caller may drop the oldest whole records to make room. */
+ * run of them can be handed out as one piece; a small index of record end
+ * offsets means dropping or counting records never rescans their bytes.
+ * When a new record does not fit, the oldest whole records are dropped to
+ * make room. Holds at most `cap` bytes and cap/16 records. */
 #ifndef SNARFLOG_BUFFER_H
 #define SNARFLOG_BUFFER_H
 
@@ -22,10 +24,13 @@ struct ring {
 	bool wrapped;          /* records continue at offset 0 */
 	size_t used;           /* bytes of records held */
 	uint64_t nrec;         /* records held */
-	Cmon__Format fmt;      /* how to find a record's end: '\n' or varint frame */
+	uint32_t *ends;        /* end offset of each record, circular, oldest at ifirst */
+	size_t icap;           /* index capacity: most records held at once */
+	size_t ifirst;         /* index slot of the oldest record */
+	Cmon__Format fmt;      /* log format (for callers; the index finds boundaries) */
 };
 
-/* Allocate `cap` bytes for records of format `fmt`. 0 or -ENOMEM. */
+/* Allocate room for `cap` bytes of records of format `fmt`. 0 or -ENOMEM. */
 int ring_init(struct ring *r, size_t cap, Cmon__Format fmt);
 
 /* Release the memory; the ring can be initialised again. */
@@ -34,7 +39,7 @@ void ring_free(struct ring *r);
 /* True if a record of `len` bytes fits without dropping anything. */
 bool ring_fits(const struct ring *r, size_t len);
 
-/* Store a record (len <= cap), first dropping as many of the oldest
+/* Store a record (0 < len <= cap), first dropping as many of the oldest
  * records as needed; returns how many were dropped. */
 uint64_t ring_push(struct ring *r, const void *rec, size_t len);
 

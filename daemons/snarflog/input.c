@@ -29,6 +29,31 @@ static bool blank_line(const uint8_t *p, size_t len)
 	return true;
 }
 
+/* ascii, the hot path: hand over consecutive ordinary records (complete,
+ * not blank, not over-long) without going through step_ascii(). Returns
+ * bytes consumed (0: let step_ascii() look at the next line), or -1 if the
+ * first record was refused. */
+static long run_ascii(struct snarf *s, const uint8_t *p, size_t avail)
+{
+	size_t off = 0, rec_max = s->in.rec_max;
+
+	while (off < avail) {
+		const uint8_t *q = p + off;
+		const uint8_t *nl = memchr(q, '\n', avail - off);
+		size_t len;
+
+		if (!nl || q[0] <= ' ')
+			break;                      /* partial, blank or odd: slow path */
+		len = (size_t)(nl - q) + 1;
+		if (len > rec_max)
+			break;
+		if (!core_record(s, q, len))
+			return off ? (long)off : -1;
+		off += len;
+	}
+	return (long)off;
+}
+
 /* ascii: one step at `p` (`avail` bytes). Returns bytes consumed, 0 if it
  * needs more input, or -1 if the record was refused (buffer must not drop). */
 static long step_ascii(struct snarf *s, const uint8_t *p, size_t avail)
@@ -173,7 +198,7 @@ static long step_binary(struct snarf *s, const uint8_t *p, size_t avail)
 	if (r < 0 || body > in->rec_max)
 		goto corrupt;
 	flen = hdr + (size_t)body;
-	kind = cmon_bin_record_kind(p + hdr, (size_t)body);
+	kind = cmon_bin_record_scan(p + hdr, (size_t)body, &t);
 	if (kind == CMON_REC_BAD)
 		goto corrupt;
 	if (in->state == IN_HEADER) {
@@ -195,8 +220,6 @@ static long step_binary(struct snarf *s, const uint8_t *p, size_t avail)
 		}
 		break;
 	case CMON_REC_EVENT:
-		if (!cmon_bin_event_time(p + hdr, (size_t)body, &t))
-			goto corrupt;
 		if (t.has_ts) {
 			if (!core_record(s, p, flen))
 				return -1;
@@ -249,10 +272,13 @@ static void process(struct snarf *s)
 		}
 		if (avail == 0)
 			break;
-		if (s->format == CMON__FORMAT__FORMAT_BINARY)
+		if (s->format == CMON__FORMAT__FORMAT_BINARY) {
 			used = step_binary(s, p, avail);
-		else
-			used = step_ascii(s, p, avail);
+		} else {
+			used = in->state == IN_RECORDS ? run_ascii(s, p, avail) : 0;
+			if (used == 0)
+				used = step_ascii(s, p, avail);
+		}
 		if (used <= 0)
 			break;                      /* needs more bytes, or refused (paused) */
 		off += (size_t)used;

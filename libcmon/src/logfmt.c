@@ -111,20 +111,21 @@ enum cmon_rec_kind cmon_bin_record_kind(const uint8_t *p, size_t n)
 	return record_walk(p, n, &sub, &sublen);
 }
 
-bool cmon_bin_event_time(const uint8_t *p, size_t n, struct cmon_event_time *t)
+/* Timestamp fields of an Event body; false if its fields cannot be walked. */
+static bool event_time(const uint8_t *sub, size_t sublen, struct cmon_event_time *t)
 {
-	const uint8_t *sub = NULL, *end;
-	size_t sublen = 0;
+	const uint8_t *end = sub + sublen;
 	struct cmon_event_time r = { 0 };
 
-	if (record_walk(p, n, &sub, &sublen) != CMON_REC_EVENT)
-		return false;
-	end = sub + sublen;
 	while (sub < end) {
 		uint64_t key, v;
 		unsigned field, wt;
-		if (!varint_get(&sub, end, &key))
+		/* One-byte keys are the common case: fields 1-15. */
+		if (*sub < 0x80) {
+			key = *sub++;
+		} else if (!varint_get(&sub, end, &key)) {
 			return false;
+		}
 		field = (unsigned)(key >> 3);
 		wt = (unsigned)(key & 7);
 		if ((field == 3 || field == 4) && wt == 0) {
@@ -133,16 +134,65 @@ bool cmon_bin_event_time(const uint8_t *p, size_t n, struct cmon_event_time *t)
 			if (field == 3) {
 				r.has_ts = true;
 				r.ts = v;
-			} else {
-				r.has_delta = true;
-				r.delta = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);   /* zigzag */
+				break;          /* an absolute ts makes ts_delta irrelevant */
 			}
+			r.has_delta = true;
+			r.delta = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);   /* zigzag */
+		} else if (wt == 0 && field != 0) {
+			/* type, thread: skip a varint in place (at most 10 bytes) */
+			const uint8_t *start = sub;
+			while (sub < end && (*sub & 0x80) && sub - start < 9)
+				sub++;
+			if (sub >= end || (*sub & 0x80))
+				return false;
+			sub++;
 		} else if (field == 0 || !skip_field(&sub, end, wt)) {
 			return false;
 		}
 	}
 	*t = r;
 	return true;
+}
+
+bool cmon_bin_event_time(const uint8_t *p, size_t n, struct cmon_event_time *t)
+{
+	const uint8_t *sub = NULL;
+	size_t sublen = 0;
+
+	if (record_walk(p, n, &sub, &sublen) != CMON_REC_EVENT)
+		return false;
+	return event_time(sub, sublen, t);
+}
+
+enum cmon_rec_kind cmon_bin_record_scan(const uint8_t *p, size_t n, struct cmon_event_time *t)
+{
+	const uint8_t *sub = NULL;
+	size_t sublen = 0;
+	enum cmon_rec_kind k;
+
+	/* Fast path: a Record holding exactly one length-delimited member whose
+	 * one-byte key and one- or two-byte length cover the whole body. */
+	if (n >= 2 && (p[0] & 7) == 2 && p[0] >= 0x0a && p[0] <= 0x2a) {
+		size_t hdr = 2, len = p[1];
+		if (p[1] & 0x80) {
+			if (n < 3 || (p[2] & 0x80))
+				goto slow;
+			len = (size_t)(p[1] & 0x7f) | ((size_t)p[2] << 7);
+			hdr = 3;
+		}
+		if (hdr + len != n)
+			goto slow;
+		k = (enum cmon_rec_kind)(p[0] >> 3);
+		sub = p + hdr;
+		sublen = len;
+		goto found;
+	}
+slow:
+	k = record_walk(p, n, &sub, &sublen);
+found:
+	if (k == CMON_REC_EVENT && !event_time(sub, sublen, t))
+		return CMON_REC_BAD;
+	return k;
 }
 
 Cmon__Format cmon_log_detect(const uint8_t *p, size_t n, bool eof)

@@ -51,6 +51,12 @@ enum cmon_rec_kind cmon_bin_record_kind(const uint8_t *p, size_t n);
  * timestamp fields. False if malformed. */
 bool cmon_bin_event_time(const uint8_t *p, size_t n, struct cmon_event_time *t);
 
+/* One pass over a Record body: its kind and, for an Event, its timestamp
+ * fields. Stops reading an Event at its absolute `ts` (then `ts_delta` is
+ * irrelevant), so the attribute values are not walked in the usual field
+ * order. An Event whose fields cannot be walked is CMON_REC_BAD. */
+enum cmon_rec_kind cmon_bin_record_scan(const uint8_t *p, size_t n, struct cmon_event_time *t);
+
 /* Count the whole records in `p`: lines for ascii, frames for binary.
  * Stops at the first incomplete one; *whole gets the bytes they span. */
 uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, size_t *whole);
