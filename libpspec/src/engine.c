@@ -252,7 +252,15 @@ typedef struct topst {
     cx_val value;           /* a->value (CX_NONE for count) */
     const ps_stmt *report;  /* report offenders of this assertion, or NULL */
     bool sink;              /* hand elements to the pass's sink instead */
+    uint8_t mode;           /* TOP_*: a common case with its own path */
 } topst;
+
+/* Common top-level aggregates, fed without the general dispatch. */
+enum {
+    TOP_GENERIC,            /* anything (sinks included) */
+    TOP_COUNT,              /* {count x : T [where P]} */
+    TOP_ALL,                /* {& x : T [where P] : boolean} */
+};
 
 #define VEC(type) struct { type *v; uint32_t n, cap; }
 #define VPUSH(vec, x)                                                             \
@@ -480,6 +488,25 @@ static inline __attribute__((always_inline)) void feed_top(engine *g, const tops
                 top_report(g, ts, x, 2);
             return;
         }
+    }
+    if (ts->mode == TOP_COUNT) {
+        ts->acc->n++;       /* pv_acc_add_undef on a count */
+        return;
+    }
+    if (ts->mode == TOP_ALL) {
+        pv_acc *a = ts->acc;
+        int b = cx_eval_cond(ts->value.c, g->ev);
+        if (PS_LIKELY(b >= 0 && a->val.kind == PV_BOOL && a->n && !a->poisoned)) {
+            a->n++;         /* pv_acc_add_bool on a & */
+            a->val.b = a->val.b && b;
+        } else if (b >= 0) {
+            pv_acc_add_bool(a, b);
+        } else {
+            pv_acc_add_undef(a);
+        }
+        if (PS_UNLIKELY(ts->report && b != 1))
+            top_report(g, ts, x, b == 0 ? 1 : 2);
+        return;
     }
     if (PS_UNLIKELY(ts->sink)) {
         top_sink(g, ts, x, false);
@@ -1045,6 +1072,11 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
         if (!ts->sink)
             ts->value = cx_value(&g->cc, a->value);
         ts->report = p->report_for && p->offender && !ts->sink ? p->report_for[k] : NULL;
+        ts->mode = TOP_GENERIC;
+        if (!ts->sink && a->op == PV_AGG_COUNT && ts->value.kind == CX_NONE && !ts->report)
+            ts->mode = TOP_COUNT;
+        else if (!ts->sink && a->op == PV_AGG_ALL && a->map_depth == 0 && ts->value.kind == CX_BOOL)
+            ts->mode = TOP_ALL;
         if (a->ev)
             VPUSH(g->evd[a->ev->id].tops, ts);
         else if (a->iv)
