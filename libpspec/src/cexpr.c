@@ -875,7 +875,13 @@ static void box_tri(const cx *c, ps_evalctx *ev, pv *out)
 static void box_tri_sub_ts(const cx *c, ps_evalctx *ev, pv *out)
 {
     pv_triple t;
-    *out = tri_sub_ts_body(c, ev, &t) ? pv_triple_make(t.v, t.p, t.m) : pv_undef();
+    if (!tri_sub_ts_body(c, ev, &t)) {
+        *out = pv_undef();
+        return;
+    }
+    /* tri_ok held: pv_triple_make would only turn -0 into 0 in p and m. */
+    out->kind = PV_TRIPLE;
+    out->t = (pv_triple){t.v, t.p + 0.0, t.m + 0.0};
 }
 
 static void box_generic(const cx *c, ps_evalctx *ev, pv *out)
