@@ -426,6 +426,8 @@ static void no_records(void *arg, const struct logscan_rec *rec)
 
 int logscan_header(struct logscan *s, const uint8_t *p, size_t n)
 {
+	if (n == 0)
+		return 0;
 	if (s->fmt == CMON__FORMAT__FORMAT_BINARY)
 		return bin_data(s, p, n, true, no_records, NULL);
 	return ascii_data(s, p, n, no_records, NULL);
@@ -433,6 +435,8 @@ int logscan_header(struct logscan *s, const uint8_t *p, size_t n)
 
 int logscan_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg)
 {
+	if (n == 0)
+		return 0;
 	if (s->fmt == CMON__FORMAT__FORMAT_BINARY)
 		return bin_data(s, p, n, false, cb, arg);
 	return ascii_data(s, p, n, cb, arg);

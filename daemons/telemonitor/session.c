@@ -63,6 +63,15 @@ static void timer_set(struct event *ev, double seconds)
 	evtimer_add(ev, &tv);
 }
 
+/* Point the session's timer at `fn` and start it (never re-assign a
+ * pending event: libevent's timer heap would be corrupted). */
+static void timer_arm(struct session *s, event_callback_fn fn, double seconds)
+{
+	evtimer_del(s->timer);
+	evtimer_assign(s->timer, s->tm->base, fn, s);
+	timer_set(s->timer, seconds);
+}
+
 static void set_paused(struct session *s, bool paused)
 {
 	if (s->paused == paused)
@@ -536,8 +545,7 @@ static void lost(struct session *s, const char *why)
 	in->state = busy ? IS_BUSY : IS_RETRYING;
 	in->dirty = true;
 	s->state = SS_WAITING;
-	evtimer_assign(s->timer, s->tm->base, retry_fire, s);
-	timer_set(s->timer, ms / 1000.0);
+	timer_arm(s, retry_fire, ms / 1000.0);
 }
 
 /* --- the end ------------------------------------------------------------------ */
@@ -599,17 +607,18 @@ static void drain(struct session *s, enum inst_state end, const char *why)
 		finish(s);
 		return;
 	}
-	evtimer_assign(s->timer, s->tm->base, drain_timeout, s);
-	timer_set(s->timer, s->tm->stopping ? 0.5 : TM_TOOL_EXIT_WAIT_S);
+	timer_arm(s, drain_timeout, s->tm->stopping ? 0.5 : TM_TOOL_EXIT_WAIT_S);
 }
 
 static void reap(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
 	struct tm_instance *in = s->inst;
+	struct tmon *tm = s->tm;
+	enum inst_state st = s->end_state;
 
-	instances_session_ended(s->tm, in, s->end_state);
-	session_free(s);
+	session_free(s);                       /* detaches it from the instance */
+	instances_session_ended(tm, in, st);   /* which may be freed now */
 }
 
 static void finish(struct session *s)
@@ -738,8 +747,6 @@ out_free:
 
 void session_stop(struct session *s, const char *why)
 {
-	struct timeval tv = { TM_STOP_WAIT_S, 0 };
-
 	switch (s->state) {
 	case SS_CONNECTING:
 	case SS_WAITING:
@@ -754,9 +761,7 @@ void session_stop(struct session *s, const char *why)
 		}
 		cmon_send_stop(bufferevent_get_output(s->data));
 		s->state = SS_STOPPING;
-		evtimer_del(s->timer);
-		evtimer_assign(s->timer, s->tm->base, stop_timeout, s);
-		evtimer_add(s->timer, &tv);
+		timer_arm(s, stop_timeout, TM_STOP_WAIT_S);
 		typescript_note(&s->ts, "%s", why);
 		return;
 	default:

@@ -77,6 +77,7 @@ def main():
         check(rc_ == 1 and "not being monitored" in err, "stop twice: %d %r", rc_, err)
         open(gate2, "w").close()
         check(man2.wait(30) == 0, "the program is not held up: %s", man2.stderr())
+        tm.stop()
 
 
 ct.run_test(main)

@@ -154,6 +154,7 @@ def main():
         c.sendall(b"telemonctl/1\0")              # and then silence: it must not matter
         check(tm.json("status")["classes"] == 2, "still answering")
         c.close()
+        tm.stop()
 
 
 ct.run_test(main)

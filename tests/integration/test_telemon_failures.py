@@ -118,6 +118,7 @@ def main():
 
         # state is in DIR/telemonitor.db, readable by anyone with sqlite
         check(os.path.exists(os.path.join(tm.state, "telemonitor.db")), "database file")
+        tm.stop()
 
 
 ct.run_test(main)

@@ -109,6 +109,7 @@ def main():
         stop2.set()
         th2.join()
         sink2.close()
+        tm.stop()
 
 
 ct.run_test(main)

@@ -40,6 +40,7 @@ def main():
         tm.instance(lambda i: i["id"] != inst["id"] and i["state"] == "ended" and
                     i["records"] == 90, what="a new instance after the registry restart")
         check(len(tm.wait_failures(2)) == 2, "its failure is stored")
+        tm.stop()
 
 
 ct.run_test(main)

@@ -71,6 +71,7 @@ def main():
         check(tm.proc.wait(10) == 0, "SIGTERM: %s", tm.stderr())
         check(not os.path.exists(os.path.join(tm.state, "control.sock")), "socket removed")
         notify.close()
+        tm.stop()
 
 
 ct.run_test(main)

@@ -82,6 +82,7 @@ def main():
         rc, out, err = tm.ctl_rc("stats", "--prog", "lectern")
         check(rc == 2 and "--assert" in err, "missing --assert: %d %r", rc, err)
         json.loads(tm.ctl("stats", "--json", "--prog", "x", "--assert", "y"))
+        tm.stop()
 
 
 ct.run_test(main)
