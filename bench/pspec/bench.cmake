@@ -2,3 +2,5 @@
 add_executable(gen_fsread ${CMAKE_CURRENT_LIST_DIR}/gen_fsread.c)
 target_include_directories(gen_fsread PRIVATE ${PSPEC_PRIVATE_INCLUDE})
 target_link_libraries(gen_fsread PRIVATE pspec)
+# CPU time of a command to the microsecond (run.sh; /usr/bin/time rounds to 10 ms).
+add_executable(cputime ${CMAKE_CURRENT_LIST_DIR}/cputime.c)

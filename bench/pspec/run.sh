@@ -24,8 +24,8 @@ trap 'rm -rf "$W"' EXIT
 "$GEN" $((READS / 10)) > "$W/small.log"
 EVENTS=$(grep -vc '^#' "$W/big.log")
 
-# user+sys seconds of a command (stdout discarded)
-cpu() { /usr/bin/time -f '%U %S' -o "$W/t" "$@" > /dev/null 2>&1 || true; tail -n 1 "$W/t" | awk '{ printf "%.3f\n", $1 + $2 }'; }
+# user+sys seconds of a command (stdout discarded), to the microsecond
+cpu() { "$B/bench/cputime" "$@"; }
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 rss() { cat "$1" | /usr/bin/time -f '%M' -o "$W/m" "$PCHECK" -cont -s "$HERE/fig3.pspec" > /dev/null 2>&1 || true; tail -n 1 "$W/m"; }
 

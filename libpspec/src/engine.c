@@ -82,26 +82,27 @@ typedef struct ixslot {
 
 typedef struct ixmap {
     ixslot *s;
-    uint32_t cap, n;        /* slots, used slots */
+    uint32_t cap, n;        /* slots (a power of two), used slots */
+    uint32_t shift;         /* 64 - log2(cap) */
     uint32_t nempty;        /* used slots with an empty list */
 } ixmap;
 
-static inline uint32_t hash_key(double k)
+/* The home slot of key k in a table of 2^(64 - shift) slots: Fibonacci
+ * hashing of the key's bits (integral doubles differ in their high bits,
+ * which the multiplication carries into the top ones kept). */
+static inline uint32_t hash_slot(double k, uint32_t shift)
 {
     k += 0.0;   /* -0 and 0 are the same key */
     uint64_t b;
     memcpy(&b, &k, sizeof b);
-    b ^= b >> 33;
-    b *= 0xff51afd7ed558ccdULL;
-    b ^= b >> 33;
-    return (uint32_t)b;
+    return (uint32_t)((b * 0x9e3779b97f4a7c15ULL) >> shift);
 }
 
 static inline ixslot *ix_find(const ixmap *m, double k)
 {
     if (!m->cap)
         return NULL;
-    uint32_t i = hash_key(k) & (m->cap - 1);
+    uint32_t i = hash_slot(k, m->shift);
     for (;;) {
         ixslot *s = &m->s[i];
         if (!s->used)
@@ -118,12 +119,13 @@ static void ix_rebuild(ixmap *m, uint32_t cap)
     ixslot *old = m->s;
     uint32_t oldcap = m->cap;
     m->cap = cap;
+    m->shift = 64 - (uint32_t)__builtin_ctz(cap);
     m->s = ps_calloc(m->cap, sizeof *m->s);
     m->n = m->nempty = 0;
     for (uint32_t i = 0; i < oldcap; i++) {
         if (!old[i].used || !old[i].list.head)
             continue;
-        uint32_t j = hash_key(old[i].key) & (m->cap - 1);
+        uint32_t j = hash_slot(old[i].key, m->shift);
         while (m->s[j].used)
             j = (j + 1) & (m->cap - 1);
         m->s[j] = old[i];   /* list nodes point at each other, not at the slot */
@@ -143,7 +145,7 @@ static void ix_add(ixmap *m, double k, ixnode *n, open_iv *o)
             uint32_t live = m->n - m->nempty;
             ix_rebuild(m, !m->cap ? 16 : (live + 1) * 8 > m->cap * 3 ? m->cap * 2 : m->cap);
         }
-        uint32_t i = hash_key(k) & (m->cap - 1);
+        uint32_t i = hash_slot(k, m->shift);
         while (m->s[i].used)
             i = (i + 1) & (m->cap - 1);
         s = &m->s[i];
@@ -170,7 +172,7 @@ static void ix_free(ixmap *m)
 {
     free(m->s);
     m->s = NULL;
-    m->cap = m->n = m->nempty = 0;
+    m->cap = m->n = m->nempty = m->shift = 0;
 }
 
 /* ---- engine state ------------------------------------------------------------------------ */
