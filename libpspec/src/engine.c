@@ -478,6 +478,10 @@ static inline __attribute__((always_inline)) void feed_top(engine *g, const tops
     bind_elem(ts->slot, x);
     if (ts->where) {
         int c = cx_eval_cond(ts->where, g->ev);
+        if (ts->mode == TOP_COUNT && PS_LIKELY(c >= 0)) {
+            ts->acc->n += (uint64_t)c;  /* counted when true, without a branch */
+            return;
+        }
         if (c <= 0) {
             if (c == 0)
                 return;
