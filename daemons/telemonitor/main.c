@@ -217,6 +217,17 @@ static void find_pcheck(struct tmon *tm)
 	snprintf(tm->pcheck, sizeof tm->pcheck, "pcheck");
 }
 
+/* Every monitored instance takes a socket and up to six pipe ends. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static void on_stop(evutil_socket_t sig, short what, void *arg)
 {
 	struct tmon *tm = arg;
@@ -271,6 +282,7 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &tm.opt);
 	cmon_log_init("telemonitor", tm.opt.debug);
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
 	TAILQ_INIT(&tm.classes);
 	TAILQ_INIT(&tm.instances);
 	TAILQ_INIT(&tm.tools);
