@@ -640,10 +640,17 @@ static int tri_rel_cx(const cx *c, ps_evalctx *ev)
     }                                                                   \
     static int name##_metric_k(const cx *c, ps_evalctx *ev)             \
     {                                                                   \
-        pv_triple t;                                                    \
-        if (!tri_metric_body(c->a, ev, &t))                             \
+        const cx *a = c->a;                                             \
+        const pv *v = &ev->slots[a->slot];                              \
+        if (PS_LIKELY(v->kind == PV_INTERVAL && a->index < v->iv->nmetric)) { \
+            const pv *m = &v->iv->metric[a->index];                     \
+            if (m->kind == PV_TRIPLE)                                   \
+                return tri_rel(OP, m->t, (pv_triple){c->k, 0, 0});      \
+            if (m->kind == PV_NUM)                                      \
+                return tri_rel(OP, (pv_triple){m->num, 0, 0}, (pv_triple){c->k, 0, 0}); \
             return -1;                                                  \
-        return tri_rel(OP, t, (pv_triple){c->k, 0, 0});                 \
+        }                                                               \
+        return name##_k(c, ev);   /* c->a falls back to eval.c */       \
     }
 TRI_REL_K(tri_eq, PV_OP_EQ)
 TRI_REL_K(tri_ne, PV_OP_NE)
