@@ -302,6 +302,7 @@ static void on_accepted(struct session *s, const Cmon__Accepted *a)
 	s->attempts = 0;
 	in->state = IS_MONITORING;
 	in->confirmed = true;
+	in->up = true;                        /* its snarflog answered: it runs */
 	in->dirty = true;
 	instances_set_status(in, "monitoring");
 	cmon_info("instance %" PRIu64 ": streaming %s on %s pid %" PRId64, in->id, in->prog,
@@ -752,7 +753,7 @@ void session_stop(struct session *s, const char *why)
 	case SS_WAITING:
 	case SS_HELLO:
 	case SS_ACCEPT:
-		drain(s, IS_STOPPED, why);
+		drain(s, s->inst->up ? IS_STOPPED : IS_GONE, why);
 		return;
 	case SS_STREAMING:
 		if (s->tm->stopping) {

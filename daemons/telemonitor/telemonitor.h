@@ -171,60 +171,101 @@ struct tmon {
 };
 
 /* classes.c */
+/* Build and check every class of tm->rc (specs run through the checker). */
 int classes_load(struct tmon *tm, char *err, size_t errlen);
+/* Record the loaded classes in the store (sets their ids). */
 int classes_record(struct tmon *tm, char *err, size_t errlen);
+/* The class with store id `id`, or NULL. */
 struct tm_class *classes_find(struct tmon *tm, uint32_t id);
+/* The first class in configuration order that matches an instance, or NULL. */
 struct tm_class *classes_match(struct tmon *tm, const char *prog, const char *machine, int64_t pid);
+/* Add a class from "prop=value" pairs: check, save the file, subscribe. */
 int classes_add(struct tmon *tm, char **pairs, size_t n, uint32_t *id, char *err, size_t errlen);
+/* Change class `id` from "prop=value" pairs: check, save, subscribe again. */
 int classes_set(struct tmon *tm, uint32_t id, char **pairs, size_t n, char *err, size_t errlen);
+/* Remove class `id`: save, unsubscribe. */
 int classes_rm(struct tmon *tm, uint32_t id, char *err, size_t errlen);
+/* Run the checker on an empty log to check `spec`; 0 or a message. */
 int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errlen);
+/* Free every class. */
 void classes_free(struct tmon *tm);
 
 /* reglink.c */
+/* Start the registry link (connects in the background, reconnects forever). */
 int reg_start(struct tmon *tm);
+/* Tell the registry about class `c` (now, or when the link comes up). */
 void reg_subscribe(struct tmon *tm, const struct tm_class *c);
+/* Tell the registry to forget class `id`. */
 void reg_unsubscribe(struct tmon *tm, uint32_t id);
+/* True while the registry link is up. */
 bool reg_connected(const struct tmon *tm);
+/* "connected", "unavailable (retrying)", ... for status output. */
 const char *reg_status(const struct tmon *tm);
+/* Close the link. */
 void reg_free(struct tmon *tm);
 
 /* instances.c */
+/* Read back the instances not ended at the last stop; re-attach monitored ones. */
 int instances_load(struct tmon *tm);
+/* The registry reports instance `in` (matching class `sub_id`) running. */
 void instances_up(struct tmon *tm, uint32_t sub_id, const Cmon__Instance *in, bool is_new);
+/* The registry reports instance `in` gone (`clean`: it said goodbye). */
 void instances_gone(struct tmon *tm, const Cmon__Instance *in, bool clean);
+/* The registry has listed every running instance: forget those it did not. */
 void instances_synced(struct tmon *tm);
+/* The live instance with id `id`, or NULL. */
 struct tm_instance *instances_find(struct tmon *tm, uint64_t id);
+/* telemonctl start: monitor listed instance `id`. */
 int instances_start(struct tmon *tm, uint64_t id, char *err, size_t errlen);
+/* telemonctl stop: stop monitoring instance `id`. */
 int instances_stop(struct tmon *tm, uint64_t id, char *err, size_t errlen);
+/* Class `class_id` was removed: match its instances again. */
 void instances_class_removed(struct tmon *tm, uint32_t class_id);
+/* A session of `in` has ended (and been freed) leaving it in state `st`. */
 void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st);
+/* Set the status line of `in` shown by telemonctl. */
 void instances_set_status(struct tm_instance *in, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Save the counters and state of every changed instance. */
 void instances_save(struct tmon *tm);
+/* Free every instance and its session. */
 void instances_free(struct tmon *tm);
+/* "listed", "monitoring", ... as stored and shown. */
 const char *inst_state_name(enum inst_state st);
 
 /* session.c */
+/* Start monitoring `in` (`from_start`: it was just announced). */
 int session_start(struct tmon *tm, struct tm_instance *in, bool from_start);
+/* Stop monitoring: Stop to snarflog, the tools finish their input. */
 void session_stop(struct session *s, const char *why);
+/* Once a second: window deadlines, stalled tools. */
 void session_tick(struct session *s, double now);
+/* Free a session (tools killed, pending windows stored); accepts NULL. */
 void session_free(struct session *s);
+/* A tool printed something for the typescript. */
 void session_tool_output(struct session *s, struct tool *t, const char *p, size_t n);
+/* A tool took enough of its input: maybe read again. */
 void session_tool_drained(struct session *s, struct tool *t);
+/* A tool's process has exited and its output is read. */
 void session_tool_done(struct session *s, struct tool *t);
+/* Name of the session's state, for logs. */
 const char *session_state_name(const struct session *s);
 
 /* checker.c */
+/* One line of the checker's JSON output. */
 void checker_line(struct session *s, struct tool *t, const char *line, size_t len);
 
 /* notify.c */
+/* A failure of a class with `mail`: mail it now or add it to a digest. */
 void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
 		    const struct tm_instance *in, uint64_t failure_id, const char *assertion,
 		    int line, const char *spec, const char *what, int64_t start_ts, int64_t end_ts,
 		    const char *metrics_json, double now);
+/* Set up mail grouping (the mailer starts with the first mail). */
 void notify_start(struct tmon *tm);
+/* Stop the mailer and drop what is still grouped. */
 void notify_stop(struct tmon *tm);
+/* Mail counters as one line, for status output. */
 const char *notify_status(struct tmon *tm, char *buf, size_t size);
 
 /* Wall-clock time as Unix seconds. */
