@@ -1,0 +1,194 @@
+/* Unit tests for the telemonitor's stream follower
+ * (daemons/telemonitor/logscan.c): records are numbered as pcheck numbers
+ * them (malformed ones included, blank and comment lines not), records
+ * split across chunks are put back together, the header is kept for tools
+ * that start late, and binary records become cmon-ascii lines. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../daemons/telemonitor/logscan.c"
+
+/* What the callback saw. */
+struct seen {
+	int n;                    /* records */
+	uint64_t pos[32];         /* their ordinals */
+	int64_t ts[32];           /* timestamps */
+	char text[32][128];       /* texts */
+	uint64_t gap[32];         /* gap counts (0: a record) */
+};
+
+static void collect(void *arg, const struct logscan_rec *r)
+{
+	struct seen *s = arg;
+
+	assert_true(s->n < 32);
+	s->pos[s->n] = r->pos;
+	s->ts[s->n] = r->ts;
+	s->gap[s->n] = r->is_gap ? r->gap : 0;
+	snprintf(s->text[s->n], sizeof s->text[0], "%.*s", (int)r->len, r->text ? r->text : "");
+	s->n++;
+}
+
+static void feed(struct logscan *ls, const char *text, struct seen *s)
+{
+	assert_int_equal(logscan_data(ls, (const uint8_t *)text, strlen(text), collect, s), 0);
+}
+
+static void ascii_records(void **state)
+{
+	struct logscan ls;
+	struct seen s = { 0 };
+	const char *hdr = "#cmon-ascii 1\n#program demo\n#tick-ns 1000\n";
+
+	logscan_init(&ls, CMON__FORMAT__FORMAT_ASCII);
+	assert_int_equal(logscan_header(&ls, (const uint8_t *)hdr, strlen(hdr)), 0);
+	assert_true(ls.tick_ns == 1000);
+	feed(&ls, "100 1 Ev 1\n\n# a comment\n  \n200 1 Ev", &s);
+	assert_int_equal(s.n, 1);
+	feed(&ls, " 2\nbad line here\n#cmon-gap 5\n", &s);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(s.pos[0], 1);
+	assert_string_equal(s.text[1], "200 1 Ev 2");
+	assert_int_equal(s.pos[1], 2);
+	assert_int_equal(s.ts[1], 200);
+	assert_int_equal(s.pos[2], 3);               /* malformed: counted, pcheck skips it */
+	assert_int_equal(s.ts[2], 200);
+	assert_int_equal(s.gap[3], 5);               /* a gap after record 3 */
+	assert_int_equal(s.pos[3], 3);
+	/* the next record: 4, its \r gone */
+	s.n = 0;
+	feed(&ls, "300\t2 Ev 3\r\n", &s);
+	assert_int_equal(s.pos[0], 4);
+	assert_string_equal(s.text[0], "300\t2 Ev 3");
+	assert_int_equal(ls.pos, 4);
+	assert_true(ls.ahlen == strlen(hdr) && !memcmp(ls.ascii_hdr, hdr, ls.ahlen));
+	logscan_free(&ls);
+}
+
+static void ascii_header_in_data(void **state)
+{
+	struct logscan ls;
+	struct seen s = { 0 };
+
+	/* snarflog accepted us before the header was complete */
+	logscan_init(&ls, CMON__FORMAT__FORMAT_ASCII);
+	feed(&ls, "#cmon-ascii 1\n#clock CLOCK_REALTIME\n#start-unix-ns 17\n5 1 Ev\n#late 1\n", &s);
+	assert_int_equal(s.n, 1);
+	assert_true(ls.realtime);
+	assert_int_equal(ls.start_unix_ns, 17);
+	assert_string_equal(ls.ascii_hdr, "#cmon-ascii 1\n#clock CLOCK_REALTIME\n#start-unix-ns 17\n");
+	assert_int_equal(ls.rlen, ls.ahlen);         /* the replay header is the same text */
+	logscan_free(&ls);
+}
+
+static size_t frame(uint8_t *out, const Cmonlog__Record *r)
+{
+	size_t n = cmonlog__record__get_packed_size(r);
+
+	assert_true(n < 127);
+	out[0] = (uint8_t)n;
+	cmonlog__record__pack(r, out + 1);
+	return n + 1;
+}
+
+static void binary_records(void **state)
+{
+	uint8_t buf[1024];
+	size_t len = 0;
+	struct logscan ls;
+	struct seen s = { 0 };
+	Cmonlog__Record r = CMONLOG__RECORD__INIT;
+	Cmonlog__Header h = CMONLOG__HEADER__INIT;
+	Cmonlog__TypeDef td = CMONLOG__TYPE_DEF__INIT;
+	Cmonlog__Event ev = CMONLOG__EVENT__INIT;
+	Cmonlog__Gap gap = CMONLOG__GAP__INIT;
+	double vals[2] = { 4096, 0.25 };
+
+	h.magic = "cmon-bin";
+	h.program = "fsread";
+	h.has_pid = true;
+	h.pid = 42;
+	h.has_tick_ns = true;
+	h.tick_ns = 1;
+	r.kind_case = CMONLOG__RECORD__KIND_HEADER;
+	r.header = &h;
+	len += frame(buf + len, &r);
+	td.has_id = true;
+	td.id = 3;
+	td.name = "StartRead";
+	r.kind_case = CMONLOG__RECORD__KIND_TYPEDEF;
+	r.typedef_ = &td;
+	size_t hdr_len = len + frame(buf + len, &r);
+
+	logscan_init(&ls, CMON__FORMAT__FORMAT_BINARY);
+	assert_int_equal(logscan_header(&ls, buf, hdr_len), 0);
+	assert_string_equal(ls.ascii_hdr, "#cmon-ascii 1\n#program fsread\n#pid 42\n#tick-ns 1\n");
+	assert_int_equal(ls.rlen, hdr_len);
+
+	len = 0;
+	ev.has_type = true;
+	ev.type = 3;
+	ev.has_thread = true;
+	ev.thread = 7;
+	ev.has_ts = true;
+	ev.ts = 1000;
+	ev.n_values = 2;
+	ev.values = vals;
+	r.kind_case = CMONLOG__RECORD__KIND_EVENT;
+	r.event = &ev;
+	len += frame(buf + len, &r);
+	ev.type = 9;                                   /* never defined */
+	len += frame(buf + len, &r);
+	gap.has_count = true;
+	gap.count = 2;
+	r.kind_case = CMONLOG__RECORD__KIND_GAP;
+	r.gap = &gap;
+	len += frame(buf + len, &r);
+	/* in two chunks, cut inside the first frame */
+	assert_int_equal(logscan_data(&ls, buf, 5, collect, &s), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(logscan_data(&ls, buf + 5, len - 5, collect, &s), 0);
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.text[0], "1000 7 StartRead 4096 0.25");
+	assert_int_equal(s.pos[0], 1);
+	assert_int_equal(s.pos[1], 2);               /* unknown type: counted, no text */
+	assert_string_equal(s.text[1], "");
+	assert_int_equal(ls.malformed, 1);
+	assert_int_equal(s.gap[2], 2);
+	logscan_free(&ls);
+}
+
+static void over_long_line(void **state)
+{
+	struct logscan ls;
+	struct seen s = { 0 };
+	size_t n = LOGSCAN_RECORD_MAX + 100;
+	char *big = malloc(n);
+
+	memset(big, '1', n);
+	logscan_init(&ls, CMON__FORMAT__FORMAT_ASCII);
+	feed(&ls, "#cmon-ascii 1\n1 1 Ev\n", &s);
+	assert_int_equal(logscan_data(&ls, (const uint8_t *)big, n, collect, &s), 0);
+	feed(&ls, " 1 Ev\n2 1 Ev\n", &s);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.pos[1], 3);               /* the long line counted, like pcheck */
+	free(big);
+	logscan_free(&ls);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ascii_records),
+		cmocka_unit_test(ascii_header_in_data),
+		cmocka_unit_test(binary_records),
+		cmocka_unit_test(over_long_line),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
