@@ -37,6 +37,13 @@ static cx *node(cx_compiler *cc, const ps_expr *e)
     return c;
 }
 
+/* Bind node c to binder slot `slot` of the compiler's context. */
+static void set_slot(cx_compiler *cc, cx *c, int64_t slot)
+{
+    c->slot = (uint32_t)slot;
+    c->sp = &cc->ev->slots[slot];
+}
+
 /* The binder slot of an X_VAR operand, or -1. */
 static int64_t var_slot(const ps_expr *e)
 {
@@ -94,7 +101,7 @@ static bool num_constref(const cx *c, ps_evalctx *ev, double *out)
 
 static inline __attribute__((always_inline)) bool num_attr_body(const cx *c, ps_evalctx *ev, double *out)
 {
-    const pv *v = &ev->slots[c->slot];
+    const pv *v = c->sp;
     if (PS_UNLIKELY(v->kind != PV_EVENT))
         return num_fallback(c, ev, out);
     const pv_event *be = v->ev;
@@ -112,7 +119,7 @@ static bool num_attr(const cx *c, ps_evalctx *ev, double *out)
 
 static inline __attribute__((always_inline)) bool num_metric_body(const cx *c, ps_evalctx *ev, double *out)
 {
-    const pv *v = &ev->slots[c->slot];
+    const pv *v = c->sp;
     if (PS_UNLIKELY(v->kind != PV_INTERVAL || c->index >= v->iv->nmetric))
         return num_fallback(c, ev, out);
     const pv *m = &v->iv->metric[c->index];
@@ -129,7 +136,7 @@ static bool num_metric(const cx *c, ps_evalctx *ev, double *out)
 
 static bool num_thread(const cx *c, ps_evalctx *ev, double *out)
 {
-    const pv *v = &ev->slots[c->slot];
+    const pv *v = c->sp;
     if (PS_UNLIKELY(v->kind != PV_EVENT))
         return num_fallback(c, ev, out);
     *out = (double)v->ev->thread;
@@ -217,7 +224,7 @@ const cx *cx_num(cx_compiler *cc, const ps_expr *e)
     case X_METRIC:
         if (var_slot(e->field.obj) >= 0) {
             c->num = e->kind == X_ATTR ? num_attr : num_metric;
-            c->slot = (uint32_t)var_slot(e->field.obj);
+            set_slot(cc, c, var_slot(e->field.obj));
             c->index = e->field.index;
         }
         break;
@@ -229,7 +236,7 @@ const cx *cx_num(cx_compiler *cc, const ps_expr *e)
     case X_BUILTIN:
         if (e->op == B_THREAD && var_slot(e->call.args[0]) >= 0) {
             c->num = num_thread;
-            c->slot = (uint32_t)var_slot(e->call.args[0]);
+            set_slot(cc, c, var_slot(e->call.args[0]));
         }
         break;
     case X_NEG:
@@ -279,7 +286,7 @@ static bool tri_of_num(const cx *c, ps_evalctx *ev, pv_triple *out)
 
 static bool tri_ts(const cx *c, ps_evalctx *ev, pv_triple *out)
 {
-    const pv *v = &ev->slots[c->slot];
+    const pv *v = c->sp;
     if (PS_UNLIKELY(v->kind != PV_EVENT))
         return tri_fallback(c, ev, out);
     *out = (pv_triple){(double)v->ev->ts, 1, 0};
@@ -288,7 +295,7 @@ static bool tri_ts(const cx *c, ps_evalctx *ev, pv_triple *out)
 
 static bool tri_elapsed_iv(const cx *c, ps_evalctx *ev, pv_triple *out)
 {
-    const pv *v = &ev->slots[c->slot];
+    const pv *v = c->sp;
     if (PS_UNLIKELY(v->kind != PV_INTERVAL))
         return tri_fallback(c, ev, out);
     return elapsed_ts(v->iv->end->ts, v->iv->start->ts, out);
@@ -296,7 +303,7 @@ static bool tri_elapsed_iv(const cx *c, ps_evalctx *ev, pv_triple *out)
 
 static bool tri_elapsed_ev(const cx *c, ps_evalctx *ev, pv_triple *out)
 {
-    const pv *a = &ev->slots[c->slot], *b = &ev->slots[c->index];
+    const pv *a = c->sp, *b = c->sp2;
     if (PS_UNLIKELY(a->kind != PV_EVENT || b->kind != PV_EVENT))
         return tri_fallback(c, ev, out);
     return elapsed_ts(a->ev->ts, b->ev->ts, out);
@@ -305,7 +312,7 @@ static bool tri_elapsed_ev(const cx *c, ps_evalctx *ev, pv_triple *out)
 /* ts(x) - ts(y) of two bound events: the usual duration. */
 static inline __attribute__((always_inline)) bool tri_sub_ts_body(const cx *c, ps_evalctx *ev, pv_triple *out)
 {
-    const pv *a = &ev->slots[c->slot], *b = &ev->slots[c->index];
+    const pv *a = c->sp, *b = c->sp2;
     if (PS_UNLIKELY(a->kind != PV_EVENT || b->kind != PV_EVENT))
         return tri_fallback(c, ev, out);
     pv_triple t = {(double)a->ev->ts, 1, 0}, u = {(double)b->ev->ts, 1, 0};
@@ -323,7 +330,7 @@ static bool tri_sub_ts(const cx *c, ps_evalctx *ev, pv_triple *out)
 
 static inline __attribute__((always_inline)) bool tri_metric_body(const cx *c, ps_evalctx *ev, pv_triple *out)
 {
-    const pv *v = &ev->slots[c->slot];
+    const pv *v = c->sp;
     if (PS_UNLIKELY(v->kind != PV_INTERVAL || c->index >= v->iv->nmetric))
         return tri_fallback(c, ev, out);
     const pv *m = &v->iv->metric[c->index];
@@ -429,29 +436,29 @@ const cx *cx_tri(cx_compiler *cc, const ps_expr *e)
     case X_BUILTIN:
         if (ts_slot(e) >= 0) {
             c->tri = tri_ts;
-            c->slot = (uint32_t)ts_slot(e);
+            set_slot(cc, c, ts_slot(e));
         } else if (e->op == B_ELAPSED && e->call.nargs == 1 && var_slot(e->call.args[0]) >= 0) {
             c->tri = tri_elapsed_iv;
-            c->slot = (uint32_t)var_slot(e->call.args[0]);
+            set_slot(cc, c, var_slot(e->call.args[0]));
         } else if (e->op == B_ELAPSED && e->call.nargs == 2 && var_slot(e->call.args[0]) >= 0 &&
                    var_slot(e->call.args[1]) >= 0) {
             c->tri = tri_elapsed_ev;
-            c->slot = (uint32_t)var_slot(e->call.args[0]);
-            c->index = (uint32_t)var_slot(e->call.args[1]);
+            set_slot(cc, c, var_slot(e->call.args[0]));
+            c->sp2 = &cc->ev->slots[var_slot(e->call.args[1])];
         }
         break;
     case X_METRIC:
         if (var_slot(e->field.obj) >= 0) {
             c->tri = tri_metric;
-            c->slot = (uint32_t)var_slot(e->field.obj);
+            set_slot(cc, c, var_slot(e->field.obj));
             c->index = e->field.index;
         }
         break;
     case X_BINARY:
         if (e->op == PV_OP_SUB && ts_slot(e->bin.a) >= 0 && ts_slot(e->bin.b) >= 0) {
             c->tri = tri_sub_ts;
-            c->slot = (uint32_t)ts_slot(e->bin.a);
-            c->index = (uint32_t)ts_slot(e->bin.b);
+            set_slot(cc, c, ts_slot(e->bin.a));
+            c->sp2 = &cc->ev->slots[ts_slot(e->bin.b)];
         } else if (e->op == PV_OP_ADD || e->op == PV_OP_SUB) {
             c->tri = e->op == PV_OP_ADD ? tri_add : tri_sub;
             c->a = cx_tri(cc, e->bin.a);
@@ -522,7 +529,7 @@ static int cond_implies(const cx *c, ps_evalctx *ev)
 
 static int cond_metric(const cx *c, ps_evalctx *ev)
 {
-    const pv *v = &ev->slots[c->slot];
+    const pv *v = c->sp;
     if (PS_UNLIKELY(v->kind != PV_INTERVAL || c->index >= v->iv->nmetric))
         return cond_fallback(c, ev);
     const pv *m = &v->iv->metric[c->index];
@@ -641,7 +648,7 @@ static int tri_rel_cx(const cx *c, ps_evalctx *ev)
     static int name##_metric_k(const cx *c, ps_evalctx *ev)             \
     {                                                                   \
         const cx *a = c->a;                                             \
-        const pv *v = &ev->slots[a->slot];                              \
+        const pv *v = a->sp;                              \
         if (PS_LIKELY(v->kind == PV_INTERVAL && a->index < v->iv->nmetric)) { \
             const pv *m = &v->iv->metric[a->index];                     \
             if (m->kind == PV_TRIPLE)                                   \
@@ -818,7 +825,7 @@ static const cx *compile_cond(cx_compiler *cc, const ps_expr *e, const ps_expr *
         if (var_slot(e->field.obj) >= 0) {
             cx *c = node(cc, e);
             c->cond = cond_metric;
-            c->slot = (uint32_t)var_slot(e->field.obj);
+            set_slot(cc, c, var_slot(e->field.obj));
             c->index = e->field.index;
             return c;
         }

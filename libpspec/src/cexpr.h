@@ -13,7 +13,9 @@
  * finds something unexpected at run time (a slot holding another kind of
  * value), evaluates its source expression with eval.c instead.
  *
- * Nodes live in the compiler's arena and are freed with it.
+ * Nodes live in the compiler's arena and are freed with it. They point into
+ * the slot array of the context given to cx_init: evaluate them with that
+ * context (the constants and accumulators may change, the slots may not move).
  */
 #ifndef PSPEC_CEXPR_H
 #define PSPEC_CEXPR_H
@@ -35,6 +37,7 @@ struct cx {
     const cx *a, *b;            /* operands */
     double k;                   /* a constant operand */
     uint32_t slot, index;       /* a binder's slot; an attribute, metric or aggregate index */
+    const pv *sp, *sp2;         /* that slot (and a second one) in the compiler's context */
     uint8_t op;                 /* pv_binop or triple part */
     int8_t konst;               /* cond nodes: 1/0/-1 when the result is constant, else 2 */
 };

@@ -262,6 +262,7 @@ enum {
     TOP_GENERIC,            /* anything (sinks included) */
     TOP_COUNT,              /* {count x : T [where P]} */
     TOP_ALL,                /* {& x : T [where P] : boolean} */
+    TOP_MEAN_TRI,           /* {mean x : T [where P] : triple} */
 };
 
 #define VEC(type) struct { type *v; uint32_t n, cap; }
@@ -512,6 +513,20 @@ static inline __attribute__((always_inline)) void feed_top(engine *g, const tops
         }
         if (PS_UNLIKELY(ts->report && b != 1))
             top_report(g, ts, x, b == 0 ? 1 : 2);
+        return;
+    }
+    if (ts->mode == TOP_MEAN_TRI) {
+        pv_acc *a = ts->acc;
+        pv_triple t;
+        if (!cx_eval_tri(ts->value.c, g->ev, &t)) {
+            pv_acc_add_undef(a);
+        } else if (PS_LIKELY(t.p >= 0 && t.m >= 0 && (t.v - t.v) + (t.p - t.p) + (t.m - t.m) == 0 &&
+                             !a->poisoned)) {
+            a->n++;         /* pv_acc_add_triple on a mean: the favoured value's sum */
+            a->sum += t.v;
+        } else {
+            pv_acc_add_triple(a, t);
+        }
         return;
     }
     if (PS_UNLIKELY(ts->sink)) {
@@ -1083,6 +1098,8 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
             ts->mode = TOP_COUNT;
         else if (!ts->sink && a->op == PV_AGG_ALL && a->map_depth == 0 && ts->value.kind == CX_BOOL)
             ts->mode = TOP_ALL;
+        else if (!ts->sink && a->op == PV_AGG_MEAN && a->map_depth == 0 && ts->value.kind == CX_TRI && !ts->report)
+            ts->mode = TOP_MEAN_TRI;
         if (a->ev)
             VPUSH(g->evd[a->ev->id].tops, ts);
         else if (a->iv)
