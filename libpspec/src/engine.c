@@ -337,7 +337,8 @@ typedef struct engine {
     uint32_t sub;           /* fabricated events since that record */
     bool want_events;       /* call p->event */
     bool want_intervals;    /* call p->interval */
-    pv_event *evfree;       /* recycled events (capacity maxattr), linked through `type` */
+    pv_event *spare;        /* the last event recycled (capacity maxattr) */
+    pv_event *evfree;       /* more recycled events, linked through `type` */
     uint32_t nevfree;
 } engine;
 
@@ -347,8 +348,10 @@ static ps_evtype *const no_types[1] = {NULL};
 
 static inline pv_event *event_alloc(engine *g, const ps_evtype *t)
 {
-    pv_event *e = g->evfree;
-    if (e) {
+    pv_event *e = g->spare;
+    if (PS_LIKELY(e != NULL)) {
+        g->spare = NULL;
+    } else if ((e = g->evfree) != NULL) {
         g->evfree = (pv_event *)(uintptr_t)e->type;
         g->nevfree--;
     } else {
@@ -366,6 +369,10 @@ static inline void event_unref(engine *g, pv_event *e)
 {
     if (--e->refs > 0)
         return;
+    if (!g->spare) {
+        g->spare = e;
+        return;
+    }
     if (g->nevfree >= POOL_KEEP) {
         e->refs = 1;
         pv_event_release(e);
@@ -1160,6 +1167,10 @@ static void teardown(engine *g)
     free(g->ivd);
     free(g->ivs);
     free(g->tops);
+    if (g->spare) {
+        g->spare->refs = 1;
+        pv_event_release(g->spare);
+    }
     while (g->evfree) {
         pv_event *e = g->evfree;
         g->evfree = (pv_event *)(uintptr_t)e->type;
