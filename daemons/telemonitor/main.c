@@ -99,124 +99,6 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 	cmon_tls_opts_from_env(&o->tls);
 }
 
-/* mkdir -p with mode 0750. */
-static int make_dirs(const char *path)
-{
-	char buf[PATH_MAX];
-
-	snprintf(buf, sizeof buf, "%s", path);
-	for (char *p = buf + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(buf, 0750) < 0 && errno != EEXIST)
-				return -errno;
-			*p = '/';
-		}
-	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-static int find_state_dir(struct tmon *tm)
-{
-	const char *d = tm->opt.state, *home = getenv("HOME");
-	char buf[PATH_MAX];
-	int r;
-
-	if (!d || !*d)
-		d = getenv("TELEMON_STATE");
-	if (!d || !*d) {
-		d = getenv("STATE_DIRECTORY");        /* systemd StateDirectory= */
-		if (d && strchr(d, ':'))
-			d = NULL;
-	}
-	if (!d || !*d) {
-		snprintf(buf, sizeof buf, "%s/.telemonitor", home && *home ? home : ".");
-		d = buf;
-	}
-	r = make_dirs(d);
-	if (r < 0 || !realpath(d, tm->state_dir)) {
-		fprintf(stderr, "telemonitor: state directory %s: %s\n", d,
-			strerror(r < 0 ? -r : errno));
-		return -1;
-	}
-	snprintf(tm->ctl_hint, sizeof tm->ctl_hint, "telemonctl -state %s", tm->state_dir);
-	return 0;
-}
-
-/* -rc, $TELEMONRC, ~/.telemonrc; only the last may be missing. */
-static int load_config(struct tmon *tm)
-{
-	const char *path = tm->opt.rc, *home = getenv("HOME");
-	bool named = true;
-	char buf[PATH_MAX], abs_path[PATH_MAX], err[1200];
-	int r;
-
-	if (!path || !*path)
-		path = getenv("TELEMONRC");
-	if (!path || !*path) {
-		snprintf(buf, sizeof buf, "%s/.telemonrc", home && *home ? home : ".");
-		path = buf;
-		named = false;
-	}
-	if (realpath(path, abs_path))
-		path = abs_path;
-	r = rc_load(path, &tm->rc, err, sizeof err);
-	if (r == -ENOENT && !named) {
-		tm->rc = rc_new(path);
-		if (!tm->rc)
-			return -1;
-		cmon_notice("no configuration at %s: starting without classes (telemonctl class "
-			    "add saves one there)", path);
-		return 0;
-	}
-	if (r < 0) {
-		fprintf(stderr, "telemonitor: %s\n", err);
-		return -1;
-	}
-	return 0;
-}
-
-static bool executable(const char *path)
-{
-	return access(path, X_OK) == 0;
-}
-
-static void find_pcheck(struct tmon *tm)
-{
-	char self[PATH_MAX], *slash, cand[PATH_MAX + 64];
-	const char *path = getenv("PATH");
-	ssize_t n;
-
-	if (tm->opt.pcheck) {
-		if (!realpath(tm->opt.pcheck, tm->pcheck))
-			snprintf(tm->pcheck, sizeof tm->pcheck, "%s", tm->opt.pcheck);
-		return;
-	}
-	n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(cand, sizeof cand, "%s/pcheck", self);
-			if (executable(cand) && realpath(cand, tm->pcheck))
-				return;
-			snprintf(cand, sizeof cand, "%s/../../clients/pcheck/pcheck", self);
-			if (executable(cand) && realpath(cand, tm->pcheck))
-				return;
-		}
-	}
-	while (path && *path) {
-		size_t len = strcspn(path, ":");
-		snprintf(cand, sizeof cand, "%.*s/pcheck", (int)len, path);
-		if (len && executable(cand) && realpath(cand, tm->pcheck))
-			return;
-		path += len + (path[len] == ':');
-	}
-	snprintf(tm->pcheck, sizeof tm->pcheck, "pcheck");
-}
-
 /* Every monitored instance takes a socket and up to six pipe ends. */
 static void raise_fd_limit(void)
 {
@@ -287,8 +169,8 @@ int main(int argc, char **argv)
 	TAILQ_INIT(&tm.instances);
 	TAILQ_INIT(&tm.tools);
 	tm.started = tm_now();
-	find_pcheck(&tm);
-	if (load_config(&tm) < 0)
+	setup_pcheck(&tm);
+	if (setup_config(&tm) < 0)
 		return 2;
 	/* every class and spec is checked before anything is touched */
 	if (classes_load(&tm, err, sizeof err) < 0) {
@@ -302,7 +184,7 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out_store;
 	}
-	if (find_state_dir(&tm) < 0)
+	if (setup_state_dir(&tm) < 0)
 		goto out_store;
 	tm.store = store_open(tm.state_dir, err, sizeof err);
 	if (!tm.store || classes_record(&tm, err, sizeof err) < 0) {

@@ -12,7 +12,8 @@
  *   typescript.c  tool output kept per instance
  *   store.c     sqlite: schema, migrations, batched writes
  *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
- *   control.c   the telemonctl socket; commands.c and stats.c answer it */
+ *   control.c   the telemonctl socket; commands.c and stats.c answer it
+ *   setup.c     finding the configuration, state directory and checker */
 #ifndef TELEMONITOR_H
 #define TELEMONITOR_H
 
@@ -169,6 +170,14 @@ struct tmon {
 	double started;               /* when the service started */
 	uint64_t total_failures;      /* failures stored since start */
 };
+
+/* setup.c */
+/* Read the configuration file (a missing ~/.telemonrc gives an empty one). */
+int setup_config(struct tmon *tm);
+/* Create and resolve the state directory. */
+int setup_state_dir(struct tmon *tm);
+/* Find the checker binary. */
+void setup_pcheck(struct tmon *tm);
 
 /* classes.c */
 /* Build and check every class of tm->rc (specs run through the checker). */

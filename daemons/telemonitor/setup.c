@@ -1,0 +1,132 @@
+/* Where things are: the configuration file (-rc, $TELEMONRC,
+ * ~/.telemonrc), the state directory (-state, $TELEMON_STATE,
+ * $STATE_DIRECTORY, ~/.telemonitor) and the checker (-pcheck, next to
+ * this program, in the build tree, on $PATH). Messages go to standard
+ * error: this runs before the service starts. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmon/log.h"
+#include "telemonitor.h"
+
+/* mkdir -p with mode 0750. */
+static int make_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int setup_state_dir(struct tmon *tm)
+{
+	const char *d = tm->opt.state, *home = getenv("HOME");
+	char buf[PATH_MAX];
+	int r;
+
+	if (!d || !*d)
+		d = getenv("TELEMON_STATE");
+	if (!d || !*d) {
+		d = getenv("STATE_DIRECTORY");        /* systemd StateDirectory= */
+		if (d && strchr(d, ':'))
+			d = NULL;
+	}
+	if (!d || !*d) {
+		snprintf(buf, sizeof buf, "%s/.telemonitor", home && *home ? home : ".");
+		d = buf;
+	}
+	r = make_dirs(d);
+	if (r < 0 || !realpath(d, tm->state_dir)) {
+		fprintf(stderr, "telemonitor: state directory %s: %s\n", d,
+			strerror(r < 0 ? -r : errno));
+		return -1;
+	}
+	snprintf(tm->ctl_hint, sizeof tm->ctl_hint, "telemonctl -state %s", tm->state_dir);
+	return 0;
+}
+
+/* -rc, $TELEMONRC, ~/.telemonrc; only the last may be missing. */
+int setup_config(struct tmon *tm)
+{
+	const char *path = tm->opt.rc, *home = getenv("HOME");
+	bool named = true;
+	char buf[PATH_MAX], abs_path[PATH_MAX], err[1200];
+	int r;
+
+	if (!path || !*path)
+		path = getenv("TELEMONRC");
+	if (!path || !*path) {
+		snprintf(buf, sizeof buf, "%s/.telemonrc", home && *home ? home : ".");
+		path = buf;
+		named = false;
+	}
+	if (realpath(path, abs_path))
+		path = abs_path;
+	r = rc_load(path, &tm->rc, err, sizeof err);
+	if (r == -ENOENT && !named) {
+		tm->rc = rc_new(path);
+		if (!tm->rc)
+			return -1;
+		cmon_notice("no configuration at %s: starting without classes (telemonctl class "
+			    "add saves one there)", path);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "telemonitor: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static bool executable(const char *path)
+{
+	return access(path, X_OK) == 0;
+}
+
+void setup_pcheck(struct tmon *tm)
+{
+	char self[PATH_MAX], *slash, cand[PATH_MAX + 64];
+	const char *path = getenv("PATH");
+	ssize_t n;
+
+	if (tm->opt.pcheck) {
+		if (!realpath(tm->opt.pcheck, tm->pcheck))
+			snprintf(tm->pcheck, sizeof tm->pcheck, "%s", tm->opt.pcheck);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(cand, sizeof cand, "%s/pcheck", self);
+			if (executable(cand) && realpath(cand, tm->pcheck))
+				return;
+			snprintf(cand, sizeof cand, "%s/../../clients/pcheck/pcheck", self);
+			if (executable(cand) && realpath(cand, tm->pcheck))
+				return;
+		}
+	}
+	while (path && *path) {
+		size_t len = strcspn(path, ":");
+		snprintf(cand, sizeof cand, "%.*s/pcheck", (int)len, path);
+		if (len && executable(cand) && realpath(cand, tm->pcheck))
+			return;
+		path += len + (path[len] == ':');
+	}
+	snprintf(tm->pcheck, sizeof tm->pcheck, "pcheck");
+}
