@@ -1,14 +1,15 @@
-/* Tool processes (see tool.h). Spawned with posix_spawn; the pipes to and
+/* Tool processes (see tool.h). Started with fork and exec (so that they
+ * can be told to die with the telemonitor: PR_SET_PDEATHSIG); the pipes to and
  * from them are libevent bufferevents, so a tool that stops reading or
  * floods its output never blocks the loop: its input queue is bounded by
  * the session's flow control, its output lines by TM_LINE_MAX. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -223,15 +224,35 @@ static char **make_env(char *const add[])
 	return env;
 }
 
+/* In the child, between fork and exec (async-signal-safe calls only): its
+ * own process group, killed if the telemonitor dies, default signals. */
+static void child(int in, int out, int errfd, pid_t parent, char *const argv[], char **env)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	static const int sigs[] = { SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP };
+	sigset_t none;
+
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);                           /* the telemonitor is already gone */
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+		_exit(127);
+	close_range(3, ~0U, 0);
+	execve(argv[0], argv, env);
+	_exit(127);
+}
+
 int tool_spawn(struct tool *t, char *const argv[], char *const add_env[], char *err,
 	       size_t errlen)
 {
 	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, dflt;
 	char **env = NULL;
-	pid_t pid;
+	pid_t pid, self = getpid();
 	int r;
 
 	if ((r = nonblock_pipe(pin, false)) < 0 || (r = nonblock_pipe(pout, true)) < 0 ||
@@ -245,33 +266,22 @@ int tool_spawn(struct tool *t, char *const argv[], char *const add_env[], char *
 		snprintf(err, errlen, "out of memory");
 		goto out_close;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pin[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, perr[1], 2);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	sigemptyset(&dflt);
-	sigaddset(&dflt, SIGPIPE);
-	sigaddset(&dflt, SIGCHLD);
-	sigaddset(&dflt, SIGTERM);
-	sigaddset(&dflt, SIGINT);
-	sigaddset(&dflt, SIGHUP);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &dflt);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-				 POSIX_SPAWN_SETPGROUP);
-	r = posix_spawn(&pid, argv[0], &fa, &attr, argv, env);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	free(env);
-	if (r != 0) {
-		snprintf(err, errlen, "could not create process for %s: %s", argv[0], strerror(r));
-		r = -r;
+	if (access(argv[0], X_OK) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "could not create process for %s: %s", argv[0], strerror(errno));
+		free(env);
 		goto out_close;
 	}
+	pid = fork();
+	if (pid == 0)
+		child(pin[0], pout[1], perr[1], self, argv, env);
+	free(env);
+	if (pid < 0) {
+		r = -errno;
+		snprintf(err, errlen, "could not create process for %s: %s", argv[0], strerror(errno));
+		goto out_close;
+	}
+	setpgid(pid, pid);                            /* no race with kill(-pid) below */
 	close(pin[0]);
 	close(pout[1]);
 	close(perr[1]);
