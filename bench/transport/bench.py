@@ -3,10 +3,12 @@
 
   bench.py BUILD_DIR [--quick]
 
-1. Writer overhead: a program writing a log at full speed (transport-gen),
-   into `cat >/dev/null` vs through snarflog with nobody listening vs
-   through snarflog with a stalled subscriber. Measured: the program's own
-   time to write everything. Target: snarflog <= 1.2x cat.
+1. Writer overhead: a program writing a log (transport-gen) into
+   `cat >/dev/null` vs through snarflog with nobody listening vs through
+   snarflog with a stalled subscriber. Two programs: a firehose that does
+   nothing but write records, and a busy program doing ~100 ns of its own
+   work per record (still ~9 million records a second). Measured: the
+   program's own time to write everything. Target: snarflog <= 1.2x cat.
 2. Forwarding throughput, the same lines from the program to a reader on
    loopback TCP: socat (pipe -> socat -> TCP -> reader), snarflog (wrapper
    pipe -> snarflog -> TCP -> cmon-sub, block mode so nothing is dropped),
@@ -31,8 +33,9 @@ import time
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build-bench")
 QUICK = "--quick" in sys.argv
 REPS = 3 if QUICK else 7
-N_WRITE = 2_000_000 if QUICK else 5_000_000    # records for the writer-overhead runs
+N_WRITE = 1_000_000 if QUICK else 3_000_000    # records for the writer-overhead runs
 N_FWD = 300_000 if QUICK else 1_000_000        # records for the forwarding runs
+WORK = (0, 100)                                # transport-gen -work: firehose, busy program
 
 
 def find(name):
@@ -87,9 +90,9 @@ def fresh(name):
 
 # --- 1. writer overhead ----------------------------------------------------
 
-def w_cat(fmt):
+def w_cat(fmt, work):
     cat = spawn(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=None)
-    g = spawn([GEN, "-n", str(N_WRITE), "-format", fmt], stdout=cat.stdin)
+    g = spawn([GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work)], stdout=cat.stdin)
     cat.stdin.close()
     t = gen_seconds(g)
     g.wait()
@@ -97,10 +100,10 @@ def w_cat(fmt):
     return t
 
 
-def w_snarf(fmt, stalled):
+def w_snarf(fmt, work, stalled):
     go, portfile = fresh("go"), fresh("snarf.port")
     s = spawn([SNARF, "bench", "-standalone", "-portfile", portfile, "-drain", "0.2", "--",
-               GEN, "-n", str(N_WRITE), "-format", fmt, "-wait", go])
+               GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work), "-wait", go])
     port = wait_file(portfile)
     sub = None
     if stalled:
@@ -171,6 +174,7 @@ def f_rsyslog():
     conf = os.path.join(work, "rsyslog.conf")
     with open(conf, "w") as f:
         f.write("""global(workDirectory="%s" maxMessageSize="8k")
+main_queue(queue.type="LinkedList" queue.size="2000000" queue.dequeueBatchSize="1024")
 module(load="imptcp")
 input(type="imptcp" address="127.0.0.1" port="%d" SupportOctetCountedFraming="off")
 template(name="raw" type="string" string="%%rawmsg%%\\n")
@@ -194,16 +198,19 @@ action(type="omfwd" target="127.0.0.1" port="%s" protocol="tcp" template="raw")
     t0 = time.monotonic()
     open(go, "w").close()
     try:
-        sink.wait(timeout=300)
+        sink.wait(timeout=60)
     except subprocess.TimeoutExpired:
         sink.kill()
+        sink.wait()
     t = time.monotonic() - t0
     g.wait()
     rs.terminate()
     rs.wait()
     out = sink.stdout.read().decode()
     if sink.returncode != 0:
-        raise RuntimeError("rsyslog delivered only: %s" % out)
+        sys.stderr.write("bench: rsyslog run failed (sink: %r; rsyslogd: %r); not counted\n"
+                         % (out, rs.stderr.read().decode()[-500:]))
+        return None
     return t
 
 
@@ -228,14 +235,17 @@ def main():
     results = {}
 
     def run(key, fn, *args):
-        results.setdefault(key, []).append(fn(*args))
+        t = fn(*args)
+        if t is not None:
+            results.setdefault(key, []).append(t)
 
     try:
         for _ in range(REPS):
-            for fmt in ("ascii", "binary"):
-                run(("w", fmt, "cat"), w_cat, fmt)
-                run(("w", fmt, "nobody"), w_snarf, fmt, False)
-                run(("w", fmt, "stalled"), w_snarf, fmt, True)
+            for work in WORK:
+                for fmt in ("ascii", "binary"):
+                    run(("w", work, fmt, "cat"), w_cat, fmt, work)
+                    run(("w", work, fmt, "nobody"), w_snarf, fmt, work, False)
+                    run(("w", work, fmt, "stalled"), w_snarf, fmt, work, True)
         fwd = [("socat", f_socat), ("snarflog", f_snarf)]
         if shutil.which("rsyslogd"):
             fwd.append(("rsyslog", f_rsyslog))
@@ -250,21 +260,26 @@ def main():
                 p.wait()
         shutil.rmtree(TMP, ignore_errors=True)
 
-    print("writer overhead: %d records written at full speed; program's own time, median of %d"
+    print("writer overhead: %d records; the program's own time to write them, median of %d"
           % (N_WRITE, REPS))
-    print("  %-7s %-28s %10s %8s" % ("format", "log goes to", "seconds", "vs cat"))
-    for fmt in ("ascii", "binary"):
-        base = med(results[("w", fmt, "cat")])
-        for what, label in (("cat", "cat >/dev/null"), ("nobody", "snarflog, nobody listening"),
-                            ("stalled", "snarflog, stalled subscriber")):
-            t = med(results[("w", fmt, what)])
-            print("  %-7s %-28s %10.3f %7.2fx" % (fmt, label, t, t / base))
+    print("  %-9s %-7s %-28s %10s %8s" % ("program", "format", "log goes to", "seconds", "vs cat"))
+    for work in WORK:
+        prog = "firehose" if work == 0 else "busy"
+        for fmt in ("ascii", "binary"):
+            base = med(results[("w", work, fmt, "cat")])
+            for what, label in (("cat", "cat >/dev/null"), ("nobody", "snarflog, nobody listening"),
+                                ("stalled", "snarflog, stalled subscriber")):
+                t = med(results[("w", work, fmt, what)])
+                print("  %-9s %-7s %-28s %10.3f %7.2fx" % (prog, fmt, label, t, t / base))
     print()
     print("forwarding: %d ascii lines to a reader over loopback TCP; go -> last line, median of %d"
           % (N_FWD, len(results[("f", "socat")])))
     print("  %-10s %10s %12s %10s" % ("path", "seconds", "lines/s", "vs socat"))
     base = med(results[("f", "socat")])
     for name, _fn in fwd:
+        if ("f", name) not in results:
+            print("  %-10s %10s" % (name, "failed"))
+            continue
         t = med(results[("f", name)])
         print("  %-10s %10.3f %12.0f %9.2fx" % (name, t, N_FWD / t, t / base))
     if ("f", "rsyslog") in results:

@@ -2,7 +2,8 @@
  * benchmarks: writes N sequence-numbered records (cmon-ascii 1 lines or
  * cmon-bin 1 events) as fast as write() takes them, to CMON_LOG_FD when
  * snarflog runs it, else to -o PATH, -connect HOST:PORT, or stdout.
- * With -wait FILE it starts writing once FILE exists. Reports on stderr
+ * With -wait FILE it starts writing once FILE exists; with -work N it does
+ * N steps of arithmetic between records, like a program with real work. Reports on stderr
  * how long writing took (what the program "feels"). */
 #include <errno.h>
 #include <fcntl.h>
@@ -132,6 +133,8 @@ int main(int argc, char **argv)
 	unsigned long long n = 1000000, bytes = 0;
 	const char *out = NULL, *conn = NULL, *wait = NULL, *env = getenv("CMON_LOG_FD");
 	int binary = 0, fd = 1;
+	unsigned long work = 0;
+	volatile unsigned long sink = 0;
 	static char buf[1 << 16];
 	size_t len = 0;
 	double t0, t1;
@@ -147,9 +150,11 @@ int main(int argc, char **argv)
 			conn = argv[++i];
 		else if (!strcmp(argv[i], "-wait") && i + 1 < argc)
 			wait = argv[++i];
+		else if (!strcmp(argv[i], "-work") && i + 1 < argc)
+			work = strtoul(argv[++i], NULL, 10);
 		else {
 			fprintf(stderr, "usage: transport-gen [-n N] [-format ascii|binary] "
-					"[-o PATH | -connect HOST:PORT] [-wait FILE]\n");
+					"[-o PATH | -connect HOST:PORT] [-wait FILE] [-work N]\n");
 			return 2;
 		}
 	}
@@ -173,6 +178,9 @@ int main(int argc, char **argv)
 		len = (size_t)snprintf(buf, sizeof buf, "#cmon-ascii 1\n#program transport\n");
 	}
 	for (unsigned long long i = 0; i < n; i++) {
+		/* The program's own work between two records (-work N steps). */
+		for (unsigned long k = 0; k < work; k++)
+			sink = sink * 31 + k;
 		if (len > sizeof buf - 64) {
 			write_all(fd, buf, len);
 			bytes += len;

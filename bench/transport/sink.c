@@ -53,6 +53,11 @@ int main(int argc, char **argv)
 	fclose(f);
 	fd = accept(ls, NULL, NULL);
 	t0 = now();
+	{
+		/* Give up after 20 s of silence (a lossy sender never finishes). */
+		struct timeval tv = { 20, 0 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	}
 	while (lines < want) {
 		ssize_t n = read(fd, buf, sizeof buf);
 		const char *p = buf, *end;
