@@ -41,7 +41,7 @@ static cx *node(cx_compiler *cc, const ps_expr *e)
 static void set_slot(cx_compiler *cc, cx *c, int64_t slot)
 {
     c->slot = (uint32_t)slot;
-    c->sp = &cc->ev->slots[slot];
+    c->sp = cc->ev->slots ? &cc->ev->slots[slot] : NULL;   /* no slots: only compiled, never run */
 }
 
 /* The binder slot of an X_VAR operand, or -1. */
@@ -444,7 +444,7 @@ const cx *cx_tri(cx_compiler *cc, const ps_expr *e)
                    var_slot(e->call.args[1]) >= 0) {
             c->tri = tri_elapsed_ev;
             set_slot(cc, c, var_slot(e->call.args[0]));
-            c->sp2 = &cc->ev->slots[var_slot(e->call.args[1])];
+            c->sp2 = cc->ev->slots ? &cc->ev->slots[var_slot(e->call.args[1])] : NULL;
         }
         break;
     case X_METRIC:
@@ -458,7 +458,7 @@ const cx *cx_tri(cx_compiler *cc, const ps_expr *e)
         if (e->op == PV_OP_SUB && ts_slot(e->bin.a) >= 0 && ts_slot(e->bin.b) >= 0) {
             c->tri = tri_sub_ts;
             set_slot(cc, c, ts_slot(e->bin.a));
-            c->sp2 = &cc->ev->slots[ts_slot(e->bin.b)];
+            c->sp2 = cc->ev->slots ? &cc->ev->slots[ts_slot(e->bin.b)] : NULL;
         } else if (e->op == PV_OP_ADD || e->op == PV_OP_SUB) {
             c->tri = e->op == PV_OP_ADD ? tri_add : tri_sub;
             c->a = cx_tri(cc, e->bin.a);

@@ -209,7 +209,8 @@ typedef struct aggst {
 typedef struct ivst {
     ps_ivtype *t;
     uint32_t s_slot, e_slot;
-    ixlist open;            /* all open intervals, in start order */
+    ixlist open;            /* all open intervals, in start order (when keep_all) */
+    bool keep_all;          /* keep that list: matching ends or some metric aggregate has no key */
     uint64_t nopen;
     int32_t endcls;         /* key class of the end matching, -1 when not keyed */
     const cx *end_key;      /* t->end_key */
@@ -593,8 +594,21 @@ static inline __attribute__((always_inline)) void feed_metric_sub(engine *g, ivs
         /* An undefined key makes the where-clause undefined for every open
          * interval: fall through and let each one see it. */
     }
-    for (ixnode *n = is->open.head; n && n->o->start_seq < before_seq; n = n->next)
-        feed_metric(g, is, as, k, n->o, as->where);
+    if (PS_LIKELY(is->keep_all)) {
+        for (ixnode *n = is->open.head; n && n->o->start_seq < before_seq; n = n->next)
+            feed_metric(g, is, as, k, n->o, as->where);
+        return;
+    }
+    /* No list of them all: every open interval is in the end index (its
+     * end key is defined), one bucket at a time, each in start order. The
+     * order among intervals does not matter: each has its own accumulator. */
+    ixmap *m = &is->cls[is->endcls].ix;
+    for (uint32_t i = 0; i < m->cap; i++) {
+        if (!m->s[i].used)
+            continue;
+        for (ixnode *n = m->s[i].list.head; n && n->o->start_seq < before_seq; n = n->next)
+            feed_metric(g, is, as, k, n->o, as->where);
+    }
 }
 
 /* ---- opening and closing -------------------------------------------------------------------- */
@@ -635,7 +649,8 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
     o->start = ev;
     ev->refs++;
     o->start_seq = g->seq;
-    list_append(&is->open, &o->all, o);
+    if (is->keep_all)
+        list_append(&is->open, &o->all, o);
     is->nopen++;
     for (uint32_t c = 0; c < nc; c++) {
         keycls *kc = &is->cls[c];
@@ -663,7 +678,8 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
 static void drop_open(ivst *is, open_iv *o, bool keep_start)
 {
     bool keep = is->npool < POOL_KEEP;
-    list_remove(&is->open, &o->all);
+    if (is->keep_all)
+        list_remove(&is->open, &o->all);
     is->nopen--;
     for (uint32_t c = 0; c < o->ncls; c++) {
         keyent *ke = &o->keys[c];
@@ -1009,6 +1025,7 @@ static ivst *ivst_new(engine *g, ps_ivtype *t)
         is->metrics[m] = cx_value(cc, t->metrics[m].expr);
         is->metrics_plain &= is->metrics[m].kind != CX_GENERIC;
     }
+    is->keep_all = is->endcls < 0;
     is->aggs = ps_calloc(t->naggs ? t->naggs : 1, sizeof *is->aggs);
     for (uint32_t k = 0; k < t->naggs; k++) {
         ps_agg *a = t->aggs[k];
@@ -1022,6 +1039,8 @@ static ivst *ivst_new(engine *g, ps_ivtype *t)
             as->cls = key_class(g, is, a->start_key);
             as->elem_key = cx_num(cc, a->elem_key);
             as->where_keyed = cx_cond(cc, a->where, key_conjunct(a->where, a->elem_key, a->start_key));
+        } else {
+            is->keep_all = true;
         }
     }
     return is;
@@ -1128,6 +1147,12 @@ static void teardown(engine *g)
             continue;
         while (is->open.head)
             drop_open(is, is->open.head->o, false);
+        if (!is->keep_all) {
+            ixmap *m = &is->cls[is->endcls].ix;
+            for (uint32_t i = 0; i < m->cap; i++)
+                while (m->s[i].used && m->s[i].list.head)
+                    drop_open(is, m->s[i].list.head->o, false);
+        }
         free_pool(is);
         while (is->ivfree) {
             pv_interval *iv = is->ivfree;
