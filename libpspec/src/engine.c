@@ -190,7 +190,7 @@ typedef struct keycls {
 /* An open interval's entry in one key class. */
 typedef struct keyent {
     ixnode n;               /* in the class's index, or its nokey list */
-    double key;
+    double key;             /* the start key's value, when keyed */
     bool keyed;             /* in the index */
 } keyent;
 
@@ -232,7 +232,7 @@ typedef struct ivst {
 enum { POOL_KEEP = 256 };   /* reusable records kept per interval type */
 
 struct open_iv {
-    ixnode all;             /* in ivst.open */
+    ixnode all;             /* in ivst.open (keep_all); in the pool, its `next` links it */
     pv_event *start;        /* owned */
     uint64_t start_seq;
     uint32_t naggs, ncls;
