@@ -26,13 +26,19 @@ static pv triple_elapsed(int64_t e_ts, int64_t s_ts)
 }
 
 /* Numbers on both sides: the common case, done without a call. */
+/* A finite number, or UNDEFINED on overflow (as value.c does). */
+static inline pv finite_pv(double x)
+{
+    return isfinite(x) ? pv_num(x) : pv_undef();
+}
+
 static inline bool num_fast(pv_binop op, double a, double b, pv *out)
 {
     switch (op) {
-    case PV_OP_ADD: *out = pv_num(a + b); return true;
-    case PV_OP_SUB: *out = pv_num(a - b); return true;
-    case PV_OP_MUL: *out = pv_num(a * b); return true;
-    case PV_OP_DIV: *out = b == 0 ? pv_undef() : pv_num(a / b); return true;
+    case PV_OP_ADD: *out = finite_pv(a + b); return true;
+    case PV_OP_SUB: *out = finite_pv(a - b); return true;
+    case PV_OP_MUL: *out = finite_pv(a * b); return true;
+    case PV_OP_DIV: *out = b == 0 ? pv_undef() : finite_pv(a / b); return true;
     case PV_OP_EQ: *out = pv_bool(a == b); return true;
     case PV_OP_NE: *out = pv_bool(a != b); return true;
     case PV_OP_LT: *out = pv_bool(a < b); return true;
