@@ -315,8 +315,8 @@ static int bin_event(struct logscan *s, const Cmonlog__Event *e, logscan_cb cb, 
 }
 
 /* One complete binary frame (prefix included). */
-static int bin_frame(struct logscan *s, const uint8_t *f, size_t n, size_t hdr, bool in_header,
-		     logscan_cb cb, void *arg)
+static int bin_frame(struct logscan *s, const uint8_t *f, size_t n, size_t hdr, logscan_cb cb,
+		     void *arg)
 {
 	Cmonlog__Record *m = cmonlog__record__unpack(NULL, n - hdr, f + hdr);
 	struct logscan_rec rec = { 0 };
@@ -362,8 +362,7 @@ static int bin_frame(struct logscan *s, const uint8_t *f, size_t n, size_t hdr, 
 	return r;
 }
 
-static int bin_data(struct logscan *s, const uint8_t *p, size_t n, bool in_header, logscan_cb cb,
-		    void *arg)
+static int bin_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg)
 {
 	const uint8_t *end = p + n;
 	int r;
@@ -391,7 +390,7 @@ static int bin_data(struct logscan *s, const uint8_t *p, size_t n, bool in_heade
 				return r;
 			p += take;
 			if (k == 1 && s->clen == hdr + body) {
-				r = bin_frame(s, s->carry, s->clen, hdr, in_header, cb, arg);
+				r = bin_frame(s, s->carry, s->clen, hdr, cb, arg);
 				s->clen = 0;
 				if (r < 0)
 					return r;
@@ -412,7 +411,7 @@ static int bin_data(struct logscan *s, const uint8_t *p, size_t n, bool in_heade
 				return 0;
 			return append(&s->carry, &s->clen, p, (size_t)(end - p), LOGSCAN_RECORD_MAX + 8);
 		}
-		r = bin_frame(s, p, hdr + (size_t)body, hdr, in_header, cb, arg);
+		r = bin_frame(s, p, hdr + (size_t)body, hdr, cb, arg);
 		if (r < 0)
 			return r;
 		p += hdr + body;
@@ -429,7 +428,7 @@ int logscan_header(struct logscan *s, const uint8_t *p, size_t n)
 	if (n == 0)
 		return 0;
 	if (s->fmt == CMON__FORMAT__FORMAT_BINARY)
-		return bin_data(s, p, n, true, no_records, NULL);
+		return bin_data(s, p, n, no_records, NULL);
 	return ascii_data(s, p, n, no_records, NULL);
 }
 
@@ -438,6 +437,6 @@ int logscan_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, v
 	if (n == 0)
 		return 0;
 	if (s->fmt == CMON__FORMAT__FORMAT_BINARY)
-		return bin_data(s, p, n, false, cb, arg);
+		return bin_data(s, p, n, cb, arg);
 	return ascii_data(s, p, n, cb, arg);
 }
