@@ -47,8 +47,18 @@ class Term:
         os.write(self.fd, s.encode())
 
     def finish(self, timeout=10):
+        """Type end of input (Ctrl-D) and wait for the exit status. A Ctrl-D
+        typed while libedit is switching the terminal mode can be lost, so it
+        is typed again every second, as a person would."""
         end = time.time() + timeout
+        last = 0
         while time.time() < end:
+            if time.time() - last >= 1:
+                try:
+                    self.send("\x04")
+                except OSError:
+                    pass
+                last = time.time()
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
                 return os.waitstatus_to_exitcode(status)
@@ -66,27 +76,29 @@ def main():
     t = Term([ct.binary("peval"), "-s", SPEC, LOG])
     t.read_until('PSpec Evaluator. Type "help" or "?" for syntax.')
     t.read_until("-> ")
+
+    def command(keys, expect):
+        """Type `keys` at the prompt, wait for `expect` and for the next prompt
+        (typing ahead of the prompt can lose keys while libedit switches the
+        terminal mode, as it would for a person)."""
+        mark = len(t.out)
+        t.send(keys)
+        t.read_until(expect, since=mark)
+        t.read_until("-> ", since=t.out.index(expect.encode(), mark))
+
     # A command over two lines: the continuation prompt, then the result.
+    mark = len(t.out)
     t.send("{count r\n")
-    t.send(" : Read};\n")
-    t.read_until("3000")
+    t.read_until("   ", since=mark)
+    command(" : Read};\n", "3000")
     # History: the up arrow recalls the previous command (both lines).
-    mark = len(t.out)
-    t.send("\x1b[A\n")
-    t.read_until("3000", since=mark)
+    command("\x1b[A\n", "3000")
     # Line editing: type the end first, go to the start (Ctrl-A), insert, end (Ctrl-E), finish.
-    mark = len(t.out)
-    t.send("+ 2;\x01" + "40 \x05" + "\n")
-    t.read_until("42", since=mark)
+    command("+ 2;\x01" + "40 \x05" + "\n", "42")
     # An error names the place and the session goes on.
-    mark = len(t.out)
-    t.send("nosuch + 1;\n")
-    t.read_until("error: undeclared identifier 'nosuch'", since=mark)
-    mark = len(t.out)
-    t.send("1 ms / 1 us;\n")
-    t.read_until("1000", since=mark)
-    t.send("\x04")    # end of input
-    code = t.finish()
+    command("nosuch + 1;\n", "error: undeclared identifier 'nosuch'")
+    command("1 ms / 1 us;\n", "1000")
+    code = t.finish()   # end of input
     ct.check(code == 2, "peval should exit 2 after a command with an error, got %s", code)
 
 
