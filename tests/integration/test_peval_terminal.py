@@ -55,7 +55,8 @@ class Term:
         while time.time() < end:
             if time.time() - last >= 1:
                 try:
-                    self.send("\x04")
+                    # After a lost Ctrl-D the line may hold debris: clear it first (Ctrl-U).
+                    self.send("\x04" if last == 0 else "\x15\x04")
                 except OSError:
                     pass
                 last = time.time()
@@ -69,7 +70,7 @@ class Term:
             except OSError:
                 pass
         os.kill(self.pid, 9)
-        raise ct.TestFailure("peval did not exit")
+        raise ct.TestFailure("peval did not exit; terminal so far:\n%r" % self.out[-400:])
 
 
 def main():
@@ -85,6 +86,7 @@ def main():
         t.send(keys)
         t.read_until(expect, since=mark)
         t.read_until("-> ", since=t.out.index(expect.encode(), mark))
+        time.sleep(0.2)     # let libedit put the terminal in raw mode
 
     # A command over two lines: the continuation prompt, then the result.
     mark = len(t.out)
