@@ -97,27 +97,26 @@ struct reg {
 	time_t last_refused_log;      /* rate limit for "too many connections" */
 };
 
-/* listen.c: open listeners from -listen addresses or systemd sockets. */
-int listen_open(struct reg *r, char **addrs, size_t naddrs, const char *portfile);
-void listen_close(struct reg *r);
+/* listen.c — the listening sockets. */
+int listen_open(struct reg *r, char **addrs, size_t naddrs, const char *portfile); /* or systemd's */
+void listen_close(struct reg *r);                        /* close every listener */
 
-/* conn.c: accept a socket; drive and close connections. */
-void conn_accept(struct reg *r, int fd);
-void conn_kill(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void conn_close_all(struct reg *r);
-void conn_reap(evutil_socket_t fd, short what, void *arg);
-int conn_send(struct conn *c, const Cmon__Msg *m);
+/* conn.c — peer connections. */
+void conn_accept(struct reg *r, int fd);                 /* a new peer (fd owned) */
+void conn_kill(struct conn *c, const char *fmt, ...)     /* log why and retire the connection */
+	__attribute__((format(printf, 2, 3)));
+void conn_close_all(struct reg *r);                      /* shutdown: free every connection */
+void conn_reap(evutil_socket_t fd, short what, void *arg); /* free retired connections */
+int conn_send(struct conn *c, const Cmon__Msg *m);       /* queue a message (kills on backlog) */
 
-/* matcher.c: the store of instances and classes, and notifications.
- * matcher_add_instance returns 1 if an auto class wants the log from the
- * start, 0 if not, -ENOMEM. matcher_add_sub returns 0 or -ErrorCode. */
+/* matcher.c — instances, classes and notifications. */
 int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Instance *in,
-			 bool reannounce, struct instance **out);
-void matcher_remove_instance(struct reg *r, struct instance *inst, bool clean);
+			 bool reannounce, struct instance **out); /* 1: an auto class wants it, 0, -ENOMEM */
+void matcher_remove_instance(struct reg *r, struct instance *inst, bool clean); /* + InstanceGone */
 int matcher_add_sub(struct reg *r, struct conn *owner, const Cmon__Subscribe *s, char *why,
-		    size_t size);
-bool matcher_remove_sub(struct reg *r, struct conn *owner, uint32_t id);
-void matcher_remove_conn_subs(struct reg *r, struct conn *owner);
-void matcher_free_all(struct reg *r);
+		    size_t size);                        /* 0 or -ErrorCode; sends Ups + Ack */
+bool matcher_remove_sub(struct reg *r, struct conn *owner, uint32_t id); /* false: unknown id */
+void matcher_remove_conn_subs(struct reg *r, struct conn *owner); /* a subscriber went away */
+void matcher_free_all(struct reg *r);                    /* shutdown: forget all instances */
 
 #endif

@@ -2,6 +2,7 @@
 #include "buffer.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,13 +74,60 @@ bool ring_fits(const struct ring *r, size_t len)
 	return r->tail + len <= r->cap || len <= r->head;
 }
 
+/* Bytes that can still be stored (ignoring the waste at the wrap). */
+static size_t room(const struct ring *r)
+{
+	return r->cap - r->used;
+}
+
+/* How many of the oldest records (all in the run starting at head) to drop
+ * to free at least `want` bytes, or all of that run: a binary search over
+ * their end offsets, which increase along the run. */
+static uint64_t front_run_count(const struct ring *r, size_t want)
+{
+	size_t run_end = r->wrapped ? r->wrap : r->tail;
+	uint64_t lo = 1, hi = r->nrec;
+
+	/* Records of the head run are the first ones whose ends grow past head. */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		size_t e = r->ends[slot(r, mid - 1)];
+		bool in_run = e > r->head && e <= run_end;
+		if (in_run && e - r->head >= want)
+			hi = mid;
+		else if (in_run)
+			lo = mid + 1;
+		else
+			hi = mid;          /* past the wrap: stop at the run's end */
+	}
+	if (lo > 1) {
+		size_t e = r->ends[slot(r, lo - 1)];
+		if (!(e > r->head && e <= run_end))
+			lo--;              /* the last record of the run */
+	}
+	return lo;
+}
+
 uint64_t ring_push(struct ring *r, const void *rec, size_t len)
 {
 	uint64_t dropped = 0;
 
+	/* Make room in batches of a sixteenth of the buffer, so that a flood
+	 * pays for dropping once per batch, not once per record. */
 	while (!ring_fits(r, len)) {
-		drop_front(r, 1);
-		dropped++;
+		size_t want = r->cap / 16 > len ? r->cap / 16 : len;
+		uint64_t k;
+		if (room(r) >= want && r->nrec < r->icap) {
+			k = 1;             /* only the waste at the wrap is in the way */
+		} else {
+			k = front_run_count(r, room(r) >= want ? 1 : want - room(r));
+			if (r->nrec == r->icap && k < r->icap / 16) {
+				uint64_t run = front_run_count(r, SIZE_MAX);
+				k = run < r->icap / 16 ? run : r->icap / 16;
+			}
+		}
+		drop_front(r, k);
+		dropped += k;
 	}
 	if (r->nrec == 0) {
 		r->head = r->tail = 0;

@@ -3,7 +3,9 @@
  * run of them can be handed out as one piece; a small index of record end
  * offsets means dropping or counting records never rescans their bytes.
  * When a new record does not fit, the oldest whole records are dropped to
- * make room. Holds at most `cap` bytes and cap/16 records. */
+ * make room — a sixteenth of the buffer at a time, so that a flood costs
+ * one drop per batch rather than per record. Holds at most `cap` bytes and
+ * cap/16 records. */
 #ifndef SNARFLOG_BUFFER_H
 #define SNARFLOG_BUFFER_H
 

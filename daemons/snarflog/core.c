@@ -47,7 +47,7 @@ void core_header_append(struct snarf *s, const uint8_t *p, size_t len)
 /* True when the buffer must not drop: a blocking consumer, or the hold. */
 static bool must_keep(const struct snarf *s)
 {
-	return !s->stopping && (s->hold || (s->active && stream_blocks(s->active)));
+	return !s->stopping && (s->hold || s->active_blocks);
 }
 
 bool core_record(struct snarf *s, const uint8_t *p, size_t len)

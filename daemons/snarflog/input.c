@@ -109,6 +109,34 @@ static long step_ascii(struct snarf *s, const uint8_t *p, size_t avail)
 	return core_record(s, p, len) ? (long)len : -1;
 }
 
+/* binary, the hot path: consecutive Events with an absolute ts go straight
+ * to the buffer; anything else (header, TypeDef, ts_delta, damage, a
+ * partial frame) is left to step_binary(). Same contract as run_ascii(). */
+static long run_binary(struct snarf *s, const uint8_t *p, size_t avail)
+{
+	struct input *in = &s->in;
+	size_t off = 0;
+
+	while (avail - off >= 2) {
+		const uint8_t *q = p + off;
+		struct cmon_event_time t;
+		size_t hdr, flen;
+		uint64_t body;
+
+		if (cmon_bin_frame(q, avail - off, &hdr, &body) != 1 || body > in->rec_max ||
+		    body > avail - off - hdr)
+			break;
+		flen = hdr + (size_t)body;
+		if (cmon_bin_record_scan(q + hdr, (size_t)body, &t) != CMON_REC_EVENT || !t.has_ts)
+			break;
+		if (!core_record(s, q, flen))
+			return off ? (long)off : -1;
+		in->ts = t.ts;
+		off += flen;
+	}
+	return (long)off;
+}
+
 /* binary: is a plausible frame at `p`? 1 yes, 0 need more bytes, -1 no. */
 static int plausible_frame(const struct input *in, const uint8_t *p, size_t avail)
 {
@@ -273,7 +301,9 @@ static void process(struct snarf *s)
 		if (avail == 0)
 			break;
 		if (s->format == CMON__FORMAT__FORMAT_BINARY) {
-			used = step_binary(s, p, avail);
+			used = in->state == IN_RECORDS ? run_binary(s, p, avail) : 0;
+			if (used == 0)
+				used = step_binary(s, p, avail);
 		} else {
 			used = in->state == IN_RECORDS ? run_ascii(s, p, avail) : 0;
 			if (used == 0)

@@ -135,6 +135,7 @@ struct snarf {
 	struct evconnlistener *data_listener; /* the data endpoint */
 	char endpoint[CMON_ADDRSTR_MAX]; /* what we announce: ":PORT", "HOST:PORT", "unix:P" */
 	struct stream *active;        /* the consumer being streamed to, or NULL */
+	bool active_blocks;           /* ...and it asked for `block` */
 	struct stream_list streams;   /* every data connection */
 	size_t nstreams;              /* their number */
 	struct reglink *reg;          /* registry link, or NULL (standalone) */
@@ -148,51 +149,50 @@ struct snarf {
 };
 
 /* core.c — policy and life cycle. */
-int core_init(struct snarf *s);
-void core_free(struct snarf *s);
-void core_done(struct snarf *s);
-void core_format_known(struct snarf *s, Cmon__Format fmt);
-void core_header_append(struct snarf *s, const uint8_t *p, size_t len);
-bool core_record(struct snarf *s, const uint8_t *p, size_t len);
-void core_lost(struct snarf *s, uint64_t n, const char *why);
-void core_input_ended(struct snarf *s);
-void core_child_exited(struct snarf *s);
-void core_space_freed(struct snarf *s);
-void core_hold_start(struct snarf *s, double seconds, const char *why);
-void core_hold_release(struct snarf *s, const char *why);
-void core_check_done(struct snarf *s);
-void core_shutdown(struct snarf *s, const char *why);
+int core_init(struct snarf *s);                          /* timers and the buffer; 0 or <0 */
+void core_free(struct snarf *s);                         /* release what core_init made */
+void core_done(struct snarf *s);                         /* everything finished: leave the loop */
+void core_format_known(struct snarf *s, Cmon__Format fmt); /* the input's format was detected */
+void core_header_append(struct snarf *s, const uint8_t *p, size_t len); /* grow the saved header */
+bool core_record(struct snarf *s, const uint8_t *p, size_t len); /* buffer a record; false = paused */
+void core_lost(struct snarf *s, uint64_t n, const char *why); /* damaged input: mark a gap */
+void core_input_ended(struct snarf *s);                  /* the writer closed the log */
+void core_child_exited(struct snarf *s);                 /* CMD was reaped */
+void core_space_freed(struct snarf *s);                  /* records left the buffer: maybe resume */
+void core_hold_start(struct snarf *s, double seconds, const char *why); /* keep, do not drop */
+void core_hold_release(struct snarf *s, const char *why); /* end the hold */
+void core_check_done(struct snarf *s);                   /* advance RUNNING/DRAINING/LEAVING */
+void core_shutdown(struct snarf *s, const char *why);    /* a signal: end the log (twice: exit) */
 
 /* input.c — reading and cutting the log. */
-int input_open(struct snarf *s, int fd);
-int input_open_fifo(struct snarf *s, const char *path);
-void input_pause(struct snarf *s);
-void input_resume(struct snarf *s);
-void input_stop(struct snarf *s);
-void input_close(struct snarf *s);
+int input_open(struct snarf *s, int fd);                 /* read the log from fd (owned) */
+int input_open_fifo(struct snarf *s, const char *path);  /* create/open a FIFO and read it */
+void input_pause(struct snarf *s);                       /* stop reading (buffer must not drop) */
+void input_resume(struct snarf *s);                      /* read again, from the loop */
+void input_stop(struct snarf *s);                        /* cut what is staged, then end the log */
+void input_close(struct snarf *s);                       /* release the input */
 
 /* stream.c — the data endpoint. */
-int stream_listen(struct snarf *s);
-void stream_pump(struct snarf *s);
-void stream_dropped(struct snarf *s, uint64_t n);
-void stream_format_known(struct snarf *s);
-bool stream_drained(struct snarf *s);
-bool stream_blocks(const struct stream *st);
-bool stream_ending(struct snarf *s);
-void stream_end(struct snarf *s, Cmon__EndReason reason);
-void stream_close_all(struct snarf *s);
+int stream_listen(struct snarf *s);                      /* open the data endpoint */
+void stream_pump(struct snarf *s);                       /* move records to the consumer's socket */
+void stream_dropped(struct snarf *s, uint64_t n);        /* n oldest records were dropped */
+void stream_format_known(struct snarf *s);               /* a waiting consumer may be Accepted */
+bool stream_drained(struct snarf *s);                    /* the consumer has everything */
+bool stream_ending(struct snarf *s);                     /* a final message is being flushed */
+void stream_end(struct snarf *s, Cmon__EndReason reason); /* send LogEnd to the consumer, close */
+void stream_close_all(struct snarf *s);                  /* close every data connection now */
 
 /* announce.c — the registry link. */
-int reg_start(struct snarf *s);
-void reg_leave(struct snarf *s);
-bool reg_first_answer_pending(const struct snarf *s);
-void reg_free(struct snarf *s);
+int reg_start(struct snarf *s);                          /* connect and announce (retrying) */
+void reg_leave(struct snarf *s);                         /* say Leave, then core_done() */
+bool reg_first_answer_pending(const struct snarf *s);    /* first AnnounceAck still expected */
+void reg_free(struct snarf *s);                          /* release the link */
 
 /* child.c — CMD and signals. */
-int signals_block(void);
-int child_spawn(struct snarf *s, int *log_fd);
-int child_exit_code(struct snarf *s);
-int signals_setup(struct snarf *s);
-void signals_free(struct snarf *s);
+int signals_block(void);                                 /* block handled signals (before spawn) */
+int child_spawn(struct snarf *s, int *log_fd);           /* run CMD with the log pipe */
+int child_exit_code(struct snarf *s);                    /* CMD's status (may die of its signal) */
+int signals_setup(struct snarf *s);                      /* signalfd into the loop */
+void signals_free(struct snarf *s);                      /* release the signalfd */
 
 #endif

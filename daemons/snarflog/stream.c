@@ -43,11 +43,6 @@ struct stream {
 
 static void stream_free(struct stream *st);
 
-bool stream_blocks(const struct stream *st)
-{
-	return st->block;
-}
-
 static void timer_set(struct stream *st, event_callback_fn fn, int seconds)
 {
 	struct timeval tv = { seconds, 0 };
@@ -77,6 +72,7 @@ static void release_active(struct stream *st)
 	if (s->active != st)
 		return;
 	s->active = NULL;
+	s->active_blocks = false;
 	s->dropped_unseen += st->pending_gap;
 	st->pending_gap = 0;
 	core_space_freed(s);          /* a blocking consumer no longer holds us */
@@ -171,6 +167,7 @@ static void on_start(struct stream *st, const Cmon__Start *m)
 	s->active = st;
 	evtimer_del(st->timer);
 	st->block = m->has_block && m->block;
+	s->active_blocks = st->block;
 	st->from_start = m->has_from_start && m->from_start;
 	if (st->from_start)
 		st->pending_gap = s->dropped_unseen;
@@ -524,7 +521,10 @@ void stream_close_all(struct snarf *s)
 	struct stream *st;
 
 	while ((st = TAILQ_FIRST(&s->streams))) {
-		release_active(st);
+		if (s->active == st) {
+			s->active = NULL;
+			s->active_blocks = false;
+		}
 		TAILQ_REMOVE(&s->streams, st, link);
 		s->nstreams--;
 		bufferevent_free(st->bev);

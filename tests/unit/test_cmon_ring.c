@@ -96,12 +96,56 @@ static void binary_records(void **state)
 	ring_free(&r);
 }
 
+/* Random record sizes (tiny ones fill the index first), random consumption:
+ * what comes out is always whole records, in order, and everything pushed
+ * is either consumed, dropped (counted) or still held. */
+static void random_soak(void **state)
+{
+	struct ring r;
+	char rec[300];
+	const uint8_t *p;
+	uint64_t n, dropped = 0, taken = 0, next = 0, pending = 0;
+	unsigned seed = 12345;
+	size_t len;
+
+	assert_int_equal(ring_init(&r, 4096, CMON__FORMAT__FORMAT_ASCII), 0);
+	for (int i = 0; i < 200000; i++) {
+		int pad = (int)((seed = seed * 1103515245 + 12345) >> 16) % (i % 1000 < 500 ? 4 : 250);
+		int k = snprintf(rec, sizeof rec, "r%d%.*s\n", i, pad, "................................"
+				 "................................................................"
+				 "................................................................"
+				 "................................................................");
+		uint64_t d = ring_push(&r, rec, (size_t)k);
+		dropped += d;
+		pending += d;               /* the oldest records: right where we are */
+		assert_true(r.used <= r.cap && r.nrec <= r.icap);
+		if ((seed >> 20) % 5 == 0 && (len = ring_peek(&r, (seed >> 8) % 700, &p, &n)) > 0) {
+			const uint8_t *q = p;
+			for (uint64_t j = 0; j < n; j++) {
+				int v;
+				assert_int_equal(sscanf((const char *)q, "r%d", &v), 1);
+				/* exactly the dropped ones are missing, nothing else */
+				assert_int_equal((uint64_t)v, next + (j == 0 ? pending : 0));
+				next = (uint64_t)v + 1;
+				q = memchr(q, '\n', (size_t)(p + len - q)) + 1;
+			}
+			assert_ptr_equal(q, p + len);
+			ring_consume(&r, len, n);
+			taken += n;
+			pending = 0;
+		}
+	}
+	assert_int_equal(taken + dropped + r.nrec, 200000);
+	ring_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(keeps_newest_whole_records),
 		cmocka_unit_test(interleaved_consume),
 		cmocka_unit_test(binary_records),
+		cmocka_unit_test(random_soak),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
