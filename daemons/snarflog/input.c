@@ -109,6 +109,50 @@ static long step_ascii(struct snarf *s, const uint8_t *p, size_t avail)
 	return core_record(s, p, len) ? (long)len : -1;
 }
 
+/* Read a varint at *pp (< end) into *v; false if it does not end in time. */
+static inline bool quick_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	uint64_t r = 0;
+
+	for (unsigned shift = 0; p < end && shift < 64; shift += 7) {
+		uint8_t b = *p++;
+		r |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*pp = p;
+			*v = r;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The layout every writer we know produces: a frame holding one Record
+ * whose only member is an Event that starts type, thread, ts. Returns the
+ * frame length and ts, or 0 when the frame looks any different (then the
+ * general path decides). */
+static inline size_t quick_event(const uint8_t *p, size_t avail, size_t rec_max, uint64_t *ts)
+{
+	const uint8_t *q = p, *end = p + avail, *body_end, *ev_end;
+	uint64_t flen, elen, v;
+
+	if (!quick_varint(&q, end, &flen) || flen > rec_max || flen > (uint64_t)(end - q) ||
+	    flen < 2 || *q != 0x1a)
+		return 0;
+	body_end = q + flen;
+	q++;
+	if (!quick_varint(&q, body_end, &elen) || q + elen != body_end)
+		return 0;
+	ev_end = body_end;
+	if (q >= ev_end || *q++ != 0x08 || !quick_varint(&q, ev_end, &v))
+		return 0;
+	if (q >= ev_end || *q++ != 0x10 || !quick_varint(&q, ev_end, &v))
+		return 0;
+	if (q >= ev_end || *q++ != 0x18 || !quick_varint(&q, ev_end, ts))
+		return 0;
+	return (size_t)(body_end - p);
+}
+
 /* binary, the hot path: consecutive Events with an absolute ts go straight
  * to the buffer; anything else (header, TypeDef, ts_delta, damage, a
  * partial frame) is left to step_binary(). Same contract as run_ascii(). */
@@ -121,8 +165,16 @@ static long run_binary(struct snarf *s, const uint8_t *p, size_t avail)
 		const uint8_t *q = p + off;
 		struct cmon_event_time t;
 		size_t hdr, flen;
-		uint64_t body;
+		uint64_t body, ts;
 
+		flen = quick_event(q, avail - off, in->rec_max, &ts);
+		if (flen) {
+			if (!core_record(s, q, flen))
+				return off ? (long)off : -1;
+			in->ts = ts;
+			off += flen;
+			continue;
+		}
 		if (cmon_bin_frame(q, avail - off, &hdr, &body) != 1 || body > in->rec_max ||
 		    body > avail - off - hdr)
 			break;
