@@ -108,7 +108,8 @@ static uint64_t front_run_count(const struct ring *r, size_t want)
 	return lo;
 }
 
-uint64_t ring_push(struct ring *r, const void *rec, size_t len)
+/* Drop oldest records until a record of `len` bytes fits; returns how many. */
+static uint64_t make_room(struct ring *r, size_t len)
 {
 	uint64_t dropped = 0;
 
@@ -129,6 +130,12 @@ uint64_t ring_push(struct ring *r, const void *rec, size_t len)
 		drop_front(r, k);
 		dropped += k;
 	}
+	return dropped;
+}
+
+/* Where a record of `len` bytes that fits goes: wrap to 0 if needed. */
+static void place(struct ring *r, size_t len)
+{
 	if (r->nrec == 0) {
 		r->head = r->tail = 0;
 	} else if (!r->wrapped && r->tail + len > r->cap) {
@@ -136,11 +143,44 @@ uint64_t ring_push(struct ring *r, const void *rec, size_t len)
 		r->wrapped = true;
 		r->tail = 0;
 	}
+}
+
+uint64_t ring_push(struct ring *r, const void *rec, size_t len)
+{
+	uint64_t dropped = make_room(r, len);
+
+	place(r, len);
 	memcpy(r->mem + r->tail, rec, len);
 	r->tail += len;
 	r->used += len;
 	r->ends[slot(r, r->nrec)] = (uint32_t)r->tail;
 	r->nrec++;
+	return dropped;
+}
+
+uint64_t ring_push_run(struct ring *r, const uint8_t *p, const uint32_t *ends, size_t n)
+{
+	uint64_t dropped = 0;
+	size_t i = 0;
+
+	while (i < n) {
+		size_t start = i ? ends[i - 1] : 0, limit, j, base;
+
+		dropped += make_room(r, ends[i] - start);
+		place(r, ends[i] - start);
+		/* As many following records as fit in one piece, with no drop. */
+		limit = (r->wrapped ? r->head : r->cap) - r->tail;
+		for (j = i + 1; j < n && ends[j] - start <= limit && r->nrec + (j - i) < r->icap; j++)
+			;
+		memcpy(r->mem + r->tail, p + start, ends[j - 1] - start);
+		base = r->tail - start;
+		for (size_t k = i; k < j; k++)
+			r->ends[slot(r, r->nrec + (k - i))] = (uint32_t)(base + ends[k]);
+		r->tail += ends[j - 1] - start;
+		r->used += ends[j - 1] - start;
+		r->nrec += j - i;
+		i = j;
+	}
 	return dropped;
 }
 

@@ -45,6 +45,11 @@ bool ring_fits(const struct ring *r, size_t len);
  * records as needed; returns how many were dropped. */
 uint64_t ring_push(struct ring *r, const void *rec, size_t len);
 
+/* Store `n` records lying back to back at `p`, record i ending at offset
+ * ends[i] (each 0 < length <= cap); like n calls of ring_push() with one
+ * copy per contiguous piece. Returns how many old records were dropped. */
+uint64_t ring_push_run(struct ring *r, const uint8_t *p, const uint32_t *ends, size_t n);
+
 /* The oldest records as one contiguous piece of at most `max` bytes (but
  * always at least one whole record when any is held). Returns its length
  * (0 if empty) and the number of records in it. */

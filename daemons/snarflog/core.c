@@ -67,6 +67,27 @@ bool core_record(struct snarf *s, const uint8_t *p, size_t len)
 	return true;
 }
 
+size_t core_records(struct snarf *s, const uint8_t *p, const uint32_t *ends, size_t n)
+{
+	uint64_t dropped;
+
+	if (must_keep(s)) {
+		for (size_t i = 0; i < n; i++) {
+			size_t start = i ? ends[i - 1] : 0;
+			if (!core_record(s, p + start, ends[i] - start))
+				return i;
+		}
+		return n;
+	}
+	dropped = ring_push_run(&s->ring, p, ends, n);
+	s->records_in += n;
+	if (dropped) {
+		s->dropped += dropped;
+		stream_dropped(s, dropped);
+	}
+	return n;
+}
+
 void core_lost(struct snarf *s, uint64_t n, const char *why)
 {
 	uint8_t marker[CMON_GAP_MARKER_MAX];

@@ -36,22 +36,35 @@ static bool blank_line(const uint8_t *p, size_t len)
 static long run_ascii(struct snarf *s, const uint8_t *p, size_t avail)
 {
 	size_t off = 0, rec_max = s->in.rec_max;
+	uint32_t ends[SNARF_RUN];
 
-	while (off < avail) {
-		const uint8_t *q = p + off;
-		const uint8_t *nl = memchr(q, '\n', avail - off);
-		size_t len;
+	for (;;) {
+		size_t n = 0, pos = off, taken;
 
-		if (!nl || q[0] <= ' ')
-			break;                      /* partial, blank or odd: slow path */
-		len = (size_t)(nl - q) + 1;
-		if (len > rec_max)
-			break;
-		if (!core_record(s, q, len))
+		while (n < SNARF_RUN && pos < avail) {
+			const uint8_t *q = p + pos;
+			const uint8_t *nl = memchr(q, '\n', avail - pos);
+			size_t len;
+
+			if (!nl || q[0] <= ' ')
+				break;                  /* partial, blank or odd: slow path */
+			len = (size_t)(nl - q) + 1;
+			if (len > rec_max)
+				break;
+			pos += len;
+			ends[n++] = (uint32_t)(pos - off);
+		}
+		if (n == 0)
+			return (long)off;
+		taken = core_records(s, p + off, ends, n);
+		if (taken == 0)
 			return off ? (long)off : -1;
-		off += len;
+		off += ends[taken - 1];
+		if (taken < n)
+			return (long)off;               /* paused */
+		if (n < SNARF_RUN)
+			return (long)off;
 	}
-	return (long)off;
 }
 
 /* ascii: one step at `p` (`avail` bytes). Returns bytes consumed, 0 if it
@@ -160,33 +173,42 @@ static long run_binary(struct snarf *s, const uint8_t *p, size_t avail)
 {
 	struct input *in = &s->in;
 	size_t off = 0;
+	uint32_t ends[SNARF_RUN];
+	uint64_t ts[SNARF_RUN];
 
-	while (avail - off >= 2) {
-		const uint8_t *q = p + off;
-		struct cmon_event_time t;
-		size_t hdr, flen;
-		uint64_t body, ts;
+	for (;;) {
+		size_t n = 0, pos = off, taken;
 
-		flen = quick_event(q, avail - off, in->rec_max, &ts);
-		if (flen) {
-			if (!core_record(s, q, flen))
-				return off ? (long)off : -1;
-			in->ts = ts;
-			off += flen;
-			continue;
+		while (n < SNARF_RUN && avail - pos >= 2) {
+			const uint8_t *q = p + pos;
+			struct cmon_event_time t;
+			size_t hdr, flen;
+			uint64_t body;
+
+			flen = quick_event(q, avail - pos, in->rec_max, &ts[n]);
+			if (!flen) {
+				if (cmon_bin_frame(q, avail - pos, &hdr, &body) != 1 ||
+				    body > in->rec_max || body > avail - pos - hdr)
+					break;
+				flen = hdr + (size_t)body;
+				if (cmon_bin_record_scan(q + hdr, (size_t)body, &t) != CMON_REC_EVENT ||
+				    !t.has_ts)
+					break;
+				ts[n] = t.ts;
+			}
+			pos += flen;
+			ends[n++] = (uint32_t)(pos - off);
 		}
-		if (cmon_bin_frame(q, avail - off, &hdr, &body) != 1 || body > in->rec_max ||
-		    body > avail - off - hdr)
-			break;
-		flen = hdr + (size_t)body;
-		if (cmon_bin_record_scan(q + hdr, (size_t)body, &t) != CMON_REC_EVENT || !t.has_ts)
-			break;
-		if (!core_record(s, q, flen))
+		if (n == 0)
+			return (long)off;
+		taken = core_records(s, p + off, ends, n);
+		if (taken == 0)
 			return off ? (long)off : -1;
-		in->ts = t.ts;
-		off += flen;
+		in->ts = ts[taken - 1];
+		off += ends[taken - 1];
+		if (taken < n || n < SNARF_RUN)
+			return (long)off;
 	}
-	return (long)off;
 }
 
 /* binary: is a plausible frame at `p`? 1 yes, 0 need more bytes, -1 no. */

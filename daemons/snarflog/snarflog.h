@@ -38,6 +38,7 @@
 #define SNARF_OUT_HIGH (512u << 10)       /* stop moving records to a socket above this */
 #define SNARF_OUT_LOW (128u << 10)        /* ...and resume below this */
 #define SNARF_MAX_PENDING 16              /* data connections not yet streaming */
+#define SNARF_RUN 256                     /* records handed over at once by the reader */
 #define SNARF_FIRST_ANSWER_S 1.0          /* longest hold while the registry has not answered */
 
 /* Command-line settings. */
@@ -155,6 +156,7 @@ void core_done(struct snarf *s);                         /* everything finished:
 void core_format_known(struct snarf *s, Cmon__Format fmt); /* the input's format was detected */
 void core_header_append(struct snarf *s, const uint8_t *p, size_t len); /* grow the saved header */
 bool core_record(struct snarf *s, const uint8_t *p, size_t len); /* buffer a record; false = paused */
+size_t core_records(struct snarf *s, const uint8_t *p, const uint32_t *ends, size_t n); /* a run */
 void core_lost(struct snarf *s, uint64_t n, const char *why); /* damaged input: mark a gap */
 void core_input_ended(struct snarf *s);                  /* the writer closed the log */
 void core_child_exited(struct snarf *s);                 /* CMD was reaped */

@@ -139,6 +139,42 @@ static void random_soak(void **state)
 	ring_free(&r);
 }
 
+/* ring_push_run() leaves the buffer exactly as record-by-record pushes do. */
+static void run_equals_single(void **state)
+{
+	struct ring a, b;
+	uint8_t block[4096];
+	uint32_t ends[64];
+	unsigned seed = 777;
+	uint64_t da = 0, db = 0;
+
+	assert_int_equal(ring_init(&a, 2048, CMON__FORMAT__FORMAT_ASCII), 0);
+	assert_int_equal(ring_init(&b, 2048, CMON__FORMAT__FORMAT_ASCII), 0);
+	for (int round = 0, seq = 0; round < 3000; round++) {
+		size_t n = 1 + (seed = seed * 1103515245 + 12345) % 40, len = 0;
+		for (size_t i = 0; i < n; i++) {
+			int pad = (int)((seed = seed * 1103515245 + 12345) >> 16) % 60;
+			len += (size_t)snprintf((char *)block + len, sizeof block - len, "r%d%.*s\n", seq++,
+						pad, "............................................................");
+			ends[i] = (uint32_t)len;
+		}
+		da += ring_push_run(&a, block, ends, n);
+		for (size_t i = 0; i < n; i++) {
+			size_t start = i ? ends[i - 1] : 0;
+			db += ring_push(&b, block + start, ends[i] - start);
+		}
+		assert_int_equal(da, db);
+		assert_int_equal(a.nrec, b.nrec);
+		assert_int_equal(a.used, b.used);
+		assert_int_equal(a.head, b.head);
+		assert_int_equal(a.tail, b.tail);
+		assert_memory_equal(a.mem + a.head, b.mem + b.head,
+				    (a.wrapped ? a.wrap : a.tail) - a.head);
+	}
+	ring_free(&a);
+	ring_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +182,7 @@ int main(void)
 		cmocka_unit_test(interleaved_consume),
 		cmocka_unit_test(binary_records),
 		cmocka_unit_test(random_soak),
+		cmocka_unit_test(run_equals_single),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
