@@ -18,7 +18,9 @@
 #include "cmonlog.pb-c.h"
 #include "snarflog.h"
 
-#define READ_CHUNK (256u << 10)     /* bytes asked for per read() */
+#define READ_CHUNK (128u << 10)     /* bytes asked for per read(): a pipe's writer waits
+                                       on the pipe's lock while a read copies, so
+                                       reads stay short, as cat's do */
 #define READS_PER_WAKEUP 8          /* then let other events run */
 
 static bool blank_line(const uint8_t *p, size_t len)
@@ -411,6 +413,8 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
 		size_t room = in->cap - in->len;
 		ssize_t n;
 
+		if (room > READ_CHUNK)
+			room = READ_CHUNK;
 		n = read(in->fd, in->stage + in->len, room);
 		if (n > 0) {
 			in->len += (size_t)n;
@@ -444,7 +448,7 @@ int input_open(struct snarf *s, int fd)
 	memset(in, 0, sizeof *in);
 	in->fd = fd;
 	in->rec_max = s->opt.buffer / 4 < SNARF_RECORD_MAX ? s->opt.buffer / 4 : SNARF_RECORD_MAX;
-	in->cap = in->rec_max + READ_CHUNK;
+	in->cap = in->rec_max + 2 * READ_CHUNK;
 	in->stage = malloc(in->cap);
 	in->scratch = malloc(in->rec_max + 32);
 	if (!in->stage || !in->scratch)
