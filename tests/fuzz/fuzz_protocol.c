@@ -59,9 +59,19 @@ static void exercise(const Cmon__Msg *m)
 			(void)cmon_log_count_records(CMON__FORMAT__FORMAT_ASCII, p, n, &whole);
 			(void)cmon_log_count_records(CMON__FORMAT__FORMAT_BINARY, p, n, &whole);
 			(void)cmon_log_detect(p, n, true);
-			if (cmon_bin_record_kind(p, n) == CMON_REC_EVENT) {
-				struct cmon_event_time t;
-				(void)cmon_bin_event_time(p, n, &t);
+			/* The one-pass scanner agrees with the two-step one. */
+			{
+				struct cmon_event_time t1 = { 0 }, t2 = { 0 };
+				enum cmon_rec_kind k1 = cmon_bin_record_kind(p, n);
+				enum cmon_rec_kind k2 = cmon_bin_record_scan(p, n, &t2);
+				if (k1 == CMON_REC_EVENT) {
+					bool ok = cmon_bin_event_time(p, n, &t1);
+					MUST(k2 == (ok ? CMON_REC_EVENT : CMON_REC_BAD));
+					if (ok && t2.has_ts)
+						MUST(t1.has_ts && t1.ts == t2.ts);
+				} else {
+					MUST(k1 == k2);
+				}
 			}
 		}
 		break;
