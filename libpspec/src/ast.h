@@ -302,4 +302,9 @@ struct ps_program {
     char **search_path;            /* import directories (heap, NULL-terminated) */
 };
 
+/* Call fn on each direct subexpression of e (an aggregate's domain, where and
+ * value included; a constant's definition not) until fn returns true;
+ * returns whether it did. The one place that knows every node's children. */
+bool ps_expr_any_child(const ps_expr *e, bool (*fn)(const ps_expr *child, void *ctx), void *ctx);
+
 #endif

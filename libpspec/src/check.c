@@ -650,12 +650,10 @@ static const ps_type *check_call(cx *c, ps_expr *e)
 /* Is `e` free of variables and log aggregates (a constant expression)? */
 static bool is_constant(const ps_expr *e);
 
-static bool all_constant(ps_expr **items, uint32_t n)
+static bool not_constant(const ps_expr *e, void *ctx)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (!is_constant(items[i]))
-            return false;
-    return true;
+    (void)ctx;
+    return !is_constant(e);
 }
 
 static bool is_constant(const ps_expr *e)
@@ -663,16 +661,10 @@ static bool is_constant(const ps_expr *e)
     if (!e)
         return true;
     switch ((ps_expr_kind)e->kind) {
-    case X_NUM: case X_TIMELIT: case X_BOOL: case X_STR: return true;
     case X_CONST: return e->cst->depth == 0 && !e->cst->unknown;
     case X_VAR: case X_AGG: case X_NAME: case X_FIELD: case X_CALL: return false;
-    case X_ATTR: case X_METRIC: case X_PART: return is_constant(e->field.obj);
-    case X_BUILTIN: case X_APPLY: return is_constant(e->call.fn) && all_constant(e->call.args, e->call.nargs);
-    case X_NEG: case X_NOT: return is_constant(e->bin.a);
-    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE: return is_constant(e->bin.a) && is_constant(e->bin.b);
-    case X_CHAIN: case X_TRIPLE: case X_MAPLIST: return all_constant(e->list.items, e->list.n);
+    default: return !ps_expr_any_child(e, not_constant, NULL);
     }
-    return false;
 }
 
 static const ps_type *check_agg(cx *c, ps_expr *e);
@@ -817,61 +809,45 @@ static const ps_type *agg_result(cx *c, pv_aggop op, const ps_type *t)
     }
 }
 
-/* Find a conjunct `a = b` of `where` where one side depends only on binder
- * x (and constants) and the other only on binder y; store them. */
+/* Which binders an expression refers to: only `allowed` (and constants)? */
 typedef struct refs {
+    const ps_binder *allowed;
     bool other;         /* refers to something other than the allowed binder */
     bool uses;          /* refers to the allowed binder */
 } refs;
 
-static void refs_walk(const ps_expr *e, const ps_binder *allowed, refs *r);
-
-static void refs_list(ps_expr **items, uint32_t n, const ps_binder *allowed, refs *r)
+static bool refs_walk(const ps_expr *e, void *ctx)
 {
-    for (uint32_t i = 0; i < n; i++)
-        refs_walk(items[i], allowed, r);
-}
-
-static void refs_walk(const ps_expr *e, const ps_binder *allowed, refs *r)
-{
-    if (!e)
-        return;
+    refs *r = ctx;
     switch ((ps_expr_kind)e->kind) {
     case X_VAR:
-        if (e->var == allowed)
+        if (e->var == r->allowed)
             r->uses = true;
         else
             r->other = true;
-        return;
+        return false;
     case X_AGG: case X_NAME: case X_FIELD: case X_CALL:
         r->other = true;
-        return;
+        return false;
     case X_CONST:
         if (e->cst->unknown || e->cst->depth > 0)
             r->other = true;
-        return;
-    case X_ATTR: case X_METRIC: case X_PART: refs_walk(e->field.obj, allowed, r); return;
-    case X_BUILTIN: case X_APPLY:
-        refs_walk(e->call.fn, allowed, r);
-        refs_list(e->call.args, e->call.nargs, allowed, r);
-        return;
-    case X_NEG: case X_NOT: refs_walk(e->bin.a, allowed, r); return;
-    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE:
-        refs_walk(e->bin.a, allowed, r);
-        refs_walk(e->bin.b, allowed, r);
-        return;
-    case X_CHAIN: case X_TRIPLE: case X_MAPLIST: refs_list(e->list.items, e->list.n, allowed, r); return;
-    default: return;
+        return false;
+    default:
+        ps_expr_any_child(e, refs_walk, r);
+        return false;
     }
 }
 
 static bool depends_only_on(const ps_expr *e, const ps_binder *b)
 {
-    refs r = {false, false};
-    refs_walk(e, b, &r);
+    refs r = {.allowed = b};
+    refs_walk(e, &r);
     return r.uses && !r.other;
 }
 
+/* Find a conjunct `a = b` of `where` where one side depends only on binder
+ * x (and constants) and the other only on binder y; store them. */
 static bool find_key(ps_expr *where, const ps_binder *x, const ps_binder *y, ps_expr **xkey, ps_expr **ykey)
 {
     if (!where || is_err(where->type))
@@ -896,30 +872,27 @@ static bool find_key(ps_expr *where, const ps_binder *x, const ps_binder *y, ps_
     return false;
 }
 
-static bool contains_agg(const ps_expr *e);
-
-static bool list_has_agg(ps_expr **items, uint32_t n)
+/* Resolve the range type of an aggregate or solve declaration (a->range_name)
+ * and return the type of its variable, or NULL when the name is not an event
+ * or interval type. Sets a->ev or a->iv. */
+static const ps_type *range_type(ps_checker *ck, ps_agg *a)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (contains_agg(items[i]))
-            return true;
-    return false;
-}
-
-static bool contains_agg(const ps_expr *e)
-{
-    if (!e)
-        return false;
-    switch ((ps_expr_kind)e->kind) {
-    case X_AGG: return true;
-    case X_FIELD: case X_ATTR: case X_METRIC: case X_PART: return contains_agg(e->field.obj);
-    case X_CALL: case X_BUILTIN: case X_APPLY:
-        return contains_agg(e->call.fn) || list_has_agg(e->call.args, e->call.nargs);
-    case X_NEG: case X_NOT: return contains_agg(e->bin.a);
-    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE: return contains_agg(e->bin.a) || contains_agg(e->bin.b);
-    case X_CHAIN: case X_TRIPLE: case X_MAPLIST: return list_has_agg(e->list.items, e->list.n);
-    default: return false;
+    ps_program *prog = ck->prog;
+    ps_evtype *pre = predeclared(prog, a->range_name);
+    if (pre) {
+        a->ev = pre;
+        return event_of(prog, pre);
     }
+    ps_symbol *s = lookup_type(ck, a->range_name);
+    if (s && s->kind == SYM_EVTYPE) {
+        a->ev = s->ev;
+        return event_of(prog, s->ev);
+    }
+    if (s && s->kind == SYM_IVTYPE) {
+        a->iv = s->iv;
+        return interval_of(prog, s->iv);
+    }
+    return NULL;
 }
 
 /* {op x : T [where P] : V}  or  {op x in domain(M) [where P] : V} */
@@ -950,23 +923,13 @@ static const ps_type *check_agg(cx *c, ps_expr *e)
         }
         vt = &ps_t_num;
     } else {
-        ps_symbol *s = predeclared(prog, a->range_name) ? NULL : lookup_type(c->ck, a->range_name);
-        ps_evtype *pre = predeclared(prog, a->range_name);
-        if (pre) {
-            a->ev = pre;
-            vt = event_of(prog, pre);
-        } else if (s && s->kind == SYM_EVTYPE) {
-            a->ev = s->ev;
-            vt = event_of(prog, s->ev);
-        } else if (s && s->kind == SYM_IVTYPE) {
-            a->iv = s->iv;
-            vt = interval_of(prog, s->iv);
-        } else if (c->iv && strcmp(a->range_name, c->iv->name) == 0) {
-            ERR(c, a->range_loc, "interval type '%s' cannot be used in its own metrics", a->range_name);
-            return bad(e);
-        } else {
-            ERR(c, a->range_loc, s ? "'%s' is not an event or interval type" : "undeclared type '%s'",
-                a->range_name);
+        vt = range_type(c->ck, a);
+        if (!vt) {
+            if (c->iv && strcmp(a->range_name, c->iv->name) == 0)
+                ERR(c, a->range_loc, "interval type '%s' cannot be used in its own metrics", a->range_name);
+            else
+                ERR(c, a->range_loc, lookup_type(c->ck, a->range_name) ? "'%s' is not an event or interval type"
+                    : "undeclared type '%s'", a->range_name);
             return bad(e);
         }
         inner.env = &barrier;
@@ -1427,18 +1390,8 @@ static int check_solve(ps_checker *ck, ps_item *it, ps_stmt *st)
                              ps_type_describe(prog, mt));
             vt = &ps_t_num;
         } else {
-            ps_evtype *pre = predeclared(prog, a->range_name);
-            ps_symbol *s = pre ? NULL : lookup_type(ck, a->range_name);
-            if (pre) {
-                a->ev = pre;
-                vt = event_of(prog, pre);
-            } else if (s && s->kind == SYM_EVTYPE) {
-                a->ev = s->ev;
-                vt = event_of(prog, s->ev);
-            } else if (s && s->kind == SYM_IVTYPE) {
-                a->iv = s->iv;
-                vt = interval_of(prog, s->iv);
-            } else {
+            vt = range_type(ck, a);
+            if (!vt) {
                 ps_diags_add(ck->diags, a->range_loc, "undeclared event or interval type '%s'", a->range_name);
                 return -1;
             }

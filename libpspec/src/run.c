@@ -22,12 +22,6 @@
 
 
 
-static void walk_list(plan *pl, ps_expr *const *items, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        plan_walk(pl, items[i]);
-}
-
 void plan_mark_iv(plan *pl, const ps_ivtype *iv)
 {
     if (pl->need_iv[iv->id])
@@ -38,35 +32,24 @@ void plan_mark_iv(plan *pl, const ps_ivtype *iv)
             plan_mark_iv(pl, iv->aggs[k]->iv);
 }
 
+static bool walk_child(const ps_expr *e, void *ctx)
+{
+    plan_walk(ctx, e);
+    return false;
+}
+
 void plan_walk(plan *pl, const ps_expr *e)
 {
     if (!e)
         return;
-    switch ((ps_expr_kind)e->kind) {
-    case X_CONST:
+    if (e->kind == X_CONST) {
         if (!pl->const_needed[e->cst->id]) {
             pl->const_needed[e->cst->id] = true;
             plan_walk(pl, e->cst->expr);
         }
         return;
-    case X_ATTR: case X_METRIC: case X_PART: case X_FIELD:
-        plan_walk(pl, e->field.obj);
-        return;
-    case X_BUILTIN: case X_APPLY: case X_CALL:
-        plan_walk(pl, e->call.fn);
-        walk_list(pl, e->call.args, e->call.nargs);
-        return;
-    case X_NEG: case X_NOT:
-        plan_walk(pl, e->bin.a);
-        return;
-    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE:
-        plan_walk(pl, e->bin.a);
-        plan_walk(pl, e->bin.b);
-        return;
-    case X_CHAIN: case X_TRIPLE: case X_MAPLIST:
-        walk_list(pl, e->list.items, e->list.n);
-        return;
-    case X_AGG: {
+    }
+    if (e->kind == X_AGG) {
         const ps_agg *a = e->agg;
         if (a->place == AGG_TOP && !pl->agg_needed[a->id]) {
             pl->agg_needed[a->id] = true;
@@ -75,14 +58,8 @@ void plan_walk(plan *pl, const ps_expr *e)
             if (a->iv)
                 plan_mark_iv(pl, a->iv);
         }
-        plan_walk(pl, a->domain);
-        plan_walk(pl, a->where);
-        plan_walk(pl, a->value);
-        return;
     }
-    default:
-        return;
-    }
+    ps_expr_any_child(e, walk_child, pl);
 }
 
 void plan_init(plan *pl, ps_program *prog)
@@ -257,36 +234,17 @@ unsigned pspec_passes(const pspec *ps)
     return n;
 }
 
-static bool uses_unknown(const ps_expr *e);
-
-static bool list_uses_unknown(ps_expr *const *items, uint32_t n)
+static bool uses_unknown(const ps_expr *e, void *ctx)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (uses_unknown(items[i]))
-            return true;
-    return false;
-}
-
-static bool uses_unknown(const ps_expr *e)
-{
-    if (!e)
-        return false;
-    switch ((ps_expr_kind)e->kind) {
-    case X_CONST: return e->cst->unknown || uses_unknown(e->cst->expr);
-    case X_ATTR: case X_METRIC: case X_PART: return uses_unknown(e->field.obj);
-    case X_BUILTIN: case X_APPLY: return uses_unknown(e->call.fn) || list_uses_unknown(e->call.args, e->call.nargs);
-    case X_NEG: case X_NOT: return uses_unknown(e->bin.a);
-    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE: return uses_unknown(e->bin.a) || uses_unknown(e->bin.b);
-    case X_CHAIN: case X_TRIPLE: case X_MAPLIST: return list_uses_unknown(e->list.items, e->list.n);
-    case X_AGG: return uses_unknown(e->agg->domain) || uses_unknown(e->agg->where) || uses_unknown(e->agg->value);
-    default: return false;
-    }
+    if (e->kind == X_CONST)
+        return e->cst->unknown || (e->cst->expr && uses_unknown(e->cst->expr, ctx));
+    return ps_expr_any_child(e, uses_unknown, ctx);
 }
 
 bool pspec_uses_unknowns(const pspec *ps)
 {
     for (uint32_t i = 0; i < ps->prog.stmts.n; i++)
-        if (ps->prog.stmts.v[i]->kind != ST_SOLVE && uses_unknown(ps->prog.stmts.v[i]->expr))
+        if (ps->prog.stmts.v[i]->kind != ST_SOLVE && uses_unknown(ps->prog.stmts.v[i]->expr, NULL))
             return true;
     return false;
 }

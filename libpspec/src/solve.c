@@ -26,72 +26,37 @@ static bool unknown_open(const lctx *c, const ps_const *k)
     return k->unknown && !(c->solved && c->solved[k->id]);
 }
 
-static bool has_unknown(const lctx *c, const ps_expr *e);
+/* The first open unknown in e (directly or through a def), or NULL. */
+typedef struct finder {
+    const lctx *c;
+    const ps_const *found;
+} finder;
 
-static bool list_has_unknown(const lctx *c, ps_expr *const *items, uint32_t n)
+static bool find_unknown(const ps_expr *e, void *ctx)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (has_unknown(c, items[i]))
+    finder *f = ctx;
+    if (e->kind == X_CONST) {
+        if (unknown_open(f->c, e->cst)) {
+            f->found = e->cst;
             return true;
-    return false;
-}
-
-/* Does e depend on an unknown that has no value yet (directly or through a def)? */
-static bool has_unknown(const lctx *c, const ps_expr *e)
-{
-    if (!e)
-        return false;
-    switch ((ps_expr_kind)e->kind) {
-    case X_CONST: return unknown_open(c, e->cst) || has_unknown(c, e->cst->expr);
-    case X_ATTR: case X_METRIC: case X_PART: case X_FIELD: return has_unknown(c, e->field.obj);
-    case X_BUILTIN: case X_APPLY: case X_CALL:
-        return has_unknown(c, e->call.fn) || list_has_unknown(c, e->call.args, e->call.nargs);
-    case X_NEG: case X_NOT: return has_unknown(c, e->bin.a);
-    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE: return has_unknown(c, e->bin.a) || has_unknown(c, e->bin.b);
-    case X_CHAIN: case X_TRIPLE: case X_MAPLIST: return list_has_unknown(c, e->list.items, e->list.n);
-    case X_AGG: return has_unknown(c, e->agg->domain) || has_unknown(c, e->agg->where) || has_unknown(c, e->agg->value);
-    default: return false;
+        }
+        return e->cst->expr && find_unknown(e->cst->expr, ctx);
     }
-}
-
-/* The first open unknown in e, for messages. */
-static const ps_const *first_unknown(const lctx *c, const ps_expr *e);
-
-static const ps_const *first_in_list(const lctx *c, ps_expr *const *items, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        const ps_const *k = first_unknown(c, items[i]);
-        if (k)
-            return k;
-    }
-    return NULL;
+    return ps_expr_any_child(e, find_unknown, ctx);
 }
 
 static const ps_const *first_unknown(const lctx *c, const ps_expr *e)
 {
-    if (!e)
-        return NULL;
-    switch ((ps_expr_kind)e->kind) {
-    case X_CONST: return unknown_open(c, e->cst) ? e->cst : first_unknown(c, e->cst->expr);
-    case X_ATTR: case X_METRIC: case X_PART: case X_FIELD: return first_unknown(c, e->field.obj);
-    case X_BUILTIN: case X_APPLY: case X_CALL: {
-        const ps_const *k = first_unknown(c, e->call.fn);
-        return k ? k : first_in_list(c, e->call.args, e->call.nargs);
-    }
-    case X_NEG: case X_NOT: return first_unknown(c, e->bin.a);
-    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE: {
-        const ps_const *k = first_unknown(c, e->bin.a);
-        return k ? k : first_unknown(c, e->bin.b);
-    }
-    case X_CHAIN: case X_TRIPLE: case X_MAPLIST: return first_in_list(c, e->list.items, e->list.n);
-    case X_AGG: {
-        const ps_const *k = first_unknown(c, e->agg->domain);
-        if (!k)
-            k = first_unknown(c, e->agg->where);
-        return k ? k : first_unknown(c, e->agg->value);
-    }
-    default: return NULL;
-    }
+    finder f = {c, NULL};
+    if (e)
+        find_unknown(e, &f);
+    return f.found;
+}
+
+/* Does e depend on an unknown that has no value yet? */
+static bool has_unknown(const lctx *c, const ps_expr *e)
+{
+    return first_unknown(c, e) != NULL;
 }
 
 static const ps_type *numeric_type(const ps_expr *a, const ps_expr *b)

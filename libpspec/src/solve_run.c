@@ -419,44 +419,21 @@ static char *revised(solver *s)
 
 /* ---- checks before and after -------------------------------------------------------- */
 
-/* Unknowns that assertions or prints use, directly or through constants. */
-static void mark_used(const ps_expr *e, bool *used);
-
-static void mark_list(ps_expr *const *items, uint32_t n, bool *used)
+/* Mark the constants (unknowns included) that e uses, directly or through
+ * other constants. */
+static bool mark_used(const ps_expr *e, void *ctx)
 {
-    for (uint32_t i = 0; i < n; i++)
-        mark_used(items[i], used);
-}
-
-static void mark_used(const ps_expr *e, bool *used)
-{
-    if (!e)
-        return;
-    switch ((ps_expr_kind)e->kind) {
-    case X_CONST:
+    bool *used = ctx;
+    if (e->kind == X_CONST) {
         if (!used[e->cst->id]) {
             used[e->cst->id] = true;
-            mark_used(e->cst->expr, used);
+            if (e->cst->expr)
+                mark_used(e->cst->expr, used);
         }
-        return;
-    case X_ATTR: case X_METRIC: case X_PART: case X_FIELD: mark_used(e->field.obj, used); return;
-    case X_BUILTIN: case X_APPLY: case X_CALL:
-        mark_used(e->call.fn, used);
-        mark_list(e->call.args, e->call.nargs, used);
-        return;
-    case X_NEG: case X_NOT: mark_used(e->bin.a, used); return;
-    case X_BINARY: case X_MAPONE: case X_IF: case X_ELSE:
-        mark_used(e->bin.a, used);
-        mark_used(e->bin.b, used);
-        return;
-    case X_CHAIN: case X_TRIPLE: case X_MAPLIST: mark_list(e->list.items, e->list.n, used); return;
-    case X_AGG:
-        mark_used(e->agg->domain, used);
-        mark_used(e->agg->where, used);
-        mark_used(e->agg->value, used);
-        return;
-    default: return;
+        return false;
     }
+    ps_expr_any_child(e, mark_used, used);
+    return false;
 }
 
 int pspec_solve(pspec *ps, int fd, const char *logname, const pspec_solve_options *opt, char **spec_out,
