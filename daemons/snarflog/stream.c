@@ -6,6 +6,8 @@
  * less than SNARF_OUT_HIGH bytes queued, so a stalled consumer makes the
  * buffer drop old records instead of growing memory. */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +310,18 @@ static void stream_free(struct stream *st)
 	core_check_done(s);
 }
 
+/* Writable only while the kernel holds under SNARF_OUT_UNSENT bytes not
+ * yet sent: TCP send buffers grow to megabytes, so without this a stalled
+ * consumer's socket keeps taking records (and waking us to copy them)
+ * long after its window closed. In-flight data is not limited. (TCP only;
+ * Unix sockets have a fixed buffer.) */
+static void unsent_limit(int fd)
+{
+	int v = SNARF_OUT_UNSENT;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof v);
+}
+
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		      int len, void *arg)
 {
@@ -330,6 +344,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	st->state = ST_HELLO;
 	snprintf(st->peer, sizeof st->peer, "%s", peer);
 	cmon_socket_tune(fd);
+	unsent_limit(fd);
 	st->bev = cmon_tls_accept_bev(s->base, s->tls_server, fd);
 	st->timer = evtimer_new(s->base, timer_close, st);
 	if (!st->bev || !st->timer) {
