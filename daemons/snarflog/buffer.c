@@ -1,6 +1,7 @@
 /* The record buffer (see buffer.h). */
 #include "buffer.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,10 +29,19 @@ void ring_free(struct ring *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* Move the tail (and the staged bytes after it) to offset `to`. */
+static void move_tail(struct ring *r, size_t to)
+{
+	if (r->staged && r->tail != to)
+		memmove(r->mem + to, r->mem + r->tail, r->staged);
+	r->tail = to;
+}
+
 static void reset_if_empty(struct ring *r)
 {
 	if (r->nrec == 0) {
-		r->head = r->tail = r->wrap = r->used = 0;
+		move_tail(r, 0);
+		r->head = r->wrap = r->used = 0;
 		r->wrapped = false;
 		r->ifirst = 0;
 	}
@@ -74,12 +84,6 @@ bool ring_fits(const struct ring *r, size_t len)
 	return r->tail + len <= r->cap || len <= r->head;
 }
 
-/* Bytes that can still be stored (ignoring the waste at the wrap). */
-static size_t room(const struct ring *r)
-{
-	return r->cap - r->used;
-}
-
 /* How many of the oldest records (all in the run starting at head) to drop
  * to free at least `want` bytes, or all of that run: a binary search over
  * their end offsets, which increase along the run. */
@@ -114,18 +118,17 @@ static uint64_t make_room(struct ring *r, size_t len)
 	uint64_t dropped = 0;
 
 	/* Make room in batches of a sixteenth of the buffer, so that a flood
-	 * pays for dropping once per batch, not once per record. */
+	 * pays for dropping once per batch, not once per record. The room
+	 * must be in one piece where the record goes: after the tail when
+	 * wrapped, else (it did not fit at the end) at the start. */
 	while (!ring_fits(r, len)) {
 		size_t want = r->cap / 16 > len ? r->cap / 16 : len;
-		uint64_t k;
-		if (room(r) >= want && r->nrec < r->icap) {
-			k = 1;             /* only the waste at the wrap is in the way */
-		} else {
-			k = front_run_count(r, room(r) >= want ? 1 : want - room(r));
-			if (r->nrec == r->icap && k < r->icap / 16) {
-				uint64_t run = front_run_count(r, SIZE_MAX);
-				k = run < r->icap / 16 ? run : r->icap / 16;
-			}
+		size_t upto = (r->wrapped ? r->tail : 0) + want;
+		uint64_t k = front_run_count(r, upto > r->head ? upto - r->head : 1);
+
+		if (r->nrec == r->icap && k < r->icap / 16) {
+			uint64_t run = front_run_count(r, SIZE_MAX);
+			k = run < r->icap / 16 ? run : r->icap / 16;
 		}
 		drop_front(r, k);
 		dropped += k;
@@ -137,17 +140,21 @@ static uint64_t make_room(struct ring *r, size_t len)
 static void place(struct ring *r, size_t len)
 {
 	if (r->nrec == 0) {
-		r->head = r->tail = 0;
+		move_tail(r, 0);
+		r->head = 0;
 	} else if (!r->wrapped && r->tail + len > r->cap) {
 		r->wrap = r->tail;
 		r->wrapped = true;
-		r->tail = 0;
+		move_tail(r, 0);
 	}
 }
 
 uint64_t ring_push(struct ring *r, const void *rec, size_t len)
 {
-	uint64_t dropped = make_room(r, len);
+	uint64_t dropped;
+
+	assert(r->staged == 0);
+	dropped = make_room(r, len);
 
 	place(r, len);
 	memcpy(r->mem + r->tail, rec, len);
@@ -163,6 +170,7 @@ uint64_t ring_push_run(struct ring *r, const uint8_t *p, const uint32_t *ends, s
 	uint64_t dropped = 0;
 	size_t i = 0;
 
+	assert(r->staged == 0);
 	while (i < n) {
 		size_t start = i ? ends[i - 1] : 0, limit, j, base;
 
@@ -221,4 +229,84 @@ uint64_t ring_clear(struct ring *r)
 	r->nrec = 0;
 	reset_if_empty(r);
 	return n;
+}
+
+uint8_t *ring_stage_room(struct ring *r, size_t want, bool drop, size_t *room,
+			 uint64_t *dropped)
+{
+	size_t avail;
+
+	*dropped = 0;
+	if (want > r->cap - r->staged)
+		want = r->cap - r->staged;
+	if (drop) {
+		*dropped = make_room(r, r->staged + want);
+		place(r, r->staged + want);
+		avail = want;
+	} else if (r->nrec == 0) {
+		place(r, 0);
+		avail = r->cap - r->staged;
+	} else if (r->wrapped) {
+		avail = r->head - r->tail - r->staged;
+	} else {
+		avail = r->cap - r->tail - r->staged;
+		if (avail < want && r->head > r->staged && r->head - r->staged > avail) {
+			r->wrap = r->tail;           /* more room at the start */
+			r->wrapped = true;
+			move_tail(r, 0);
+			avail = r->head - r->staged;
+		}
+	}
+	*room = avail < want ? avail : want;
+	return r->mem + r->tail + r->staged;
+}
+
+void ring_stage_grow(struct ring *r, size_t n)
+{
+	r->staged += n;
+}
+
+uint8_t *ring_staged(const struct ring *r, size_t *len)
+{
+	*len = r->staged;
+	return r->mem + r->tail;
+}
+
+size_t ring_stage_commit(struct ring *r, const uint32_t *ends, size_t n, bool drop,
+			 uint64_t *dropped)
+{
+	size_t i = 0;
+
+	*dropped = 0;
+	while (i < n) {
+		size_t start = i ? ends[i - 1] : 0, j, base, len;
+
+		if (r->nrec == r->icap) {
+			if (!drop)
+				break;
+			*dropped += make_room(r, 0);     /* the index is full: a batch */
+		}
+		j = n - i < r->icap - r->nrec ? n : i + (r->icap - r->nrec);
+		base = r->tail - start;
+		for (size_t k = i, at = slot(r, r->nrec); k < j;) {
+			/* up to the end of the index, then from its start */
+			size_t m = j - k < r->icap - at ? j - k : r->icap - at;
+			for (size_t x = 0; x < m; x++)
+				r->ends[at + x] = (uint32_t)(base + ends[k + x]);
+			k += m;
+			at = 0;
+		}
+		len = ends[j - 1] - start;
+		r->tail += len;
+		r->used += len;
+		r->staged -= len;
+		r->nrec += j - i;
+		i = j;
+	}
+	return i;
+}
+
+void ring_stage_clear(struct ring *r)
+{
+	r->staged = 0;
 }

@@ -5,7 +5,14 @@
  * When a new record does not fit, the oldest whole records are dropped to
  * make room — a sixteenth of the buffer at a time, so that a flood costs
  * one drop per batch rather than per record. Holds at most `cap` bytes and
- * cap/16 records. */
+ * cap/16 records.
+ *
+ * The input may also read straight into the free space after the newest
+ * record and turn those bytes into records where they lie, with no copy:
+ * such "staged" bytes sit at [tail, tail + staged), are not records (not
+ * peeked, counted or dropped) until committed, and move along when the
+ * tail moves to the start of the memory. ring_push() and ring_push_run()
+ * are only for when nothing is staged. */
 #ifndef SNARFLOG_BUFFER_H
 #define SNARFLOG_BUFFER_H
 
@@ -25,6 +32,7 @@ struct ring {
 	size_t wrap;           /* end of the older run when wrapped */
 	bool wrapped;          /* records continue at offset 0 */
 	size_t used;           /* bytes of records held */
+	size_t staged;         /* bytes read in place after tail, not yet records */
 	uint64_t nrec;         /* records held */
 	uint32_t *ends;        /* end offset of each record, circular, oldest at ifirst */
 	size_t icap;           /* index capacity: most records held at once */
@@ -60,5 +68,30 @@ void ring_consume(struct ring *r, size_t len, uint64_t nrec);
 
 /* Drop everything; returns how many records were held. */
 uint64_t ring_clear(struct ring *r);
+
+/* Room to read up to `want` more bytes in place, in one piece right after
+ * the staged ones (moving those to the start of the memory if that is
+ * where the room is). With `drop`, the oldest records are dropped as
+ * needed so that all of `want` fits (capped at cap - staged) and
+ * *dropped counts them; without, only free space is used. Returns where
+ * the room starts; *room is its length (0: no room without dropping). */
+uint8_t *ring_stage_room(struct ring *r, size_t want, bool drop, size_t *room,
+			 uint64_t *dropped);
+
+/* `n` bytes were written at the room ring_stage_room() gave. */
+void ring_stage_grow(struct ring *r, size_t n);
+
+/* The staged bytes; *len gets their number. */
+uint8_t *ring_staged(const struct ring *r, size_t *len);
+
+/* The first staged bytes are `n` records, record i ending at ends[i]
+ * (offsets from the first staged byte, increasing): make them records.
+ * When the index is full, drops the oldest records if `drop` (*dropped
+ * counts them), else stops early. Returns how many were committed. */
+size_t ring_stage_commit(struct ring *r, const uint32_t *ends, size_t n, bool drop,
+			 uint64_t *dropped);
+
+/* Forget the staged bytes (the caller has taken them elsewhere). */
+void ring_stage_clear(struct ring *r);
 
 #endif
