@@ -50,6 +50,36 @@ static bool must_keep(const struct snarf *s)
 	return !s->stopping && (s->hold || s->active_blocks);
 }
 
+/* The buffer dropped `n` of its oldest records. */
+static void note_dropped(struct snarf *s, uint64_t n)
+{
+	if (n) {
+		s->dropped += n;
+		stream_dropped(s, n);
+	}
+}
+
+uint8_t *core_read_room(struct snarf *s, size_t want, size_t *room)
+{
+	uint64_t dropped;
+	uint8_t *p = ring_stage_room(&s->ring, want, !must_keep(s), room, &dropped);
+
+	note_dropped(s, dropped);
+	return p;
+}
+
+size_t core_commit(struct snarf *s, const uint32_t *ends, size_t n)
+{
+	uint64_t dropped;
+	size_t k = ring_stage_commit(&s->ring, ends, n, !must_keep(s), &dropped);
+
+	s->records_in += k;
+	note_dropped(s, dropped);
+	if (k < n)
+		input_pause(s);             /* the index is full and must not drop */
+	return k;
+}
+
 bool core_record(struct snarf *s, const uint8_t *p, size_t len)
 {
 	uint64_t dropped;
@@ -60,10 +90,7 @@ bool core_record(struct snarf *s, const uint8_t *p, size_t len)
 	}
 	dropped = ring_push(&s->ring, p, len);
 	s->records_in++;
-	if (dropped) {
-		s->dropped += dropped;
-		stream_dropped(s, dropped);
-	}
+	note_dropped(s, dropped);
 	return true;
 }
 
@@ -81,10 +108,7 @@ size_t core_records(struct snarf *s, const uint8_t *p, const uint32_t *ends, siz
 	}
 	dropped = ring_push_run(&s->ring, p, ends, n);
 	s->records_in += n;
-	if (dropped) {
-		s->dropped += dropped;
-		stream_dropped(s, dropped);
-	}
+	note_dropped(s, dropped);
 	return n;
 }
 
@@ -101,18 +125,12 @@ void core_lost(struct snarf *s, uint64_t n, const char *why)
 	 * log's own format, so a consumer sees it exactly where it happened. */
 	len = cmon_log_gap_marker(s->format, n, marker);
 	s->dropped += n;
-	{
-		uint64_t d = ring_push(&s->ring, marker, len);
-		if (d) {
-			s->dropped += d;
-			stream_dropped(s, d);
-		}
-	}
+	note_dropped(s, ring_push(&s->ring, marker, len));
 }
 
 void core_space_freed(struct snarf *s)
 {
-	if (s->in.paused && (!must_keep(s) || ring_fits(&s->ring, s->in.rec_max)))
+	if (s->in.paused && (!must_keep(s) || ring_fits(&s->ring, s->ring.staged + s->in.rec_max)))
 		input_resume(s);
 }
 

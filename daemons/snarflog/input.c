@@ -1,10 +1,19 @@
 /* Reading the log and cutting it into the saved header and whole records
- * (DESIGN.md §4). The reader never blocks: it reads what is there, hands
- * each complete record to core_record(), and keeps a partial record for
- * the next read. Damage is resynchronised at the next record boundary and
- * reported to core_lost(): an over-long ascii line is skipped to its
+ * (DESIGN.md §4). The reader never blocks: it reads what is there, turns
+ * each complete record into a buffered one, and keeps a partial record
+ * for the next read. Damage is resynchronised at the next record boundary
+ * and reported to core_lost(): an over-long ascii line is skipped to its
  * newline; a corrupt binary frame is skipped byte by byte until a
- * plausible frame (sane length, Record tag, well-formed body) starts. */
+ * plausible frame (sane length, Record tag, well-formed body) starts.
+ *
+ * Two paths. Once past the header, the log is read straight into the
+ * record buffer's free space and ordinary records (ascii lines, binary
+ * Events with an absolute ts) are cut where they lie, with no copy
+ * (cut_in_place). Anything else — the header, a TypeDef, an Event with
+ * only ts_delta, a blank or over-long line, damage, the end of the log —
+ * moves what is left of the read to the stage, where the careful path
+ * (step_ascii, step_binary) deals with it record by record; a partial
+ * record left over goes back to the buffer and reading in place resumes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,41 +40,208 @@ static bool blank_line(const uint8_t *p, size_t len)
 	return true;
 }
 
-/* ascii, the hot path: hand over consecutive ordinary records (complete,
- * not blank, not over-long) without going through step_ascii(). Returns
- * bytes consumed (0: let step_ascii() look at the next line), or -1 if the
- * first record was refused. */
-static long run_ascii(struct snarf *s, const uint8_t *p, size_t avail)
+/* Why a cutter stopped. */
+enum cut_stop {
+	CUT_RUN,          /* SNARF_RUN records cut: call again */
+	CUT_MORE,         /* a partial record: needs more bytes */
+	CUT_ODD,          /* something only step_ascii() / step_binary() handle */
+};
+
+/* Where the ts of each Event a binary cut found is: the offset of its
+ * varint from the start of the cut, or NO_TS_AT and its value. */
+struct cut_ts {
+	uint32_t at[SNARF_RUN];      /* varint offsets, or NO_TS_AT */
+	uint64_t val[SNARF_RUN];     /* the value, when at[i] is NO_TS_AT */
+};
+#define NO_TS_AT UINT32_MAX
+
+/* ascii: cut consecutive ordinary records (complete, not blank, not
+ * over-long) at `p`; record i ends at ends[i]. Returns their number. */
+static size_t cut_ascii(const struct input *in, const uint8_t *p, size_t avail, uint32_t *ends,
+			enum cut_stop *stop)
 {
-	size_t off = 0, rec_max = s->in.rec_max;
+	size_t n = 0, pos = 0;
+
+	while (n < SNARF_RUN) {
+		const uint8_t *q = p + pos, *nl;
+		size_t len;
+
+		if (pos == avail) {
+			*stop = CUT_MORE;
+			return n;
+		}
+		nl = memchr(q, '\n', avail - pos);
+		if (!nl) {
+			*stop = avail - pos > in->rec_max ? CUT_ODD : CUT_MORE;
+			return n;
+		}
+		len = (size_t)(nl - q) + 1;
+		if (q[0] <= ' ' || len > in->rec_max) {
+			*stop = CUT_ODD;            /* blank, odd or over-long */
+			return n;
+		}
+		pos += len;
+		ends[n++] = (uint32_t)pos;
+	}
+	*stop = CUT_RUN;
+	return n;
+}
+
+/* The byte after a varint at `q`, or NULL if it is longer than 10 bytes.
+ * Reads up to 10 bytes at q, whatever the varint's length: the caller
+ * makes sure they are there and checks the result against its bound. */
+static inline const uint8_t *varint_skip(const uint8_t *q)
+{
+	if (!(q[0] & 0x80))
+		return q + 1;
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	{
+		/* The first byte without the continuation bit, 8 at a time. */
+		uint64_t w, stops;
+		memcpy(&w, q, sizeof w);
+		stops = ~w & 0x8080808080808080ull;
+		if (stops)
+			return q + __builtin_ctzll(stops) / 8 + 1;
+	}
+#endif
+	for (int i = 1; i < 10; i++)
+		if (!(q[i] & 0x80))
+			return q + i + 1;
+	return NULL;
+}
+
+/* The value of a varint already known to be well formed. */
+static uint64_t varint_value(const uint8_t *q)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		v |= (uint64_t)(*q & 0x7f) << shift;
+		if (!(*q++ & 0x80))
+			break;
+	}
+	return v;
+}
+
+/* Room the quick path may read past a frame of under 128 bytes: three
+ * varints of up to 10 bytes each, and their tags. */
+#define QUICK_SLACK (128 + 40)
+_Static_assert(SNARF_MIN_BUFFER / 4 >= 128, "a quick frame always fits the record limit");
+
+/* binary: cut consecutive Events that carry an absolute ts at `p`. The
+ * usual layout — a frame of under 128 bytes holding a Record whose only
+ * member is an Event starting type, thread, ts — is recognised quickly
+ * (away from the end of the bytes, where reading a little past the frame
+ * is safe); any other frame goes through cmon_bin_record_scan(). Record i
+ * ends at ends[i]; its ts is described by ts. */
+static size_t cut_binary(const struct input *in, const uint8_t *p, size_t avail, uint32_t *ends,
+			 struct cut_ts *ts, enum cut_stop *stop)
+{
+	const uint8_t *q = p, *quick_end = avail > QUICK_SLACK ? p + avail - QUICK_SLACK : p;
+	size_t n = 0;
+
+	while (n < SNARF_RUN) {
+		size_t left, hdr;
+		struct cmon_event_time t;
+		uint64_t body;
+
+		while (q < quick_end) {
+			/* Frame length (1 byte, 8..127, always <= rec_max), Record
+			 * tag 3 with a 1-byte length covering the frame, Event tag 1 */
+			size_t flen = q[0];
+			const uint8_t *e = q + 4, *tsp;
+			if (flen - 8 >= 0x78 || q[1] != 0x1a || q[2] != flen - 2 || q[3] != 0x08 ||
+			    !(e = varint_skip(e)) || *e != 0x10 || !(e = varint_skip(e + 1)) ||
+			    *e != 0x18)
+				break;
+			tsp = e + 1;
+			e = varint_skip(tsp);
+			if (!e || e > q + 1 + flen)
+				break;
+			ts->at[n] = (uint32_t)(tsp - p);
+			q += 1 + flen;
+			ends[n++] = (uint32_t)(q - p);
+			if (n == SNARF_RUN) {
+				*stop = CUT_RUN;
+				return n;
+			}
+		}
+		left = avail - (size_t)(q - p);
+		if (left < 2) {
+			*stop = CUT_MORE;
+			return n;
+		}
+		switch (cmon_bin_frame(q, left, &hdr, &body)) {
+		case 0:
+			*stop = CUT_MORE;
+			return n;
+		case 1:
+			break;
+		default:
+			*stop = CUT_ODD;
+			return n;
+		}
+		if (body > in->rec_max) {
+			*stop = CUT_ODD;
+			return n;
+		}
+		if (body > left - hdr) {
+			*stop = CUT_MORE;
+			return n;
+		}
+		if (cmon_bin_record_scan(q + hdr, (size_t)body, &t) != CMON_REC_EVENT || !t.has_ts) {
+			*stop = CUT_ODD;
+			return n;
+		}
+		ts->at[n] = NO_TS_AT;
+		ts->val[n] = t.ts;
+		q += hdr + (size_t)body;
+		ends[n++] = (uint32_t)(q - p);
+	}
+	*stop = CUT_RUN;
+	return n;
+}
+
+/* The ts of Event i of a binary cut made at `p`. */
+static uint64_t cut_ts_of(const uint8_t *p, const struct cut_ts *ts, size_t i)
+{
+	return ts->at[i] == NO_TS_AT ? ts->val[i] : varint_value(p + ts->at[i]);
+}
+
+/* Cut ordinary records at `p` in the log's format. */
+static size_t cut(const struct snarf *s, const uint8_t *p, size_t avail, uint32_t *ends,
+		  struct cut_ts *ts, enum cut_stop *stop)
+{
+	if (s->format == CMON__FORMAT__FORMAT_BINARY)
+		return cut_binary(&s->in, p, avail, ends, ts, stop);
+	return cut_ascii(&s->in, p, avail, ends, stop);
+}
+
+/* The stage's hot path: hand consecutive ordinary records to the buffer
+ * in runs, leaving anything else to step_ascii() / step_binary(). Returns
+ * bytes consumed (0: let the step look at what is next), or -1 if the
+ * first record was refused (the buffer must not drop). */
+static long run_stage(struct snarf *s, const uint8_t *p, size_t avail)
+{
+	struct input *in = &s->in;
+	size_t off = 0;
 	uint32_t ends[SNARF_RUN];
+	struct cut_ts ts;
 
 	for (;;) {
-		size_t n = 0, pos = off, taken;
+		enum cut_stop stop;
+		size_t n = cut(s, p + off, avail - off, ends, &ts, &stop), taken;
 
-		while (n < SNARF_RUN && pos < avail) {
-			const uint8_t *q = p + pos;
-			const uint8_t *nl = memchr(q, '\n', avail - pos);
-			size_t len;
-
-			if (!nl || q[0] <= ' ')
-				break;                  /* partial, blank or odd: slow path */
-			len = (size_t)(nl - q) + 1;
-			if (len > rec_max)
-				break;
-			pos += len;
-			ends[n++] = (uint32_t)(pos - off);
-		}
 		if (n == 0)
 			return (long)off;
 		taken = core_records(s, p + off, ends, n);
 		if (taken == 0)
 			return off ? (long)off : -1;
+		if (s->format == CMON__FORMAT__FORMAT_BINARY)
+			in->ts = cut_ts_of(p + off, &ts, taken - 1);
 		off += ends[taken - 1];
-		if (taken < n)
-			return (long)off;               /* paused */
-		if (n < SNARF_RUN)
-			return (long)off;
+		if (taken < n || stop != CUT_RUN)
+			return (long)off;               /* paused, or something else is next */
 	}
 }
 
@@ -122,95 +298,6 @@ static long step_ascii(struct snarf *s, const uint8_t *p, size_t avail)
 	if (blank_line(p, len))
 		return (long)len;
 	return core_record(s, p, len) ? (long)len : -1;
-}
-
-/* Read a varint at *pp (< end) into *v; false if it does not end in time. */
-static inline bool quick_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
-{
-	const uint8_t *p = *pp;
-	uint64_t r = 0;
-
-	for (unsigned shift = 0; p < end && shift < 64; shift += 7) {
-		uint8_t b = *p++;
-		r |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*pp = p;
-			*v = r;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The layout every writer we know produces: a frame holding one Record
- * whose only member is an Event that starts type, thread, ts. Returns the
- * frame length and ts, or 0 when the frame looks any different (then the
- * general path decides). */
-static inline size_t quick_event(const uint8_t *p, size_t avail, size_t rec_max, uint64_t *ts)
-{
-	const uint8_t *q = p, *end = p + avail, *body_end, *ev_end;
-	uint64_t flen, elen, v;
-
-	if (!quick_varint(&q, end, &flen) || flen > rec_max || flen > (uint64_t)(end - q) ||
-	    flen < 2 || *q != 0x1a)
-		return 0;
-	body_end = q + flen;
-	q++;
-	if (!quick_varint(&q, body_end, &elen) || q + elen != body_end)
-		return 0;
-	ev_end = body_end;
-	if (q >= ev_end || *q++ != 0x08 || !quick_varint(&q, ev_end, &v))
-		return 0;
-	if (q >= ev_end || *q++ != 0x10 || !quick_varint(&q, ev_end, &v))
-		return 0;
-	if (q >= ev_end || *q++ != 0x18 || !quick_varint(&q, ev_end, ts))
-		return 0;
-	return (size_t)(body_end - p);
-}
-
-/* binary, the hot path: consecutive Events with an absolute ts go straight
- * to the buffer; anything else (header, TypeDef, ts_delta, damage, a
- * partial frame) is left to step_binary(). Same contract as run_ascii(). */
-static long run_binary(struct snarf *s, const uint8_t *p, size_t avail)
-{
-	struct input *in = &s->in;
-	size_t off = 0;
-	uint32_t ends[SNARF_RUN];
-	uint64_t ts[SNARF_RUN];
-
-	for (;;) {
-		size_t n = 0, pos = off, taken;
-
-		while (n < SNARF_RUN && avail - pos >= 2) {
-			const uint8_t *q = p + pos;
-			struct cmon_event_time t;
-			size_t hdr, flen;
-			uint64_t body;
-
-			flen = quick_event(q, avail - pos, in->rec_max, &ts[n]);
-			if (!flen) {
-				if (cmon_bin_frame(q, avail - pos, &hdr, &body) != 1 ||
-				    body > in->rec_max || body > avail - pos - hdr)
-					break;
-				flen = hdr + (size_t)body;
-				if (cmon_bin_record_scan(q + hdr, (size_t)body, &t) != CMON_REC_EVENT ||
-				    !t.has_ts)
-					break;
-				ts[n] = t.ts;
-			}
-			pos += flen;
-			ends[n++] = (uint32_t)(pos - off);
-		}
-		if (n == 0)
-			return (long)off;
-		taken = core_records(s, p + off, ends, n);
-		if (taken == 0)
-			return off ? (long)off : -1;
-		in->ts = ts[taken - 1];
-		off += ends[taken - 1];
-		if (taken < n || n < SNARF_RUN)
-			return (long)off;
-	}
 }
 
 /* binary: is a plausible frame at `p`? 1 yes, 0 need more bytes, -1 no. */
@@ -352,9 +439,8 @@ corrupt:
 	return 1;
 }
 
-/* Cut as much of the staged input as possible; keep the rest. When the
- * writer has gone and everything is cut, the input has ended. */
-static void process(struct snarf *s)
+/* The careful path: cut as much of the stage as possible; keep the rest. */
+static void cut_stage(struct snarf *s)
 {
 	struct input *in = &s->in;
 	size_t off = 0;
@@ -376,15 +462,10 @@ static void process(struct snarf *s)
 		}
 		if (avail == 0)
 			break;
-		if (s->format == CMON__FORMAT__FORMAT_BINARY) {
-			used = in->state == IN_RECORDS ? run_binary(s, p, avail) : 0;
-			if (used == 0)
-				used = step_binary(s, p, avail);
-		} else {
-			used = in->state == IN_RECORDS ? run_ascii(s, p, avail) : 0;
-			if (used == 0)
-				used = step_ascii(s, p, avail);
-		}
+		used = in->state == IN_RECORDS ? run_stage(s, p, avail) : 0;
+		if (used == 0)
+			used = s->format == CMON__FORMAT__FORMAT_BINARY ? step_binary(s, p, avail)
+								       : step_ascii(s, p, avail);
 		if (used <= 0)
 			break;                      /* needs more bytes, or refused (paused) */
 		off += (size_t)used;
@@ -393,7 +474,87 @@ static void process(struct snarf *s)
 		memmove(in->stage, in->stage + off, in->len - off);
 		in->len -= off;
 	}
-	if (in->eof && !in->paused && in->state != IN_EOF &&
+}
+
+/* Hand a partial record left in the stage back to the buffer, so that the
+ * next read goes in place. False if it stays: not cutting ordinary
+ * records, paused, at the end of the log, or no room without dropping. */
+static bool stage_to_buffer(struct snarf *s)
+{
+	struct input *in = &s->in;
+	uint8_t *dst;
+	size_t room;
+
+	if (in->state != IN_RECORDS || in->paused || in->eof || in->len == 0)
+		return false;
+	dst = core_read_room(s, in->len, &room);
+	if (room < in->len)
+		return false;
+	memcpy(dst, in->stage, in->len);
+	ring_stage_grow(&s->ring, in->len);
+	in->len = 0;
+	return true;
+}
+
+/* The hot path: cut the bytes read into the buffer into records where
+ * they lie. Returns true if it moved what is left to the stage (something
+ * unusual, or the end of the log), false if it needs more bytes or the
+ * input was paused. */
+static bool cut_in_place(struct snarf *s)
+{
+	struct input *in = &s->in;
+	bool binary = s->format == CMON__FORMAT__FORMAT_BINARY;
+	uint32_t ends[SNARF_RUN];
+	struct cut_ts ts;
+
+	for (;;) {
+		size_t avail, n, taken;
+		const uint8_t *p = ring_staged(&s->ring, &avail);
+		enum cut_stop stop;
+		uint64_t last = 0;
+
+		n = cut(s, p, avail, ends, &ts, &stop);
+		if (n) {
+			if (binary)
+				last = cut_ts_of(p, &ts, n - 1);
+			taken = core_commit(s, ends, n);
+			/* (Stopping early means not dropping: the bytes at p
+			 * have not moved.) */
+			if (binary && taken)
+				in->ts = taken == n ? last : cut_ts_of(p, &ts, taken - 1);
+			if (taken < n)
+				return false;          /* paused */
+		}
+		if (stop == CUT_RUN)
+			continue;
+		if (stop == CUT_MORE && !in->eof)
+			return false;
+		p = ring_staged(&s->ring, &avail);
+		if (avail == 0)
+			return false;
+		memcpy(in->stage, p, avail);
+		in->len = avail;
+		ring_stage_clear(&s->ring);
+		return true;
+	}
+}
+
+/* Cut what has been read: the stage first, then what was read in place.
+ * When the writer has gone and everything is cut, the input has ended. */
+static void process(struct snarf *s)
+{
+	struct input *in = &s->in;
+
+	while (!in->paused && in->state != IN_EOF) {
+		if (in->len) {
+			cut_stage(s);
+			if (!stage_to_buffer(s))
+				break;
+		}
+		if (s->ring.staged == 0 || !cut_in_place(s))
+			break;
+	}
+	if (in->eof && !in->paused && in->state != IN_EOF && s->ring.staged == 0 &&
 	    (in->len == 0 || in->state == IN_DETECT)) {
 		in->state = IN_EOF;
 		in->len = 0;
@@ -407,17 +568,32 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
 	struct snarf *s = arg;
 	struct input *in = &s->in;
 
-	if (in->len)
+	if (in->len || s->ring.staged)
 		process(s);
 	for (int i = 0; i < READS_PER_WAKEUP && !in->paused && !in->eof; i++) {
-		size_t room = in->cap - in->len;
+		bool in_place = in->len == 0 && in->state == IN_RECORDS;
+		uint8_t *dst;
+		size_t room;
 		ssize_t n;
 
-		if (room > READ_CHUNK)
-			room = READ_CHUNK;
-		n = read(in->fd, in->stage + in->len, room);
+		if (in_place) {
+			dst = core_read_room(s, in->chunk, &room);
+			if (room == 0) {
+				input_pause(s);        /* full, and must not drop */
+				break;
+			}
+		} else {
+			dst = in->stage + in->len;
+			room = in->cap - in->len;
+			if (room > READ_CHUNK)
+				room = READ_CHUNK;
+		}
+		n = read(in->fd, dst, room);
 		if (n > 0) {
-			in->len += (size_t)n;
+			if (in_place)
+				ring_stage_grow(&s->ring, (size_t)n);
+			else
+				in->len += (size_t)n;
 			process(s);
 			if ((size_t)n < room && !in->is_file)
 				break;                 /* drained the pipe for now */
@@ -449,6 +625,7 @@ int input_open(struct snarf *s, int fd)
 	in->fd = fd;
 	in->rec_max = s->opt.buffer / 4 < SNARF_RECORD_MAX ? s->opt.buffer / 4 : SNARF_RECORD_MAX;
 	in->cap = in->rec_max + 2 * READ_CHUNK;
+	in->chunk = s->opt.buffer / 16 < READ_CHUNK ? s->opt.buffer / 16 : READ_CHUNK;
 	in->stage = malloc(in->cap);
 	in->scratch = malloc(in->rec_max + 32);
 	if (!in->stage || !in->scratch)

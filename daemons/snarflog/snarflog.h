@@ -82,7 +82,8 @@ struct input {
 	struct event *ev;             /* read readiness (or self-activation for files) */
 	uint8_t *stage;               /* bytes read but not yet cut into records */
 	size_t len;                   /* bytes in stage */
-	size_t cap;                   /* stage size (record max + one read) */
+	size_t cap;                   /* stage size (record max + two reads) */
+	size_t chunk;                 /* bytes asked for per read into the buffer */
 	size_t rec_max;               /* longest record accepted */
 	uint64_t ts;                  /* binary: running absolute timestamp */
 	uint8_t *scratch;             /* binary: room to rewrite one record */
@@ -158,6 +159,8 @@ void core_format_known(struct snarf *s, Cmon__Format fmt); /* the input's format
 void core_header_append(struct snarf *s, const uint8_t *p, size_t len); /* grow the saved header */
 bool core_record(struct snarf *s, const uint8_t *p, size_t len); /* buffer a record; false = paused */
 size_t core_records(struct snarf *s, const uint8_t *p, const uint32_t *ends, size_t n); /* a run */
+uint8_t *core_read_room(struct snarf *s, size_t want, size_t *room); /* where to read in place */
+size_t core_commit(struct snarf *s, const uint32_t *ends, size_t n); /* staged bytes -> records */
 void core_lost(struct snarf *s, uint64_t n, const char *why); /* damaged input: mark a gap */
 void core_input_ended(struct snarf *s);                  /* the writer closed the log */
 void core_child_exited(struct snarf *s);                 /* CMD was reaped */

@@ -2,7 +2,8 @@
 whole records only. ascii: the '#' lines before the first record. binary:
 the Header plus every TypeDef so far — including one that arrived after
 the first record — and TypeDefs arriving later precede their events.
-Events written with ts_delta reach the reader with absolute timestamps."""
+Events written with ts_delta reach the reader with absolute timestamps,
+also when the events before them were dropped."""
 import subprocess
 import time
 
@@ -85,6 +86,40 @@ def main():
               "replayed header %r", recs[:2])
         seqs = [r[1][1] for r in recs if r[0] == "rec"]
         check(seqs[0] > 0 and seqs == list(range(seqs[0], 3005)), "records %r...", seqs[:5])
+
+        # binary, joined after drops, with ts_delta events all along (runs
+        # of them, and single ones between absolute ones) and TypeDefs in
+        # between: every event that arrives has its absolute ts, which
+        # counts the deltas of the dropped events too.
+        # (Several hundred KB: most of it is read straight into the buffer.)
+        n = 12000
+        parts, ts = [ct.bin_header(), ct.bin_typedef(1, "Ev")], 0
+        for i in range(n):
+            if i % 1700 == 0:
+                parts.append(ct.bin_typedef(2 + i // 1700, "T%d" % i))
+            ts += 1 + i % 3
+            if i % 4 == 3 or (i // 100) % 2:
+                parts.append(ct.bin_event(1, i, ts_delta=1 + i % 3, pad=i % 5))
+            else:
+                parts.append(ct.bin_event(1, i, ts=ts, pad=i % 5))
+        data, _ = late_join(env, "bin3", "binary", b"".join(parts),
+                            ct.bin_event(1, n, ts_delta=5), bufsize="8K")
+        recs = ct.parse_binary(data)
+        check(recs[0] == ("header", "demo"), "replayed header %r", recs[:2])
+        check([r[1][0] for r in recs if r[0] == "typedef"] == list(range(1, 2 + (n - 1) // 1700 + 1)),
+              "every TypeDef replayed once: %r", [r for r in recs if r[0] == "typedef"])
+        events = [r[1] for r in recs if r[0] == "rec"]
+        check(events[0][1] > 0 and [e[1] for e in events] == list(range(events[0][1], n + 1)),
+              "records %r...", events[:3])
+        want = {}
+        t = 0
+        for i in range(n):
+            t += 1 + i % 3
+            want[i] = t
+        want[n] = t + 5
+        for _tid, n, t, has_delta in events:
+            check(t == want[n] and not has_delta, "event %d: ts %r delta %r (want %d)",
+                  n, t, has_delta, want[n])
 
 
 ct.run_test(main)

@@ -3,7 +3,9 @@ regular file, from a named pipe (-fifo, created if missing), the format
 detected from the first bytes; a last line without newline is completed;
 blank lines are skipped; an over-long ascii line and corrupt binary framing
 are skipped to the next record boundary and reported to the consumer as a
-gap exactly there."""
+gap exactly there. Binary events of every layout, mixed with TypeDefs and
+ts_delta events, come through a pipe intact whichever way snarflog cuts
+them (in place or record by record)."""
 import os
 
 import cmontest as ct
@@ -82,6 +84,46 @@ def main():
         rest = [i for i in items[100:] if i[0] == "rec"]
         check(rest == [("rec", i) for i in range(100, 200)], "after the damage: %r", rest[:3])
         check("corrupt binary framing" in snarf.stderr(), "no warning: %s", snarf.stderr())
+
+        # Binary events of many layouts through a named pipe, written in
+        # one go: short and long frames (one- and two-byte lengths), large
+        # thread ids, ts_delta events, TypeDefs in between. Every event
+        # arrives once, in order, with an absolute ts; every TypeDef once,
+        # before its first event.
+        parts, ts = [ct.bin_header(), ct.bin_typedef(1, "Ev")], 0
+        for i in range(6000):
+            if i % 487 == 0:
+                parts.append(ct.bin_typedef(2 + i // 487, "T%d" % i))
+            tid = 1 if i < 487 else 2 + i // 487
+            ts += 3
+            if i % 5 == 4:
+                parts.append(ct.bin_event(tid, i, ts_delta=3, thread=1 + (i * 7919) % 70000))
+            else:
+                parts.append(ct.bin_event(tid, i, ts=ts, thread=1 + (i * 7919) % 70000,
+                                          pad=(i % 11) * 2))
+        fifo = env.path("mixed.fifo")
+        sub = env.sub("-prog", "mixed", "-auto", reg=reg)
+        snarf = env.snarflog("mixed", "-fifo", fifo, "-buffer", "2M", reg=reg)
+        with open(fifo, "wb") as f:
+            f.write(b"".join(parts))
+        data = finish(sub, snarf)
+        recs = ct.parse_binary(data)
+        check(recs[0] == ("header", "demo"), "header %r", recs[:2])
+        typedefs = [r[1][0] for r in recs if r[0] == "typedef"]
+        check(typedefs == list(range(1, 2 + 5999 // 487 + 1)), "typedefs %r", typedefs)
+        seen_types = set()
+        seq = 0
+        for r in recs[1:]:
+            if r[0] == "typedef":
+                seen_types.add(r[1][0])
+                continue
+            check(r[0] == "rec", "unexpected %r", r)
+            tid, n, t, has_delta = r[1]
+            check(n == seq, "event %d where %d was due", n, seq)
+            check(tid in seen_types, "event %d of type %d before its TypeDef", n, tid)
+            check(t == 3 * (n + 1) and not has_delta, "event %d: ts %r delta %r", n, t, has_delta)
+            seq += 1
+        check(seq == 6000, "%d events arrived", seq)
 
 
 ct.run_test(main)
