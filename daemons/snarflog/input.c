@@ -87,27 +87,31 @@ static size_t cut_ascii(const struct input *in, const uint8_t *p, size_t avail, 
 	return n;
 }
 
-/* The byte after a varint at `q`, or NULL if it is longer than 10 bytes.
- * Reads up to 10 bytes at q, whatever the varint's length: the caller
- * makes sure they are there and checks the result against its bound. */
-static inline const uint8_t *varint_skip(const uint8_t *q)
+/* The byte after a varint at `q` of more than one byte, or NULL if it is
+ * longer than 10 bytes. Reads up to 10 bytes at q, whatever the varint's
+ * length: the caller makes sure they are there and checks the result
+ * against its bound. */
+static inline const uint8_t *varint_skip_long(const uint8_t *q)
 {
-	if (!(q[0] & 0x80))
-		return q + 1;
 #if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	{
-		/* The first byte without the continuation bit, 8 at a time. */
-		uint64_t w, stops;
-		memcpy(&w, q, sizeof w);
-		stops = ~w & 0x8080808080808080ull;
-		if (stops)
-			return q + __builtin_ctzll(stops) / 8 + 1;
-	}
+	/* The first byte without the continuation bit, 8 at a time. */
+	uint64_t w, stops;
+
+	memcpy(&w, q, sizeof w);
+	stops = ~w & 0x8080808080808080ull;
+	if (stops)
+		return q + 1 + ((unsigned)__builtin_ctzll(stops) >> 3);
 #endif
-	for (int i = 1; i < 10; i++)
+	for (unsigned i = 0; i < 10; i++)
 		if (!(q[i] & 0x80))
 			return q + i + 1;
 	return NULL;
+}
+
+/* varint_skip_long(), quicker for one-byte varints. */
+static inline const uint8_t *varint_skip(const uint8_t *q)
+{
+	return !(q[0] & 0x80) ? q + 1 : varint_skip_long(q);
 }
 
 /* The value of a varint already known to be well formed. */
@@ -121,6 +125,22 @@ static uint64_t varint_value(const uint8_t *q)
 			break;
 	}
 	return v;
+}
+
+/* The first four bytes of a frame of `flen` (8..127) bytes holding a
+ * Record whose only member is an Event (tag 3, length flen - 2) that
+ * starts with its type (tag 1), read as a little-endian word. */
+static inline uint32_t quick_head(size_t flen)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (uint32_t)flen * 0x10001u + 0x08001a00u - 0x20000u;
+#else
+	const uint8_t b[4] = { (uint8_t)flen, 0x1a, (uint8_t)(flen - 2), 0x08 };
+	uint32_t w;
+
+	memcpy(&w, b, sizeof w);
+	return w;
+#endif
 }
 
 /* Room the quick path may read past a frame of under 128 bytes: three
@@ -147,15 +167,20 @@ static size_t cut_binary(const struct input *in, const uint8_t *p, size_t avail,
 
 		while (q < quick_end) {
 			/* Frame length (1 byte, 8..127, always <= rec_max), Record
-			 * tag 3 with a 1-byte length covering the frame, Event tag 1 */
+			 * tag 3 with a 1-byte length covering the frame, Event tag 1:
+			 * four bytes compared at once; then type, thread, ts. */
 			size_t flen = q[0];
-			const uint8_t *e = q + 4, *tsp;
-			if (flen - 8 >= 0x78 || q[1] != 0x1a || q[2] != flen - 2 || q[3] != 0x08 ||
-			    !(e = varint_skip(e)) || *e != 0x10 || !(e = varint_skip(e + 1)) ||
-			    *e != 0x18)
+			uint32_t head;
+			const uint8_t *e, *tsp;
+
+			memcpy(&head, q, sizeof head);
+			if (flen - 8 >= 0x78 || head != quick_head(flen))
+				break;
+			e = varint_skip(q + 4);
+			if (!e || *e != 0x10 || !(e = varint_skip(e + 1)) || *e != 0x18)
 				break;
 			tsp = e + 1;
-			e = varint_skip(tsp);
+			e = varint_skip_long(tsp);         /* (a ts is seldom one byte) */
 			if (!e || e > q + 1 + flen)
 				break;
 			ts->at[n] = (uint32_t)(tsp - p);
