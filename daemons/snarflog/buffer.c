@@ -7,6 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define PREFAULT_MAX (32u << 20)   /* bytes of a buffer touched at start */
+
+/* Touch the pages of `p` now (up to PREFAULT_MAX bytes), so that their
+ * page faults are taken at start rather than while the program writes its
+ * log. (A plain memset after malloc may become calloc and touch nothing.) */
+static void prefault(void *p, size_t len)
+{
+	volatile uint8_t *b = p;
+
+	for (size_t i = 0; i < len && i < PREFAULT_MAX; i += 4096)
+		b[i] = 0;
+}
+
 int ring_init(struct ring *r, size_t cap, Cmon__Format fmt)
 {
 	memset(r, 0, sizeof *r);
@@ -17,6 +30,8 @@ int ring_init(struct ring *r, size_t cap, Cmon__Format fmt)
 		ring_free(r);
 		return -ENOMEM;
 	}
+	prefault(r->mem, cap);
+	prefault(r->ends, r->icap * sizeof *r->ends);
 	r->cap = cap;
 	r->fmt = fmt;
 	return 0;
