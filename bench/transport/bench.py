@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """Transport benchmarks, side by side in one run (see docs/PERFORMANCE.md).
 
-  bench.py BUILD_DIR [--quick]
+  bench.py BUILD_DIR [--quick] [--writer-only] [--idle-control] [--baseline SNARFLOG]
+
+  --writer-only    only the writer-overhead runs (1.)
+  --idle-control   also "nobody listening" with the same 0.3 s pause before
+                   writing that the stalled-subscriber runs need (to tell
+                   the subscriber's cost from the pause's)
+  --baseline PATH  also every snarflog writer-overhead row with the
+                   snarflog binary at PATH (e.g. an older build), same runs
 
 1. Writer overhead: a program writing a log (transport-gen) into
    `cat >/dev/null` vs through snarflog with nobody listening vs through
@@ -32,6 +39,10 @@ import time
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build-bench")
 QUICK = "--quick" in sys.argv
+WRITER_ONLY = "--writer-only" in sys.argv
+IDLE_CONTROL = "--idle-control" in sys.argv
+BASELINE = (os.path.abspath(sys.argv[sys.argv.index("--baseline") + 1])
+            if "--baseline" in sys.argv else None)
 REPS = 3 if QUICK else 7
 N_WRITE = 1_000_000 if QUICK else 3_000_000    # records for the writer-overhead runs
 N_FWD = 300_000 if QUICK else 1_000_000        # records for the forwarding runs
@@ -100,15 +111,16 @@ def w_cat(fmt, work):
     return t
 
 
-def w_snarf(fmt, work, stalled):
+def w_snarf(fmt, work, stalled, snarf=None, pause=False):
     go, portfile = fresh("go"), fresh("snarf.port")
-    s = spawn([SNARF, "bench", "-standalone", "-portfile", portfile, "-drain", "0.2", "--",
-               GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work), "-wait", go])
+    s = spawn([snarf or SNARF, "bench", "-standalone", "-portfile", portfile, "-drain", "0.2",
+               "--", GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work), "-wait", go])
     port = wait_file(portfile)
     sub = None
     if stalled:
         sub = spawn([SUB, "-connect", "127.0.0.1:" + port, "-stall", "-rcvbuf", "4096",
                      "-o", "/dev/null"], stderr=subprocess.DEVNULL)
+    if stalled or pause:
         time.sleep(0.3)                     # connected and accepted as the consumer
     open(go, "w").close()
     t = gen_seconds(s)                      # CMD's stderr is snarflog's
@@ -246,13 +258,21 @@ def main():
                     run(("w", work, fmt, "cat"), w_cat, fmt, work)
                     run(("w", work, fmt, "nobody"), w_snarf, fmt, work, False)
                     run(("w", work, fmt, "stalled"), w_snarf, fmt, work, True)
+                    if IDLE_CONTROL:
+                        run(("w", work, fmt, "paused"), w_snarf, fmt, work, False, None, True)
+                    if BASELINE:
+                        run(("w", work, fmt, "b-nobody"), w_snarf, fmt, work, False, BASELINE)
+                        run(("w", work, fmt, "b-stalled"), w_snarf, fmt, work, True, BASELINE)
+                        if IDLE_CONTROL:
+                            run(("w", work, fmt, "b-paused"), w_snarf, fmt, work, False,
+                                BASELINE, True)
         fwd = [("socat", f_socat), ("snarflog", f_snarf)]
         if shutil.which("rsyslogd"):
             fwd.append(("rsyslog", f_rsyslog))
-        for _ in range(max(3, REPS - 2)):
+        for _ in range(0 if WRITER_ONLY else max(3, REPS - 2)):
             for name, fn in fwd:
                 run(("f", name), fn)
-        reglines = [registry() for _ in range(3)]
+        reglines = [] if WRITER_ONLY else [registry() for _ in range(3)]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -262,16 +282,25 @@ def main():
 
     print("writer overhead: %d records; the program's own time to write them, median of %d"
           % (N_WRITE, REPS))
-    print("  %-9s %-7s %-28s %10s %8s" % ("program", "format", "log goes to", "seconds", "vs cat"))
+    if BASELINE:
+        print("  (baseline: %s)" % BASELINE)
+    rows = [("cat", "cat >/dev/null"), ("nobody", "snarflog, nobody listening"),
+            ("stalled", "snarflog, stalled subscriber")]
+    if IDLE_CONTROL:
+        rows.append(("paused", "snarflog, nobody, 0.3 s pause"))
+    if BASELINE:
+        rows += [("b-" + what, "baseline" + label[8:]) for what, label in rows[1:]]
+    print("  %-9s %-7s %-31s %10s %8s" % ("program", "format", "log goes to", "seconds", "vs cat"))
     for work in WORK:
         prog = "firehose" if work == 0 else "busy"
         for fmt in ("ascii", "binary"):
             base = med(results[("w", work, fmt, "cat")])
-            for what, label in (("cat", "cat >/dev/null"), ("nobody", "snarflog, nobody listening"),
-                                ("stalled", "snarflog, stalled subscriber")):
+            for what, label in rows:
                 t = med(results[("w", work, fmt, what)])
-                print("  %-9s %-7s %-28s %10.3f %7.2fx" % (prog, fmt, label, t, t / base))
+                print("  %-9s %-7s %-31s %10.3f %7.2fx" % (prog, fmt, label, t, t / base))
     print()
+    if WRITER_ONLY:
+        return
     print("forwarding: %d ascii lines to a reader over loopback TCP; go -> last line, median of %d"
           % (N_FWD, len(results[("f", "socat")])))
     print("  %-10s %10s %12s %10s" % ("path", "seconds", "lines/s", "vs socat"))

@@ -1,5 +1,6 @@
 #!/bin/sh
-# bench/transport/run.sh BUILD_DIR [--quick] — snarflog and telemonreg
+# bench/transport/run.sh BUILD_DIR [--quick] [--writer-only] [--idle-control]
+#   [--baseline SNARFLOG] — snarflog and telemonreg
 # against cat, socat and rsyslog, side by side; prints medians and ratios.
 HERE=$(cd "$(dirname "$0")" && pwd)
 exec python3 "$HERE/bench.py" "$@"
