@@ -34,6 +34,7 @@ static const char usage[] =
 	"  -debug              report forwarding, drops and registry traffic\n"
 	"  -regmachine ADDR    registry HOST or HOST:PORT (default $TELEMONREG_MACHINE,\n"
 	"                      else localhost:7361)\n"
+	"  -regname NAME       accepted for compatibility ($TELEMONREG_NAME); no effect\n"
 	"  -standalone         do not use a registry; consumers connect directly\n"
 	"  -data-listen ADDR   data endpoint address (default $CMON_DATA_LISTEN, else\n"
 	"                      127.0.0.1:0, or *:0 with TLS)\n"
