@@ -29,7 +29,8 @@ static const char usage[] =
 	"  -ascii, -binary    log format (default: snarflog detects it)\n"
 	"  -buffer NBYTES     snarflog buffer size\n"
 	"  -regmachine ADDR   registry address baked into the wrapper\n"
-	"  -snarflog PATH     snarflog to use (default: found in $PATH)\n"
+	"  -snarflog PATH     snarflog to use (default: found in $PATH, else next to\n"
+	"                     cmon-wrap, else in its build tree)\n"
 	"  -tls-cert, -tls-key, -tls-ca FILE   TLS files baked into the wrapper\n"
 	"  -undo              put PROGRAM.real back in place of the wrapper\n"
 	"  --help, --version\n";
@@ -58,6 +59,33 @@ static char *search_path(const char *name)
 			found = realpath(buf, NULL);
 	}
 	free(copy);
+	return found;
+}
+
+/* The snarflog a wrapper should run: the first in $PATH, else the one
+ * installed next to this program, else the one in this program's build
+ * tree (daemons/snarflog). Absolute and resolved; NULL if none. */
+static char *find_snarflog(void)
+{
+	static const char *const rel[] = { "snarflog", "../../daemons/snarflog/snarflog" };
+	char self[PATH_MAX], buf[PATH_MAX + 64], *found = search_path("snarflog"), *slash;
+	ssize_t n;
+
+	if (found)
+		return found;
+	n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	for (size_t i = 0; i < sizeof rel / sizeof rel[0] && !found; i++) {
+		snprintf(buf, sizeof buf, "%s/%s", self, rel[i]);
+		if (access(buf, X_OK) == 0)
+			found = realpath(buf, NULL);
+	}
 	return found;
 }
 
@@ -169,9 +197,10 @@ int main(int argc, char **argv)
 		if (!name || access(name, X_OK) != 0)
 			die(1, "%s: not an executable", snarf);
 	} else {
-		name = search_path("snarflog");
+		name = find_snarflog();
 		if (!name)
-			die(1, "%s", "snarflog not found in $PATH (use -snarflog PATH)");
+			die(1, "%s", "snarflog not found in $PATH, next to cmon-wrap or in its "
+			    "build tree (use -snarflog PATH)");
 	}
 	o.snarflog = name;
 	if (wrap_program(prog, &o, err, sizeof err) < 0)

@@ -215,6 +215,8 @@ void instances_gone(struct tmon *tm, const Cmon__Instance *a, bool clean)
 		return;
 	}
 	in->state = IS_GONE;
+	instances_set_status(in, "%s", clean ? "the program ended (not monitored)"
+					     : "its snarflog vanished (not monitored)");
 	store_instance_save(tm->store, in);
 	store_instance_end(tm->store, in->id, IS_GONE, tm_now());
 	cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " is gone%s", in->id, in->prog,
@@ -233,6 +235,7 @@ void instances_synced(struct tmon *tm)
 		if (in->confirmed || in->sess)
 			continue;
 		in->state = IS_GONE;
+		instances_set_status(in, "ended while the telemonitor was away");
 		store_instance_save(tm->store, in);
 		store_instance_end(tm->store, in->id, IS_GONE, tm_now());
 		cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " ended while we were "

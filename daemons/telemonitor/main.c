@@ -161,6 +161,7 @@ int main(int argc, char **argv)
 	char err[1200] = "";
 	int rc = 1;
 
+	tm.lock_fd = -1;
 	parse_args(argc, argv, &tm.opt);
 	cmon_log_init("telemonitor", tm.opt.debug);
 	signal(SIGPIPE, SIG_IGN);
@@ -253,5 +254,7 @@ out_store:
 	classes_free(&tm);
 	store_close(tm.store);
 	rc_free(tm.rc);
+	if (tm.lock_fd >= 0)
+		close(tm.lock_fd);
 	return rc;
 }

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +30,43 @@ static int make_dirs(const char *path)
 		}
 	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
 		return -errno;
+	return 0;
+}
+
+/* Hold an exclusive lock on DIR/telemonitor.lock for the life of the
+ * process (the kernel drops it when we die, even by SIGKILL), with our pid
+ * in it: a second telemonitor on the same state directory would share the
+ * database and take over the control socket. */
+static int lock_state_dir(struct tmon *tm)
+{
+	char path[PATH_MAX + 32], pid[32] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/telemonitor.lock", tm->state_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		fprintf(stderr, "telemonitor: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		n = read(fd, pid, sizeof pid - 1);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		if (e == EWOULDBLOCK)
+			fprintf(stderr, "telemonitor: another telemonitor%s%s%s is running with "
+				"state directory %s\n", *pid ? " (pid " : "", pid, *pid ? ")" : "",
+				tm->state_dir);
+		else
+			fprintf(stderr, "telemonitor: %s: %s\n", path, strerror(e));
+		close(fd);
+		return -1;
+	}
+	n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		cmon_warn("%s: cannot write our pid: %s", path, strerror(errno));
+	tm->lock_fd = fd;
 	return 0;
 }
 
@@ -55,7 +94,7 @@ int setup_state_dir(struct tmon *tm)
 		return -1;
 	}
 	snprintf(tm->ctl_hint, sizeof tm->ctl_hint, "telemonctl -state %s", tm->state_dir);
-	return 0;
+	return lock_state_dir(tm);
 }
 
 /* -rc, $TELEMONRC, ~/.telemonrc; only the last may be missing. */

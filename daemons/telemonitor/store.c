@@ -513,7 +513,8 @@ int store_instances_reap(struct store *st, const uint64_t *live, size_t n, doubl
 	sqlite3_finalize(q);
 	if (rc < 0)
 		return db_fail(st, "reap");
-	if (sqlite3_prepare_v2(st->db, "UPDATE instances SET ended = ?1, state = 'gone' "
+	if (sqlite3_prepare_v2(st->db, "UPDATE instances SET ended = ?1, state = 'gone', "
+				       "status = 'ended while the telemonitor was away' "
 				       "WHERE ended IS NULL AND id NOT IN (SELECT id FROM live_ids)",
 			       -1, &q, NULL) != SQLITE_OK)
 		return db_fail(st, "reap");

@@ -150,6 +150,7 @@ struct tmon {
 	SSL_CTX *tls;                 /* client TLS context, or NULL */
 	struct rc_config *rc;         /* the configuration */
 	char state_dir[PATH_MAX];     /* -state DIR */
+	int lock_fd;                  /* DIR/telemonitor.lock, held while we run, or -1 */
 	char pcheck[PATH_MAX];        /* the checker binary */
 	char ctl_hint[PATH_MAX + 32]; /* "telemonctl -state DIR", for mails */
 	struct store *store;          /* the database */
@@ -174,7 +175,8 @@ struct tmon {
 /* setup.c */
 /* Read the configuration file (a missing ~/.telemonrc gives an empty one). */
 int setup_config(struct tmon *tm);
-/* Create and resolve the state directory. */
+/* Create and resolve the state directory, and take its lock (one
+ * telemonitor per state directory); -1 with a message if either fails. */
 int setup_state_dir(struct tmon *tm);
 /* Find the checker binary. */
 void setup_pcheck(struct tmon *tm);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -152,6 +153,15 @@ static void resolved(int result, struct evutil_addrinfo *res, void *arg)
 		connect_next(c);
 }
 
+/* Whether `host` is an IPv4 or IPv6 address rather than a name. */
+static bool host_is_literal(const char *host)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+
+	return evutil_inet_pton(AF_INET, host, buf) == 1 ||
+	       evutil_inet_pton(AF_INET6, host, buf) == 1;
+}
+
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct cmon_connector *c = arg;
@@ -170,7 +180,11 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_protocol = IPPROTO_TCP;
-	hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
+	/* A literal address is used as given: AI_ADDRCONFIG would drop "::1" on a
+	 * host whose only IPv6 addresses libevent does not count as configured
+	 * (loopback, unique-local), so it is kept for names only. */
+	hints.ai_flags = host_is_literal(c->addr.host) ? EVUTIL_AI_NUMERICHOST
+						       : EVUTIL_AI_ADDRCONFIG;
 	snprintf(port, sizeof port, "%u", c->addr.port);
 	c->phase = PH_RESOLVING;
 	if (!c->dns) {
