@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -640,6 +641,22 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
 		event_active(in->ev, EV_READ, 0);
 }
 
+/* Whether the kernel can tell us when `fd` is readable: a character
+ * device like /dev/null cannot (epoll refuses it), so it is read like a
+ * regular file, until end of file. */
+static bool pollable(int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	bool ok;
+
+	if (ep < 0)
+		return true;
+	ok = epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0 || errno != EPERM;
+	close(ep);
+	return ok;
+}
+
 int input_open(struct snarf *s, int fd)
 {
 	struct input *in = &s->in;
@@ -657,7 +674,8 @@ int input_open(struct snarf *s, int fd)
 		return -ENOMEM;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	in->is_file = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
+	in->is_file = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ||
+		      (S_ISCHR(st.st_mode) && !pollable(fd));
 	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
 		fl = fcntl(fd, F_GETFL);
 		if (fl >= 0)

@@ -266,7 +266,9 @@ int main(int argc, char **argv)
 		r = input_open(s, log_fd);
 	if (r < 0) {
 		cmon_err("cannot read the log%s%s: %s", s->opt.fifo ? " from " : "",
-			 s->opt.fifo ? s->opt.fifo : "", strerror(-r));
+			 s->opt.fifo ? s->opt.fifo : "",
+			 s->opt.fifo && r == -EEXIST ? "it exists and is not a named pipe"
+						     : strerror(-r));
 		goto out_sink;
 	}
 	/* Without a data endpoint nobody can read the log, but the program
