@@ -667,6 +667,23 @@ static bool is_constant(const ps_expr *e)
     }
 }
 
+/* A mapping key written as a plain number (`3`, `-3`): its value, known
+ * before any log is read, so that repeated keys can be rejected. Keys built
+ * from constants or time units are only known per log; a repeat among those
+ * makes the mapping UNDEFINED. */
+static bool literal_key(const ps_expr *k, double *out)
+{
+    bool neg = false;
+    while (k->kind == X_NEG) {
+        neg = !neg;
+        k = k->bin.a;
+    }
+    if (k->kind != X_NUM)
+        return false;
+    *out = neg ? -k->num : k->num;
+    return true;
+}
+
 static const ps_type *check_agg(cx *c, ps_expr *e);
 
 static const ps_type *check(cx *c, ps_expr *e)
@@ -746,6 +763,19 @@ static const ps_type *check(cx *c, ps_expr *e)
                 ERR(c, it->loc, "all elements of a mapping must have the same type of value: %s and %s",
                     tdesc(c, elem), tdesc(c, t->elem));
                 ok = false;
+            }
+            double k;
+            if (literal_key(it->bin.a, &k)) {
+                for (uint32_t j = 0; j < i; j++) {
+                    double kj;
+                    if (e->list.items[j]->kind == X_MAPONE && literal_key(e->list.items[j]->bin.a, &kj) &&
+                        kj == k) {
+                        ERR(c, it->bin.a->loc, "domain value %.10g appears more than once in the mapping",
+                            k + 0.0);
+                        ok = false;
+                        break;
+                    }
+                }
             }
         }
         return ok ? set(e, map_of(prog, elem)) : bad(e);

@@ -87,6 +87,10 @@ struct log_reader {
     uint64_t pos;           /* event records seen (malformed included) */
     uint64_t nrecords;      /* records returned */
     uint64_t nmalformed;    /* malformed records skipped */
+    uint64_t warned_upto;   /* highest 'where' reported by a warning so far */
+    uint64_t quiet_upto;    /* after a rewind: warnings up to here were already given */
+    bool rewound;           /* the reader has been rewound at least once */
+    bool warn_once;         /* after a rewind, stay quiet about records already reported */
     int64_t prev_ts;        /* binary: timestamp of the previous Event */
     bool fastpath;          /* use the fast paths (see logr_set_fastpath) */
 

@@ -38,6 +38,12 @@ void logr_error(char **errmsg, const char *fmt, ...)
 void logr_warn(log_reader *r, uint64_t where, const char *fmt, ...)
 {
     r->nmalformed++;
+    /* A later pass over the log meets the same bad records again: report
+     * each one once, on the pass that first reached it. */
+    if (r->warn_once && r->rewound && where <= r->quiet_upto)
+        return;
+    if (where > r->warned_upto)
+        r->warned_upto = where;
     if (!r->warn)
         return;
     char msg[512];
@@ -436,10 +442,17 @@ int log_reader_rewind(log_reader *r)
     r->pos = 0;
     r->nrecords = 0;
     r->nmalformed = 0;
+    r->rewound = true;
+    r->quiet_upto = r->warned_upto;
     r->prev_ts = 0;
     if (r->hdr.format == LOG_FORMAT_BIN)
         logbin_rewind(r);
     return 0;
+}
+
+void log_reader_warn_once(log_reader *r, bool on)
+{
+    r->warn_once = on;
 }
 
 void logr_set_fastpath(log_reader *r, bool on)

@@ -93,6 +93,10 @@ uint32_t log_reader_nnames(const log_reader *r);
 /* Start again from the first record (same header). Only for seekable files
  * and memory readers; returns -ESPIPE otherwise. */
 int log_reader_rewind(log_reader *r);
+/* With `on`, a pass after a rewind does not call the warning callback again
+ * for the malformed records an earlier pass already reported (the count of
+ * log_reader_nmalformed still includes them). Off by default. */
+void log_reader_warn_once(log_reader *r, bool on);
 
 /* Counts for reports: records read so far, malformed records skipped. */
 uint64_t log_reader_nrecords(const log_reader *r);

@@ -267,6 +267,7 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     log_reader *r = log_reader_open(fd, false, logname, opt->warn, opt->ctx, errmsg);
     if (!r)
         return PSPEC_EXIT_LOG;
+    log_reader_warn_once(r, true);   /* one warning per bad record, however many passes */
     runner rn;
     runner_init(&rn, ps, log_reader_header(r)->tick_ns);
     rn.opt = opt;
@@ -330,6 +331,7 @@ pspec_session *pspec_session_new(pspec *ps, int fd, const char *logname, pspec_w
         r = log_reader_open(fd, false, logname, warn, ctx, errmsg);
         if (!r)
             return NULL;
+        log_reader_warn_once(r, true);   /* one warning per bad record, however many passes */
     }
     pspec_session *s = ps_calloc(1, sizeof *s);
     s->ps = ps;

@@ -459,6 +459,7 @@ int pspec_solve(pspec *ps, int fd, const char *logname, const pspec_solve_option
     log_reader *r = log_reader_open(fd, false, logname, opt->warn, opt->ctx, errmsg);
     if (!r)
         return PSPEC_EXIT_LOG;
+    log_reader_warn_once(r, true);   /* one warning per bad record, however many passes */
     solver s = {.ps = ps, .prog = prog, .opt = opt, .r = r};
     s.k = ps_calloc(prog->consts.n + 1, sizeof *s.k);
     s.solved = ps_calloc(prog->consts.n + 1, sizeof *s.solved);

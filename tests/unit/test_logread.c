@@ -628,6 +628,35 @@ static void rewind_ascii(void **state)
     log_reader_free(r);
 }
 
+/* With log_reader_warn_once, a second pass stays quiet about the bad records
+ * the first pass reported (the count still includes them), and a pass that
+ * goes further than any earlier one reports the new ones. */
+static void rewind_warn_once(void **state)
+{
+    (void)state;
+    const char *log = "#cmon-ascii 1\n1 1 A\nbad\n2 1 A\n3 1 A x\n";
+    warnings w = { 0 };
+    log_reader *r = open_str(log, &w);
+    log_reader_warn_once(r, true);
+    next_event(r, "A", 1, 1, 0);
+    next_event(r, "A", 2, 1, 0);
+    assert_int_equal(w.n, 1);                   /* line 3 */
+    assert_int_equal(log_reader_rewind(r), 0);
+    next_event(r, "A", 1, 1, 0);
+    next_event(r, "A", 2, 1, 0);
+    at_end(r);                                  /* line 5 is new */
+    assert_int_equal(w.n, 2);
+    has_warning(&w, 1, 5, "bad value 'x' (field 4)");
+    assert_int_equal(log_reader_nmalformed(r), 2);
+    assert_int_equal(log_reader_rewind(r), 0);
+    next_event(r, "A", 1, 1, 0);
+    next_event(r, "A", 2, 1, 0);
+    at_end(r);
+    assert_int_equal(w.n, 2);                   /* nothing new */
+    assert_int_equal(log_reader_nmalformed(r), 2);
+    log_reader_free(r);
+}
+
 static void open_fd_errors(void **state)
 {
     char *err = NULL;
@@ -663,6 +692,7 @@ int main(void)
         cmocka_unit_test(name_too_long),
         cmocka_unit_test(fast_path_agrees),
         cmocka_unit_test(rewind_ascii),
+        cmocka_unit_test(rewind_warn_once),
         cmocka_unit_test(open_fd_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
