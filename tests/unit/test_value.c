@@ -501,6 +501,12 @@ static void test_format_strings(void **state)
     expect_fmt(pv_map_single(pv_num(1), pv_str("a\"b\\c\n\t\x01")),
                "(1 -> \"a\\\"b\\\\c\\n\\t\\001\")");
     expect_json(pv_str("a\"b\\c\n\t\x01\xff"), "\"a\\\"b\\\\c\\n\\t\\u0001\\u00ff\"");
+    /* UTF-8 text (a label "≤ 1 s", a path) stays itself; broken or
+     * overlong sequences and DEL are escaped byte by byte. */
+    expect_json(pv_str("\xc3\xa9 \xe2\x89\xa4 \xf0\x9f\x98\x80"), "\"\xc3\xa9 \xe2\x89\xa4 \xf0\x9f\x98\x80\"");
+    expect_json(pv_str("\xc3x\xc0\xaf\xed\xa0\x80\x7f"),
+                "\"\\u00c3x\\u00c0\\u00af\\u00ed\\u00a0\\u0080\\u007f\"");
+    expect_json(pv_str("\xe2\x89"), "\"\\u00e2\\u0089\"");
     expect_json(pv_map_single(pv_num(7), pv_str("x")), "{\"7\":\"x\"}");
     ps_buf b = {0};
     pv_json_string(&b, NULL);
