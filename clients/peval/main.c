@@ -154,6 +154,14 @@ static void need_arg(int i, int argc, const char *flag)
     }
 }
 
+/* True when the seekable fd has no bytes left to read. */
+static bool is_empty(int fd)
+{
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    char c;
+    return at >= 0 && pread(fd, &c, 1, at) == 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *spec = NULL, *path = NULL, *cmdfile = NULL, *log = NULL;
@@ -205,6 +213,14 @@ int main(int argc, char **argv)
         if (fd < 0) {
             pspec_free(ps);
             return 3;
+        }
+        /* `peval -c CMDFILE` with nothing on standard input (/dev/null, an
+         * empty pipe) is a session without a log, not an unreadable log. */
+        if (!log && log_on_stdin && is_empty(fd)) {
+            if (fd > 0)
+                close(fd);
+            fd = -1;
+            log_on_stdin = false;
         }
     }
     char *err = NULL;
