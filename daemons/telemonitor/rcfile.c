@@ -722,15 +722,11 @@ static void where(const struct rc_config *c, const struct rc_class *k, enum rc_p
 
 int rc_check_class(const struct rc_config *c, const struct rc_class *k, char *err, size_t errlen)
 {
-	const char *tool = rc_text(c, k, RC_TOOL), *spec = rc_text(c, k, RC_SPEC);
+	const char *spec = rc_text(c, k, RC_SPEC);
 	char loc[PATH_MAX + 40], path[PATH_MAX];
 
-	if (!*tool && !*spec) {
-		where(c, k, RC_TOOL, loc, sizeof loc);
-		snprintf(err, errlen, "%stool: the class has neither a tool nor a spec "
-			 "(nor do the defaults)", loc);
-		return -EINVAL;
-	}
+	/* A class may have neither a tool nor a spec (appendix C.1: an unset
+	 * text is empty): monitoring its instances then only counts the log. */
 	if (*spec) {
 		rc_spec_path(c, spec, path, sizeof path);
 		if (access(path, R_OK) < 0) {

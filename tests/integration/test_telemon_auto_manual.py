@@ -4,7 +4,9 @@ caught; every record arrives, nothing skipped or lost). An instance of a
 manual class is only listed until `telemonctl start`; then its checker
 runs on what the snarflog still holds; `telemonctl stop` ends monitoring.
 Tools get M_PROG, M_MACHINE and M_PID in their environment, and their
-output is the instance's typescript."""
+output is the instance's typescript. A class with neither a tool nor a
+spec (appendix C.1: unset texts are empty) is accepted; monitoring its
+instances counts their log."""
 import cmontest as ct
 import telemontest as tt
 from cmontest import check
@@ -15,10 +17,11 @@ def main():
         reg = env.registry()
         rc = (tt.rc_class("fsread", spec=tt.FSREAD_SPEC, auto=True) +
               tt.rc_class("manual", auto=False,
-                          tool='echo "tool for $M_PROG on $M_MACHINE pid $M_PID"; grep -c Read'))
+                          tool='echo "tool for $M_PROG on $M_MACHINE pid $M_PID"; grep -c Read') +
+              tt.rc_class("bare", auto=True))
         tm = tt.Telemonitor(env, reg, rc)
         classes = tm.json("classes")
-        check([c["prog"] for c in classes] == ["fsread", "manual"], "classes: %r", classes)
+        check([c["prog"] for c in classes] == ["fsread", "manual", "bare"], "classes: %r", classes)
         check(classes[0]["auto"] and not classes[1]["auto"], "auto flags: %r", classes)
 
         # auto: from the very first record (read 0 is slow)
@@ -34,6 +37,16 @@ def main():
         _, slow = tt.fsread_records(300, [0, 150])
         check(got == [s for s, _ in slow], "slow reads caught %r, expected %r", got, slow)
         check(len(fails) == 2, "only the two slow reads fail: %r", fails)
+
+        # neither tool nor spec: the log is taken and counted, nothing runs
+        bare = env.snarflog("bare", reg=reg, cmd=tt.writer_cmd("--reads", 100))
+        check(bare.wait(30) == 0, "snarflog: %s", bare.stderr())
+        binst = tm.instance(lambda i: i["prog"] == "bare" and i["state"] == "ended",
+                            what="the bare instance to end")
+        check(binst["records"] == 300 and binst["lost"] == 0, "bare instance counted: %r", binst)
+        ts = tm.ctl("typescript", str(binst["id"]))
+        check(all(l.startswith("[telemonitor ") for l in ts.splitlines()),
+              "no tool: only the telemonitor's own notes in the typescript: %r", ts)
 
         # manual: listed, not monitored, until started
         gate = env.path("gate")

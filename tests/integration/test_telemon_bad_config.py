@@ -35,8 +35,6 @@ FIXTURES = {
                    "1: error: window: \"a lot\" is not a window"),
     "bad_mailgroup": ('(class (prog "a") (tool "cat") (mailgroup "5"))\n',
                       "1: error: mailgroup: \"5\" is not a duration"),
-    "no_tool_no_spec": ('(defaults (auto TRUE))\n(class (prog "a"))\n',
-                        "2: error: tool: the class has neither a tool nor a spec"),
     "missing_spec": ('(class (prog "a")\n (spec "missing.pspec"))\n',
                      "2: error: spec: cannot read "),
     "spec_error": ('(class (prog "a")\n (spec "bad.pspec"))\n',

@@ -79,6 +79,11 @@ static void no_defaults_and_last_wins(void **state)
 	c = parse_ok("");
 	assert_int_equal(c->nclasses, 0);
 	rc_free(c);
+	/* no tool and no spec anywhere: empty text, still a class */
+	c = parse_ok("(class (prog \"a\"))");
+	assert_int_equal(c->nclasses, 1);
+	assert_string_equal(rc_text(c, &c->classes[0], RC_TOOL), "");
+	rc_free(c);
 }
 
 static void new_properties(void **state)
@@ -144,7 +149,6 @@ static void errors(void **state)
 	parse_bad("(class (prog \"a\") (tool \"x\") (window \"0\"))", "rc:1:", "window:");
 	parse_bad("(class (prog \"a\") (tool \"x\") (mailgroup \"soon\"))", "rc:1:",
 		  "mailgroup: \"soon\" is not a duration");
-	parse_bad("(class (prog \"a\"))", "rc:1:", "tool: the class has neither a tool nor a spec");
 	parse_bad("(class (prog \"a\") (spec \"/no/such/file.pspec\"))", "rc:1:",
 		  "spec: cannot read /no/such/file.pspec");
 	parse_bad("(class (prog \"a\") (spec \"rel.pspec\"))", "rc:1:",
