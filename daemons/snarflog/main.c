@@ -74,8 +74,12 @@ static size_t parse_size(const char *s)
 	}
 	if (*end == 'i' || *end == 'B' || *end == 'b')
 		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-	if (*end || v < SNARF_MIN_BUFFER || v > SNARF_MAX_BUFFER)
-		die_usage("-buffer must be between 4K and 1G, not '%s'", s);
+	if (*end || v > SNARF_MAX_BUFFER)
+		die_usage("-buffer must be a size up to 1G, such as 64K or 2M, not '%s'", s);
+	if (v < SNARF_MIN_BUFFER) {
+		fprintf(stderr, "snarflog: -buffer %s is below the smallest buffer; using 4K\n", s);
+		v = SNARF_MIN_BUFFER;
+	}
 	return (size_t)v;
 }
 

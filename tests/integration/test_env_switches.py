@@ -2,7 +2,7 @@
 would type them: every program answers --help and --version; snarflog
 finds the registry through TELEMONREG_MACHINE (host:port, and an IPv6
 literal in brackets), accepts -regname / TELEMONREG_NAME (no effect) and
---buffer; telemonitor reads its configuration from $TELEMONRC or
+--buffer (a size below 4K is raised to 4K); telemonitor reads its configuration from $TELEMONRC or
 ~/.telemonrc and its state directory from $TELEMON_STATE, which telemonctl
 uses too, and also finds the registry through TELEMONREG_MACHINE. One
 telemonitor per state directory: a second one is refused and the first
@@ -182,8 +182,25 @@ def cmon_wrap_without_path(env):
     check(rc == 6, "the wrapped program's status: %d %r", rc, err)
 
 
+def buffer_sizes():
+    """-buffer below the smallest size is raised to it with a warning (the
+    log still goes through); beyond 1G or not a size is a usage error."""
+    log = b"#cmon-ascii 1\n" + b"".join(b"%d 1 E %d\n" % (i, i) for i in range(100))
+    for size in ("1000", "0", "4K"):
+        p = subprocess.run([ct.binary("snarflog"), "small", "-standalone", "-buffer", size],
+                           input=log, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=30)
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == 0, "-buffer %s: %d %r", size, p.returncode, err)
+        check(("using 4K" in err) == (size != "4K"), "-buffer %s warning: %r", size, err)
+    for size in ("2G", "lots", "-5"):
+        rc, _, err = run([ct.binary("snarflog"), "x", "-standalone", "-buffer", size])
+        check(rc == 2 and "-buffer" in err, "-buffer %s: %d %r", size, rc, err)
+
+
 def main():
     help_and_version()
+    buffer_sizes()
     with ct.Env("env_switches") as env:
         reg = env.registry()
         reg6 = registry_from_environment(env, reg)
