@@ -59,8 +59,10 @@ void ps_lex_init(ps_lexer *lx, const char *src)
 {
     lx->src = src;
     lx->p = src;
+    if (strncmp(src, "\xef\xbb\xbf", 3) == 0)
+        lx->p += 3;     /* a UTF-8 byte order mark, as some editors write */
     lx->line = 1;
-    lx->line_start = src;
+    lx->line_start = lx->p;
 }
 
 static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
