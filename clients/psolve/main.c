@@ -157,8 +157,10 @@ int main(int argc, char **argv)
     if (err) {
         if (status == PSPEC_EXIT_LOG)
             fprintf(stderr, "psolve: %s: %s\n", cli_log_name(log), err);
+        else if (strstr(err, ": error: ") || strstr(err, ": warning: "))
+            fprintf(stderr, "%s\n", err); /* FILE:LINE:COL: error: ... */
         else
-            fprintf(stderr, "%s\n", err);
+            fprintf(stderr, "psolve: %s\n", err);
     }
     if (out && status != PSPEC_EXIT_SPEC && status != PSPEC_EXIT_LOG)
         fputs(out, stdout);
