@@ -214,9 +214,16 @@ static uint64_t oldest_pos(const struct window_ring *r)
 	return 0;
 }
 
-int window_render(const struct window_ring *r, uint64_t id, uint64_t from, uint64_t to,
-		  struct window_done *out)
+void window_set_origin(struct window_ring *r, int64_t ts)
 {
+	r->has_origin = true;
+	r->origin = ts;
+}
+
+int window_render(const struct window_ring *r, const struct window_pending *pw, uint64_t from,
+		  uint64_t to, struct window_done *out)
+{
+	uint64_t id = pw->id;
 	static const char magic[] = "#cmon-ascii 1\n";
 	size_t size = r->header_len + sizeof magic + 256 + (r->label ? strlen(r->label) : 0);
 	uint64_t first = oldest_pos(r);
@@ -244,6 +251,8 @@ int window_render(const struct window_ring *r, uint64_t id, uint64_t from, uint6
 		     truncated ? " (the first ones had left the buffer)" : "");
 	if (r->label && *r->label)
 		p += sprintf(p, "#telemon-instance %s\n", r->label);
+	if (pw->has_origin)
+		p += sprintf(p, "#time-origin %lld\n", (long long)pw->origin);
 	for (size_t i = 0; i < r->n; i++) {
 		const struct window_rec *w = rec_at(r, i);
 		if (w->gap) {
@@ -290,7 +299,7 @@ static void before_evict(struct window_ring *r, struct window_done *done, size_t
 			i++;
 			continue;
 		}
-		if (*ndone < max && window_render(r, pw->id, pw->from_pos, r->last_pos,
+		if (*ndone < max && window_render(r, pw, pw->from_pos, r->last_pos,
 						  &done[*ndone]) == 0)
 			(*ndone)++;
 		pend_remove(r, i);
@@ -542,6 +551,8 @@ uint64_t window_request(struct window_ring *r, uint64_t start_pos, uint64_t end_
 	pw->start_pos = end_pos;
 	pw->deadline = now + max_wait;
 	pw->failures = 1;
+	pw->has_origin = r->has_origin;
+	pw->origin = r->origin;
 	return new_id;
 }
 
@@ -585,7 +596,7 @@ size_t window_collect(struct window_ring *r, double now, bool all, struct window
 		}
 		if (to < pw->end_pos)
 			to = pw->end_pos;
-		if (window_render(r, pw->id, pw->from_pos, to, &done[ndone]) == 0)
+		if (window_render(r, pw, pw->from_pos, to, &done[ndone]) == 0)
 			ndone++;
 		pend_remove(r, i);
 	}

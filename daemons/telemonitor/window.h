@@ -64,6 +64,8 @@ struct window_pending {
 	uint64_t start_pos;      /* first failure's end event (bounds merging) */
 	double deadline;         /* wall-clock time by which it is stored anyway */
 	unsigned failures;       /* failures sharing it */
+	bool has_origin;         /* the checker's time origin is known: */
+	int64_t origin;          /* the timestamp of its first record */
 };
 
 /* A finished window, ready to store. */
@@ -96,6 +98,8 @@ struct window_ring {
 	uint64_t evicted_pos;    /* ordinal of the newest record dropped from the ring */
 	struct window_pending pend[WINDOW_PENDING_MAX]; /* waiting windows */
 	size_t npend;            /* how many */
+	bool has_origin;         /* the current checker run's time origin is known: */
+	int64_t origin;          /* the timestamp of the first record it read */
 };
 
 /* Set up `r` for a stream with rule `spec`; `max_bytes` 0 = default. */
@@ -134,9 +138,14 @@ size_t window_collect(struct window_ring *r, double now, bool all, struct window
 /* Earliest pending deadline, or 0 if none. */
 double window_next_deadline(const struct window_ring *r);
 
-/* Render records [from, to] of the ring as a window (used by the above;
+/* The checker now running read its first record at `ts`: windows asked
+ * for from now on say so in a `#time-origin` header line, so that pcheck
+ * places `every` intervals in the window where they were in the stream. */
+void window_set_origin(struct window_ring *r, int64_t ts);
+
+/* Render records [from, to] of the ring as window `pw` (used by the above;
  * exposed for tests). */
-int window_render(const struct window_ring *r, uint64_t id, uint64_t from, uint64_t to,
-		  struct window_done *out);
+int window_render(const struct window_ring *r, const struct window_pending *pw, uint64_t from,
+		  uint64_t to, struct window_done *out);
 
 #endif

@@ -936,6 +936,37 @@ static void schedule_chain(engine *g, uint32_t c, double origin, uint64_t index)
     heap_push(g, v);
 }
 
+/* The `#time-origin T` header line: the timestamp from which virtual time
+ * events count instead of the first record's (a log window cut from a
+ * longer log carries its log's origin, so `every` intervals fall where
+ * they fell in the whole log). Only an origin at or before the first
+ * record counts. */
+static bool header_origin(const log_reader *r, int64_t first_ts, double *origin)
+{
+    const log_header *h = log_reader_header(r);
+    for (size_t i = h ? h->nfields : 0; i-- > 0;) {
+        if (strcmp(h->fields[i].key, "time-origin") != 0)
+            continue;
+        char *end;
+        errno = 0;
+        long long v = strtoll(h->fields[i].value, &end, 10);
+        if (errno || end == h->fields[i].value || *end || v < 0 || v > first_ts)
+            return false;
+        *origin = (double)v;
+        return true;
+    }
+    return false;
+}
+
+/* The first tick of chain `c` to schedule: 0, or with an origin from the
+ * header the last tick at or before the first record. */
+static uint64_t first_tick(const engine *g, uint32_t c, double origin, int64_t first_ts)
+{
+    const chain *ch = &g->chains.v[c];
+    double k = floor(((double)first_ts - origin - ch->from) / ch->every);
+    return k > 0 && k < 9e18 ? (uint64_t)k : 0;
+}
+
 /* Emit the virtual events due before a real event at time `ts`. */
 static void emit_virtual(engine *g, double ts, double origin)
 {
@@ -1267,10 +1298,12 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
         }
         if (!any) {
             any = true;
-            origin = (double)rec.ts;
+            bool given = header_origin(r, rec.ts, &origin);
+            if (!given)
+                origin = (double)rec.ts;
             emit_fabricated(&g, logstart, rec.ts, 0);
             for (uint32_t c = 0; c < g.chains.n; c++)
-                schedule_chain(&g, c, origin, 0);
+                schedule_chain(&g, c, origin, given ? first_tick(&g, c, origin, rec.ts) : 0);
         }
         if (g.heap.n)
             emit_virtual(&g, (double)rec.ts, origin);
