@@ -1,6 +1,7 @@
 /* solve.c — linear forms of equations, and least squares by Givens QR. */
 #include "solve.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,14 +336,18 @@ int ps_regress_solve(const ps_regress *r, ps_regress_result *out)
         out->beta[ii] = s / r->R[(size_t)ii * k + ii];
     }
     uint64_t dof = r->n - k;
+    /* Residuals at the level of rounding (relative 1e-14) are an exact fit:
+     * report a variance of 0, not 1.2e-32. */
+    double sumsq = r->ym2 + (double)r->n * r->ymean * r->ymean;
+    double ssr = r->ssr <= (64 * DBL_EPSILON) * (64 * DBL_EPSILON) * sumsq ? 0 : r->ssr;
     if (r->ym2 > 0)
-        out->cor = sqrt(fmax(0, 1 - r->ssr / r->ym2));
+        out->cor = sqrt(fmax(0, 1 - ssr / r->ym2));
     if (dof == 0) {
         for (uint32_t i = 0; i < k; i++)
             out->se[i] = out->lo[i] = out->hi[i] = NAN;
         return 0;
     }
-    out->variance = r->ssr / (double)dof;
+    out->variance = ssr / (double)dof;
     /* Var(beta) = variance * R^-1 R^-T: row norms of the inverse of R. */
     double *inv = ps_calloc((size_t)k * k + 1, sizeof(double));
     for (uint32_t c = 0; c < k; c++) {

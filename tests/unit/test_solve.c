@@ -37,11 +37,35 @@ static void exact_line(void **state)
     assert_int_equal(ps_regress_solve(r, &res), 0);
     assert_true(fabs(res.beta[0] - 3) < 1e-12);
     assert_true(fabs(res.beta[1] - 5) < 1e-12);
-    assert_true(res.variance < 1e-20);
+    assert_true(res.variance == 0);     /* rounding noise is not reported */
+    assert_true(res.se[0] == 0);
     assert_true(fabs(res.cor - 1) < 1e-12);
     assert_int_equal(res.n, 10);
     ps_regress_result_free(&res);
     ps_regress_free(r);
+}
+
+/* Rounding-level residuals on non-integer data are an exact fit too, but
+ * a real residual of relative size 1e-9 is kept. */
+static void exact_line_rounding(void **state)
+{
+    (void)state;
+    for (int noisy = 0; noisy < 2; noisy++) {
+        ps_regress *r = ps_regress_new(2);
+        for (int i = 0; i < 50; i++) {
+            double x[2] = {0.1 * i + 0.3, 1};
+            double y = 0.7 * x[0] + 1.9 + (noisy && i == 7 ? 1e-9 : 0);
+            ps_regress_add(r, y, x);
+        }
+        ps_regress_result res;
+        assert_int_equal(ps_regress_solve(r, &res), 0);
+        if (noisy)
+            assert_true(res.variance > 0);
+        else
+            assert_true(res.variance == 0);
+        ps_regress_result_free(&res);
+        ps_regress_free(r);
+    }
 }
 
 /* A textbook data set (x = 1..5, y = 2,4,5,4,5): slope 0.6, intercept 2.2,
@@ -148,6 +172,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(t_quantiles),
         cmocka_unit_test(exact_line),
+        cmocka_unit_test(exact_line_rounding),
         cmocka_unit_test(textbook),
         cmocka_unit_test(multiple_ill_scaled),
         cmocka_unit_test(singular_and_too_few),
