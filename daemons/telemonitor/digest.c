@@ -73,6 +73,7 @@ void digest_mail_clear(struct digest_mail *m)
 	free(m->to);
 	free(m->subject);
 	free(m->body);
+	free(m->assertion);
 	memset(m, 0, sizeof *m);
 }
 
@@ -192,61 +193,121 @@ static int prompt_mail(const struct digest_item *it, struct digest_mail *out)
 	return 1;
 }
 
-int digest_add(struct digest *d, const struct digest_item *it, double now,
-	       struct digest_mail *out)
+/* The group of `it`, or NULL; *bucket gets its hash bucket. */
+static struct group *find_group(const struct digest *d, const struct digest_item *it,
+				size_t *bucket)
 {
 	const char *label = it->assertion ? it->assertion : "";
 	size_t b = hash(it->instance_id, label, it->line);
 	struct group *g;
 
-	memset(out, 0, sizeof *out);
-	if (it->period <= 0)
-		return prompt_mail(it, out);
 	for (g = d->table[b]; g; g = g->next)
 		if (g->instance_id == it->instance_id && g->line == it->line &&
 		    !strcmp(g->assertion, label))
 			break;
-	if (g && (now < g->end || g->nitems || g->nmore)) {
-		/* inside a period (or its digest is due): add to the digest */
-		if (g->nitems == 0 && g->nmore == 0)
-			g->first_id = it->failure_id;
-		if (g->nitems < DIGEST_LIST_MAX) {
-			char *p = paragraph(it);
-			if (!p)
-				return -ENOMEM;
-			g->items[g->nitems++] = p;
-		} else {
-			g->nmore++;
-		}
-		return 0;
+	if (bucket)
+		*bucket = b;
+	return g;
+}
+
+/* A new, empty group for `it` in bucket `b`; NULL on ENOSPC or ENOMEM (*err). */
+static struct group *new_group(struct digest *d, const struct digest_item *it, size_t b,
+			       int *err)
+{
+	struct group *g;
+
+	if (d->ngroups >= DIGEST_GROUPS_MAX) {
+		*err = -ENOSPC;
+		return NULL;
 	}
+	*err = -ENOMEM;
+	g = calloc(1, sizeof *g);
+	if (!g)
+		return NULL;
+	g->instance_id = it->instance_id;
+	g->line = it->line;
+	g->pid = it->pid;
+	g->assertion = strdup(it->assertion ? it->assertion : "");
+	g->prog = strdup(it->prog);
+	g->machine = strdup(it->machine);
+	g->spec = it->spec ? strdup(it->spec) : NULL;
+	g->to = strdup(it->to);
+	g->ctl = strdup(it->ctl);
+	if (!g->assertion || !g->prog || !g->machine || !g->to || !g->ctl ||
+	    (it->spec && !g->spec)) {
+		group_free(g);
+		return NULL;
+	}
+	g->next = d->table[b];
+	d->table[b] = g;
+	d->ngroups++;
+	return g;
+}
+
+/* Add `it` to the digest its group is collecting. */
+static int join_digest(struct group *g, const struct digest_item *it)
+{
+	if (g->nitems == 0 && g->nmore == 0)
+		g->first_id = it->failure_id;
+	if (g->nitems < DIGEST_LIST_MAX) {
+		char *p = paragraph(it);
+		if (!p)
+			return -ENOMEM;
+		g->items[g->nitems++] = p;
+	} else {
+		g->nmore++;
+	}
+	return 0;
+}
+
+int digest_add(struct digest *d, const struct digest_item *it, double now,
+	       struct digest_mail *out)
+{
+	struct group *g;
+	size_t b;
+	int err;
+
+	memset(out, 0, sizeof *out);
+	if (it->period <= 0)
+		return prompt_mail(it, out);
+	g = find_group(d, it, &b);
+	if (g && (now < g->end || g->nitems || g->nmore))
+		/* inside a period (or its digest is due): add to the digest */
+		return join_digest(g, it);
 	if (!g) {
-		if (d->ngroups >= DIGEST_GROUPS_MAX)
-			return -ENOSPC;
-		g = calloc(1, sizeof *g);
+		g = new_group(d, it, b, &err);
 		if (!g)
-			return -ENOMEM;
-		g->instance_id = it->instance_id;
-		g->line = it->line;
-		g->pid = it->pid;
-		g->assertion = strdup(label);
-		g->prog = strdup(it->prog);
-		g->machine = strdup(it->machine);
-		g->spec = it->spec ? strdup(it->spec) : NULL;
-		g->to = strdup(it->to);
-		g->ctl = strdup(it->ctl);
-		if (!g->assertion || !g->prog || !g->machine || !g->to || !g->ctl ||
-		    (it->spec && !g->spec)) {
-			group_free(g);
-			return -ENOMEM;
-		}
-		g->next = d->table[b];
-		d->table[b] = g;
-		d->ngroups++;
+			return err;
 	}
 	g->period = it->period;
 	g->end = now + it->period;
 	return prompt_mail(it, out);
+}
+
+double digest_due_at(const struct digest *d, const struct digest_item *it)
+{
+	const struct group *g = find_group(d, it, NULL);
+
+	return g ? g->end : 0;
+}
+
+int digest_restore(struct digest *d, const struct digest_item *it, double due)
+{
+	struct group *g;
+	size_t b;
+	int err;
+
+	g = find_group(d, it, &b);
+	if (!g) {
+		g = new_group(d, it, b, &err);
+		if (!g)
+			return err;
+		g->period = it->period > 0 ? it->period : DIGEST_DEFAULT_PERIOD;
+		g->end = due;
+	} else if (due < g->end) {
+		g->end = due;
+	}
+	return join_digest(g, it);
 }
 
 static int digest_mail(struct group *g, struct digest_mail *out)
@@ -282,9 +343,12 @@ static int digest_mail(struct group *g, struct digest_mail *out)
 			g->spec ? " (spec " : "", g->spec ? g->spec : "", g->spec ? ")" : "", list,
 			more, g->ctl, g->prog, g->assertion);
 	out->count = total;
+	out->instance_id = g->instance_id;
+	out->assertion = strdup(g->assertion);
+	out->line = g->line;
 	one_line(out->subject);
 	free(list);
-	if (!out->to || !out->subject || !out->body) {
+	if (!out->to || !out->subject || !out->body || !out->assertion) {
 		digest_mail_clear(out);
 		return -ENOMEM;
 	}

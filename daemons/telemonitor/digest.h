@@ -2,7 +2,9 @@
  * first failure is mailed at once; later ones within the grouping period
  * are collected and mailed together as one digest when the period ends,
  * and a new period starts, until a period passes with no failure. Pure
- * logic: the caller supplies the time and sends what comes out. */
+ * logic: the caller supplies the time, sends what comes out, and keeps
+ * what waits for a digest (digest_due_at) so that digest_restore() can
+ * put it back after a restart. */
 #ifndef TELEMON_DIGEST_H
 #define TELEMON_DIGEST_H
 
@@ -42,6 +44,9 @@ struct digest_mail {
 	char *subject;            /* one line, no line breaks */
 	char *body;               /* text, '\n' line ends */
 	size_t count;             /* failures it reports */
+	uint64_t instance_id;     /* a digest: its group's instance (0: a prompt mail) */
+	char *assertion;          /* a digest: its group's label ("" if unlabelled) */
+	int line;                 /* a digest: its group's line in the spec */
 };
 
 struct digest;
@@ -57,6 +62,16 @@ void digest_free(struct digest *d);
  * -ENOSPC when too many groups exist (it is dropped), -ENOMEM. */
 int digest_add(struct digest *d, const struct digest_item *it, double now,
 	       struct digest_mail *out);
+
+/* When the digest that `it` joined (digest_add() returned 0) is due:
+ * the end of its group's period. 0 if its group is unknown. */
+double digest_due_at(const struct digest *d, const struct digest_item *it);
+
+/* Put back `it`, which was waiting for the digest of its group due at
+ * `due` when the service stopped: it joins that digest (creating the
+ * group, with that period end, if needed); never a prompt mail. 0,
+ * -ENOSPC when too many groups exist (it is dropped), -ENOMEM. */
+int digest_restore(struct digest *d, const struct digest_item *it, double due);
 
 /* Digests whose period has ended by `now`: up to `max` into `out`;
  * returns how many. Groups with nothing pending are forgotten. */

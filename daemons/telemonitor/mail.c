@@ -1,6 +1,8 @@
 /* The mailer thread (see mail.h): libcurl's SMTP support does the
  * protocol (and dot-stuffing); we build the message text. */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -18,8 +20,10 @@
 
 /* One queued mail. */
 struct mail_msg {
-	TAILQ_ENTRY(mail_msg) link;  /* in mailer.queue */
-	struct digest_mail m;        /* recipients, subject, body */
+	TAILQ_ENTRY(mail_msg) link;  /* in mailer.queue, or mailer.sent once accepted */
+	uint64_t id;                 /* its row in the store's mail queue (0: none) */
+	double queued;               /* when it was composed */
+	struct digest_mail m;        /* recipients, subject, body (cleared once sent) */
 };
 TAILQ_HEAD(mail_list, mail_msg);
 
@@ -30,6 +34,9 @@ struct mailer {
 	pthread_cond_t cv;           /* queue changed or stop asked */
 	struct mail_list queue;      /* waiting mails, oldest first */
 	size_t n;                    /* their number */
+	struct mail_list sent;       /* accepted, not yet taken by the loop */
+	int pipe[2];                 /* a byte in pipe[1] per accepted mail: wakes the loop */
+	bool running;                /* the thread has not been joined */
 	atomic_bool stop;            /* the thread must end */
 	char *url;                   /* relay */
 	char *from;                  /* envelope and header sender */
@@ -98,18 +105,26 @@ static char *encode_subject(const char *s)
 }
 
 /* Headers and body with CRLF line ends. */
-static char *message_text(struct mailer *mm, const struct digest_mail *m, size_t *len)
+static char *message_text(struct mailer *mm, const struct mail_msg *msg, size_t *len)
 {
-	char date[64], host[128] = "localhost", *subject = encode_subject(m->subject), *out, *p;
+	const struct digest_mail *m = &msg->m;
+	char date[64], host[128] = "localhost", msgid[128], *subject = encode_subject(m->subject);
+	char *out, *p;
 	size_t blen = strlen(m->body), cap;
-	time_t now = time(NULL);
+	time_t when = msg->queued > 0 ? (time_t)msg->queued : time(NULL);
 	struct tm tm;
 
 	if (!subject)
 		return NULL;
 	gethostname(host, sizeof host - 1);
-	gmtime_r(&now, &tm);
+	gmtime_r(&when, &tm);
 	strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S +0000", &tm);
+	/* a stored mail keeps its Message-ID when it is sent again after a restart */
+	if (msg->id)
+		snprintf(msgid, sizeof msgid, "%ld.%06ld.%" PRIu64, (long)when,
+			 (long)((msg->queued - (double)when) * 1e6), msg->id);
+	else
+		snprintf(msgid, sizeof msgid, "%ld.%ld.%u", (long)when, (long)getpid(), ++mm->seq);
 	cap = 1024 + strlen(subject) + strlen(m->to) + strlen(mm->from) + 2 * blen;
 	out = malloc(cap);
 	if (!out) {
@@ -118,10 +133,10 @@ static char *message_text(struct mailer *mm, const struct digest_mail *m, size_t
 	}
 	p = out + snprintf(out, cap,
 			   "Date: %s\r\nFrom: %s\r\nTo: %s\r\nSubject: %s\r\n"
-			   "Message-ID: <telemonitor.%ld.%ld.%u@%s>\r\nMIME-Version: 1.0\r\n"
+			   "Message-ID: <telemonitor.%s@%s>\r\nMIME-Version: 1.0\r\n"
 			   "Content-Type: text/plain; charset=utf-8\r\n"
 			   "Content-Transfer-Encoding: 8bit\r\nAuto-Submitted: auto-generated\r\n\r\n",
-			   date, mm->from, m->to, subject, (long)now, (long)getpid(), ++mm->seq, host);
+			   date, mm->from, m->to, subject, msgid, host);
 	for (const char *b = m->body; *b; b++) {
 		if (*b == '\n')
 			*p++ = '\r';
@@ -134,13 +149,14 @@ static char *message_text(struct mailer *mm, const struct digest_mail *m, size_t
 }
 
 /* Send one mail; 0 or -EIO with the reason in `err`. Runs unlocked. */
-static int send_one(struct mailer *mm, const struct digest_mail *m, char *err, size_t errlen)
+static int send_one(struct mailer *mm, const struct mail_msg *msg, char *err, size_t errlen)
 {
+	const struct digest_mail *m = &msg->m;
 	struct curl_slist *rcpt = NULL;
 	char from[300], one[300], curl_err[CURL_ERROR_SIZE] = "";
 	struct upload up;
 	size_t len = 0;
-	char *text = message_text(mm, m, &len);
+	char *text = message_text(mm, msg, &len);
 	const char *r = m->to;
 	CURL *c;
 	CURLcode rc;
@@ -221,13 +237,16 @@ static void *run(void *arg)
 		TAILQ_REMOVE(&mm->queue, msg, link);
 		mm->n--;
 		pthread_mutex_unlock(&mm->mu);
-		r = send_one(mm, &msg->m, err, sizeof err);
+		r = send_one(mm, msg, err, sizeof err);
 		pthread_mutex_lock(&mm->mu);
 		if (r == 0) {
+			char one = 1;
 			mm->st.sent++;
 			backoff = 0;
 			digest_mail_clear(&msg->m);
-			free(msg);
+			TAILQ_INSERT_TAIL(&mm->sent, msg, link);
+			if (write(mm->pipe[1], &one, 1) < 0 && errno != EAGAIN)
+				cmon_warn("mailer: cannot wake the loop: %s", strerror(errno));
 			continue;
 		}
 		if (atomic_load(&mm->stop)) {
@@ -265,35 +284,46 @@ struct mailer *mailer_new(const char *url, const char *from)
 	if (!mm)
 		return NULL;
 	TAILQ_INIT(&mm->queue);
+	TAILQ_INIT(&mm->sent);
 	atomic_init(&mm->stop, false);
 	mm->url = strdup(url);
 	mm->from = strdup(from);
-	if (!mm->url || !mm->from || pthread_mutex_init(&mm->mu, NULL) != 0) {
-		free(mm->url);
-		free(mm->from);
-		free(mm);
-		return NULL;
-	}
+	if (!mm->url || !mm->from)
+		goto out_free;
+	if (pipe2(mm->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		goto out_free;
+	if (pthread_mutex_init(&mm->mu, NULL) != 0)
+		goto out_close_pipe;
 	pthread_cond_init(&mm->cv, NULL);
-	if (pthread_create(&mm->thread, NULL, run, mm) != 0) {
-		pthread_cond_destroy(&mm->cv);
-		pthread_mutex_destroy(&mm->mu);
-		free(mm->url);
-		free(mm->from);
-		free(mm);
-		return NULL;
-	}
+	if (pthread_create(&mm->thread, NULL, run, mm) != 0)
+		goto out_destroy;
+	mm->running = true;
 	return mm;
+out_destroy:
+	pthread_cond_destroy(&mm->cv);
+	pthread_mutex_destroy(&mm->mu);
+out_close_pipe:
+	close(mm->pipe[0]);
+	close(mm->pipe[1]);
+out_free:
+	free(mm->url);
+	free(mm->from);
+	free(mm);
+	return NULL;
 }
 
-void mailer_queue(struct mailer *mm, struct digest_mail *m)
+int mailer_queue(struct mailer *mm, uint64_t id, double queued, struct digest_mail *m,
+		 uint64_t *dropped)
 {
 	struct mail_msg *msg = calloc(1, sizeof *msg);
+	int r = 0;
 
 	if (!msg) {
 		digest_mail_clear(m);
-		return;
+		return -ENOMEM;
 	}
+	msg->id = id;
+	msg->queued = queued;
 	msg->m = *m;
 	memset(m, 0, sizeof *m);
 	pthread_mutex_lock(&mm->mu);
@@ -302,6 +332,8 @@ void mailer_queue(struct mailer *mm, struct digest_mail *m)
 		TAILQ_REMOVE(&mm->queue, old, link);
 		mm->n--;
 		mm->st.dropped++;
+		*dropped = old->id;
+		r = 1;
 		digest_mail_clear(&old->m);
 		free(old);
 	}
@@ -309,6 +341,30 @@ void mailer_queue(struct mailer *mm, struct digest_mail *m)
 	mm->n++;
 	pthread_cond_signal(&mm->cv);
 	pthread_mutex_unlock(&mm->mu);
+	return r;
+}
+
+int mailer_fd(const struct mailer *mm)
+{
+	return mm->pipe[0];
+}
+
+size_t mailer_take_sent(struct mailer *mm, uint64_t *ids, size_t max)
+{
+	struct mail_msg *msg;
+	char buf[256];
+	size_t n = 0;
+
+	while (read(mm->pipe[0], buf, sizeof buf) > 0)
+		;
+	pthread_mutex_lock(&mm->mu);
+	while (n < max && (msg = TAILQ_FIRST(&mm->sent))) {
+		TAILQ_REMOVE(&mm->sent, msg, link);
+		ids[n++] = msg->id;
+		free(msg);
+	}
+	pthread_mutex_unlock(&mm->mu);
+	return n;
 }
 
 void mailer_stats(struct mailer *mm, struct mailer_stats *out)
@@ -319,24 +375,38 @@ void mailer_stats(struct mailer *mm, struct mailer_stats *out)
 	pthread_mutex_unlock(&mm->mu);
 }
 
-void mailer_free(struct mailer *mm)
+void mailer_stop(struct mailer *mm)
 {
-	struct mail_msg *msg;
-
-	if (!mm)
+	if (!mm || !mm->running)
 		return;
 	pthread_mutex_lock(&mm->mu);
 	atomic_store(&mm->stop, true);
 	pthread_cond_signal(&mm->cv);
 	pthread_mutex_unlock(&mm->mu);
 	pthread_join(mm->thread, NULL);
-	if (mm->n)
-		cmon_warn("%zu mail%s not sent (shutting down)", mm->n, mm->n == 1 ? "" : "s");
-	while ((msg = TAILQ_FIRST(&mm->queue))) {
-		TAILQ_REMOVE(&mm->queue, msg, link);
+	mm->running = false;
+}
+
+static void free_list(struct mail_list *l)
+{
+	struct mail_msg *msg;
+
+	while ((msg = TAILQ_FIRST(l))) {
+		TAILQ_REMOVE(l, msg, link);
 		digest_mail_clear(&msg->m);
 		free(msg);
 	}
+}
+
+void mailer_free(struct mailer *mm)
+{
+	if (!mm)
+		return;
+	mailer_stop(mm);
+	free_list(&mm->queue);
+	free_list(&mm->sent);
+	close(mm->pipe[0]);
+	close(mm->pipe[1]);
 	pthread_cond_destroy(&mm->cv);
 	pthread_mutex_destroy(&mm->mu);
 	free(mm->url);

@@ -1,7 +1,18 @@
 /* Failures -> mails: grouping (digest.c) on the loop, sending (mail.c) on
  * the mailer thread, which is started when the first mail is due. The
  * relay is the defaults' `smtp` (default smtp://localhost:25) and the
- * sender their `from` (default telemonitor@HOSTNAME). */
+ * sender their `from` (default telemonitor@HOSTNAME).
+ *
+ * Mail survives a restart: what is not sent yet lives in the store, in
+ * the same batches as the failures. A failure waiting for its group's
+ * digest is a row of mail_digest; a composed mail (prompt or digest) a
+ * row of mail_queue, handed to the mailer once its batch is committed (so
+ * nothing is mailed about a failure a crash could still take back) and
+ * deleted when the relay has accepted it. On start, the waiting failures
+ * are put back into their digests and the queued mails are sent. A crash
+ * after the relay accepted a mail but before its deletion was committed
+ * sends it again (at least once; it keeps its Message-ID). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +27,37 @@
 
 #define DEFAULT_RELAY "smtp://localhost:25"
 
-static bool ensure_mailer(struct tmon *tm)
+/* A composed mail in the open batch, handed to the mailer at its commit. */
+struct pending {
+	TAILQ_ENTRY(pending) link;    /* in notify.pending */
+	uint64_t id;                  /* its row in mail_queue (0: none) */
+	double queued;                /* when it was composed */
+	struct digest_mail m;         /* the mail */
+};
+TAILQ_HEAD(pending_list, pending);
+
+/* The mail side of the service. */
+struct notify {
+	struct tmon *tm;              /* the service */
+	struct digest *digest;        /* grouping */
+	struct mailer *mailer;        /* the sending thread, or NULL until needed */
+	struct event *timer;          /* the next digest is due */
+	struct event *sent_ev;        /* the mailer has accepted mails to report */
+	struct pending_list pending;  /* composed, waiting for their batch's commit */
+	uint64_t sent;                /* mails accepted by the relay since start */
+	uint64_t dropped;             /* mails dropped (queue full) since start */
+	size_t queued;                /* mails composed and neither sent nor dropped */
+};
+
+static void on_sent(evutil_socket_t fd, short what, void *arg);
+
+static bool ensure_mailer(struct notify *n)
 {
+	struct tmon *tm = n->tm;
 	const char *url = rc_text(tm->rc, NULL, RC_SMTP), *from = rc_text(tm->rc, NULL, RC_FROM);
 	char host[128] = "localhost", dflt[200];
 
-	if (tm->mailer)
+	if (n->mailer)
 		return true;
 	if (!*url)
 		url = DEFAULT_RELAY;
@@ -34,62 +70,231 @@ static bool ensure_mailer(struct tmon *tm)
 		snprintf(dflt, sizeof dflt, "telemonitor@%s", host);
 		from = dflt;
 	}
-	tm->mailer = mailer_new(url, from);
-	if (!tm->mailer) {
+	n->mailer = mailer_new(url, from);
+	if (!n->mailer) {
 		cmon_err("cannot start the mailer");
 		return false;
 	}
+	n->sent_ev = event_new(tm->base, mailer_fd(n->mailer), EV_READ | EV_PERSIST, on_sent, n);
+	if (!n->sent_ev || event_add(n->sent_ev, NULL) < 0)
+		cmon_err("mailer: cannot watch for sent mail; it is sent again after a restart");
 	cmon_info("mail goes through %s from %s", url, from);
 	return true;
 }
 
-static void schedule(struct tmon *tm)
+/* Give mail `id` to the mailer (`m` is taken). */
+static void hand_over(struct notify *n, uint64_t id, double queued, struct digest_mail *m)
 {
-	double when = digest_next_deadline(tm->digest), now = tm_now();
+	uint64_t dropped = 0;
+	int r;
+
+	if (!ensure_mailer(n)) {
+		digest_mail_clear(m);          /* it stays in the store for the next start */
+		return;
+	}
+	r = mailer_queue(n->mailer, id, queued, m, &dropped);
+	if (r == 1) {
+		n->dropped++;
+		n->queued--;
+		if (dropped)
+			store_mail_done(n->tm->store, dropped);
+	} else if (r < 0) {
+		cmon_warn("mail: out of memory; a mail waits for the next start");
+	}
+}
+
+/* A batch has ended: its mails may go. If it was lost, so are their rows. */
+static void on_commit(void *arg, bool committed)
+{
+	struct notify *n = arg;
+	struct pending *p;
+
+	while ((p = TAILQ_FIRST(&n->pending))) {
+		TAILQ_REMOVE(&n->pending, p, link);
+		hand_over(n, committed ? p->id : 0, p->queued, &p->m);
+		free(p);
+	}
+}
+
+/* Queue `m` (taken) in the store and, once committed, at the mailer. */
+static void queue_mail(struct notify *n, struct digest_mail *m, double now)
+{
+	struct store *st = n->tm->store;
+	struct pending *p;
+	uint64_t id = 0;
+
+	n->queued++;
+	if (store_mail_add(st, m->to, m->subject, m->body, m->count, now, &id) < 0 ||
+	    !store_pending(st) || !(p = calloc(1, sizeof *p))) {
+		hand_over(n, id, now, m);       /* not kept: send it all the same */
+		return;
+	}
+	p->id = id;
+	p->queued = now;
+	p->m = *m;
+	memset(m, 0, sizeof *m);
+	TAILQ_INSERT_TAIL(&n->pending, p, link);
+}
+
+/* The relay has accepted mails: forget them in the store. */
+static void take_sent(struct notify *n)
+{
+	uint64_t ids[64];
+	size_t k;
+
+	if (!n->mailer)
+		return;
+	do {
+		k = mailer_take_sent(n->mailer, ids, 64);
+		for (size_t i = 0; i < k; i++) {
+			if (ids[i])
+				store_mail_done(n->tm->store, ids[i]);
+			n->sent++;
+			if (n->queued)
+				n->queued--;
+		}
+	} while (k == 64);
+}
+
+static void on_sent(evutil_socket_t fd, short what, void *arg)
+{
+	take_sent(arg);
+}
+
+static void schedule(struct notify *n)
+{
+	double when = digest_next_deadline(n->digest), now = tm_now();
 	struct timeval tv = { 0, 0 };
 
-	evtimer_del(tm->notify_timer);
+	evtimer_del(n->timer);
 	if (when <= 0)
 		return;
 	if (when > now) {
 		tv.tv_sec = (time_t)(when - now);
 		tv.tv_usec = (suseconds_t)((when - now - (double)tv.tv_sec) * 1e6);
 	}
-	evtimer_add(tm->notify_timer, &tv);
+	evtimer_add(n->timer, &tv);
 }
 
 static void due(evutil_socket_t fd, short what, void *arg)
 {
-	struct tmon *tm = arg;
+	struct notify *n = arg;
 	struct digest_mail out[16];
-	size_t n;
+	double now = tm_now();
+	size_t k;
 
 	do {
-		n = digest_due(tm->digest, tm_now(), out, 16);
-		for (size_t i = 0; i < n; i++) {
-			if (ensure_mailer(tm))
-				mailer_queue(tm->mailer, &out[i]);
+		k = digest_due(n->digest, now, out, 16);
+		for (size_t i = 0; i < k; i++) {
+			/* the digest replaces its waiting failures, in one batch */
+			store_digest_done(n->tm->store, out[i].instance_id, out[i].assertion,
+					  out[i].line);
+			queue_mail(n, &out[i], now);
 			digest_mail_clear(&out[i]);
 		}
-	} while (n == 16);
-	schedule(tm);
+	} while (k == 16);
+	schedule(n);
+}
+
+/* store_digest_load(): a failure that was waiting for its digest. */
+static void restore_waiting(void *arg, const struct digest_item *it, double when)
+{
+	struct notify *n = arg;
+
+	if (digest_restore(n->digest, it, when) < 0)
+		cmon_warn("mail: cannot put failure %llu back into its digest",
+			  (unsigned long long)it->failure_id);
+}
+
+/* store_mail_load(): a mail that was not sent yet. */
+static void restore_queued(void *arg, uint64_t id, double queued, const char *to,
+			   const char *subject, const char *body, size_t count)
+{
+	struct notify *n = arg;
+	struct pending *p = calloc(1, sizeof *p);
+
+	if (p) {
+		p->id = id;
+		p->queued = queued;
+		p->m.to = strdup(to ? to : "");
+		p->m.subject = strdup(subject ? subject : "");
+		p->m.body = strdup(body ? body : "");
+		p->m.count = count;
+	}
+	if (!p || !p->m.to || !p->m.subject || !p->m.body) {
+		if (p)
+			digest_mail_clear(&p->m);
+		free(p);
+		cmon_warn("mail: out of memory; mail %llu waits for the next start",
+			  (unsigned long long)id);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&n->pending, p, link);
+	n->queued++;
 }
 
 void notify_start(struct tmon *tm)
 {
-	tm->digest = digest_new();
-	tm->notify_timer = evtimer_new(tm->base, due, tm);
+	struct notify *n = calloc(1, sizeof *n);
+	size_t waiting;
+
+	if (!n)
+		goto fail;
+	n->tm = tm;
+	TAILQ_INIT(&n->pending);
+	n->digest = digest_new();
+	n->timer = evtimer_new(tm->base, due, n);
+	if (!n->digest || !n->timer)
+		goto fail;
+	tm->notify = n;
+	store_set_commit_cb(tm->store, on_commit, n);
+	/* what was not mailed when we stopped */
+	store_digest_load(tm->store, tm->ctl_hint, restore_waiting, n);
+	store_mail_load(tm->store, restore_queued, n);
+	waiting = digest_groups(n->digest);
+	if (n->queued || waiting)
+		cmon_notice("mail: %zu mail%s to send and %zu digest%s to finish from before the "
+			    "restart", n->queued, n->queued == 1 ? "" : "s", waiting,
+			    waiting == 1 ? "" : "s");
+	on_commit(n, true);                    /* they are committed already */
+	schedule(n);
+	return;
+fail:
+	cmon_err("mail: out of memory; no mail is sent");
+	if (n) {
+		digest_free(n->digest);
+		if (n->timer)
+			event_free(n->timer);
+		free(n);
+	}
 }
 
 void notify_stop(struct tmon *tm)
 {
-	if (tm->notify_timer)
-		event_free(tm->notify_timer);
-	tm->notify_timer = NULL;
-	mailer_free(tm->mailer);
-	tm->mailer = NULL;
-	digest_free(tm->digest);
-	tm->digest = NULL;
+	struct notify *n = tm->notify;
+	struct pending *p;
+
+	if (!n)
+		return;
+	tm->notify = NULL;
+	store_set_commit_cb(tm->store, NULL, NULL);
+	/* mails accepted up to now are forgotten; the others stay in the store */
+	mailer_stop(n->mailer);
+	take_sent(n);
+	if (n->queued)
+		cmon_notice("mail: %zu mail%s not sent yet, kept for the next start", n->queued,
+			    n->queued == 1 ? "" : "s");
+	while ((p = TAILQ_FIRST(&n->pending))) {  /* their batch is committed at close */
+		TAILQ_REMOVE(&n->pending, p, link);
+		digest_mail_clear(&p->m);
+		free(p);
+	}
+	if (n->sent_ev)
+		event_free(n->sent_ev);
+	mailer_free(n->mailer);
+	event_free(n->timer);
+	digest_free(n->digest);
+	free(n);
 }
 
 void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
@@ -97,24 +302,27 @@ void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
 		    int line, const char *spec, const char *what, int64_t start_ts, int64_t end_ts,
 		    const char *metrics_json, double now)
 {
-	char *metrics = render_metrics(store_db(tm->store), metrics_json);
+	struct notify *n = tm->notify;
+	char *metrics;
 	struct digest_mail m;
 	struct digest_item it = {
 		.instance_id = in->id, .prog = in->prog, .machine = in->machine, .pid = in->pid,
 		.spec = spec, .assertion = assertion, .line = line, .failure_id = failure_id,
 		.time = now, .what = what && *what ? what : NULL, .start_ts = start_ts,
-		.end_ts = end_ts, .metrics = metrics, .to = mail, .ctl = tm->ctl_hint,
-		.period = mailgroup,
+		.end_ts = end_ts, .to = mail, .ctl = tm->ctl_hint, .period = mailgroup,
 	};
 	int r;
 
-	if (!tm->digest)
-		goto out;
-	r = digest_add(tm->digest, &it, now, &m);
+	if (!n)
+		return;
+	metrics = render_metrics(store_db(tm->store), metrics_json);
+	it.metrics = metrics;
+	r = digest_add(n->digest, &it, now, &m);
 	if (r == 1) {
-		if (ensure_mailer(tm))
-			mailer_queue(tm->mailer, &m);
+		queue_mail(n, &m, now);
 		digest_mail_clear(&m);
+	} else if (r == 0) {
+		store_digest_add(tm->store, &it, digest_due_at(n->digest, &it));
 	} else if (r == -ENOSPC) {
 		static bool warned;
 		if (!warned)
@@ -122,23 +330,24 @@ void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
 				  "are not mailed");
 		warned = true;
 	}
-	schedule(tm);
-out:
+	schedule(n);
 	free(metrics);
 }
 
 const char *notify_status(struct tmon *tm, char *buf, size_t size)
 {
-	struct mailer_stats st;
+	struct notify *n = tm->notify;
+	struct mailer_stats st = { 0 };
 
-	if (!tm->mailer) {
+	if (!n || (!n->mailer && !n->queued)) {
 		snprintf(buf, size, "no mail sent yet");
 		return buf;
 	}
-	mailer_stats(tm->mailer, &st);
+	if (n->mailer)
+		mailer_stats(n->mailer, &st);
 	snprintf(buf, size, "%llu sent, %zu queued, %llu failed attempts, %llu dropped%s%s",
-		 (unsigned long long)st.sent, st.queued, (unsigned long long)st.failures,
-		 (unsigned long long)st.dropped, st.last_error[0] ? "; last error: " : "",
+		 (unsigned long long)n->sent, n->queued, (unsigned long long)st.failures,
+		 (unsigned long long)n->dropped, st.last_error[0] ? "; last error: " : "",
 		 st.last_error);
 	return buf;
 }

@@ -55,6 +55,23 @@ static const char *const migrations[] = {
 	"  spec TEXT, assert TEXT, line INTEGER, result TEXT, offenders INTEGER,"
 	"  time REAL NOT NULL);"
 	"CREATE INDEX verdicts_instance ON verdicts (instance_id);",
+	/* 1 -> 2: mail survives a restart. mail_queue holds the mails not yet
+	 * accepted by the relay (a row is deleted when it is); mail_digest the
+	 * failures waiting for their group's digest, due at `due` (deleted
+	 * when the digest is composed into mail_queue, in the same batch). */
+	"CREATE TABLE mail_queue ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  queued REAL NOT NULL,"
+	"  recipients TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL,"
+	"  failures INTEGER NOT NULL);"
+	"CREATE TABLE mail_digest ("
+	"  id INTEGER PRIMARY KEY,"
+	"  failure_id INTEGER NOT NULL, instance_id INTEGER NOT NULL,"
+	"  prog TEXT NOT NULL, machine TEXT NOT NULL, pid INTEGER NOT NULL,"
+	"  spec TEXT, assert TEXT NOT NULL, line INTEGER NOT NULL,"
+	"  time REAL NOT NULL, what TEXT, start_ts INTEGER, end_ts INTEGER, metrics TEXT,"
+	"  recipients TEXT NOT NULL, period REAL NOT NULL, due REAL NOT NULL);"
+	"CREATE INDEX mail_digest_group ON mail_digest (instance_id, assert, line);",
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -104,7 +121,24 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	  " FROM (SELECT ?1 AS j) WHERE json_valid(j) AND json_type(j) = 'object'")           \
 	X(VERDICT_INSERT,                                                                    \
 	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \
-	  " VALUES (?1,?2,?3,?4,?5,?6,?7)")
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7)")                                                  \
+	X(MAIL_INSERT,                                                                       \
+	  "INSERT INTO mail_queue (queued, recipients, subject, body, failures)"             \
+	  " VALUES (?1,?2,?3,?4,?5)")                                                        \
+	X(MAIL_DELETE, "DELETE FROM mail_queue WHERE id=?1")                                 \
+	X(MAIL_LOAD,                                                                         \
+	  "SELECT id, queued, recipients, subject, body, failures FROM mail_queue"          \
+	  " ORDER BY id")                                                                    \
+	X(DIGEST_INSERT,                                                                     \
+	  "INSERT INTO mail_digest (failure_id, instance_id, prog, machine, pid, spec,"     \
+	  " assert, line, time, what, start_ts, end_ts, metrics, recipients, period, due)"  \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)")                \
+	X(DIGEST_DELETE,                                                                     \
+	  "DELETE FROM mail_digest WHERE instance_id=?1 AND assert=?2 AND line=?3")         \
+	X(DIGEST_LOAD,                                                                       \
+	  "SELECT failure_id, instance_id, prog, machine, pid, spec, assert, line, time,"   \
+	  " what, start_ts, end_ts, metrics, recipients, period, due FROM mail_digest"      \
+	  " ORDER BY id")
 
 enum store_stmt {
 #define STMT_ENUM(n, s) ST_##n,
@@ -126,6 +160,8 @@ struct store {
 	bool in_batch;                /* a write transaction is open */
 	uint64_t next_window;         /* next window id to hand out */
 	int version;                  /* schema version */
+	store_commit_cb on_commit;    /* called after each batch is ended */
+	void *on_commit_arg;          /* its argument */
 };
 
 static const char *state_names[] = {
@@ -295,14 +331,24 @@ static int batch(struct store *st)
 
 int store_commit(struct store *st)
 {
+	int r = 0;
+
 	if (!st->in_batch)
 		return 0;
 	st->in_batch = false;
 	if (run(st, st->stmt[ST_COMMIT], "commit") < 0) {
 		exec(st, "ROLLBACK", "rollback");
-		return -EIO;
+		r = -EIO;
 	}
-	return 0;
+	if (st->on_commit)
+		st->on_commit(st->on_commit_arg, r == 0);
+	return r;
+}
+
+void store_set_commit_cb(struct store *st, store_commit_cb cb, void *arg)
+{
+	st->on_commit = cb;
+	st->on_commit_arg = arg;
 }
 
 static void bind_text(sqlite3_stmt *q, int i, const char *s)
@@ -605,4 +651,119 @@ int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
 	sqlite3_bind_int64(q, 6, offenders);
 	sqlite3_bind_double(q, 7, time);
 	return run(st, q, "adding a verdict");
+}
+
+int store_mail_add(struct store *st, const char *to, const char *subject, const char *body,
+		   size_t count, double queued, uint64_t *id)
+{
+	sqlite3_stmt *q = st->stmt[ST_MAIL_INSERT];
+
+	if (batch(st) < 0)
+		return -EIO;
+	sqlite3_bind_double(q, 1, queued);
+	bind_text(q, 2, to ? to : "");
+	bind_text(q, 3, subject ? subject : "");
+	bind_text(q, 4, body ? body : "");
+	sqlite3_bind_int64(q, 5, (sqlite3_int64)count);
+	if (run(st, q, "queueing a mail") < 0)
+		return -EIO;
+	*id = (uint64_t)sqlite3_last_insert_rowid(st->db);
+	return 0;
+}
+
+int store_mail_done(struct store *st, uint64_t id)
+{
+	sqlite3_stmt *q = st->stmt[ST_MAIL_DELETE];
+
+	if (batch(st) < 0)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
+	return run(st, q, "marking a mail sent");
+}
+
+int store_mail_load(struct store *st, store_mail_cb cb, void *arg)
+{
+	sqlite3_stmt *q = st->stmt[ST_MAIL_LOAD];
+	int rc;
+
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+		cb(arg, (uint64_t)sqlite3_column_int64(q, 0), sqlite3_column_double(q, 1),
+		   (const char *)sqlite3_column_text(q, 2), (const char *)sqlite3_column_text(q, 3),
+		   (const char *)sqlite3_column_text(q, 4), (size_t)sqlite3_column_int64(q, 5));
+	sqlite3_reset(q);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "reading the mail queue");
+}
+
+int store_digest_add(struct store *st, const struct digest_item *it, double due)
+{
+	sqlite3_stmt *q = st->stmt[ST_DIGEST_INSERT];
+
+	if (batch(st) < 0)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)it->failure_id);
+	sqlite3_bind_int64(q, 2, (sqlite3_int64)it->instance_id);
+	bind_text(q, 3, it->prog);
+	bind_text(q, 4, it->machine);
+	sqlite3_bind_int64(q, 5, it->pid);
+	bind_text(q, 6, it->spec);
+	bind_text(q, 7, it->assertion ? it->assertion : "");
+	sqlite3_bind_int(q, 8, it->line);
+	sqlite3_bind_double(q, 9, it->time);
+	bind_text(q, 10, it->what);
+	sqlite3_bind_int64(q, 11, it->start_ts);
+	sqlite3_bind_int64(q, 12, it->end_ts);
+	bind_text(q, 13, it->metrics);
+	bind_text(q, 14, it->to);
+	sqlite3_bind_double(q, 15, it->period);
+	sqlite3_bind_double(q, 16, due);
+	return run(st, q, "keeping a failure for its digest");
+}
+
+int store_digest_done(struct store *st, uint64_t instance_id, const char *assertion, int line)
+{
+	sqlite3_stmt *q = st->stmt[ST_DIGEST_DELETE];
+
+	if (batch(st) < 0)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)instance_id);
+	bind_text(q, 2, assertion ? assertion : "");
+	sqlite3_bind_int(q, 3, line);
+	return run(st, q, "clearing a digest");
+}
+
+int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, void *arg)
+{
+	sqlite3_stmt *q = st->stmt[ST_DIGEST_LOAD];
+	int rc;
+
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *label = (const char *)sqlite3_column_text(q, 6);
+		struct digest_item it = {
+			.failure_id = (uint64_t)sqlite3_column_int64(q, 0),
+			.instance_id = (uint64_t)sqlite3_column_int64(q, 1),
+			.prog = (const char *)sqlite3_column_text(q, 2),
+			.machine = (const char *)sqlite3_column_text(q, 3),
+			.pid = sqlite3_column_int64(q, 4),
+			.spec = (const char *)sqlite3_column_text(q, 5),
+			.assertion = label && *label ? label : NULL,
+			.line = sqlite3_column_int(q, 7),
+			.time = sqlite3_column_double(q, 8),
+			.what = (const char *)sqlite3_column_text(q, 9),
+			.start_ts = sqlite3_column_int64(q, 10),
+			.end_ts = sqlite3_column_int64(q, 11),
+			.metrics = (const char *)sqlite3_column_text(q, 12),
+			.to = (const char *)sqlite3_column_text(q, 13),
+			.ctl = ctl,
+			.period = sqlite3_column_double(q, 14),
+		};
+		if (!it.prog)
+			it.prog = "";
+		if (!it.machine)
+			it.machine = "";
+		if (!it.to)
+			it.to = "";
+		cb(arg, &it, sqlite3_column_double(q, 15));
+	}
+	sqlite3_reset(q);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "reading the failures waiting for a digest");
 }

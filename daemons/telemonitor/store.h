@@ -1,6 +1,7 @@
 /* The telemonitor's store: sqlite in WAL mode at DIR/telemonitor.db.
  *
- * Tables: classes, instances, failures, windows, verdicts (see store.c for
+ * Tables: classes, instances, failures, windows, verdicts, and the mail
+ * not sent yet: mail_queue, mail_digest (see store.c for
  * the schema, versioned with PRAGMA user_version and upgraded by the
  * migrations listed there). Writes are batched: the first write after a
  * commit opens a transaction, and store_commit() (every TM_FLUSH_MS, and
@@ -16,10 +17,11 @@
 
 #include <sqlite3.h>
 
+#include "digest.h"
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
@@ -60,6 +62,13 @@ sqlite3 *store_db(struct store *st);
 
 /* Commit the open batch, if any. 0 or -EIO (the batch is lost and logged). */
 int store_commit(struct store *st);
+
+/* Called after every store_commit() that ended a batch; `committed` is
+ * false if the batch was lost. */
+typedef void (*store_commit_cb)(void *arg, bool committed);
+
+/* Set (or clear, with NULL) the commit callback. */
+void store_set_commit_cb(struct store *st, store_commit_cb cb, void *arg);
 
 /* True if a batch is open. */
 bool store_pending(const struct store *st);
@@ -112,6 +121,39 @@ int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64
 int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
 		      const char *assertion, int line, const char *result, int64_t offenders,
 		      double time);
+
+/* Mail not sent yet. A mail is queued in the same batch as the failures
+ * it reports, and deleted once the relay has accepted it (or it was
+ * dropped): what is in mail_queue when we start must still be sent. */
+
+/* Queue a mail; *id gets its id. */
+int store_mail_add(struct store *st, const char *to, const char *subject, const char *body,
+		   size_t count, double queued, uint64_t *id);
+
+/* Mail `id` was accepted by the relay (or dropped): forget it. */
+int store_mail_done(struct store *st, uint64_t id);
+
+/* Called for each queued mail, oldest first; strings are valid during the call. */
+typedef void (*store_mail_cb)(void *arg, uint64_t id, double queued, const char *to,
+			      const char *subject, const char *body, size_t count);
+
+/* List the queued mails. */
+int store_mail_load(struct store *st, store_mail_cb cb, void *arg);
+
+/* Keep failure notice `it` until the digest of its group, due at `due`. */
+int store_digest_add(struct store *st, const struct digest_item *it, double due);
+
+/* The digest of group (instance, assertion label or NULL, line) was
+ * composed (and queued in the same batch): forget its failures. */
+int store_digest_done(struct store *st, uint64_t instance_id, const char *assertion, int line);
+
+/* Called for each failure waiting for a digest, oldest first, with the
+ * time the digest is due; `it`'s strings are valid during the call, its
+ * `ctl` is the argument given to store_digest_load(). */
+typedef void (*store_digest_cb)(void *arg, const struct digest_item *it, double due);
+
+/* List the failures waiting for a digest. */
+int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, void *arg);
 
 /* Schema version of the open database. */
 int store_version(struct store *st);

@@ -138,8 +138,7 @@ struct tool;
 TAILQ_HEAD(tool_list, tool);
 struct store;
 struct reglink;
-struct mailer;
-struct digest;
+struct notify;
 struct control;
 
 /* The whole service. */
@@ -155,8 +154,7 @@ struct tmon {
 	char ctl_hint[PATH_MAX + 32]; /* "telemonctl -state DIR", for mails */
 	struct store *store;          /* the database */
 	struct reglink *reg;          /* registry link */
-	struct mailer *mailer;        /* mail thread, or NULL until needed */
-	struct digest *digest;        /* mail grouping */
+	struct notify *notify;        /* mail: grouping, queue, sending thread */
 	struct control *ctl;          /* telemonctl socket */
 	struct tm_class_list classes; /* configured classes */
 	size_t nclasses;              /* how many */
@@ -165,7 +163,6 @@ struct tmon {
 	size_t nsessions;             /* sessions alive */
 	struct tool_list tools;       /* running tool processes (for SIGCHLD) */
 	struct event *flush_timer;    /* store commits */
-	struct event *notify_timer;   /* due digests */
 	struct event *tick;           /* once a second: deadlines, counters, status */
 	bool stopping;                /* shutting down */
 	double started;               /* when the service started */
@@ -272,9 +269,10 @@ void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
 		    const struct tm_instance *in, uint64_t failure_id, const char *assertion,
 		    int line, const char *spec, const char *what, int64_t start_ts, int64_t end_ts,
 		    const char *metrics_json, double now);
-/* Set up mail grouping (the mailer starts with the first mail). */
+/* Set up mail grouping, and send what was not sent before the last stop
+ * (the mailer starts with the first mail). Needs the store. */
 void notify_start(struct tmon *tm);
-/* Stop the mailer and drop what is still grouped. */
+/* Stop the mailer; what is not sent stays in the store for the next start. */
 void notify_stop(struct tmon *tm);
 /* Mail counters as one line, for status output. */
 const char *notify_status(struct tmon *tm, char *buf, size_t size);

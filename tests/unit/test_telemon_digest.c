@@ -1,7 +1,9 @@
 /* Unit tests for mail grouping (daemons/telemonitor/digest.c): the first
  * failure of an assertion is mailed at once, later ones within the
  * grouping period go into one digest at its end, groups are per instance
- * and assertion, long digests are cut, idle groups are forgotten. */
+ * and assertion, long digests are cut, idle groups are forgotten; what
+ * waits for a digest can be put back after a restart (digest_due_at,
+ * digest_restore) and a digest names its group. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -144,6 +146,86 @@ static void subject_has_no_line_breaks(void **state)
 	digest_free(d);
 }
 
+static void digest_names_its_group(void **state)
+{
+	struct digest *d = digest_new();
+	struct digest_mail m, out[2];
+	struct digest_item it = item(7, "a", 1, 100);
+
+	assert_int_equal(digest_add(d, &it, 100, &m), 1);
+	assert_int_equal(m.instance_id, 0);          /* a prompt mail has no group */
+	assert_null(m.assertion);
+	digest_mail_clear(&m);
+	it = item(7, "a", 2, 150);
+	assert_int_equal(digest_add(d, &it, 150, &m), 0);
+	assert_true(digest_due_at(d, &it) == 400);
+	it = item(8, "a", 3, 150);
+	assert_true(digest_due_at(d, &it) == 0);     /* unknown group */
+	assert_int_equal(digest_due(d, 400, out, 2), 1);
+	assert_int_equal(out[0].instance_id, 7);
+	assert_string_equal(out[0].assertion, "a");
+	assert_int_equal(out[0].line, 28);
+	digest_mail_clear(&out[0]);
+	/* unlabelled: the label is "" */
+	it = item(9, NULL, 4, 500);
+	assert_int_equal(digest_add(d, &it, 500, &m), 1);
+	digest_mail_clear(&m);
+	it = item(9, NULL, 5, 501);
+	assert_int_equal(digest_add(d, &it, 501, &m), 0);
+	assert_int_equal(digest_due(d, 800, out, 2), 1);
+	assert_string_equal(out[0].assertion, "");
+	digest_mail_clear(&out[0]);
+	digest_free(d);
+}
+
+static void restored_failures_join_their_digest(void **state)
+{
+	struct digest *d = digest_new();
+	struct digest_mail m, out[2];
+	struct digest_item it;
+
+	/* after a restart: two failures were waiting for the digest due at 1300 */
+	it = item(1, "read at most 10 ms", 18, 1010);
+	assert_int_equal(digest_restore(d, &it, 1300), 0);
+	it = item(1, "read at most 10 ms", 19, 1011);
+	assert_int_equal(digest_restore(d, &it, 1300), 0);
+	assert_int_equal(digest_groups(d), 1);
+	assert_true(digest_next_deadline(d) == 1300);
+	/* a new failure of the group before it is due joins the digest */
+	it = item(1, "read at most 10 ms", 20, 1200);
+	assert_int_equal(digest_add(d, &it, 1200, &m), 0);
+	assert_true(digest_due_at(d, &it) == 1300);
+	assert_int_equal(digest_due(d, 1299, out, 2), 0);
+	assert_int_equal(digest_due(d, 1300, out, 2), 1);
+	assert_int_equal(out[0].count, 3);
+	assert_non_null(strstr(out[0].subject, "failed 3 more times"));
+	assert_non_null(strstr(out[0].body, "Failure 18 "));
+	assert_non_null(strstr(out[0].body, "Failure 19 "));
+	assert_non_null(strstr(out[0].body, "Failure 20 "));
+	assert_non_null(strstr(out[0].body, "within 5 min"));
+	digest_mail_clear(&out[0]);
+	/* the group then goes on as usual: a quiet period ends it */
+	assert_int_equal(digest_due(d, 1600, out, 2), 0);
+	assert_int_equal(digest_groups(d), 0);
+	digest_free(d);
+}
+
+static void restored_digest_overdue_is_due_at_once(void **state)
+{
+	struct digest *d = digest_new();
+	struct digest_mail out[2];
+	struct digest_item it = item(3, "b", 40, 100);
+
+	/* the service was down past the end of the period */
+	assert_int_equal(digest_restore(d, &it, 400), 0);
+	assert_true(digest_next_deadline(d) == 400);
+	assert_int_equal(digest_due(d, 5000, out, 2), 1);
+	assert_int_equal(out[0].count, 1);
+	assert_non_null(strstr(out[0].body, "Failure 40 "));
+	digest_mail_clear(&out[0]);
+	digest_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +234,9 @@ int main(void)
 		cmocka_unit_test(long_digest_is_cut),
 		cmocka_unit_test(no_grouping),
 		cmocka_unit_test(subject_has_no_line_breaks),
+		cmocka_unit_test(digest_names_its_group),
+		cmocka_unit_test(restored_failures_join_their_digest),
+		cmocka_unit_test(restored_digest_overdue_is_due_at_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,203 @@
+"""Mail that is not sent yet survives the telemonitor's death. Failures
+occur while the SMTP relay is down; the telemonitor is killed with
+SIGKILL (once while a digest is still being collected, once after it was
+composed), started again on the same state directory, and when the relay
+comes up every failure arrives by mail exactly once: each failure id is
+counted in the prompt mails and digests received. Then, with the relay
+up, it is killed inside a grouping period (after the prompt mail was
+accepted and forgotten): the failure waiting for its digest is mailed
+after the restart, and the prompt mail is not sent again. A clean stop
+(SIGTERM) with a mail queued keeps it too. A database of schema version 1
+(before the mail queue) is upgraded in place."""
+import collections
+import email
+import os
+import re
+import socket
+import sqlite3
+import threading
+import time
+import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)   # both deprecated in 3.11
+    import asyncore
+    import smtpd
+
+import cmontest as ct
+import telemontest as tt
+from cmontest import check
+
+
+class Sink(smtpd.SMTPServer):
+    """Keeps every message it is given."""
+
+    def __init__(self, port):
+        super().__init__(("127.0.0.1", port), None, decode_data=False)
+        self.messages = []
+
+    def process_message(self, peer, mailfrom, rcpttos, data, **kw):
+        self.messages.append(email.message_from_bytes(data))
+
+
+class Relay:
+    """A local SMTP server on `port`, served from a thread until close()."""
+
+    def __init__(self, port):
+        self.sink = Sink(port)
+        self.stop = threading.Event()
+        self.th = threading.Thread(target=self.serve, daemon=True)
+        self.th.start()
+
+    def serve(self):
+        while not self.stop.is_set():
+            asyncore.loop(timeout=0.05, count=1, map=None)
+
+    def close(self):
+        self.stop.set()
+        self.th.join()
+        self.sink.close()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def failure_ids(messages):
+    """How many times each failure id was mailed."""
+    n = collections.Counter()
+    for m in messages:
+        for i in re.findall(r"^Failure (\d+) at ", m.get_payload(decode=True).decode(), re.M):
+            n[int(i)] += 1
+    return n
+
+
+def unsent(state):
+    """Failures not mailed yet according to the store of a dead telemonitor:
+    those in queued mails plus those waiting for a digest."""
+    db = sqlite3.connect(os.path.join(state, "telemonitor.db"))
+    try:
+        queued = db.execute("SELECT coalesce(sum(failures), 0) FROM mail_queue").fetchone()[0]
+        waiting = db.execute("SELECT count(*) FROM mail_digest").fetchone()[0]
+    finally:
+        db.close()
+    return queued, waiting
+
+
+def mail_status(tm):
+    return tm.json("status")["mail"]
+
+
+def main():
+    with ct.Env("telemon_mail_restart") as env:
+        port = free_port()
+        reg = env.registry()
+        rc = ('(defaults (smtp "smtp://127.0.0.1:%d") (from "cmon@test.example")\n'
+              '          (mailgroup "3 sec"))\n' % port +
+              tt.rc_class("fsread", spec=tt.FSREAD_SPEC, mail="ops@test.example") +
+              tt.rc_class("quiet", spec=tt.FSREAD_SPEC, mail="ops@test.example",
+                          mailgroup="6 sec"))
+
+        # a database from before the mail queue (schema 1) is upgraded
+        tm = tt.Telemonitor(env, reg, rc)
+        check(tm.json("status")["schema"] == 2, "schema: %r", tm.json("status"))
+        tm.stop()
+        db = sqlite3.connect(os.path.join(tm.state, "telemonitor.db"))
+        db.executescript("DROP TABLE mail_queue; DROP TABLE mail_digest;"
+                         "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
+        db.close()
+        tm.start()
+        check("schema upgraded to version 2" in tm.stderr(), "upgrade logged: %s", tm.stderr())
+        check(tm.json("status")["schema"] == 2, "upgraded: %r", tm.json("status"))
+
+        # 1. the relay is down: a prompt mail is queued, three failures wait
+        #    for their digest; SIGKILL
+        s1 = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd(
+            "--reads", 40, "--slow", "3,10,20,30"))
+        check(s1.wait(30) == 0, "snarflog: %s", s1.stderr())
+        tm.wait_failures(4)
+        ct.wait_for(lambda: "0 failed attempts" not in mail_status(tm) and
+                    "failed attempts" in mail_status(tm), 15, "a failed attempt")
+        tm.proc.kill()
+        queued, waiting = unsent(tm.state)
+        check(queued >= 1 and queued + waiting == 4, "all four kept: %d in queued mails, "
+              "%d waiting for a digest", queued, waiting)
+
+        # 2. started again, relay still down: the digest is composed and
+        #    queued behind the prompt mail; another instance fails; SIGKILL
+        tm.start()
+        check("from before the restart" in tm.stderr(), "restored: %s", tm.stderr())
+        s2 = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd("--reads", 20, "--slow", "5"))
+        check(s2.wait(30) == 0, "snarflog: %s", s2.stderr())
+        tm.wait_failures(5)
+        ct.wait_for(lambda: mail_status(tm).startswith("0 sent, 3 queued"), 20,
+                    "the digest queued with the prompt mails")
+        tm.proc.kill()
+        check(unsent(tm.state) == (5, 0), "all five in queued mails: %r", unsent(tm.state))
+
+        # 3. the relay comes up, the telemonitor starts again: every failure
+        #    arrives exactly once
+        relay = Relay(port)
+        tm.start()
+        ct.wait_for(lambda: len(failure_ids(relay.sink.messages)) == 5, 30,
+                    "mail about all five failures")
+        ct.wait_for(lambda: mail_status(tm).startswith("3 sent, 0 queued"), 15,
+                    "the mails forgotten")
+        time.sleep(1.0)                     # nothing else is on its way
+        ids = failure_ids(relay.sink.messages)
+        check(sorted(ids) == sorted(f["id"] for f in tm.failures()) and
+              set(ids.values()) == {1}, "each failure once: %r", ids)
+        check(len(relay.sink.messages) == 3, "two prompt mails and a digest: %r",
+              [m["Subject"] for m in relay.sink.messages])
+        digest = [m for m in relay.sink.messages if "more times" in m["Subject"]]
+        check(len(digest) == 1 and digest[0]["Subject"].endswith("failed 3 more times"),
+              "the digest of the three: %r", [m["Subject"] for m in relay.sink.messages])
+        check(len({m["Message-ID"] for m in relay.sink.messages}) == 3, "Message-IDs")
+        tm.proc.kill()
+        check(unsent(tm.state) == (0, 0), "nothing left: %r", unsent(tm.state))
+
+        # 4. relay up; SIGKILL inside a grouping period, after the prompt
+        #    mail was accepted: the waiting failure is mailed after the
+        #    restart, the prompt mail is not sent again
+        tm.start()
+        s3 = env.snarflog("quiet", reg=reg, cmd=tt.writer_cmd("--reads", 30, "--slow", "4,14"))
+        check(s3.wait(30) == 0, "snarflog: %s", s3.stderr())
+        quiet = tm.wait_failures(2, "--prog", "quiet")
+        ct.wait_for(lambda: mail_status(tm).startswith("1 sent, 0 queued"), 15,
+                    "the prompt mail accepted")
+        tm.proc.kill()
+        check(unsent(tm.state) == (0, 1), "one failure waiting: %r", unsent(tm.state))
+        tm.start()
+        ct.wait_for(lambda: quiet[1]["id"] in failure_ids(relay.sink.messages), 30,
+                    "the digest after the restart")
+        ct.wait_for(lambda: mail_status(tm).startswith("1 sent, 0 queued"), 15,
+                    "the digest forgotten")
+
+        # 5. a clean stop with the relay down keeps the queued mail too
+        relay.close()
+        s4 = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd("--reads", 10, "--slow", "2"))
+        check(s4.wait(30) == 0, "snarflog: %s", s4.stderr())
+        tm.wait_failures(8)
+        ct.wait_for(lambda: "0 failed attempts" not in mail_status(tm) and
+                    "failed attempts" in mail_status(tm), 15, "a failed attempt")
+        tm.stop()
+        check("1 mail not sent yet, kept for the next start" in tm.stderr(), "log: %s",
+              tm.stderr())
+        relay2 = Relay(port)
+        tm.start()
+        ct.wait_for(lambda: mail_status(tm).startswith("1 sent, 0 queued"), 30,
+                    "the kept mail sent")
+
+        ids = failure_ids(relay.sink.messages + relay2.sink.messages)
+        fails = tm.failures()
+        check(len(fails) == 8 and sorted(ids) == sorted(f["id"] for f in fails) and
+              set(ids.values()) == {1}, "every failure mailed exactly once: %r", ids)
+        relay2.close()
+        tm.stop()
+
+
+ct.run_test(main)
