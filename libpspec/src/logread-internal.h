@@ -48,6 +48,16 @@ typedef struct log_name_slot {
     uint32_t id;
 } log_name_slot;
 
+/* One entry of the ascii reader's name cache: a name of at most 15 bytes as
+ * two little-endian words, zero beyond its end, and its id. Names hold no
+ * byte below '!', so w0 is never 0 for a name: zeroed entries are empty. */
+typedef struct log_name_cache {
+    uint64_t w0, w1;
+    uint32_t id;
+} log_name_cache;
+
+#define LOG_NAME_CACHE 128u                   /* entries of the name cache (a power of 2) */
+
 /* One slot of the large-id TypeDef map; key == 0 marks an empty slot
  * (keys are stored as id + 1 in 64 bits so every uint32 id fits). */
 typedef struct log_type_slot {
@@ -104,6 +114,7 @@ struct log_reader {
     uint32_t nnames, names_cap;
     log_name_slot *slots;
     uint32_t slot_mask;     /* table size - 1 */
+    log_name_cache ncache[LOG_NAME_CACHE];  /* ascii fast path: short names seen, direct-mapped */
 
     /* binary TypeDef id -> name id + 1 (0: undefined) */
     uint32_t *tsmall;

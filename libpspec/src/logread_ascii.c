@@ -7,13 +7,17 @@
  * the end of the line without bounds checks.
  *
  * Speed matters here (the checker on top must beat awk by a wide margin), so
- * there are two parsers. fast_record() takes a well-formed record line
- * straight from the part of the buffer known to hold whole lines (found with
- * one memrchr per read, not one memchr per line). Any line it does not fully
- * understand goes to the general parser (peek_line() + parse_record()),
- * which handles headers, comments, gaps, long lines and produces every
- * warning. Numbers are parsed by hand; reals with at most 15 digits by the
- * exact "mantissa / power of ten" shortcut, strtod only for the rest.
+ * there are fast paths in front of the general parser. They take well-formed
+ * record lines straight from the part of the buffer known to hold whole
+ * lines (found with one memrchr per read, not one memchr per line):
+ * fast_line() (SSE2) a line of at most 31 bytes, whose tokens and digits it
+ * finds with a few 16-byte compares; fast_record() any other line, eight
+ * bytes at a time where it can; on both, short event names go through a
+ * small cache. Any line they do not fully understand goes to the general
+ * parser (peek_line() + parse_record()), which handles headers, comments,
+ * gaps, long lines and produces every warning. Numbers are parsed by hand;
+ * reals with at most 15 digits by the exact "mantissa / power of ten"
+ * shortcut, strtod only for the rest.
  */
 #include "logread-internal.h"
 
@@ -52,8 +56,8 @@ static const char *token_end(const char *p, const char *lend)
 
 /* Read the run of decimal digits at *pp, advancing *pp: returns how many
  * there were and folds them into *acc (acc * 10^n + value; it wraps beyond
- * 19 digits, which callers check). A plain loop: on logs, whose numbers have
- * regular lengths, it beat an 8-digits-at-a-time SWAR version two to one. */
+ * 19 digits, which callers check). A plain loop, for the general parser and
+ * reals; the fast paths convert whole words instead (digits_value()). */
 static inline __attribute__((always_inline)) size_t scan_digits(const char **pp, uint64_t *acc)
 {
     const char *p = *pp, *s = p;
@@ -507,16 +511,335 @@ static inline bool ends_token(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* A well-formed record line at p, known to be complete: fill *rec, consume
+#ifdef LOGR_LITTLE_ENDIAN
+/* Eight bytes at a time: the fast path reads whole words from a line it
+ * knows to be complete; a word may run past the line's '\n' into the next
+ * line or the buffer's LOG_BUF_PAD bytes of slack, never further, since
+ * every scan stops at the '\n' or within 16 bytes of where it started. */
+
+static inline uint64_t load_word(const char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+/* 0x80 in every byte of w that is not an ASCII digit, 0 in the others
+ * (no carry crosses a byte: (x & 0x7f) + 0x76 is at most 0xf5). */
+static inline uint64_t nondigit_bytes(uint64_t w)
+{
+    uint64_t x = w ^ 0x3030303030303030ull;
+    return (x | ((x & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull)) & 0x8080808080808080ull;
+}
+
+/* 0x80 in the lowest byte of w below '!' (a blank, a control byte, NUL);
+ * bits above that byte mean nothing (borrows), bytes from 0x80 never count. */
+static inline uint64_t low_bytes(uint64_t w)
+{
+    return (w - 0x2121212121212121ull) & ~w & 0x8080808080808080ull;
+}
+
+/* Index of the byte flagged by the lowest 0x80 bit of m (m != 0). */
+static inline unsigned first_byte(uint64_t m)
+{
+    return (unsigned)__builtin_ctzll(m) >> 3;
+}
+
+/* Value of the n (1 to 8) digits in the low bytes of w, the first byte
+ * being the most significant digit: pairs, then quads, then all eight. */
+static inline uint64_t digits_value(uint64_t w, unsigned n)
+{
+    uint64_t v = (w & 0x0f0f0f0f0f0f0f0full) << (64 - 8 * n);
+    v = v * 10 + (v >> 8);
+    return (((v & 0x000000ff000000ffull) * (100 + (1000000ull << 32))) +
+            (((v >> 16) & 0x000000ff000000ffull) * (1 + (10000ull << 32)))) >> 32;
+}
+
+static const uint64_t pow10_u64[] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+};
+
+/* Read the run of decimal digits at *pp into *v, advancing *pp; returns how
+ * many there were. Like scan_digits() from 0 (and wrapping the same way
+ * beyond 19 digits, which callers reject), but up to 15 digits take no
+ * branch per digit. */
+static inline __attribute__((always_inline)) size_t scan_uint(const char **pp, uint64_t *v)
+{
+    const char *p = *pp;
+    uint64_t w = load_word(p), m = nondigit_bytes(w);
+    if (PS_LIKELY(m)) {
+        unsigned n = first_byte(m);
+        if (n == 0)
+            return 0;
+        *v = digits_value(w, n);
+        *pp = p + n;
+        return n;
+    }
+    uint64_t w1 = load_word(p + 8), m1 = nondigit_bytes(w1);
+    if (PS_LIKELY(m1)) {
+        unsigned n = first_byte(m1);
+        uint64_t x = digits_value(w, 8);
+        if (n)
+            x = x * pow10_u64[n] + digits_value(w1, n);
+        *v = x;
+        *pp = p + 8 + n;
+        return 8 + n;
+    }
+    uint64_t x = 0;
+    size_t n = scan_digits(pp, &x);
+    *v = x;
+    return n;
+}
+
+/* The id of the interned name [p, p+n), 1 <= n <= 15, given as the words
+ * w0, w1 (zero beyond n): from the cache, or from the name table into the
+ * cache. UINT32_MAX when the name is not interned. */
+static inline __attribute__((always_inline)) uint32_t cached_name(log_reader *r, const char *p,
+                                                                  size_t n, uint64_t w0,
+                                                                  uint64_t w1)
+{
+    log_name_cache *c =
+        &r->ncache[((w0 ^ (w1 * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull) >> 57];
+    _Static_assert(LOG_NAME_CACHE == 128, "the cache index takes the top 7 bits");
+    if (PS_LIKELY(c->w0 == w0 && c->w1 == w1))
+        return c->id;
+    uint32_t id = logr_find_padded(r, p, n, logr_hash_padded(p, n));
+    if (id != UINT32_MAX) {
+        c->w0 = w0;
+        c->w1 = w1;
+        c->id = id;
+    }
+    return id;
+}
+
+/* The event name at *pp, when it ends the token and is already interned:
+ * its id, with *pp moved past it. UINT32_MAX (and *pp untouched) for
+ * anything else, which the general parser then handles. Names of at most
+ * 15 bytes are looked up in the reader's cache first. */
+static inline __attribute__((always_inline)) uint32_t fast_name(log_reader *r, const char **pp)
+{
+    const char *p = *pp;
+    uint64_t w0 = load_word(p), w1 = 0, m = low_bytes(w0);
+    size_t n;
+    if (PS_LIKELY(m)) {
+        n = first_byte(m);
+        w0 &= (1ull << (8 * n)) - 1;
+    } else {
+        w1 = load_word(p + 8);
+        m = low_bytes(w1);
+        if (!m) {
+            n = 16 + token_len(p + 16);
+            if (!ends_token(p[n]))
+                return UINT32_MAX;
+            uint32_t id = logr_find_padded(r, p, n, logr_hash_padded(p, n));
+            if (id != UINT32_MAX)
+                *pp = p + n;
+            return id;
+        }
+        n = 8 + first_byte(m);
+        w1 &= (1ull << (8 * (n - 8))) - 1;
+    }
+    if (n == 0 || !ends_token(p[n]))
+        return UINT32_MAX;
+    uint32_t id = cached_name(r, p, n, w0, w1);
+    if (id != UINT32_MAX)
+        *pp = p + n;
+    return id;
+}
+
+/* A value token at *p that is a plain integer of at most 7 digits followed
+ * by the end of the token: 1 with *out set and *pp moved past it (the value
+ * parse_num() would give), else 0. */
+static inline __attribute__((always_inline)) int fast_int_value(const char **pp, double *out)
+{
+    const char *p = *pp;
+    uint64_t w = load_word(p), m = nondigit_bytes(w);
+    if (!m)
+        return 0;
+    unsigned n = first_byte(m);
+    if (n == 0 || !ends_token(p[n]))
+        return 0;
+    *out = (double)digits_value(w, n);
+    *pp = p + n;
+    return 1;
+}
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#define HAVE_FAST_LINE 1
+
+/* Bit i set when byte i of the 32 at p satisfies cmp (two 16-byte halves). */
+#define MASK32(cmp, a, b) \
+    ((uint32_t)_mm_movemask_epi8(cmp(a)) | (uint32_t)_mm_movemask_epi8(cmp(b)) << 16)
+
+static inline __m128i eq_nl(__m128i x) { return _mm_cmpeq_epi8(x, _mm_set1_epi8('\n')); }
+static inline __m128i eq_blank(__m128i x)
+{
+    return _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t')));
+}
+/* bytes up to ' ' (unsigned) */
+static inline __m128i le_space(__m128i x)
+{
+    return _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(' ')), x);
+}
+static inline __m128i is_digit16(__m128i x)
+{
+    __m128i d = _mm_sub_epi8(x, _mm_set1_epi8('0'));
+    return _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d);
+}
+
+/* Value of the n (1 to 16) digits at p; a single digit (thread ids, small
+ * values) is common enough for a shortcut. */
+static inline uint64_t digits16(const char *p, unsigned n)
+{
+    if (n == 1)
+        return (uint64_t)(unsigned char)(*p - '0');
+    if (n <= 8)
+        return digits_value(load_word(p), n);
+    return digits_value(load_word(p), 8) * pow10_u64[n - 8] + digits_value(load_word(p + 8), n - 8);
+}
+
+/* fast_record() for a line of at most 31 bytes with nothing but blanks
+ * between its tokens (no '\r', no control byte), p0 having at least 32
+ * readable bytes: one pass of 16-byte compares finds every token and every
+ * digit, so the fields need no byte-by-byte scanning. Same contract as
+ * fast_record(): 1 with the line consumed, or 0 without side effects (then
+ * fast_record() tries, then the general parser). */
+static inline __attribute__((always_inline)) int fast_line(log_reader *r, const char *p0,
+                                                           log_record *rec)
+{
+    __m128i a = _mm_loadu_si128((const __m128i *)p0);
+    __m128i b = _mm_loadu_si128((const __m128i *)(p0 + 16));
+    uint32_t nl = MASK32(eq_nl, a, b);
+    if (!nl)
+        return 0;
+    unsigned len = (unsigned)__builtin_ctz(nl);   /* at most 31 */
+    uint32_t in = (1u << len) - 1;
+    uint32_t blank = MASK32(eq_blank, a, b) & in;
+    if ((MASK32(le_space, a, b) & in) != blank)
+        return 0;
+    uint32_t digit = MASK32(is_digit16, a, b);
+    uint32_t tok = ~blank & in;
+    uint32_t starts = tok & ~(tok << 1), ends = (tok << 1) & ~tok;
+    if (!(starts & 1))
+        return 0;
+
+    /* timestamp: [0, e) */
+    unsigned e = (unsigned)__builtin_ctz(ends), st;
+    if (e > 16 || (~digit & ((1u << e) - 1)))
+        return 0;
+    uint64_t ts = digits16(p0, e);
+
+    /* thread: [st, e), after an optional '-' */
+    starts &= starts - 1;
+    ends &= ends - 1;
+    if (!starts)
+        return 0;
+    st = (unsigned)__builtin_ctz(starts);
+    e = (unsigned)__builtin_ctz(ends);
+    bool neg = p0[st] == '-';
+    st += neg;
+    if (e <= st || e - st > 16 || (~digit & ((1u << e) - (1u << st))))
+        return 0;
+    uint64_t th = digits16(p0 + st, e - st);
+
+    /* event name: [st, e) */
+    starts &= starts - 1;
+    ends &= ends - 1;
+    if (!starts)
+        return 0;
+    st = (unsigned)__builtin_ctz(starts);
+    e = (unsigned)__builtin_ctz(ends);
+    const char *name = p0 + st;
+    size_t n = e - st;
+    uint32_t id;
+    if (n < 16) {
+        uint64_t w0 = load_word(name), w1 = 0;
+        if (n < 8) {
+            w0 &= (1ull << (8 * n)) - 1;
+        } else {
+            w1 = load_word(name + 8) & ((1ull << (8 * (n - 8))) - 1);
+        }
+        id = cached_name(r, name, n, w0, w1);
+    } else {
+        id = logr_find_padded(r, name, n, logr_hash_padded(name, n));
+    }
+    if (id == UINT32_MAX)
+        return 0;
+
+    /* values */
+    uint32_t nv = 0;
+    for (starts &= starts - 1, ends &= ends - 1; starts;
+         starts &= starts - 1, ends &= ends - 1, nv++) {
+        st = (unsigned)__builtin_ctz(starts);
+        e = (unsigned)__builtin_ctz(ends);
+        if (PS_UNLIKELY(nv == r->vals_cap))
+            logr_vals_reserve(r, nv + 1);
+        if (e - st <= 8 && !(~digit & ((1u << e) - (1u << st)))) {
+            r->vals[nv] = (double)digits16(p0 + st, e - st);
+        } else {
+            char *q;
+            if (parse_num((char *)p0 + st, &q, &r->vals[nv]) < 0 || q != p0 + e)
+                return 0;
+        }
+    }
+
+    r->start = (size_t)(p0 + len + 1 - r->buf);
+    r->lineno++;
+    r->pos++;
+    r->nrecords++;
+    r->prev_ts = (int64_t)ts;
+    rec->kind = LOG_REC_EVENT;
+    rec->pos = r->pos;
+    rec->where = r->lineno;
+    rec->ts = (int64_t)ts;
+    rec->thread = neg ? -(int64_t)th : (int64_t)th;
+    rec->name_id = id;
+    rec->name = r->names[id];
+    rec->values = r->vals;
+    rec->nvalues = nv;
+    rec->gap = 0;
+    return 1;
+}
+#endif /* __SSE2__ */
+#else  /* !LOGR_LITTLE_ENDIAN: byte by byte */
+static inline size_t scan_uint(const char **pp, uint64_t *v)
+{
+    *v = 0;
+    return scan_digits(pp, v);
+}
+
+static inline uint32_t fast_name(log_reader *r, const char **pp)
+{
+    const char *p = *pp;
+    size_t n = token_len(p);
+    if (n == 0 || !ends_token(p[n]))
+        return UINT32_MAX;
+    uint32_t id = logr_find_padded(r, p, n, logr_hash_padded(p, n));
+    if (id != UINT32_MAX)
+        *pp = p + n;
+    return id;
+}
+
+static inline int fast_int_value(const char **pp, double *out)
+{
+    (void)pp;
+    (void)out;
+    return 0;
+}
+#endif /* LOGR_LITTLE_ENDIAN */
+
+/* A well-formed record line at p0, known to be complete: fill *rec, consume
  * the line and return 1. Anything unusual (a blank or '#' line, leading
  * blanks, a name not seen before, a bad or long number, a stray '\r') makes
  * it return 0 without side effects, and parse_record() takes the line. So
  * the two must agree wherever this one answers; the fuzzer checks that. */
-static inline int fast_record(log_reader *r, const char *p0, log_record *rec)
+static inline __attribute__((always_inline)) int fast_record(log_reader *r, const char *p0,
+                                                             log_record *rec)
 {
     const char *p = p0;
-    uint64_t ts = 0, th = 0;
-    size_t n = scan_digits(&p, &ts);
+    uint64_t ts, th;
+    size_t n = scan_uint(&p, &ts);
     if (n == 0 || n > 18 || !is_sep(*p))
         return 0;
     do
@@ -524,18 +847,13 @@ static inline int fast_record(log_reader *r, const char *p0, log_record *rec)
     while (is_sep(*p));
     bool neg = *p == '-';
     p += neg;
-    n = scan_digits(&p, &th);
+    n = scan_uint(&p, &th);
     if (n == 0 || n > 18 || !is_sep(*p))
         return 0;
     do
         p++;
     while (is_sep(*p));
-    const char *name = p;
-    size_t nlen = token_len(p);
-    p += nlen;
-    if (nlen == 0 || !ends_token(*p))
-        return 0;
-    uint32_t id = logr_find_padded(r, name, nlen, logr_hash_padded(name, nlen));
+    uint32_t id = fast_name(r, &p);
     if (id == UINT32_MAX)
         return 0;
     uint32_t nv = 0;
@@ -546,7 +864,8 @@ static inline int fast_record(log_reader *r, const char *p0, log_record *rec)
             break;
         if (PS_UNLIKELY(nv == r->vals_cap))
             logr_vals_reserve(r, nv + 1);
-        if (parse_num((char *)p, (char **)&p, &r->vals[nv]) < 0 || !ends_token(*p))
+        if (!fast_int_value(&p, &r->vals[nv]) &&
+            (parse_num((char *)p, (char **)&p, &r->vals[nv]) < 0 || !ends_token(*p)))
             return 0;
         nv++;
     }
@@ -579,7 +898,9 @@ static void find_complete(log_reader *r)
     r->complete = nl ? (size_t)(nl - r->buf) + 1 : r->start;
 }
 
-int logascii_next(log_reader *r, log_record *rec, char **errmsg)
+/* logascii_next() for a line the fast path did not take: the general
+ * parser, line by line, trying the fast path again after each line. */
+static __attribute__((noinline)) int next_general(log_reader *r, log_record *rec, char **errmsg)
 {
     if (r->ended)
         return 0;
@@ -621,4 +942,23 @@ int logascii_next(log_reader *r, log_record *rec, char **errmsg)
         if (parse_record(r, line, p, lend, rec))
             return 1;
     }
+}
+
+int logascii_next(log_reader *r, log_record *rec, char **errmsg)
+{
+    if (PS_LIKELY(r->fastpath && !r->ended)) {
+        if (r->start >= r->complete)
+            find_complete(r);
+        if (r->start < r->complete) {
+            const char *p0 = r->buf + r->start;
+#ifdef HAVE_FAST_LINE
+            /* 32 bytes from p0 are readable: LOG_BUF_PAD bytes follow end */
+            if (r->end - r->start >= 32 - LOG_BUF_PAD && fast_line(r, p0, rec))
+                return 1;
+#endif
+            if (fast_record(r, p0, rec))
+                return 1;
+        }
+    }
+    return next_general(r, rec, errmsg);
 }

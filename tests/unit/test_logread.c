@@ -528,6 +528,28 @@ static void fast_path_agrees(void **state)
         "1 2 A 1.00000000000000000001", "1 2 A -", "1 2 A 5e-3", "1 2 A 0.1234567890123456",
         "1 2 A 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30",
         "1 2 B", "1 2 A\t", "1 2 A \t 3 \t",
+        /* around the 8-byte words the fast path reads: numbers and names
+         * of 7, 8, 9, 15, 16 and 17 bytes (each name twice: the second
+         * time it is known), values that are not plain short integers */
+        "1234567 2 A", "12345678 2 A", "123456789 2 A", "123456789012345 2 A",
+        "1234567890123456 2 A", "12345678901234567 2 A", "000000000000000001 2 A",
+        "1 12345678 A", "1 -123456789 A", "1 1234567890123456 A", "12345678\t-0 A",
+        "1 2 Abcdefg 1", "1 2 Abcdefg 1", "1 2 Abcdefgh 2", "1 2 Abcdefgh 2",
+        "1 2 Abcdefghi 3", "1 2 Abcdefghi 3", "1 2 Abcdefghijklmno", "1 2 Abcdefghijklmno",
+        "1 2 Abcdefghijklmnop 4", "1 2 Abcdefghijklmnop\t4", "1 2 Abcdefghijklmnopq 5",
+        "1 2 Abcdefghijklmnopq 5", "1 2 Abcdefghijklmnopqrstuvwxyz0123456789 6",
+        "1 2 Abcdefghijklmnopqrstuvwxyz0123456789 6", "1 2 Abcdefgh\r", "1 2 Abcdefgh\x01",
+        "1 2 Abcdefghijklmnop\x01", "1 2 Abcdefg\xc3\xa9", "1 2 Abcdefghijklmno\xc3\xa9",
+        "1 2 A 1234567 12345678 123456789 0000001 00000000 1234567.5 1234567e1 7- 7x 3",
+        "1 2 A 1\r", "1 2 A 12345678\r", "1 2 A 1\x01", "1 2 A 9999999\t0\t", "1 2 A -1 +1 .1",
+        /* around the 32 bytes the SSE2 line parser looks at (lines of 30
+         * to 33 bytes), and every kind of token it checks */
+        "1 2 StartRead", "1234567890 4 StartRead 4 16384", "1234567890 4 StartRead 4 163841",
+        "1234567890 4 StartRead 4 1638412", "1234567890 4 StartRead 4 16384123",
+        "1234567890123456 -12345678 A 1", "12345678901234567 1 A 1", "1 -1234567890123456 A",
+        "1 2 Abcdefghijklmno 12345678", "1 2 A 12345678 123456789 -5", "1 2 A +6 .5 7. 1e3 0x",
+        "1 - A", "1 -x A", "1 2- A", "-1 2 A", "1\t2\tA\t\t3", "1 2 A 1x", "1 2 A 1 2 3 4 5 6 7 8 9 10 11",
+        "1 2 A 1 2 3 4 5 6 7 8 9 10 11 12", "1 2 A 3\x0b", "1 2 Abcdefgh\xff 1",
     };
     char *s = malloc(8192), *p = s;
     p += sprintf(p, "#cmon-ascii 1\n");
@@ -570,6 +592,44 @@ static void fast_path_agrees(void **state)
     }
     log_reader_free(r[0]);
     log_reader_free(r[1]);
+    free(s);
+}
+
+/* The fast path's cache of short names never mixes two names up, however
+ * many there are and whatever order they come in. */
+static void name_cache_many(void **state)
+{
+    (void)state;
+    enum { NAMES = 1000, PASSES = 3 };
+    char *s = malloc(64 + (size_t)NAMES * PASSES * 32), *p = s;
+    p += sprintf(p, "#cmon-ascii 1\n");
+    for (int pass = 0; pass < PASSES; pass++)
+        for (int i = 0; i < NAMES; i++) {
+            int k = (i * (pass + 1) * 7 + pass) % NAMES;
+            p += sprintf(p, "%d %d %s%d %d\n", i, pass, k % 2 ? "Name_" : "N", k, k);
+        }
+    warnings w = { 0 };
+    log_reader *r = log_reader_open_mem(s, (size_t)(p - s), "t.log", on_warn, &w, NULL);
+    assert_non_null(r);
+    uint32_t ids[NAMES];
+    for (int pass = 0; pass < PASSES; pass++)
+        for (int i = 0; i < NAMES; i++) {
+            int k = (i * (pass + 1) * 7 + pass) % NAMES;
+            char want[32];
+            sprintf(want, "%s%d", k % 2 ? "Name_" : "N", k);
+            log_record rec;
+            assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+            assert_string_equal(rec.name, want);
+            assert_int_equal(rec.nvalues, 1);
+            assert_true(rec.values[0] == k);
+            if (pass == 0)
+                ids[k] = rec.name_id;
+            else
+                assert_int_equal(rec.name_id, ids[k]);
+        }
+    at_end(r);
+    assert_int_equal(w.n, 0);
+    log_reader_free(r);
     free(s);
 }
 
@@ -691,6 +751,7 @@ int main(void)
         cmocka_unit_test(too_many_names),
         cmocka_unit_test(name_too_long),
         cmocka_unit_test(fast_path_agrees),
+        cmocka_unit_test(name_cache_many),
         cmocka_unit_test(rewind_ascii),
         cmocka_unit_test(rewind_warn_once),
         cmocka_unit_test(open_fd_errors),
