@@ -193,6 +193,10 @@ int main(int argc, char **argv)
     if (pspec_uses_unknowns(ps))
         fprintf(stderr, "pcheck: warning: %s uses unknowns (def X = ?); assertions that depend on them "
                 "are UNDEFINED until psolve gives them values\n", spec);
+    if (o.cont && pspec_passes(ps) > 1)
+        fprintf(stderr, "pcheck: warning: %s needs %u passes over the log (a log aggregate inside "
+                "another); with -cont it reports only at the end of the log, which is kept in a "
+                "temporary file until then\n", spec, pspec_passes(ps));
     int fd = cli_open_log("pcheck", log, pspec_passes(ps) > 1);
     if (fd < 0) {
         pspec_free(ps);

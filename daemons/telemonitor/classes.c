@@ -87,7 +87,7 @@ static struct tm_class *class_build(struct tmon *tm, const struct rc_config *rc,
 int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errlen)
 {
 	int pin[2], perr[2], status = 0, r;
-	char *argv[] = { tm->pcheck, "-s", (char *)spec, "-", NULL };
+	char *argv[] = { tm->pcheck, "-cont", "-s", (char *)spec, "-", NULL };
 	posix_spawn_file_actions_t fa;
 	char buf[1024];
 	size_t got = 0;
@@ -128,8 +128,15 @@ int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errl
 	close(perr[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) <= 1)
+	if (WIFEXITED(status) && WEXITSTATUS(status) <= 1) {
+		/* pass the checker's warnings on (unknowns, several passes) */
+		for (char *l = buf, *e; *l; l = e + (*e != '\0')) {
+			e = l + strcspn(l, "\n");
+			if (e > l && memmem(l, (size_t)(e - l), "warning:", 8))
+				cmon_warn("spec %s: %.*s", spec, (int)(e - l), l);
+		}
 		return 0;
+	}
 	buf[strcspn(buf, "\n")] = '\0';
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
 		snprintf(err, errlen, "%s", buf[0] ? buf : "the specification has errors");

@@ -1,7 +1,9 @@
 """Bad telemonrc files: one fixture per kind of error. The service refuses
 to start (exit status 2, nothing listening, no database touched) with one
 message naming the file, the line and the property; `-check` gives the
-same verdict without starting. A good file passes -check."""
+same verdict without starting. A good file passes -check; a spec that
+needs several passes passes too, with pcheck's warning that it reports
+only at the end of each log."""
 import os
 import subprocess
 
@@ -92,6 +94,19 @@ def main():
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         check(p.returncode == 0 and b"configuration OK (1 classes)" in p.stdout,
               "good file: %d %r %r", p.returncode, p.stdout, p.stderr)
+        # a spec that needs two passes is accepted, with the checker's warning
+        two = env.path("two.pspec")
+        with open(two, "w") as f:
+            f.write("perfspec two\n  timed event S(tid); E(tid);\n"
+                    "  interval I = s: S, e: E where e.tid = s.tid metrics t = ts(e) - ts(s) end I;\n"
+                    "  assert {& i : I : i.t <= 2 * {mean j : I : j.t}};\nend two\n")
+        with open(good, "w") as f:
+            f.write(tt.rc_class("two", spec=two))
+        p = subprocess.run([ct.binary("telemonitor"), "-rc", good, "-check",
+                            "-pcheck", ct.binary("pcheck")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        check(p.returncode == 0 and b"needs 2 passes" in p.stderr,
+              "two-pass spec: %d %r %r", p.returncode, p.stdout, p.stderr)
         # command line mistakes
         p = subprocess.run([ct.binary("telemonitor"), "-nosuch"], stderr=subprocess.PIPE)
         check(p.returncode == 2 and b"usage:" in p.stderr, "bad option: %r", p.stderr)
