@@ -414,6 +414,27 @@ static int bad_token(log_reader *r, uint64_t line, const char *pre, const char *
 
 /* TIMESTAMP THREAD EVENT [VALUE ...]; p is the first byte of the line's
  * first token. Returns 1 with *rec filled, or 0 after a warning. */
+/* Fill `rec` with a parsed event record (its position already counted)
+ * and count it. Returns 1. */
+static inline __attribute__((always_inline)) int event_record(log_reader *r, log_record *rec,
+                                                              uint64_t line, uint64_t ts, uint64_t th,
+                                                              bool neg, uint32_t id, uint32_t nv)
+{
+    rec->kind = LOG_REC_EVENT;
+    rec->pos = r->pos;
+    rec->where = line;
+    rec->ts = (int64_t)ts;
+    rec->thread = neg ? (int64_t)(0 - th) : (int64_t)th;
+    rec->name_id = id;
+    rec->name = r->names[id];
+    rec->values = r->vals;
+    rec->nvalues = nv;
+    rec->gap = 0;
+    r->prev_ts = (int64_t)ts;
+    r->nrecords++;
+    return 1;
+}
+
 static int parse_record(log_reader *r, uint64_t line, char *p, char *lend, log_record *rec)
 {
     r->pos++;
@@ -489,19 +510,7 @@ static int parse_record(log_reader *r, uint64_t line, char *p, char *lend, log_r
         nv++;
     }
 
-    rec->kind = LOG_REC_EVENT;
-    rec->pos = r->pos;
-    rec->where = line;
-    rec->ts = (int64_t)ts;
-    rec->thread = neg ? (int64_t)(0 - th) : (int64_t)th;
-    rec->name_id = id;
-    rec->name = r->names[id];
-    rec->values = r->vals;
-    rec->nvalues = nv;
-    rec->gap = 0;
-    r->prev_ts = (int64_t)ts;
-    r->nrecords++;
-    return 1;
+    return event_record(r, rec, line, ts, th, neg, id, nv);
 }
 
 /* --- the fast path ------------------------------------------------------ */
@@ -787,19 +796,7 @@ static inline __attribute__((always_inline)) int fast_line(log_reader *r, const 
     r->start = (size_t)(p0 + len + 1 - r->buf);
     r->lineno++;
     r->pos++;
-    r->nrecords++;
-    r->prev_ts = (int64_t)ts;
-    rec->kind = LOG_REC_EVENT;
-    rec->pos = r->pos;
-    rec->where = r->lineno;
-    rec->ts = (int64_t)ts;
-    rec->thread = neg ? -(int64_t)th : (int64_t)th;
-    rec->name_id = id;
-    rec->name = r->names[id];
-    rec->values = r->vals;
-    rec->nvalues = nv;
-    rec->gap = 0;
-    return 1;
+    return event_record(r, rec, r->lineno, ts, th, neg, id, nv);
 }
 #endif /* __SSE2__ */
 #else  /* !LOGR_LITTLE_ENDIAN: byte by byte */
@@ -876,19 +873,7 @@ static inline __attribute__((always_inline)) int fast_record(log_reader *r, cons
     r->start = (size_t)(p + 1 - r->buf);
     r->lineno++;
     r->pos++;
-    r->nrecords++;
-    r->prev_ts = (int64_t)ts;
-    rec->kind = LOG_REC_EVENT;
-    rec->pos = r->pos;
-    rec->where = r->lineno;
-    rec->ts = (int64_t)ts;
-    rec->thread = neg ? -(int64_t)th : (int64_t)th;
-    rec->name_id = id;
-    rec->name = r->names[id];
-    rec->values = r->vals;
-    rec->nvalues = nv;
-    rec->gap = 0;
-    return 1;
+    return event_record(r, rec, r->lineno, ts, th, neg, id, nv);
 }
 
 /* Note where the last complete line in the buffer ends. */
