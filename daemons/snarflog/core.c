@@ -55,6 +55,7 @@ static void note_dropped(struct snarf *s, uint64_t n)
 {
 	if (n) {
 		s->dropped += n;
+		s->passed += n;             /* each reaches a consumer as one lost record */
 		stream_dropped(s, n);
 	}
 }

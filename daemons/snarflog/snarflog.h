@@ -127,6 +127,9 @@ struct snarf {
 	uint64_t records_in;          /* records read */
 	uint64_t dropped;             /* records dropped, all causes */
 	uint64_t dropped_unseen;      /* dropped while no consumer (for the next one) */
+	uint64_t passed;              /* records gone from the buffer's front, as a
+	                                 consumer counts them: event records sent
+	                                 plus records dropped (Accepted.records_before) */
 	uint64_t resyncs;             /* over-long lines / corrupt frames skipped */
 	uint64_t rewrites;            /* binary events given an absolute ts */
 	bool hold;                    /* holding for the registry's first answer or

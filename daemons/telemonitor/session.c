@@ -261,17 +261,65 @@ static void on_data(struct session *s, const uint8_t *p, size_t n)
 		set_paused(s, true);
 }
 
-static void on_gap(struct session *s, uint64_t count)
+/* Mark `count` lost records at this point of the log for the window ring
+ * and the tools (counted already). */
+static void mark_gap(struct session *s, uint64_t count)
 {
 	uint8_t marker[CMON_GAP_MARKER_MAX];
 
+	window_push_gap(&s->ring, s->scan.pos, count);
+	to_tools(s, marker, cmon_log_gap_marker(s->fmt, count, marker));
+}
+
+/* A gap found when the stream was accepted: the tools get it before
+ * anything that follows (they start when the first records arrive). */
+static void flush_gap_due(struct session *s)
+{
+	uint64_t n = s->gap_due;
+
+	if (!n)
+		return;
+	s->gap_due = 0;
+	mark_gap(s, n);
+}
+
+static void on_gap(struct session *s, uint64_t count)
+{
 	if (!count)
 		return;
 	s->inst->lost += count;
 	s->inst->gaps++;
 	s->inst->dirty = true;
-	window_push_gap(&s->ring, s->scan.pos, count);
-	to_tools(s, marker, cmon_log_gap_marker(s->fmt, count, marker));
+	flush_gap_due(s);
+	mark_gap(s, count);
+}
+
+/* Records of the log before this stream that we cannot account for: the
+ * snarflog says `before` records came before it (Accepted.records_before),
+ * `skipped` of them never sent to anyone; what we hold for the instance
+ * (received, reported lost, skipped before we first joined) should make
+ * up the rest. What does not was sent to us and never counted: in socket
+ * buffers, or received but not yet saved, when we (or the connection)
+ * died. Never negative. */
+static uint64_t unaccounted(const struct session *s, uint64_t before, uint64_t skipped)
+{
+	const struct tm_instance *in = s->inst;
+	uint64_t have = in->records + in->lost + in->skipped;
+
+	if (before < skipped || before - skipped < have) {
+		cmon_debug("instance %" PRIu64 ": the store is ahead of the snarflog (%" PRIu64
+			   " records accounted for, %" PRIu64 " before this stream, %" PRIu64
+			   " of them skipped)", in->id, have, before, skipped);
+		return 0;
+	}
+	return before - skipped - have;
+}
+
+/* The instance was monitored before this session (by us before a restart,
+ * or before a stop): its counters go on. */
+static bool has_history(const struct tm_instance *in)
+{
+	return in->records || in->lost || in->skipped || in->gaps || in->bytes;
 }
 
 static bool same_instance(const struct tm_instance *in, const Cmon__Instance *a)
@@ -285,6 +333,7 @@ static void on_accepted(struct session *s, const Cmon__Accepted *a)
 {
 	struct tm_instance *in = s->inst;
 	uint64_t skipped = a->has_skipped ? a->skipped : 0;
+	uint64_t missing;
 
 	if (!same_instance(in, a->instance)) {
 		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): its endpoint %s now "
@@ -293,17 +342,43 @@ static void on_accepted(struct session *s, const Cmon__Accepted *a)
 		drain(s, IS_GONE, "gone (its endpoint now belongs to another instance)");
 		return;
 	}
+	missing = a->has_records_before && (s->streamed || has_history(in))
+			  ? unaccounted(s, a->records_before, skipped) : 0;
+	if (missing) {
+		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %" PRIu64 " records "
+			  "sent before the %s were lost", in->id, in->prog, in->machine, in->pid,
+			  missing, s->streamed ? "reconnection" : "restart");
+		typescript_note(&s->ts, "%" PRIu64 " records sent before the %s were lost", missing,
+				s->streamed ? "reconnection" : "restart");
+	}
 	if (!s->streamed) {
 		s->fmt = a->instance->has_format ? a->instance->format : CMON__FORMAT__FORMAT_ASCII;
 		logscan_init(&s->scan, s->fmt);
-		in->skipped += skipped;
-		typescript_note(&s->ts, "monitoring %s on %s pid %" PRId64 " (%s log%s)", in->prog,
-				in->machine, in->pid, cmon_format_name(s->fmt),
-				skipped ? ", records before this were not seen" : "");
+		if (has_history(in) || missing) {
+			/* a gap in a log we were monitoring: lost, and marked */
+			typescript_note(&s->ts, "monitoring %s on %s pid %" PRId64 " again (%s log%s)",
+					in->prog, in->machine, in->pid, cmon_format_name(s->fmt),
+					skipped + missing ? "; records lost meanwhile are marked as a gap"
+							  : "");
+			if (skipped + missing) {
+				in->lost += skipped + missing;
+				in->gaps++;
+				s->gap_due = skipped + missing;
+			}
+		} else {
+			/* joining: everything before us was not seen (sent to another
+			 * consumer, or dropped) */
+			if (a->has_records_before && a->records_before > skipped)
+				skipped = a->records_before;
+			in->skipped += skipped;
+			typescript_note(&s->ts, "monitoring %s on %s pid %" PRId64 " (%s log%s)",
+					in->prog, in->machine, in->pid, cmon_format_name(s->fmt),
+					skipped ? ", records before this were not seen" : "");
+		}
 	} else {
 		typescript_note(&s->ts, "reconnected to the snarflog%s",
-				skipped ? "; records dropped meanwhile are marked as a gap" : "");
-		on_gap(s, skipped);
+				skipped + missing ? "; records lost meanwhile are marked as a gap" : "");
+		on_gap(s, skipped + missing);
 	}
 	s->streamed = true;
 	s->state = SS_STREAMING;
@@ -323,8 +398,11 @@ static void on_end(struct session *s, const Cmon__LogEnd *e)
 			  : e->reason == CMON__END_REASON__END_STOPPED	    ? "stopped"
 									    : "snarflog shut down";
 
-	typescript_note(&s->ts, "%s (%" PRIu64 " records, %" PRIu64 " reported lost)", why,
-			s->inst->records, s->inst->lost);
+	flush_gap_due(s);
+	typescript_note(&s->ts, "%s (%" PRIu64 " records, %" PRIu64 " reported lost; this stream: "
+			"%" PRIu64 " records sent, %" PRIu64 " reported dropped)", why,
+			s->inst->records, s->inst->lost, e->has_records ? e->records : 0,
+			e->has_dropped ? e->dropped : 0);
 	drain(s, s->state == SS_STOPPING ? IS_STOPPED : IS_ENDED, why);
 }
 
@@ -376,6 +454,7 @@ static void session_drive(struct session *s, const Cmon__Msg *m)
 			refresh_window_header(s);
 			return;
 		case CMON__MSG__KIND_DATA:
+			flush_gap_due(s);
 			if (m->data->has_data)
 				on_data(s, m->data->data.data, m->data->data.len);
 			return;

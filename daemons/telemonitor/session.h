@@ -56,6 +56,8 @@ struct session {
 	double paused_since;          /* when reading stopped */
 	bool stall_reported;          /* "a tool does not read" was logged */
 	bool streamed;                /* Accepted at least once */
+	uint64_t gap_due;             /* records to mark as a gap before the next record
+	                                 (loss found when re-attaching) */
 	Cmon__Format fmt;             /* the log's format */
 	struct logscan scan;          /* record ordinals, header, ascii text */
 	struct window_ring ring;      /* recent records and pending windows */
