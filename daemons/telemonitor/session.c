@@ -134,7 +134,8 @@ static void spawn_tool(struct session *s, struct tool *t)
 		argv[3] = NULL;
 	}
 	t->base = s->scan.pos;
-	t->has_origin = false;
+	if (t->kind == TK_CHECKER)
+		s->origin_due = true;    /* its first record is the next one scanned */
 	if (tool_spawn(t, argv, env, err, sizeof err) < 0) {
 		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s", in->id, in->prog,
 			  in->machine, in->pid, err);
@@ -208,12 +209,9 @@ static void on_record(void *arg, const struct logscan_rec *r)
 					 ? (double)s->scan.start_unix_ns / 1e9
 					 : tm_now();
 	}
-	for (size_t i = 0; i < s->ntools; i++) {
-		struct tool *t = s->tools[i];
-		if (t->kind == TK_CHECKER && !t->has_origin && r->pos > t->base) {
-			t->has_origin = true;    /* pcheck counts virtual time from here */
-			window_set_origin(&s->ring, r->ts);
-		}
+	if (s->origin_due) {
+		s->origin_due = false;   /* pcheck counts virtual time from here */
+		window_set_origin(&s->ring, r->ts);
 	}
 	window_push(&s->ring, r->pos, r->ts, r->text ? r->text : "", r->text ? r->len : 0, done,
 		    WINDOW_PENDING_MAX, &nd);

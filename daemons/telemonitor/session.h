@@ -65,6 +65,7 @@ struct session {
 	size_t ntools;                /* how many */
 	struct typescript ts;         /* tool output */
 	bool anchored;                /* anchor_* are set */
+	bool origin_due;              /* a checker started: its first record sets the windows' time origin */
 	int64_t anchor_ts;            /* a log timestamp ... */
 	double anchor_wall;           /* ... and the wall-clock time it stands for */
 	enum inst_state end_state;    /* what the instance becomes when we are done */

@@ -51,7 +51,6 @@ struct tool {
 	struct event *timer;          /* EOF wait after exit; kill escalation */
 	uint64_t base;                /* records given to earlier runs (positions are relative) */
 	uint64_t written;             /* records given to this run */
-	bool has_origin;              /* this run has had its first record */
 	unsigned runs;                /* times started */
 	double started;               /* when the current run started */
 	unsigned backoff_ms;          /* delay before the next restart */
