@@ -1,5 +1,6 @@
 /* The record buffer (see buffer.h). */
 #include "buffer.h"
+#include "cmon/logfmt.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -127,7 +128,19 @@ static uint64_t front_run_count(const struct ring *r, size_t want)
 	return lo;
 }
 
-/* Drop oldest records until a record of `len` bytes fits; returns how many. */
+/* What the `n` oldest records (in the run starting at head) stand for in
+ * the program's log: a gap marker for its count, a comment for nothing. */
+static uint64_t front_weight(const struct ring *r, uint64_t n)
+{
+	struct cmon_tally t = { 0 };
+	size_t end = r->ends[slot(r, n - 1)];
+
+	cmon_log_tally(r->fmt, r->mem + r->head, end - r->head, SIZE_MAX, &t);
+	return cmon_tally_weight(&t);
+}
+
+/* Drop oldest records until a record of `len` bytes fits; returns what
+ * they stood for (records as a consumer counts them, cmon_log_tally). */
 static uint64_t make_room(struct ring *r, size_t len)
 {
 	uint64_t dropped = 0;
@@ -145,8 +158,8 @@ static uint64_t make_room(struct ring *r, size_t len)
 			uint64_t run = front_run_count(r, SIZE_MAX);
 			k = run < r->icap / 16 ? run : r->icap / 16;
 		}
+		dropped += front_weight(r, k);
 		drop_front(r, k);
-		dropped += k;
 	}
 	return dropped;
 }

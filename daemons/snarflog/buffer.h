@@ -12,7 +12,12 @@
  * such "staged" bytes sit at [tail, tail + staged), are not records (not
  * peeked, counted or dropped) until committed, and move along when the
  * tail moves to the start of the memory. ring_push() and ring_push_run()
- * are only for when nothing is staged. */
+ * are only for when nothing is staged.
+ *
+ * What the functions that drop return is not a number of records held but
+ * what the dropped ones stood for in the program's log (cmon_log_tally:
+ * events 1, a gap marker its count, comments 0): the count a consumer is
+ * told in LogGap. */
 #ifndef SNARFLOG_BUFFER_H
 #define SNARFLOG_BUFFER_H
 
@@ -50,12 +55,12 @@ void ring_free(struct ring *r);
 bool ring_fits(const struct ring *r, size_t len);
 
 /* Store a record (0 < len <= cap), first dropping as many of the oldest
- * records as needed; returns how many were dropped. */
+ * records as needed; returns what they stood for (see above). */
 uint64_t ring_push(struct ring *r, const void *rec, size_t len);
 
 /* Store `n` records lying back to back at `p`, record i ending at offset
  * ends[i] (each 0 < length <= cap); like n calls of ring_push() with one
- * copy per contiguous piece. Returns how many old records were dropped. */
+ * copy per contiguous piece. Returns what the dropped records stood for. */
 uint64_t ring_push_run(struct ring *r, const uint8_t *p, const uint32_t *ends, size_t n);
 
 /* The oldest records as one contiguous piece of at most `max` bytes (but
@@ -73,7 +78,7 @@ uint64_t ring_clear(struct ring *r);
  * the staged ones (moving those to the start of the memory if that is
  * where the room is). With `drop`, the oldest records are dropped as
  * needed so that all of `want` fits (capped at cap - staged) and
- * *dropped counts them; without, only free space is used. Returns where
+ * *dropped gets what they stood for; without, only free space is used. Returns where
  * the room starts; *room is its length (0: no room without dropping). */
 uint8_t *ring_stage_room(struct ring *r, size_t want, bool drop, size_t *room,
 			 uint64_t *dropped);
@@ -87,7 +92,7 @@ uint8_t *ring_staged(const struct ring *r, size_t *len);
 /* The first staged bytes are `n` records, record i ending at ends[i]
  * (offsets from the first staged byte, increasing): make them records.
  * When the index is full, drops the oldest records if `drop` (*dropped
- * counts them), else stops early. Returns how many were committed. */
+ * gets what they stood for), else stops early. Returns how many were committed. */
 size_t ring_stage_commit(struct ring *r, const uint32_t *ends, size_t n, bool drop,
 			 uint64_t *dropped);
 

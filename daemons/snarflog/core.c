@@ -1,8 +1,12 @@
 /* snarflog's policy and life cycle: which records to keep, when to stop
- * reading (block, hold), and how the program ends (drain, leave, exit).
+ * reading (block), and how the program ends (drain, leave, exit).
  * Principle 1 of DESIGN.md rules here: unless the consumer's class asked
- * for `block`, or an auto subscriber is being waited for (bounded by
- * -hold), reading never stops and the oldest whole records are dropped. */
+ * for `block`, reading never stops and the oldest whole records are
+ * dropped when the buffer is full. Waiting for the registry's first answer
+ * or for an auto subscriber (the hold) only keeps records while there is
+ * room. Even a blocking consumer holds the program up for at most
+ * -maxblock seconds at a time; then the oldest records are dropped (and
+ * counted) until the consumer has caught up with half the buffer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +48,11 @@ void core_header_append(struct snarf *s, const uint8_t *p, size_t len)
 	h->len += len;
 }
 
-/* True when the buffer must not drop: a blocking consumer, or the hold. */
+/* True when the buffer must not drop: a blocking consumer that has not
+ * held the program up for -maxblock yet. */
 static bool must_keep(const struct snarf *s)
 {
-	return !s->stopping && (s->hold || s->active_blocks);
+	return !s->stopping && s->active_blocks && !s->block_expired;
 }
 
 /* The buffer dropped `n` of its oldest records. */
@@ -131,8 +136,39 @@ void core_lost(struct snarf *s, uint64_t n, const char *why)
 
 void core_space_freed(struct snarf *s)
 {
-	if (s->in.paused && (!must_keep(s) || ring_fits(&s->ring, s->ring.staged + s->in.rec_max)))
+	if (s->block_expired && (!s->active_blocks || s->ring.used <= s->ring.cap / 2)) {
+		s->block_expired = false;      /* caught up: block again */
+		if (s->active_blocks)
+			cmon_info("the blocking consumer caught up; blocking again");
+	}
+	if (s->in.paused && (!must_keep(s) || ring_fits(&s->ring, s->ring.staged + s->in.rec_max))) {
+		evtimer_del(s->block_timer);
 		input_resume(s);
+	}
+}
+
+static void block_expired(evutil_socket_t fd, short what, void *arg)
+{
+	struct snarf *s = arg;
+
+	if (!s->in.paused || !must_keep(s))
+		return;
+	s->block_expired = true;
+	s->block_expiries++;
+	cmon_warn("the blocking consumer took nothing for %.3f s; dropping the oldest records "
+		  "until it catches up (-maxblock)", s->opt.maxblock_s);
+	core_space_freed(s);
+}
+
+void core_blocked(struct snarf *s)
+{
+	struct timeval tv;
+
+	if (!must_keep(s) || evtimer_pending(s->block_timer, NULL))
+		return;
+	tv.tv_sec = (time_t)s->opt.maxblock_s;
+	tv.tv_usec = (suseconds_t)((s->opt.maxblock_s - (double)tv.tv_sec) * 1e6);
+	evtimer_add(s->block_timer, &tv);
 }
 
 static void hold_expired(evutil_socket_t fd, short what, void *arg)
@@ -146,7 +182,7 @@ void core_hold_start(struct snarf *s, double seconds, const char *why)
 
 	if (s->active || seconds <= 0)
 		return;
-	s->hold = true;
+	s->hold = true;                 /* keep records while there is room; never stop reading */
 	tv.tv_sec = (time_t)seconds;
 	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
 	evtimer_del(s->hold_timer);
@@ -275,7 +311,8 @@ int core_init(struct snarf *s)
 	s->hold_timer = evtimer_new(s->base, hold_expired, s);
 	s->drain_timer = evtimer_new(s->base, drain_expired, s);
 	s->stats_timer = event_new(s->base, -1, EV_PERSIST, stats_cb, s);
-	if (!s->hold_timer || !s->drain_timer || !s->stats_timer)
+	s->block_timer = evtimer_new(s->base, block_expired, s);
+	if (!s->hold_timer || !s->drain_timer || !s->stats_timer || !s->block_timer)
 		return -1;
 	if (s->opt.debug)
 		event_add(s->stats_timer, &every);
@@ -290,6 +327,8 @@ void core_free(struct snarf *s)
 		event_free(s->drain_timer);
 	if (s->stats_timer)
 		event_free(s->stats_timer);
+	if (s->block_timer)
+		event_free(s->block_timer);
 	ring_free(&s->ring);
 	free(s->hdr.data);
 }

@@ -726,6 +726,7 @@ void input_pause(struct snarf *s)
 	s->in.paused = true;
 	if (s->in.ev)
 		event_del(s->in.ev);
+	core_blocked(s);
 }
 
 void input_resume(struct snarf *s)

@@ -20,7 +20,8 @@
 static const char usage[] =
 	"usage: snarflog PROGNAME [-ascii|-binary] [-buffer NBYTES] [-fifo PATH] [-debug]\n"
 	"                [-regmachine HOST[:PORT]] [-standalone] [-data-listen ADDR]\n"
-	"                [-machine NAME] [-hold SECONDS] [-drain SECONDS] [-portfile FILE]\n"
+	"                [-machine NAME] [-hold SECONDS] [-drain SECONDS] [-maxblock SECONDS]\n"
+	"                [-portfile FILE]"
 	"                [-hello-timeout SECONDS] [-tls-cert FILE -tls-key FILE]\n"
 	"                [-tls-ca FILE] [-- CMD ARGS...]\n"
 	"\n"
@@ -39,10 +40,12 @@ static const char usage[] =
 	"  -data-listen ADDR   data endpoint address (default $CMON_DATA_LISTEN, else\n"
 	"                      127.0.0.1:0, or *:0 with TLS)\n"
 	"  -machine NAME       machine name to announce (default: host name)\n"
-	"  -hold SECONDS       wait this long for an auto subscriber before dropping\n"
-	"                      the first records (default 5)\n"
+	"  -hold SECONDS       keep the first records (while there is room) and, at\n"
+	"                      end of log, wait this long for an auto subscriber (default 5)\n"
 	"  -drain SECONDS      at end of log, wait this long for the consumer to take\n"
 	"                      the rest (default 5)\n"
+	"  -maxblock SECONDS   longest a blocking consumer may hold the program up\n"
+	"                      before the oldest records are dropped (default 1)\n"
 	"  -portfile FILE      write the data endpoint's port to FILE\n"
 	"  -hello-timeout SEC  drop data connections that have not sent Hello and\n"
 	"                      Start within SEC seconds (default 10)\n"
@@ -96,7 +99,7 @@ static double parse_seconds(const char *s, const char *opt)
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_ASCII = 1, O_BINARY, O_BUFFER, O_FIFO, O_DEBUG, O_REG, O_REGNAME, O_STANDALONE,
-	       O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_HELLO, O_PORTFILE, O_CERT, O_KEY, O_CA, O_HELP,
+	       O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_MAXBLOCK, O_HELLO, O_PORTFILE, O_CERT, O_KEY, O_CA, O_HELP,
 	       O_VERSION };
 	static const struct option opts[] = {
 		{ "ascii", no_argument, NULL, O_ASCII },
@@ -111,6 +114,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "machine", required_argument, NULL, O_MACHINE },
 		{ "hold", required_argument, NULL, O_HOLD },
 		{ "drain", required_argument, NULL, O_DRAIN },
+		{ "maxblock", required_argument, NULL, O_MAXBLOCK },
 		{ "hello-timeout", required_argument, NULL, O_HELLO },
 		{ "portfile", required_argument, NULL, O_PORTFILE },
 		{ "tls-cert", required_argument, NULL, O_CERT },
@@ -134,6 +138,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	o->buffer = SNARF_DEFAULT_BUFFER;
 	o->hold_s = 5;
 	o->drain_s = 5;
+	o->maxblock_s = SNARF_DEFAULT_MAXBLOCK_S;
 	o->hello_s = 10;
 	while ((c = getopt_long_only(nopt, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -149,6 +154,11 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_MACHINE: o->machine = optarg; break;
 		case O_HOLD: o->hold_s = parse_seconds(optarg, "-hold"); break;
 		case O_DRAIN: o->drain_s = parse_seconds(optarg, "-drain"); break;
+		case O_MAXBLOCK:
+			o->maxblock_s = parse_seconds(optarg, "-maxblock");
+			if (o->maxblock_s > 3600)
+				die_usage("%s", "-maxblock must be at most 3600 seconds");
+			break;
 		case O_HELLO:
 			o->hello_s = (int)parse_seconds(optarg, "-hello-timeout");
 			if (o->hello_s < 1)

@@ -41,6 +41,7 @@
 #define SNARF_MAX_PENDING 16              /* data connections not yet streaming */
 #define SNARF_RUN 256                     /* records handed over at once by the reader */
 #define SNARF_FIRST_ANSWER_S 1.0          /* longest hold while the registry has not answered */
+#define SNARF_DEFAULT_MAXBLOCK_S 1.0      /* -maxblock default */
 
 /* Command-line settings. */
 struct options {
@@ -56,6 +57,7 @@ struct options {
 	const char *portfile;         /* -portfile: write the data port there */
 	double hold_s;                /* -hold: seconds to hold for an auto subscriber */
 	double drain_s;               /* -drain: seconds to deliver at end of log */
+	double maxblock_s;            /* -maxblock: longest stall a blocking consumer causes */
 	int hello_s;                  /* -hello-timeout: seconds for Hello + Start */
 	struct cmon_tls_opts tls;     /* -tls-* / CMON_TLS_* */
 	char **cmd;                   /* -- CMD ARGS..., or NULL */
@@ -132,11 +134,15 @@ struct snarf {
 	                                 plus records dropped (Accepted.records_before) */
 	uint64_t resyncs;             /* over-long lines / corrupt frames skipped */
 	uint64_t rewrites;            /* binary events given an absolute ts */
-	bool hold;                    /* holding for the registry's first answer or
-	                                 an auto subscriber: never drop */
+	bool hold;                    /* waiting for the registry's first answer or
+	                                 an auto subscriber (drops only when full) */
 	struct event *hold_timer;     /* ends the hold */
 	struct event *drain_timer;    /* bounds PH_DRAINING */
 	struct event *stats_timer;    /* periodic debug summary */
+	struct event *block_timer;    /* bounds a block stall (-maxblock) */
+	bool block_expired;           /* the blocking consumer stalled us for -maxblock:
+	                                 drop until it has caught up */
+	uint64_t block_expiries;      /* how often that happened */
 	uint64_t dropped_reported;    /* `dropped` at the last summary */
 	struct evconnlistener *data_listener; /* the data endpoint */
 	char endpoint[CMON_ADDRSTR_MAX]; /* what we announce: ":PORT", "HOST:PORT", "unix:P" */
@@ -168,6 +174,7 @@ void core_lost(struct snarf *s, uint64_t n, const char *why); /* damaged input: 
 void core_input_ended(struct snarf *s);                  /* the writer closed the log */
 void core_child_exited(struct snarf *s);                 /* CMD was reaped */
 void core_space_freed(struct snarf *s);                  /* records left the buffer: maybe resume */
+void core_blocked(struct snarf *s);                      /* input paused: bound the stall */
 void core_hold_start(struct snarf *s, double seconds, const char *why); /* keep, do not drop */
 void core_hold_release(struct snarf *s, const char *why); /* end the hold */
 void core_check_done(struct snarf *s);                   /* advance RUNNING/DRAINING/LEAVING */

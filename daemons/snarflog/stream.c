@@ -121,35 +121,15 @@ static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t 
 	return cmon_frame_send(bufferevent_get_output(st->bev), &m);
 }
 
-/* How many of the `nrec` whole records at `p` (`n` bytes) a consumer
- * counts as records: not ascii '#' lines (program-written #cmon-gap
- * markers, comments, our own gap markers) and, in binary logs, only Event
- * records — the way the telemonitor (logscan.c) and pcheck number them. */
-static uint64_t counted_records(Cmon__Format fmt, const uint8_t *p, size_t n, uint64_t nrec)
+/* What the whole records at `p` (`n` bytes) stand for in the program's
+ * log, as every consumer counts them (cmon_log_tally): events one each,
+ * gap markers their count, comments nothing. */
+static uint64_t counted_records(Cmon__Format fmt, const uint8_t *p, size_t n)
 {
-	uint64_t k = 0;
+	struct cmon_tally t = { 0 };
 
-	if (fmt == CMON__FORMAT__FORMAT_BINARY) {
-		size_t hdr;
-		uint64_t body;
-		while (n && cmon_bin_frame(p, n, &hdr, &body) == 1 && hdr + body <= n) {
-			if (body && p[hdr] == 0x1a)     /* Record.event */
-				k++;
-			p += hdr + body;
-			n -= hdr + body;
-		}
-		return k;
-	}
-	/* ascii: records hardly ever hold a '#'; look at each one that does */
-	k = nrec;
-	for (const uint8_t *q = p, *end = p + n; (q = memchr(q, '#', (size_t)(end - q))); q++) {
-		const uint8_t *b = q;
-		while (b > p && (b[-1] == ' ' || b[-1] == '\t'))
-			b--;
-		if ((b == p || b[-1] == '\n') && k)
-			k--;
-	}
-	return k;
+	cmon_log_tally(fmt, p, n, SIZE_MAX, &t);
+	return cmon_tally_weight(&t);
 }
 
 static void send_accepted(struct stream *st, uint64_t skipped)
@@ -532,7 +512,7 @@ void stream_pump(struct snarf *s)
 			cmon_warn("%s: cannot queue data", st->peer);
 			break;
 		}
-		s->passed += counted_records(s->format, p, n, nrec);
+		s->passed += counted_records(s->format, p, n);
 		ring_consume(&s->ring, n, nrec);
 		st->sent_records += nrec;
 		freed = true;

@@ -244,6 +244,100 @@ uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, si
 	return count;
 }
 
+/* An ascii line [p, end) without its newline: one event, a gap, or nothing
+ * (as the telemonitor's logscan.c reads it). */
+static void tally_line(const uint8_t *p, const uint8_t *end, struct cmon_tally *t)
+{
+	if (end > p && end[-1] == '\r')
+		end--;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == end)
+		return;
+	if (*p != '#') {
+		t->events++;
+		return;
+	}
+	if (end - p > 10 && memcmp(p, "#cmon-gap", 9) == 0 && (p[9] == ' ' || p[9] == '\t')) {
+		uint64_t v = 0;
+		const uint8_t *d = p + 10;
+		while (d < end && (*d == ' ' || *d == '\t'))
+			d++;
+		for (; d < end && *d >= '0' && *d <= '9'; d++)
+			v = v > UINT64_MAX / 10 ? UINT64_MAX : v * 10 + (uint64_t)(*d - '0');
+		t->gap += v;
+		t->markers++;
+	}
+}
+
+/* The count of a binary Gap record body (field 4 of Record, holding
+ * field 1 varint), 0 if absent or malformed. */
+static uint64_t bin_gap_count(const uint8_t *p, size_t n)
+{
+	size_t hdr;
+	uint64_t len, v = 0;
+
+	/* Record: tag 0x22 (field 4, length-delimited), then the Gap body */
+	if (n < 2 || p[0] != 0x22 || cmon_bin_frame(p + 1, n - 1, &hdr, &len) != 1 ||
+	    len > n - 1 - hdr)
+		return 0;
+	p += 1 + hdr;
+	for (const uint8_t *e = p + len; p < e;) {
+		uint8_t tag = *p++;
+		unsigned shift = 0;
+		uint64_t x = 0;
+		if ((tag & 7) != 0)
+			return v;                       /* only varints are expected */
+		while (p < e && shift < 64) {
+			x |= (uint64_t)(*p & 0x7f) << shift;
+			shift += 7;
+			if (!(*p++ & 0x80))
+				break;
+		}
+		if (tag == 0x08)
+			v = x;
+	}
+	return v;
+}
+
+size_t cmon_log_tally(Cmon__Format fmt, const uint8_t *p, size_t n, size_t max,
+		      struct cmon_tally *t)
+{
+	const uint8_t *q = p, *end = p + n;
+
+	if (fmt == CMON__FORMAT__FORMAT_BINARY) {
+		for (;;) {
+			size_t hdr, len;
+			uint64_t body;
+			if (cmon_bin_frame(q, (size_t)(end - q), &hdr, &body) != 1 ||
+			    body > (uint64_t)(end - q) - hdr)
+				break;
+			len = hdr + (size_t)body;
+			if (q > p && (size_t)(q - p) + len > max)
+				break;
+			if (body && q[hdr] == 0x1a) {           /* Record.event */
+				t->events++;
+			} else if (body && q[hdr] == 0x22) {    /* Record.gap */
+				t->gap += bin_gap_count(q + hdr, (size_t)body);
+				t->markers++;
+			}
+			q += len;
+		}
+		return (size_t)(q - p);
+	}
+	while (q < end) {
+		const uint8_t *nl = memchr(q, '\n', (size_t)(end - q));
+		if (!nl || (q > p && (size_t)(nl + 1 - p) > max))
+			break;
+		if ((*q >= '0' && *q <= '9') && nl > q)
+			t->events++;                     /* the usual record: a timestamp first */
+		else
+			tally_line(q, nl, t);
+		q = nl + 1;
+	}
+	return (size_t)(q - p);
+}
+
 size_t cmon_log_gap_marker(Cmon__Format fmt, uint64_t count, uint8_t *buf)
 {
 	if (fmt == CMON__FORMAT__FORMAT_BINARY) {

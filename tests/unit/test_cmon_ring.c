@@ -87,6 +87,7 @@ static void binary_records(void **state)
 		size_t len = (size_t)(3 + i % 5);
 		rec[0] = (uint8_t)(len - 1);
 		memset(rec + 1, i, len - 1);
+		rec[1] = 0x1a;                      /* a Record holding an Event: counts one */
 		dropped += ring_push(&r, rec, len);
 	}
 	assert_int_equal(dropped + r.nrec, 10);

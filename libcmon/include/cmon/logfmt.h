@@ -61,6 +61,30 @@ enum cmon_rec_kind cmon_bin_record_scan(const uint8_t *p, size_t n, struct cmon_
  * Stops at the first incomplete one; *whole gets the bytes they span. */
 uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, size_t *whole);
 
+/* What a run of whole records stands for in the program's log, counted the
+ * same way by snarflog, the telemonitor and its tools (docs/protocol.md,
+ * "Accounting"): an event record (a non-blank ascii line not starting
+ * with '#', a binary Event) is one record; a gap marker (`#cmon-gap N`, a
+ * binary Gap) stands for the N records it says were lost; anything else
+ * (comments, blank lines, TypeDef, Header, End) for none. */
+struct cmon_tally {
+	uint64_t events;       /* event records */
+	uint64_t gap;          /* records the gap markers stand for */
+	uint64_t markers;      /* gap markers */
+};
+
+/* Ordinal positions covered by `t`: events + gap. */
+static inline uint64_t cmon_tally_weight(const struct cmon_tally *t)
+{
+	return t->events + t->gap;
+}
+
+/* Add up the whole records at `p` (`n` bytes), taking at most `max` bytes
+ * of them but always the first record if it is complete; *t is added to.
+ * Returns the bytes taken (0: no complete record). */
+size_t cmon_log_tally(Cmon__Format fmt, const uint8_t *p, size_t n, size_t max,
+		      struct cmon_tally *t);
+
 /* Render a gap of `count` records in format `fmt` into `buf` ("#cmon-gap N\n"
  * or a framed Gap record). Returns its length (<= CMON_GAP_MARKER_MAX). */
 size_t cmon_log_gap_marker(Cmon__Format fmt, uint64_t count, uint8_t *buf);
