@@ -20,12 +20,13 @@
 #include "cmon/log.h"
 #include "cmon/service.h"
 #include "control.h"
+#include "ledger.h"
 #include "session.h"
 #include "store.h"
 
 static const char usage[] =
 	"usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
-	"                   [-pcheck PATH] [-check] [-debug]\n"
+	"                   [-pcheck PATH] [-check] [-finish-tools] [-debug]\n"
 	"                   [-tls-cert FILE -tls-key FILE] [-tls-ca FILE]\n"
 	"\n"
 	"The CMon monitoring service: subscribes to the classes of programs in its\n"
@@ -43,6 +44,9 @@ static const char usage[] =
 	"  -pcheck PATH       the checker (default: pcheck next to this program, then\n"
 	"                     in the build tree, then on $PATH)\n"
 	"  -check             check the configuration and its specs, then exit\n"
+	"  -finish-tools      let the tools a killed telemonitor left running finish\n"
+	"                     their input (or kill them), correct what they are counted\n"
+	"                     as having received, then exit (systemd's ExecStopPost)\n"
 	"  -debug             log every connection, instance and tool\n"
 	"  -tls-cert, -tls-key, -tls-ca FILE   TLS (default $CMON_TLS_CERT, ...)\n"
 	"  --help, --version\n"
@@ -52,7 +56,7 @@ static const char usage[] =
 
 static void parse_args(int argc, char **argv, struct tm_options *o)
 {
-	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_CHECK, O_DEBUG, O_CERT, O_KEY,
+	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY,
 	       O_CA, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "rc", required_argument, NULL, O_RC },
@@ -61,6 +65,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		{ "regname", required_argument, NULL, O_REGNAME },
 		{ "pcheck", required_argument, NULL, O_PCHECK },
 		{ "check", no_argument, NULL, O_CHECK },
+		{ "finish-tools", no_argument, NULL, O_FINISH },
 		{ "debug", no_argument, NULL, O_DEBUG },
 		{ "tls-cert", required_argument, NULL, O_CERT },
 		{ "tls-key", required_argument, NULL, O_KEY },
@@ -79,6 +84,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		case O_REGNAME: break;
 		case O_PCHECK: o->pcheck = optarg; break;
 		case O_CHECK: o->check_only = true; break;
+		case O_FINISH: o->finish_tools = true; break;
 		case O_DEBUG: o->debug = true; break;
 		case O_CERT: o->tls.cert = optarg; break;
 		case O_KEY: o->tls.key = optarg; break;
@@ -97,6 +103,12 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 	if (!o->regmachine || !*o->regmachine)
 		o->regmachine = CMON_REGISTRY_HOST;
 	cmon_tls_opts_from_env(&o->tls);
+}
+
+/* Told how a tool left running by a killed telemonitor ended. */
+static void orphan_note(void *arg, uint64_t instance, const char *text)
+{
+	cmon_notice("instance %llu: %s", (unsigned long long)instance, text);
 }
 
 /* Every monitored instance takes a socket and up to six pipe ends. */
@@ -171,6 +183,12 @@ int main(int argc, char **argv)
 	TAILQ_INIT(&tm.tools);
 	tm.started = tm_now();
 	setup_pcheck(&tm);
+	if (tm.opt.finish_tools) {
+		if (setup_state_dir(&tm) < 0)
+			return 1;
+		ledger_finish_orphans(tm.state_dir, TM_ORPHAN_WAIT_S, orphan_note, NULL);
+		return 0;
+	}
 	if (setup_config(&tm) < 0)
 		return 2;
 	/* every class and spec is checked before anything is touched */
@@ -187,6 +205,9 @@ int main(int argc, char **argv)
 	}
 	if (setup_state_dir(&tm) < 0)
 		goto out_store;
+	/* before anything is written to a tool: the tools a killed
+	 * telemonitor left behind finish, and their ledgers are made right */
+	ledger_finish_orphans(tm.state_dir, TM_ORPHAN_WAIT_S, orphan_note, NULL);
 	tm.store = store_open(tm.state_dir, err, sizeof err);
 	if (!tm.store || classes_record(&tm, err, sizeof err) < 0) {
 		fprintf(stderr, "telemonitor: %s\n", err);

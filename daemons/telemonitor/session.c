@@ -100,6 +100,47 @@ static bool tools_behind(const struct session *s)
 	return false;
 }
 
+/* The ledger whose counts are the instance's records, lost and gaps: the
+ * class's tool if it has one, else the checker, else the session's. */
+static const struct ledger *primary(const struct session *s)
+{
+	for (size_t i = 0; i < s->ntools; i++)
+		if (s->tools[i]->kind == TK_SHELL)
+			return &s->tools[i]->led;
+	return s->ntools ? &s->tools[0]->led : &s->led;
+}
+
+/* Copy the primary ledger's counts to the instance (telemonctl, store). */
+static void sync_counts(struct session *s)
+{
+	const struct ledger *l = primary(s);
+	struct tm_instance *in = s->inst;
+
+	if (!l->f)
+		return;
+	if (in->records != l->f->events || in->lost != l->f->gap || in->gaps != l->f->markers) {
+		in->records = l->f->events;
+		in->lost = l->f->gap;
+		in->gaps = l->f->markers;
+		in->dirty = true;
+	}
+}
+
+/* A tool starting (again) gets, right after the header, a gap marker for
+ * whatever of the log it missed: the records it was given but never read
+ * in an earlier run, and what went by while it was not running. */
+static void tool_catch_up(struct session *s, struct tool *t)
+{
+	uint64_t have = ledger_pos(&t->led), at = ledger_pos(&s->led);
+	uint8_t marker[CMON_GAP_MARKER_MAX];
+
+	if (at <= have)
+		return;
+	tool_write(t, marker, cmon_log_gap_marker(s->fmt, at - have, marker));
+	typescript_note(&s->ts, "the %s missed %" PRIu64 " records; marked as a gap",
+				t->kind == TK_CHECKER ? "checker" : "tool", at - have);
+}
+
 static void spawn_tool(struct session *s, struct tool *t)
 {
 	struct tm_instance *in = s->inst;
@@ -134,6 +175,7 @@ static void spawn_tool(struct session *s, struct tool *t)
 		argv[3] = NULL;
 	}
 	t->base = s->scan.pos;
+	t->fmt = s->fmt;
 	if (t->kind == TK_CHECKER)
 		s->origin_due = true;    /* its first record is the next one scanned */
 	if (tool_spawn(t, argv, env, err, sizeof err) < 0) {
@@ -163,6 +205,7 @@ static void spawn_tool(struct session *s, struct tool *t)
 		tool_write(t, hdr, hlen);
 	else if (s->fmt != CMON__FORMAT__FORMAT_BINARY && s->scan.seen_record)
 		tool_write(t, "#cmon-ascii 1\n", 14);   /* the log had no header at all */
+	tool_catch_up(s, t);
 }
 
 /* Before taking more data: start tools that are due. False (and paused,
@@ -241,16 +284,18 @@ static void to_tools(struct session *s, const void *p, size_t n)
 static void on_data(struct session *s, const uint8_t *p, size_t n)
 {
 	struct window_done done[WINDOW_PENDING_MAX];
-	uint64_t before = s->scan.pos;
+	struct cmon_tally t = { 0 };
 	size_t nd;
 
 	if (logscan_data(&s->scan, p, n, on_record, s) < 0)
 		cmon_warn("instance %" PRIu64 ": out of memory following the log", s->inst->id);
 	refresh_window_header(s);
 	s->inst->bytes += n;
-	s->inst->records += s->scan.pos - before;
 	s->inst->dirty = true;
+	cmon_log_tally(s->fmt, p, n, SIZE_MAX, &t);
+	ledger_write(&s->led, &t, n);
 	to_tools(s, p, n);
+	sync_counts(s);
 	if (s->ring.npend) {
 		nd = window_collect(&s->ring, tm_now(), false, done, WINDOW_PENDING_MAX);
 		session_store_windows(s, done, nd);
@@ -259,14 +304,19 @@ static void on_data(struct session *s, const uint8_t *p, size_t n)
 		set_paused(s, true);
 }
 
-/* Mark `count` lost records at this point of the log for the window ring
- * and the tools (counted already). */
+/* Mark `count` lost records at this point of the log: in the session's
+ * ledger, the window ring and for the running tools (the others catch up
+ * when they start). */
 static void mark_gap(struct session *s, uint64_t count)
 {
 	uint8_t marker[CMON_GAP_MARKER_MAX];
+	struct cmon_tally t = { .gap = count, .markers = 1 };
+	size_t len = cmon_log_gap_marker(s->fmt, count, marker);
 
+	ledger_write(&s->led, &t, len);
 	window_push_gap(&s->ring, s->scan.pos, count);
-	to_tools(s, marker, cmon_log_gap_marker(s->fmt, count, marker));
+	to_tools(s, marker, len);
+	sync_counts(s);
 }
 
 /* A gap found when the stream was accepted: the tools get it before
@@ -285,39 +335,8 @@ static void on_gap(struct session *s, uint64_t count)
 {
 	if (!count)
 		return;
-	s->inst->lost += count;
-	s->inst->gaps++;
-	s->inst->dirty = true;
 	flush_gap_due(s);
 	mark_gap(s, count);
-}
-
-/* Records of the log before this stream that we cannot account for: the
- * snarflog says `before` records came before it (Accepted.records_before),
- * `skipped` of them never sent to anyone; what we hold for the instance
- * (received, reported lost, skipped before we first joined) should make
- * up the rest. What does not was sent to us and never counted: in socket
- * buffers, or received but not yet saved, when we (or the connection)
- * died. Never negative. */
-static uint64_t unaccounted(const struct session *s, uint64_t before, uint64_t skipped)
-{
-	const struct tm_instance *in = s->inst;
-	uint64_t have = in->records + in->lost + in->skipped;
-
-	if (before < skipped || before - skipped < have) {
-		cmon_debug("instance %" PRIu64 ": the store is ahead of the snarflog (%" PRIu64
-			   " records accounted for, %" PRIu64 " before this stream, %" PRIu64
-			   " of them skipped)", in->id, have, before, skipped);
-		return 0;
-	}
-	return before - skipped - have;
-}
-
-/* The instance was monitored before this session (by us before a restart,
- * or before a stop): its counters go on. */
-static bool has_history(const struct tm_instance *in)
-{
-	return in->records || in->lost || in->skipped || in->gaps || in->bytes;
 }
 
 static bool same_instance(const struct tm_instance *in, const Cmon__Instance *a)
@@ -327,11 +346,40 @@ static bool same_instance(const struct tm_instance *in, const Cmon__Instance *a)
 	       (!a->has_start_unix_ns || a->start_unix_ns == in->start_ns);
 }
 
+/* Set where freshly created ledgers start counting: `base` records of the
+ * log came before (skipped), and the instance's earlier counts (a session
+ * started again after telemonctl stop) carry on. */
+static void ledgers_begin(struct session *s, uint64_t base)
+{
+	struct tm_instance *in = s->inst;
+	struct ledger *ls[3] = { &s->led, NULL, NULL };
+
+	for (size_t i = 0; i < s->ntools; i++)
+		ls[1 + i] = &s->tools[i]->led;
+	for (size_t i = 0; i < 3; i++) {
+		if (!ls[i] || !ls[i]->f)
+			continue;
+		ls[i]->f->base = base;
+		ls[i]->f->events = in->records;
+		ls[i]->f->gap = in->lost;
+		ls[i]->f->markers = in->gaps;
+	}
+	s->led_fresh = false;
+}
+
+/* The stream is accepted: the snarflog says `before` records of the log
+ * came before its first record or gap (Accepted.records_before), `skipped`
+ * of them dropped before anyone was connected. Where our accounting stands
+ * (the session's ledger) and where the stream begins must meet: what lies
+ * between was lost on its way to us (in socket buffers, or received but
+ * not yet taken when we or the connection died) and becomes a gap here. */
 static void on_accepted(struct session *s, const Cmon__Accepted *a)
 {
 	struct tm_instance *in = s->inst;
 	uint64_t skipped = a->has_skipped ? a->skipped : 0;
-	uint64_t missing;
+	uint64_t before = a->has_records_before ? a->records_before : skipped;
+	uint64_t have, missing = 0;
+	bool first = !s->streamed;
 
 	if (!same_instance(in, a->instance)) {
 		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): its endpoint %s now "
@@ -340,44 +388,42 @@ static void on_accepted(struct session *s, const Cmon__Accepted *a)
 		drain(s, IS_GONE, "gone (its endpoint now belongs to another instance)");
 		return;
 	}
-	missing = a->has_records_before && (s->streamed || has_history(in))
-			  ? unaccounted(s, a->records_before, skipped) : 0;
-	if (missing) {
-		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %" PRIu64 " records "
-			  "sent before the %s were lost", in->id, in->prog, in->machine, in->pid,
-			  missing, s->streamed ? "reconnection" : "restart");
-		typescript_note(&s->ts, "%" PRIu64 " records sent before the %s were lost", missing,
-				s->streamed ? "reconnection" : "restart");
-	}
-	if (!s->streamed) {
+	if (first) {
 		s->fmt = a->instance->has_format ? a->instance->format : CMON__FORMAT__FORMAT_ASCII;
 		logscan_init(&s->scan, s->fmt);
-		if (has_history(in) || missing) {
-			/* a gap in a log we were monitoring: lost, and marked */
-			typescript_note(&s->ts, "monitoring %s on %s pid %" PRId64 " again (%s log%s)",
-					in->prog, in->machine, in->pid, cmon_format_name(s->fmt),
-					skipped + missing ? "; records lost meanwhile are marked as a gap"
-							  : "");
-			if (skipped + missing) {
-				in->lost += skipped + missing;
-				in->gaps++;
-				s->gap_due = skipped + missing;
-			}
-		} else {
-			/* joining: everything before us was not seen (sent to another
-			 * consumer, or dropped) */
-			if (a->has_records_before && a->records_before > skipped)
-				skipped = a->records_before;
-			in->skipped += skipped;
-			typescript_note(&s->ts, "monitoring %s on %s pid %" PRId64 " (%s log%s)",
-					in->prog, in->machine, in->pid, cmon_format_name(s->fmt),
-					skipped ? ", records before this were not seen" : "");
-		}
-	} else {
-		typescript_note(&s->ts, "reconnected to the snarflog%s",
-				skipped + missing ? "; records lost meanwhile are marked as a gap" : "");
-		on_gap(s, skipped + missing);
 	}
+	if (s->led_fresh) {
+		/* joining a log we never followed: with from_start (an auto class)
+		 * everything before us is a gap, else it was skipped */
+		bool history = in->records || in->lost || in->skipped || in->gaps;
+		if (!history && !s->from_start)
+			in->skipped = before;
+		ledgers_begin(s, history ? in->skipped : s->from_start ? 0 : before);
+	}
+	have = ledger_pos(&s->led);
+	if (before > have)
+		missing = before - have;
+	else if (before < have)
+		cmon_debug("instance %" PRIu64 ": we are ahead of the snarflog (%" PRIu64 " records "
+			   "accounted for, %" PRIu64 " before this stream)", in->id, have, before);
+	if (missing) {
+		const char *when = !first ? "the reconnection" : have ? "the restart" : "we joined";
+		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %" PRIu64 " records "
+			  "before %s were lost", in->id, in->prog, in->machine, in->pid, missing, when);
+		typescript_note(&s->ts, "%" PRIu64 " records before %s were lost", missing, when);
+	}
+	if (first)
+		typescript_note(&s->ts, "monitoring %s on %s pid %" PRId64 " (%s log%s)", in->prog,
+				in->machine, in->pid, cmon_format_name(s->fmt),
+				missing ? "; records lost before are marked as a gap"
+				: in->skipped ? "; records before this were not seen" : "");
+	else
+		typescript_note(&s->ts, "reconnected to the snarflog%s",
+				missing ? "; records lost meanwhile are marked as a gap" : "");
+	s->gap_due += missing;
+	if (missing && s->state != SS_DRAINING)
+		flush_gap_due(s);
+	in->dirty = true;
 	s->streamed = true;
 	s->state = SS_STREAMING;
 	s->attempts = 0;
@@ -397,6 +443,7 @@ static void on_end(struct session *s, const Cmon__LogEnd *e)
 									    : "snarflog shut down";
 
 	flush_gap_due(s);
+	sync_counts(s);
 	typescript_note(&s->ts, "%s (%" PRIu64 " records, %" PRIu64 " reported lost; this stream: "
 			"%" PRIu64 " records sent, %" PRIu64 " reported dropped)", why,
 			s->inst->records, s->inst->lost, e->has_records ? e->records : 0,
@@ -721,6 +768,7 @@ static void finish(struct session *s)
 	evtimer_del(s->tool_timer);
 	nd = window_collect(&s->ring, tm_now(), true, done, WINDOW_PENDING_MAX);
 	session_store_windows(s, done, nd);
+	sync_counts(s);
 	instances_set_status(s->inst, "%s", s->why);
 	event_active(s->reaper, EV_TIMEOUT, 0);
 }
@@ -775,6 +823,36 @@ void session_tool_done(struct session *s, struct tool *t)
 
 /* --- life cycle -------------------------------------------------------------- */
 
+/* Open the ledgers of the session and its tools: found (we are re-attaching
+ * after a restart, and they say exactly where every count stands) or new. */
+static int ledgers_open(struct session *s)
+{
+	bool existed = false, all = true;
+	int r = ledger_open(&s->led, s->tm->state_dir, s->inst->id, LK_SESSION, &existed);
+
+	if (r < 0) {
+		cmon_err("instance %" PRIu64 ": cannot keep its ledger under %s/%s: %s", s->inst->id,
+			 s->tm->state_dir, LEDGER_DIR, strerror(-r));
+		return r;
+	}
+	all = existed;
+	for (size_t i = 0; i < s->ntools; i++) {
+		struct tool *t = s->tools[i];
+		r = ledger_open(&t->led, s->tm->state_dir, s->inst->id,
+				t->kind == TK_CHECKER ? LK_CHECKER : LK_SHELL, &existed);
+		if (r < 0)
+			return r;
+		if (!existed && all && t->led.f) {
+			/* a tool new to a session we follow: it starts where we are */
+			t->led.f->base = ledger_pos(&s->led);
+		}
+	}
+	s->led_fresh = !all;
+	if (all)
+		sync_counts(s);
+	return 0;
+}
+
 int session_start(struct tmon *tm, struct tm_instance *in, bool from_start)
 {
 	struct tm_class *c = classes_find(tm, in->class_id);
@@ -814,6 +892,8 @@ int session_start(struct tmon *tm, struct tm_instance *in, bool from_start)
 	for (size_t i = 0; i < s->ntools; i++)
 		if (!s->tools[i])
 			goto out_free;
+	if (ledgers_open(s) < 0)
+		goto out_free;
 	if (!s->timer || !s->tool_timer || !s->reaper || (c->tool && !s->cls.tool) || (c->spec && !s->cls.spec) ||
 	    (c->mail && !s->cls.mail))
 		goto out_free;
@@ -865,6 +945,7 @@ void session_tick(struct session *s, double now)
 		nd = window_collect(&s->ring, now, false, done, WINDOW_PENDING_MAX);
 		session_store_windows(s, done, nd);
 	}
+	sync_counts(s);
 	if (!s->paused || !tools_behind(s) ||
 	    (s->state != SS_STREAMING && s->state != SS_STOPPING))
 		return;
@@ -885,6 +966,8 @@ void session_tick(struct session *s, double now)
 
 void session_free(struct session *s)
 {
+	bool forget;
+
 	if (!s)
 		return;
 	if (s->ring.npend) {
@@ -898,8 +981,12 @@ void session_free(struct session *s)
 	if (s->data)
 		bufferevent_free(s->data);
 	cmon_msg_free(s->held);
+	forget = !s->tm->stopping && s->state == SS_DONE &&
+		 (s->end_state == IS_ENDED || s->end_state == IS_GONE || s->end_state == IS_STOPPED);
+	sync_counts(s);
 	for (size_t i = 0; i < s->ntools; i++)
-		tool_free(s->tools[i]);
+		tool_free(s->tools[i], forget);
+	ledger_close(&s->led, forget);
 	if (s->timer)
 		event_free(s->timer);
 	if (s->tool_timer)

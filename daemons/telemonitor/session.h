@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "cmon/connect.h"
+#include "ledger.h"
 #include "logscan.h"
 #include "telemonitor.h"
 #include "tool.h"
@@ -58,6 +59,9 @@ struct session {
 	bool streamed;                /* Accepted at least once */
 	uint64_t gap_due;             /* records to mark as a gap before the next record
 	                                 (loss found when re-attaching) */
+	struct ledger led;            /* what the session took in (records and gaps): its
+	                                 position in the log is where the stream goes on */
+	bool led_fresh;               /* the ledgers were created, not found (no history) */
 	Cmon__Format fmt;             /* the log's format */
 	struct logscan scan;          /* record ordinals, header, ascii text */
 	struct window_ring ring;      /* recent records and pending windows */

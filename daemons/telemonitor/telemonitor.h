@@ -62,6 +62,7 @@
 #define TM_TOOL_EXIT_WAIT_S 10          /* wait for a tool to exit after end of log */
 #define TM_STALL_REPORT_S 5.0           /* a tool not reading this long is reported */
 #define TM_STALL_GONE_S 5.0             /* ...and given up once its instance is gone */
+#define TM_ORPHAN_WAIT_S 2.0            /* a killed run's tools get this long to finish */
 
 /* Command-line settings. */
 struct tm_options {
@@ -70,6 +71,7 @@ struct tm_options {
 	const char *regmachine;       /* -regmachine HOST[:PORT] */
 	const char *pcheck;           /* -pcheck PATH, or NULL */
 	bool check_only;              /* -check: check the configuration and exit */
+	bool finish_tools;            /* -finish-tools: finish a killed run's tools and exit */
 	bool debug;                   /* -debug */
 	struct cmon_tls_opts tls;     /* -tls-* / CMON_TLS_* */
 };

@@ -1,16 +1,20 @@
-/* Tool processes (see tool.h). Started with fork and exec (so that they
- * can be told to die with the telemonitor: PR_SET_PDEATHSIG); the pipes to and
- * from them are libevent bufferevents, so a tool that stops reading or
- * floods its output never blocks the loop: its input queue is bounded by
- * the session's flow control, its output lines by TM_LINE_MAX. */
+/* Tool processes (see tool.h). Started with fork and exec in their own
+ * process group, with SIGHUP ignored: a tool outlives a telemonitor that is
+ * killed (the kernel would hang up a stopped tool whose group is orphaned)
+ * so that it can finish the input it was given; the next telemonitor
+ * finishes or kills it (ledger_finish_orphans). Nothing blocks the loop: the
+ * input is written from an event when the pipe has room, and is bounded by
+ * the session's flow control; output is read through bufferevents, lines
+ * bounded by TM_LINE_MAX. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "cmon/log.h"
@@ -32,8 +36,14 @@ struct tool *tool_new(struct tmon *tm, struct session *s, enum tool_kind kind)
 	t->sess = s;
 	t->kind = kind;
 	t->state = TL_IDLE;
+	t->in_fd = t->peek_fd = -1;
 	t->timer = evtimer_new(tm->base, NULL, NULL);
-	if (!t->timer) {
+	t->inq = evbuffer_new();
+	if (!t->timer || !t->inq) {
+		if (t->timer)
+			event_free(t->timer);
+		if (t->inq)
+			evbuffer_free(t->inq);
 		free(t);
 		return NULL;
 	}
@@ -60,27 +70,135 @@ static void free_bev(struct bufferevent **b)
 	}
 }
 
-/* stdin: the queue fell below the low mark, or it is flushed for closing. */
-static void in_write(struct bufferevent *bev, void *arg)
+/* Stop writing to the tool: close our end of its input, forget what was
+ * not written (it was never counted as given). */
+static void input_close(struct tool *t)
 {
-	struct tool *t = arg;
-
-	if (t->closing_input && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-		free_bev(&t->in);
-		return;
+	if (t->in_ev) {
+		event_free(t->in_ev);
+		t->in_ev = NULL;
 	}
-	session_tool_drained(t->sess, t);
+	if (t->in_fd >= 0) {
+		close(t->in_fd);
+		t->in_fd = -1;
+	}
+	evbuffer_drain(t->inq, evbuffer_get_length(t->inq));
+	t->big_done = 0;
 }
 
-static void in_event(struct bufferevent *bev, short what, void *arg)
+/* The run is over: what is still in its pipe never reached it. Read it
+ * back through our second read end and take it off the ledger. */
+static void account_unread(struct tool *t)
+{
+	int avail = 0;
+
+	if (t->peek_fd < 0)
+		return;
+	if (ioctl(t->peek_fd, FIONREAD, &avail) == 0 && avail > 0) {
+		uint8_t *buf = malloc((size_t)avail);
+		ssize_t n = buf ? read(t->peek_fd, buf, (size_t)avail) : -1;
+		if (n > 0) {
+			uint64_t lost = ledger_unread(&t->led, buf, (size_t)n);
+			t->unread_lost += lost;
+			if (lost)
+				cmon_debug("%s (pid %ld) left %zd bytes (%llu records) unread",
+					   t->kind == TK_CHECKER ? "checker" : "tool", (long)t->pid, n,
+					   (unsigned long long)lost);
+		}
+		free(buf);
+	}
+	close(t->peek_fd);
+	t->peek_fd = -1;
+}
+
+/* The length of the first record in the queue (0 if incomplete). */
+static size_t first_record(struct tool *t)
+{
+	size_t len = evbuffer_get_length(t->inq);
+
+	if (t->fmt == CMON__FORMAT__FORMAT_BINARY) {
+		uint8_t head[10];
+		size_t hdr, k = len < sizeof head ? len : sizeof head;
+		uint64_t body;
+		evbuffer_copyout(t->inq, head, k);
+		if (cmon_bin_frame(head, k, &hdr, &body) != 1 || hdr + body > len)
+			return 0;
+		return hdr + (size_t)body;
+	} else {
+		struct evbuffer_ptr e = evbuffer_search(t->inq, "\n", 1, NULL);
+		return e.pos < 0 ? 0 : (size_t)e.pos + 1;
+	}
+}
+
+/* Write whole records from the queue while the pipe takes them: up to
+ * PIPE_BUF bytes at a time (atomic), each write counted in the ledger
+ * just before it is made. A record longer than PIPE_BUF goes alone, in
+ * pieces, and is counted once its last piece is written. */
+static void input_flush(struct tool *t)
+{
+	while (t->in_fd >= 0 && evbuffer_get_length(t->inq)) {
+		struct cmon_tally tl = { 0 };
+		size_t avail = evbuffer_get_length(t->inq), take;
+		const uint8_t *p = evbuffer_pullup(t->inq, avail < PIPE_BUF ? (ssize_t)avail : PIPE_BUF);
+		ssize_t n;
+
+		take = cmon_log_tally(t->fmt, p, avail < PIPE_BUF ? avail : PIPE_BUF, PIPE_BUF, &tl);
+		if (take == 0) {
+			/* one record longer than PIPE_BUF (or bytes that are no record) */
+			take = first_record(t);
+			if (take == 0)
+				take = avail;
+			p = evbuffer_pullup(t->inq, (ssize_t)take);
+			memset(&tl, 0, sizeof tl);
+			cmon_log_tally(t->fmt, p, take, take, &tl);
+		}
+		if (take <= PIPE_BUF) {
+			ledger_write(&t->led, &tl, take);
+			n = write(t->in_fd, p, take);
+			if (n == (ssize_t)take) {
+				evbuffer_drain(t->inq, take);
+				continue;
+			}
+			ledger_unwrite(&t->led, &tl, take);
+		} else {
+			n = write(t->in_fd, p + t->big_done, take - t->big_done);
+			if (n > 0) {
+				t->big_done += (size_t)n;
+				if (t->big_done == take) {
+					ledger_write(&t->led, &tl, take);
+					evbuffer_drain(t->inq, take);
+					t->big_done = 0;
+				}
+				continue;
+			}
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		/* EPIPE or worse: it stopped reading; its exit is reported when reaped */
+		t->input_broken = true;
+		input_close(t);
+		break;
+	}
+	if (t->in_fd < 0)
+		return;
+	if (evbuffer_get_length(t->inq) == 0 && t->closing_input) {
+		input_close(t);
+		return;
+	}
+	if (evbuffer_get_length(t->inq))
+		event_add(t->in_ev, NULL);
+	else
+		event_del(t->in_ev);
+}
+
+static void in_writable(evutil_socket_t fd, short what, void *arg)
 {
 	struct tool *t = arg;
+	size_t before = evbuffer_get_length(t->inq);
 
-	/* EPIPE: the tool closed its input (or died). Keep nothing queued
-	 * for it; its exit is reported when it is reaped. */
-	t->input_broken = true;
-	free_bev(&t->in);
-	session_tool_drained(t->sess, t);
+	input_flush(t);
+	if (evbuffer_get_length(t->inq) < TM_TOOL_LOW && (before >= TM_TOOL_LOW || t->in_fd < 0))
+		session_tool_drained(t->sess, t);
 }
 
 static void out_read(struct bufferevent *bev, void *arg)
@@ -178,7 +296,9 @@ static void check_done(struct tool *t)
 		return;
 	}
 	evtimer_del(t->timer);
-	free_bev(&t->in);
+	input_close(t);
+	account_unread(t);
+	ledger_run(&t->led, 0, t->fmt);      /* no process: nothing for a successor to finish */
 	t->pid = 0;
 	if (t->in_list) {
 		TAILQ_REMOVE(&t->tm->tools, t, link);
@@ -225,19 +345,19 @@ static char **make_env(char *const add[])
 }
 
 /* In the child, between fork and exec (async-signal-safe calls only): its
- * own process group, killed if the telemonitor dies, default signals. */
+ * own process group, default signals but SIGHUP ignored (see above). */
 static void child(int in, int out, int errfd, pid_t parent, char *const argv[], char **env)
 {
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	static const int sigs[] = { SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP };
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN };
+	static const int sigs[] = { SIGPIPE, SIGCHLD, SIGTERM, SIGINT };
 	sigset_t none;
 
 	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(127);                           /* the telemonitor is already gone */
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		sigaction(sigs[i], &dfl, NULL);
+	sigaction(SIGHUP, &ign, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
@@ -282,13 +402,20 @@ int tool_spawn(struct tool *t, char *const argv[], char *const add_env[], char *
 		goto out_close;
 	}
 	setpgid(pid, pid);                            /* no race with kill(-pid) below */
+	{
+		char self_fd[64];
+		snprintf(self_fd, sizeof self_fd, "/proc/self/fd/%d", pin[1]);
+		t->peek_fd = open(self_fd, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	}
 	close(pin[0]);
 	close(pout[1]);
 	close(perr[1]);
 	pin[0] = pout[1] = perr[1] = -1;
-	t->in = bufferevent_socket_new(t->tm->base, pin[1], BEV_OPT_CLOSE_ON_FREE);
-	if (t->in)
+	t->in_ev = event_new(t->tm->base, pin[1], EV_WRITE, in_writable, t);
+	if (t->in_ev) {
+		t->in_fd = pin[1];
 		pin[1] = -1;
+	}
 	t->out = bufferevent_socket_new(t->tm->base, pout[0], BEV_OPT_CLOSE_ON_FREE);
 	if (t->out)
 		pout[0] = -1;
@@ -299,20 +426,19 @@ int tool_spawn(struct tool *t, char *const argv[], char *const add_env[], char *
 	t->exited = t->out_eof = t->err_eof = t->input_broken = t->closing_input = false;
 	t->status = 0;
 	t->written = 0;
+	t->big_done = 0;
+	ledger_run(&t->led, pid, t->fmt);
 	t->runs++;
 	t->started = tm_now();
 	t->state = TL_RUNNING;
 	TAILQ_INSERT_TAIL(&t->tm->tools, t, link);
 	t->in_list = true;
-	if (!t->in || !t->out || !t->err) {
+	if (t->in_fd < 0 || !t->out || !t->err) {
 		snprintf(err, errlen, "out of memory");
 		tool_signal(t, SIGKILL);
 		r = -ENOMEM;
 		goto out_close;
 	}
-	bufferevent_setcb(t->in, NULL, in_write, in_event, t);
-	bufferevent_setwatermark(t->in, EV_WRITE, TM_TOOL_LOW, 0);
-	bufferevent_enable(t->in, EV_WRITE);
 	bufferevent_setcb(t->out, out_read, NULL, out_event, t);
 	bufferevent_setwatermark(t->out, EV_READ, 0, TM_LINE_MAX + 1);
 	bufferevent_enable(t->out, EV_READ);
@@ -334,23 +460,27 @@ out_close:
 
 int tool_write(struct tool *t, const void *p, size_t n)
 {
-	if (!t->in || t->closing_input)
+	if (t->in_fd < 0 || t->closing_input)
 		return -EPIPE;
-	return evbuffer_add(bufferevent_get_output(t->in), p, n) < 0 ? -ENOMEM : 0;
+	if (evbuffer_add(t->inq, p, n) < 0)
+		return -ENOMEM;
+	if (!event_pending(t->in_ev, EV_WRITE, NULL))
+		event_add(t->in_ev, NULL);
+	return 0;
 }
 
 size_t tool_queued(const struct tool *t)
 {
-	return t->in ? evbuffer_get_length(bufferevent_get_output(t->in)) : 0;
+	return t->in_fd >= 0 ? evbuffer_get_length(t->inq) : 0;
 }
 
 void tool_close_input(struct tool *t)
 {
-	if (!t->in)
+	if (t->in_fd < 0)
 		return;
 	t->closing_input = true;
-	if (evbuffer_get_length(bufferevent_get_output(t->in)) == 0)
-		free_bev(&t->in);
+	if (evbuffer_get_length(t->inq) == 0)
+		input_close(t);
 }
 
 void tool_signal(struct tool *t, int sig)
@@ -377,19 +507,27 @@ void tool_reap(struct tmon *tm)
 	}
 }
 
-void tool_free(struct tool *t)
+void tool_free(struct tool *t, bool forget)
 {
 	if (!t)
 		return;
+	input_close(t);
 	if (t->pid > 0 && !t->exited) {
+		int st;
 		kill(-t->pid, SIGKILL);
 		kill(-t->pid, SIGCONT);
+		/* dead before its input is read back: it cannot take more */
+		while (waitpid(t->pid, &st, 0) < 0 && errno == EINTR)
+			;
 	}
+	account_unread(t);
+	ledger_run(&t->led, 0, t->fmt);
+	ledger_close(&t->led, forget);
 	if (t->in_list)
 		TAILQ_REMOVE(&t->tm->tools, t, link);
-	free_bev(&t->in);
 	free_bev(&t->out);
 	free_bev(&t->err);
+	evbuffer_free(t->inq);
 	event_free(t->timer);
 	free(t);
 }

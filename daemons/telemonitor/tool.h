@@ -3,7 +3,15 @@
  * input and standard output and error read back. Names of the instance are
  * passed in the environment (M_PROG, M_MACHINE, M_PID, M_INSTANCE), never
  * on a command line. Each tool runs in its own process group so that
- * stopping it stops everything the shell started. */
+ * stopping it stops everything the shell started.
+ *
+ * The log goes to a tool in writes of whole records of at most PIPE_BUF
+ * bytes (atomic on a pipe), each counted in the tool's ledger (ledger.h)
+ * just before it is made: so a tool never sees half a record (records
+ * longer than PIPE_BUF aside), and the count of what it was given is right
+ * even if the telemonitor is killed. We keep a second read end of the
+ * tool's input pipe; when the tool ends, what it left unread is read back
+ * from it and taken off the ledger. */
 #ifndef TELEMON_TOOL_H
 #define TELEMON_TOOL_H
 
@@ -13,6 +21,7 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
+#include "ledger.h"
 #include "telemonitor.h"
 
 /* What a tool is. */
@@ -45,7 +54,14 @@ struct tool {
 	bool input_broken;            /* writing to it failed (it stopped reading) */
 	bool closing_input;           /* close stdin once the queued data is written */
 	int status;                   /* wait status of the last run */
-	struct bufferevent *in;       /* its standard input */
+	Cmon__Format fmt;             /* the log's format (set before tool_spawn) */
+	struct ledger led;            /* what it was given (owned; opened by the session) */
+	int in_fd;                    /* write end of its standard input, or -1 */
+	int peek_fd;                  /* a read end of the same pipe (read back at its end), or -1 */
+	struct evbuffer *inq;         /* log bytes (whole records) not yet written */
+	struct event *in_ev;          /* in_fd writable */
+	size_t big_done;              /* bytes of a record longer than PIPE_BUF already written */
+	uint64_t unread_lost;         /* records it left unread, over every run */
 	struct bufferevent *out;      /* its standard output */
 	struct bufferevent *err;      /* its standard error */
 	struct event *timer;          /* EOF wait after exit; kill escalation */
@@ -65,7 +81,7 @@ struct tool *tool_new(struct tmon *tm, struct session *s, enum tool_kind kind);
  * errno with a message in `err`. */
 int tool_spawn(struct tool *t, char *const argv[], char *const env[], char *err, size_t errlen);
 
-/* Queue log bytes for its standard input. */
+/* Queue log bytes (whole records, or header lines) for its standard input. */
 int tool_write(struct tool *t, const void *p, size_t n);
 
 /* Bytes queued and not yet taken by the tool. */
@@ -80,8 +96,9 @@ void tool_signal(struct tool *t, int sig);
 /* Reap exited children (on SIGCHLD). */
 void tool_reap(struct tmon *tm);
 
-/* Stop it (SIGTERM, SIGKILL after a moment) and free it. Accepts NULL. */
-void tool_free(struct tool *t);
+/* Kill it, count what it had not read, and free it (its ledger is closed,
+ * and removed with `forget`). Accepts NULL. */
+void tool_free(struct tool *t, bool forget);
 
 /* "exited with status 3", "killed by signal 9 (core dumped)" ... */
 const char *tool_exit_text(int status, char *buf, size_t size);

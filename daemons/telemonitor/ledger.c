@@ -1,0 +1,349 @@
+/* Tool ledgers (see ledger.h). */
+#include "ledger.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LEDGER_MAGIC 0x4c6d6f43u    /* "ComL" */
+#define READBACK_MAX (1u << 20)      /* most unread bytes read back from a pipe */
+
+static int map_file(struct ledger *l, int fd, bool *fresh)
+{
+	struct stat st;
+	void *m;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*fresh = (size_t)st.st_size < sizeof *l->f;
+	if (*fresh && ftruncate(fd, sizeof *l->f) < 0)
+		return -errno;
+	m = mmap(NULL, sizeof *l->f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	l->f = m;
+	if (l->f->magic != LEDGER_MAGIC || l->f->version != 1) {
+		memset(l->f, 0, sizeof *l->f);
+		*fresh = true;
+	}
+	return 0;
+}
+
+int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledger_kind kind,
+		bool *existed)
+{
+	static const char *const names[] = { "checker", "tool", "session" };
+	char dir[3800];
+	bool fresh;
+	int fd, r;
+
+	l->f = NULL;
+	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", state_dir, LEDGER_DIR) >= sizeof dir)
+		return -ENAMETOOLONG;
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(l->path, sizeof l->path, "%s/%" PRIu64 "-%s.ledger", dir, id, names[kind]);
+	fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	r = map_file(l, fd, &fresh);
+	close(fd);
+	if (r < 0)
+		return r;
+	if (fresh) {
+		l->f->magic = LEDGER_MAGIC;
+		l->f->version = 1;
+		l->f->instance = id;
+		l->f->kind = (uint32_t)kind;
+	}
+	*existed = !fresh;
+	return 0;
+}
+
+void ledger_close(struct ledger *l, bool remove)
+{
+	if (!l->f)
+		return;
+	munmap(l->f, sizeof *l->f);
+	l->f = NULL;
+	if (remove)
+		unlink(l->path);
+}
+
+uint64_t ledger_pos(const struct ledger *l)
+{
+	return l->f ? l->f->base + l->f->events + l->f->gap : 0;
+}
+
+void ledger_run(struct ledger *l, pid_t pgid, Cmon__Format fmt)
+{
+	if (!l->f)
+		return;
+	l->f->format = (uint32_t)fmt;
+	l->f->run_bytes = 0;
+	l->f->nchunks = 0;
+	l->f->start_time = pgid > 0 ? ledger_proc_start(pgid) : 0;
+	l->f->pgid = pgid;
+}
+
+void ledger_write(struct ledger *l, const struct cmon_tally *t, size_t bytes)
+{
+	struct ledger_file *f = l->f;
+
+	if (!f)
+		return;
+	f->events += t->events;
+	f->gap += t->gap;
+	f->markers += t->markers;
+	f->run_bytes += bytes;
+	f->chunk_end[f->nchunks % LEDGER_CHUNKS] = f->run_bytes;
+	f->nchunks++;
+}
+
+void ledger_unwrite(struct ledger *l, const struct cmon_tally *t, size_t bytes)
+{
+	struct ledger_file *f = l->f;
+
+	if (!f)
+		return;
+	f->nchunks--;
+	f->run_bytes -= bytes;
+	f->markers -= t->markers;
+	f->gap -= t->gap;
+	f->events -= t->events;
+}
+
+/* The first write boundary at or after byte `at` of the run (run_bytes if
+ * none is known: the ring no longer reaches back that far). */
+static uint64_t boundary_after(const struct ledger_file *f, uint64_t at)
+{
+	uint64_t k = f->nchunks, oldest = k > LEDGER_CHUNKS ? k - LEDGER_CHUNKS : 0;
+	uint64_t best = f->run_bytes;
+
+	if (at == 0)
+		return 0;
+	while (k > oldest) {
+		uint64_t e = f->chunk_end[--k % LEDGER_CHUNKS];
+		if (e < at)
+			break;
+		best = e;
+	}
+	return best;
+}
+
+uint64_t ledger_unread(struct ledger *l, const uint8_t *p, size_t n)
+{
+	struct ledger_file *f = l->f;
+	Cmon__Format fmt;
+	struct cmon_tally t = { 0 };
+	uint64_t start, b;
+	size_t lead;
+
+	if (!f || n == 0)
+		return 0;
+	if (n > f->run_bytes)
+		n = (size_t)f->run_bytes;
+	fmt = (Cmon__Format)f->format;
+	start = f->run_bytes - n;
+	b = boundary_after(f, start);
+	lead = (size_t)(b - start);            /* the tail of a write the tool had begun */
+	if (lead > n)
+		lead = n;
+	cmon_log_tally(fmt, p + lead, n - lead, SIZE_MAX, &t);
+	if (lead) {
+		if (fmt == CMON__FORMAT__FORMAT_BINARY) {
+			/* frames cannot be found from the middle: estimate by size */
+			uint64_t per = f->events ? f->run_bytes / (f->events + f->markers + 1) : 0;
+			t.events += per ? (lead + per - 1) / per : 1;
+		} else {
+			const uint8_t *nl = memchr(p, '\n', lead);
+			if (nl) {
+				t.events++;    /* the line the tool had begun */
+				cmon_log_tally(fmt, nl + 1, (size_t)(p + lead - (nl + 1)), SIZE_MAX, &t);
+			}
+		}
+	}
+	if (t.events > f->events)
+		t.events = f->events;
+	if (t.gap > f->gap)
+		t.gap = f->gap;
+	if (t.markers > f->markers)
+		t.markers = f->markers;
+	f->events -= t.events;
+	f->gap -= t.gap;
+	f->markers -= t.markers;
+	f->run_bytes -= n;
+	return t.events + t.gap;
+}
+
+uint64_t ledger_proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* fields after the command: state is field 3, starttime field 22 */
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		sscanf(p + 1, "%llu", &v);
+	return v;
+}
+
+/* Read what is left in the pipe on standard input of `pid` (without
+ * waiting), up to READBACK_MAX bytes; *n gets how many. */
+static uint8_t *read_back(pid_t pid, size_t *n)
+{
+	char path[64];
+	uint8_t *buf;
+	int fd, avail = 0;
+	ssize_t r;
+
+	*n = 0;
+	snprintf(path, sizeof path, "/proc/%d/fd/0", (int)pid);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (ioctl(fd, FIONREAD, &avail) < 0 || avail <= 0) {
+		close(fd);
+		return NULL;
+	}
+	if ((unsigned)avail > READBACK_MAX)
+		avail = READBACK_MAX;
+	buf = malloc((size_t)avail);
+	while (buf && *n < (size_t)avail) {
+		r = read(fd, buf + *n, (size_t)avail - *n);
+		if (r <= 0)
+			break;
+		*n += (size_t)r;
+	}
+	close(fd);
+	return buf;
+}
+
+/* An orphan: a tool of a dead telemonitor, still running. */
+struct orphan {
+	struct ledger l;
+	pid_t pgid;
+};
+
+static bool group_alive(pid_t pgid)
+{
+	return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	nanosleep(&ts, NULL);
+}
+
+int ledger_finish_orphans(const char *state_dir, double wait_s,
+			  void (*note)(void *arg, uint64_t instance, const char *text), void *arg)
+{
+	struct orphan *o = NULL;
+	size_t n = 0, cap = 0;
+	char dir[3800], text[300];
+	struct dirent *d;
+	DIR *dp;
+
+	snprintf(dir, sizeof dir, "%s/%s", state_dir, LEDGER_DIR);
+	dp = opendir(dir);
+	if (!dp)
+		return 0;
+	while ((d = readdir(dp))) {
+		struct ledger l;
+		bool existed;
+		int fd;
+		if (!strstr(d->d_name, ".ledger"))
+			continue;
+		snprintf(l.path, sizeof l.path, "%s/%s", dir, d->d_name);
+		fd = open(l.path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		l.f = NULL;
+		if (map_file(&l, fd, &existed) < 0 || existed) {   /* existed = fresh here */
+			close(fd);
+			ledger_close(&l, false);
+			continue;
+		}
+		close(fd);
+		if (l.f->pgid <= 0 || !l.f->start_time ||
+		    ledger_proc_start(l.f->pgid) != l.f->start_time) {
+			l.f->pgid = 0;                  /* gone (and any pid reuse is not ours) */
+			ledger_close(&l, false);
+			continue;
+		}
+		if (n == cap) {
+			struct orphan *m = realloc(o, (cap = cap ? cap * 2 : 8) * sizeof *o);
+			if (!m) {
+				ledger_close(&l, false);
+				break;
+			}
+			o = m;
+		}
+		o[n].l = l;
+		o[n].pgid = l.f->pgid;
+		n++;
+	}
+	closedir(dp);
+	/* Let them finish: their input is at end of file. SIGCONT in case
+	 * they were stopped. */
+	for (size_t i = 0; i < n; i++)
+		kill(-o[i].pgid, SIGCONT);
+	for (double waited = 0; waited < wait_s; waited += 0.02) {
+		bool any = false;
+		for (size_t i = 0; i < n && !any; i++)
+			any = group_alive(o[i].pgid);
+		if (!any)
+			break;
+		sleep_s(0.02);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct ledger_file *f = o[i].l.f;
+		if (group_alive(o[i].pgid)) {
+			size_t len;
+			uint8_t *back = read_back(o[i].pgid, &len);
+			uint64_t lost = back ? ledger_unread(&o[i].l, back, len) : 0;
+			free(back);
+			kill(-o[i].pgid, SIGKILL);
+			snprintf(text, sizeof text, "the %s left running by the previous telemonitor "
+				 "did not finish within %.1f s; killed (%" PRIu64 " records it had "
+				 "not read are counted lost)", f->kind == LK_CHECKER ? "checker" : "tool",
+				 wait_s, lost);
+		} else {
+			snprintf(text, sizeof text, "the %s left running by the previous telemonitor "
+				 "finished its input", f->kind == LK_CHECKER ? "checker" : "tool");
+		}
+		f->pgid = 0;
+		if (note)
+			note(arg, f->instance, text);
+		ledger_close(&o[i].l, false);
+	}
+	free(o);
+	return (int)n;
+}

@@ -1,0 +1,105 @@
+/* What each tool has been given, kept where a kill -9 of the telemonitor
+ * cannot lose it: a small file per tool under STATE/tools/, mapped into
+ * memory, so that every update is a store into the page cache (no system
+ * call) and survives the process. It is the one owner of the counts of
+ * "delivered to the tool" and "reported to the tool as lost"
+ * (docs/protocol.md, "Accounting"):
+ *
+ *   - the counts are raised just before each write() of whole records to
+ *     the tool's pipe and put back if the write fails, so a SIGKILL that
+ *     lands during the write (it takes effect when the call returns, after
+ *     the bytes are in the pipe) leaves them right;
+ *   - what a tool had not read when it died is read back from its pipe and
+ *     taken off again (ledger_unread());
+ *   - the tool's process group and start time are kept, so that the next
+ *     telemonitor (or `telemonitor -finish-tools`) can let a tool left
+ *     behind by a crash finish its input, or kill it, and correct the counts
+ *     before anything new is written (ledger_finish_orphans()).
+ *
+ * A tool's position in the log is base + events + gap: every record of the
+ * log up to there reached it, or a gap marker standing for it did. */
+#ifndef TELEMON_LEDGER_H
+#define TELEMON_LEDGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cmon/logfmt.h"
+
+#define LEDGER_DIR "tools"          /* under the state directory */
+#define LEDGER_CHUNKS 2048           /* recent write boundaries kept (a pipe's worth) */
+
+/* Which counts a ledger keeps. */
+enum ledger_kind {
+	LK_CHECKER = 0,              /* the built-in checker */
+	LK_SHELL = 1,                /* the class's tool */
+	LK_SESSION = 2,              /* a session without tools: what it received */
+};
+
+/* The mapped file. Only the telemonitor that holds the state directory's
+ * lock writes it. */
+struct ledger_file {
+	uint32_t magic;              /* LEDGER_MAGIC */
+	uint32_t version;            /* 1 */
+	uint64_t instance;           /* instance id */
+	uint32_t kind;               /* enum ledger_kind */
+	uint32_t format;             /* Cmon__Format of the log */
+	int32_t pgid;                /* the running tool's process group, 0 if none */
+	uint32_t pad;
+	uint64_t start_time;         /* its start time (/proc/PID/stat), against pid reuse */
+	uint64_t base;               /* log records before the first one accounted for */
+	uint64_t events;             /* event records delivered, every run */
+	uint64_t gap;                /* records the delivered gap markers stood for */
+	uint64_t markers;            /* gap markers delivered */
+	uint64_t run_bytes;          /* bytes written to the current run */
+	uint64_t nchunks;            /* writes made to the current run */
+	uint64_t chunk_end[LEDGER_CHUNKS]; /* run_bytes after each of the last writes */
+};
+
+/* An open ledger. */
+struct ledger {
+	struct ledger_file *f;       /* the mapping, or NULL */
+	char path[4096];             /* its file */
+};
+
+/* Open the ledger of tool `kind` of instance `id`, creating it if needed
+ * (*existed says which). 0 or a negative errno. */
+int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledger_kind kind,
+		bool *existed);
+
+/* Unmap it; with `remove`, delete the file too. Accepts a closed ledger. */
+void ledger_close(struct ledger *l, bool remove);
+
+/* Position in the log through which everything was delivered or reported. */
+uint64_t ledger_pos(const struct ledger *l);
+
+/* A new run of the tool (process group `pgid`, 0 for none) starts, on a
+ * log of format `fmt`. */
+void ledger_run(struct ledger *l, pid_t pgid, Cmon__Format fmt);
+
+/* About to write whole records `t` (`bytes` long): count them as delivered.
+ * ledger_unwrite() puts them back if the write did not happen. */
+void ledger_write(struct ledger *l, const struct cmon_tally *t, size_t bytes);
+void ledger_unwrite(struct ledger *l, const struct cmon_tally *t, size_t bytes);
+
+/* The tool's run ended with the last `n` bytes written to it (`p`, read
+ * back from its pipe) unread: take the records that ended in them off.
+ * Exact when the tool stopped at a write boundary or (ascii) at a line;
+ * otherwise the part of one write it had begun is estimated. Returns how
+ * many records were taken off. */
+uint64_t ledger_unread(struct ledger *l, const uint8_t *p, size_t n);
+
+/* Tools a previous telemonitor left running: let each finish its input
+ * (SIGCONT; its input is at end of file) for up to `wait_s` seconds, then
+ * read back what it left unread, correct its ledger and kill its process
+ * group. Returns how many were found; `note(arg, instance, text)` is told
+ * what happened to each. */
+int ledger_finish_orphans(const char *state_dir, double wait_s,
+			  void (*note)(void *arg, uint64_t instance, const char *text), void *arg);
+
+/* The start time of process `pid` (field 22 of /proc/PID/stat), 0 if gone. */
+uint64_t ledger_proc_start(pid_t pid);
+
+#endif
