@@ -254,8 +254,10 @@ void core_check_done(struct snarf *s)
 		evtimer_add(s->drain_timer, &tv);
 	}
 	/* A short-lived program: the registry may yet say an auto subscriber
-	 * wants this log. Wait for its first answer (bounded by -drain). */
-	if (!s->active && reg_first_answer_pending(s))
+	 * wants this log. Wait for its first answer (bounded by -drain). A
+	 * consumer that vanished mid-stream (a telemonitor killed and being
+	 * restarted) gets the same time to come back for the rest. */
+	if (!s->active && (reg_first_answer_pending(s) || s->consumer_lost))
 		return;
 	if (s->active) {
 		if (!stream_drained(s)) {

@@ -148,6 +148,8 @@ struct snarf {
 	char endpoint[CMON_ADDRSTR_MAX]; /* what we announce: ":PORT", "HOST:PORT", "unix:P" */
 	struct stream *active;        /* the consumer being streamed to, or NULL */
 	bool active_blocks;           /* ...and it asked for `block` */
+	bool consumer_lost;           /* the last consumer vanished without being done:
+	                                 at end of log, wait -drain for it to return */
 	struct stream_list streams;   /* every data connection */
 	size_t nstreams;              /* their number */
 	struct reglink *reg;          /* registry link, or NULL (standalone) */

@@ -76,6 +76,8 @@ static void release_active(struct stream *st)
 		return;
 	s->active = NULL;
 	s->active_blocks = false;
+	/* a consumer that vanished (not one that was done) may come back */
+	s->consumer_lost = st->state != ST_ENDING;
 	s->dropped_unseen += st->pending_gap;
 	st->pending_gap = 0;
 	core_space_freed(s);          /* a blocking consumer no longer holds us */
@@ -84,8 +86,8 @@ static void release_active(struct stream *st)
 /* Queue a final message and close once it is out (bounded). */
 static void stream_finish(struct stream *st)
 {
-	release_active(st);
 	st->state = ST_ENDING;
+	release_active(st);
 	bufferevent_disable(st->bev, EV_READ);
 	bufferevent_setwatermark(st->bev, EV_WRITE, 0, 0);
 	timer_set(st, timer_close, FLUSH_S);
@@ -182,6 +184,7 @@ static void on_start(struct stream *st, const Cmon__Start *m)
 		return;
 	}
 	s->active = st;
+	s->consumer_lost = false;
 	evtimer_del(st->timer);
 	st->block = m->has_block && m->block;
 	s->active_blocks = st->block;

@@ -80,7 +80,9 @@ static void monitor(struct tmon *tm, struct tm_instance *in, bool from_start)
 		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s", in->id, in->prog,
 			  in->machine, in->pid, in->status);
 		in->state = IS_LISTED;
+		return;
 	}
+	store_instance_save(tm->store, in);   /* re-attached after a crash even if it comes soon */
 }
 
 static void loaded(void *arg, struct tm_instance *saved)
@@ -190,7 +192,8 @@ void instances_up(struct tmon *tm, uint32_t sub_id, const Cmon__Instance *a, boo
 	if (in->sess || !c)
 		return;
 	if (c->autostart || (in->want && in->state != IS_STOPPED)) {
-		monitor(tm, in, is_new);
+		/* an auto class wants every record: what went before us is a gap */
+		monitor(tm, in, is_new || c->autostart);
 	} else if (in->state != IS_STOPPED) {
 		in->state = IS_LISTED;
 		instances_set_status(in, "listed; start it with telemonctl start %" PRIu64, in->id);

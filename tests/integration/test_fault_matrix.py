@@ -1,0 +1,243 @@
+"""The promise under faults, proven by a matrix (rsyslog testbench style).
+
+Programs write sequence-numbered records (about 10,000 a second, timing
+every write()) under snarflog; a telemonitor monitors them with the tool
+`cat >> FILE` for the four combinations of log format (ascii, binary) and
+class block setting (FALSE, TRUE). In each row one part is broken mid-stream:
+
+  tm_kill        kill -9 of the telemonitor, restarted at once
+  tm_kill_twice  ...twice
+  tm_kill_stall  its tools stopped (SIGSTOP), then kill -9 of the telemonitor
+  tm_late        kill -9, restarted 2 s later (snarflog drops meanwhile)
+  tm_stop        SIGSTOP of the telemonitor for 1.5 s
+  tool_kill      kill -9 of the tools (restarted by the telemonitor)
+  tool_stop      SIGSTOP of the tools for 1.5 s
+  reg_kill       kill -9 of the registry, restarted on the same port
+  reg_stop       SIGSTOP of the registry for 1.5 s
+  no_consumer    no telemonitor while the programs start (snarflog drops)
+
+Every row, every stream, exactly: the records in FILE (all tool runs
+appended) plus the counts of the gap markers in FILE equal the records
+written; sequence numbers only increase and each gap sits exactly where
+its records are missing; the telemonitor's records/lost/gaps for the
+instance are the same numbers. The programs' longest write() is printed
+for every row (docs/PERFORMANCE.md has the figures); the test fails only on
+a stall that shows the program was held up for the fault itself (over 1 s
+without block, over -maxblock + 1 s with block), since wall-clock speed is
+never asserted here."""
+import json
+import os
+import signal
+import struct
+import sys
+import time
+
+import cmontest as ct
+import telemontest as tt
+from cmontest import check
+
+# The soak (bench/faults/soak.sh) runs the same rows bigger through these.
+_E = os.environ.get
+COUNT = int(_E("CMON_MATRIX_COUNT", 24000))     # records per program
+BATCH = 50                                      # records per write()
+PERIOD = BATCH / float(_E("CMON_MATRIX_RATE", 10000))  # seconds between writes
+PAD = 20               # extra values per record: about 100 bytes a record
+MAXBLOCK = float(_E("CMON_MATRIX_MAXBLOCK", 0.3))  # snarflog -maxblock in every row
+FAULT_AT = float(_E("CMON_MATRIX_FAULT_AT", 0.8))  # seconds after the programs start
+PAUSE = float(_E("CMON_MATRIX_PAUSE", 1.5))     # seconds a SIGSTOP lasts
+ROUNDS = int(_E("CMON_MATRIX_ROUNDS", 1))       # times through the rows
+COMBOS = [(fmt, blk) for fmt in ("ascii", "binary") for blk in ("drop", "block")]
+
+
+def write_main(argv):
+    """The monitored program: COUNT records in batches, paced; report the
+    longest write() and how many writes took over 50 ms."""
+    fmt, report = argv
+    fd = int(os.environ["CMON_LOG_FD"])
+    if fmt == "binary":
+        head = ct.bin_header("matrix") + ct.bin_typedef(1, "Ev")
+    else:
+        head = b"#cmon-ascii 1\n#program matrix\n#tick-ns 1000\n"
+    os.write(fd, head)
+    worst, slow, t0 = 0.0, 0, time.monotonic()
+    for i in range(0, COUNT, BATCH):
+        if fmt == "binary":
+            data = b"".join(ct.bin_event(1, k, ts=1000 + k, pad=PAD) for k in range(i, i + BATCH))
+        else:
+            data = b"".join(b"%d 1 Ev %d%s\n" % (1000 + k, k, b" 0.5" * PAD)
+                            for k in range(i, i + BATCH))
+        view = memoryview(data)
+        a = time.monotonic()
+        while view:
+            view = view[os.write(fd, view):]
+        took = time.monotonic() - a
+        worst = max(worst, took)
+        slow += took > 0.05
+        delay = t0 + (i // BATCH + 1) * PERIOD - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    with open(report, "w") as f:
+        json.dump({"worst_write_s": worst, "writes_over_50ms": slow}, f)
+    return 0
+
+
+def read_tool_file(path, fmt):
+    """What the tool runs appended: ('rec', seq) and ('gap', n) in order
+    (headers repeat at each run and are skipped); number of gap markers."""
+    items = []
+    if not os.path.exists(path):
+        return items
+    with open(path, "rb") as f:
+        data = f.read()
+    if fmt == "ascii":
+        for line in data.decode().splitlines():
+            if line.startswith("#cmon-gap "):
+                items.append(("gap", int(line.split()[1])))
+            elif line and not line.startswith("#"):
+                w = line.split()
+                check(len(w) == 4 + PAD and w[2] == "Ev", "not a whole record: %r", line)
+                items.append(("rec", int(w[3])))
+        return items
+    frames, rest = ct.split_frames(data)
+    check(rest == b"", "a partial record at the end of %s", path)
+    for body in frames:
+        (kind, vals), = ct.decode(body).items()
+        f = ct.decode(vals[0])
+        if kind == 3:
+            items.append(("rec", int(struct.unpack("<d", f[5][0][:8])[0])))
+        elif kind == 4:
+            items.append(("gap", f.get(1, [0])[0]))
+    return items
+
+
+class Row:
+    """One row of the matrix: four programs, one per format/block combination."""
+
+    def __init__(self, env, name):
+        self.env, self.name = env, name
+        self.progs = {}
+
+    def start_programs(self, reg):
+        for fmt, blk in COMBOS:
+            prog = "%s-%s-%s" % (self.name.replace("_", ".").replace("#", "-r"), fmt, blk)
+            report = self.env.path(prog + ".report")
+            snarf = self.env.snarflog(
+                prog, "-buffer", "256K", "-maxblock", str(MAXBLOCK), reg=reg,
+                cmd=[sys.executable, os.path.abspath(__file__), "write", fmt, report])
+            self.progs[prog] = (fmt, blk, snarf, report)
+
+    def tool_pids(self):
+        pids = []
+        for prog in self.progs:
+            path = self.env.path(prog + ".pids")
+            if os.path.exists(path):
+                with open(path) as f:
+                    pids += [int(x) for x in f.read().split()]
+        return pids
+
+    def signal_tools(self, sig):
+        for pid in self.tool_pids():
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def finish(self, tm):
+        """Wait for the programs and the instances to end; check every
+        stream exactly; return printable results."""
+        out = []
+        for prog, (fmt, blk, snarf, report) in self.progs.items():
+            check(snarf.wait(60) == 0, "%s: snarflog: %s", prog, snarf.stderr()[-3000:])
+            inst = tm.instance(lambda i, p=prog: i["prog"] == p and i["state"] == "ended",
+                               timeout=30, what="%s to end" % prog)
+            items = read_tool_file(self.env.path(prog + ".out"), fmt)
+            got, lost = ct.check_sequence(items, COUNT)
+            markers = sum(1 for k, _ in items if k == "gap")
+            check(got + lost == COUNT, "%s: %d + %d != %d", prog, got, lost, COUNT)
+            check((inst["records"], inst["lost"], inst["gaps"]) == (got, lost, markers),
+                  "%s: the telemonitor counts %r, the tool saw %d records, %d lost in %d gaps",
+                  prog, inst, got, lost, markers)
+            with open(report) as f:
+                rep = json.load(f)
+            bound = 1.0 if blk == "drop" else MAXBLOCK + 1.0
+            check(rep["worst_write_s"] < bound, "%s: the program was held up %.3f s",
+                  prog, rep["worst_write_s"])
+            out.append("%-28s delivered %6d  lost %6d in %2d gaps  longest write %7.1f ms" %
+                       (prog, got, lost, markers, rep["worst_write_s"] * 1000))
+        return out
+
+
+def rc(env):
+    text = ""
+    for fmt, blk in COMBOS:
+        tool = "echo $$ >> %s/$M_PROG.pids; exec cat >> %s/$M_PROG.out" % (env.dir, env.dir)
+        text += tt.rc_class("*-%s-%s" % (fmt, blk), tool=tool, block=(blk == "block"))
+    return text
+
+
+def main():
+    with ct.Env("fault_matrix") as env:
+        reg = [env.registry()]
+        port = reg[0].port
+        tm = tt.Telemonitor(env, reg[0], rc(env))
+        results = []
+
+        def row(name, fault, tm_up=True):
+            r = Row(env, name)
+            if not tm_up:
+                tm.proc.kill()
+                tm.proc.wait()
+            r.start_programs(reg[0])
+            time.sleep(FAULT_AT)
+            fault(r)
+            if not tm.proc.alive():
+                tm.start()
+            results.extend(["[%s]" % name] + r.finish(tm))
+
+        def tm_kill(r, times=1, gap=0.0):
+            for _ in range(times):
+                tm.proc.kill()
+                tm.proc.wait()
+                time.sleep(gap)
+                tm.start()
+                time.sleep(0.3)
+
+        def tm_kill_stall(r):
+            r.signal_tools(signal.SIGSTOP)
+            time.sleep(0.5)
+            tm_kill(r)
+
+        def pause(proc_signal, r):
+            proc_signal(signal.SIGSTOP)
+            time.sleep(PAUSE)
+            proc_signal(signal.SIGCONT)
+
+        def reg_kill(r):
+            reg[0].kill()
+            reg[0].p.wait()
+            time.sleep(0.3)
+            reg[0] = env.registry(port=port)
+
+        def no_consumer(r):
+            time.sleep(1.2)
+            tm.start()
+
+        for k in range(ROUNDS):
+            n = "#%d" % k if ROUNDS > 1 else ""
+            row("tm_kill" + n, tm_kill)
+            row("tm_kill_twice" + n, lambda r: tm_kill(r, times=2))
+            row("tm_kill_stall" + n, tm_kill_stall)
+            row("tm_late" + n, lambda r: tm_kill(r, gap=2.0))
+            row("tm_stop" + n, lambda r: pause(tm.proc.signal, r))
+            row("tool_kill" + n, lambda r: r.signal_tools(signal.SIGKILL))
+            row("tool_stop" + n, lambda r: pause(r.signal_tools, r))
+            row("reg_kill" + n, reg_kill)
+            row("reg_stop" + n, lambda r: pause(reg[0].signal, r))
+            row("no_consumer" + n, no_consumer, tm_up=False)
+        print("\n".join(results))
+        tm.stop()
+
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "write":
+    sys.exit(write_main(sys.argv[2:]))
+ct.run_test(main)
