@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "cmon/log.h"
+#include "ledger.h"
 #include "session.h"
 #include "store.h"
 
@@ -332,10 +333,16 @@ void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_
 		  PRIu64 " lost, %" PRIu64 " failures)", in->id, in->prog, in->machine, in->pid,
 		  in->status, in->records, in->lost, in->failures);
 	store_instance_save(tm->store, in);
-	if (st == IS_ENDED || st == IS_GONE) {
+	if (st == IS_ENDED || st == IS_GONE)
 		store_instance_end(tm->store, in->id, st, tm_now());
-		drop(tm, in);
+	if (st == IS_ENDED || st == IS_GONE || st == IS_STOPPED) {
+		/* committed now, so a crash cannot bring the instance back; then
+		 * its ledgers are no longer needed */
+		store_commit(tm->store);
+		ledger_forget(tm->state_dir, in->id);
 	}
+	if (st == IS_ENDED || st == IS_GONE)
+		drop(tm, in);
 }
 
 void instances_save(struct tmon *tm)

@@ -70,6 +70,18 @@ int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledge
 	return 0;
 }
 
+void ledger_forget(const char *state_dir, uint64_t id)
+{
+	static const char *const names[] = { "checker", "tool", "session" };
+	char path[4200];
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s/%" PRIu64 "-%s.ledger", state_dir, LEDGER_DIR, id,
+			 names[i]);
+		unlink(path);
+	}
+}
+
 void ledger_close(struct ledger *l, bool remove)
 {
 	if (!l->f)

@@ -69,6 +69,9 @@ struct ledger {
 int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledger_kind kind,
 		bool *existed);
 
+/* Remove every ledger file of instance `id` (its end is stored). */
+void ledger_forget(const char *state_dir, uint64_t id);
+
 /* Unmap it; with `remove`, delete the file too. Accepts a closed ledger. */
 void ledger_close(struct ledger *l, bool remove);
 

@@ -116,8 +116,8 @@ static void sync_counts(struct session *s)
 	const struct ledger *l = primary(s);
 	struct tm_instance *in = s->inst;
 
-	if (!l->f)
-		return;
+	if (!l->f || s->led_fresh)
+		return;                     /* not counting yet (nothing accepted) */
 	if (in->records != l->f->events || in->lost != l->f->gap || in->gaps != l->f->markers) {
 		in->records = l->f->events;
 		in->lost = l->f->gap;
@@ -966,8 +966,6 @@ void session_tick(struct session *s, double now)
 
 void session_free(struct session *s)
 {
-	bool forget;
-
 	if (!s)
 		return;
 	if (s->ring.npend) {
@@ -981,12 +979,12 @@ void session_free(struct session *s)
 	if (s->data)
 		bufferevent_free(s->data);
 	cmon_msg_free(s->held);
-	forget = !s->tm->stopping && s->state == SS_DONE &&
-		 (s->end_state == IS_ENDED || s->end_state == IS_GONE || s->end_state == IS_STOPPED);
+	/* the ledgers stay until the instance's end is committed to the store
+	 * (instances_session_ended removes them) */
 	sync_counts(s);
 	for (size_t i = 0; i < s->ntools; i++)
-		tool_free(s->tools[i], forget);
-	ledger_close(&s->led, forget);
+		tool_free(s->tools[i], false);
+	ledger_close(&s->led, false);
 	if (s->timer)
 		event_free(s->timer);
 	if (s->tool_timer)

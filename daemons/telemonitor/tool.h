@@ -97,7 +97,7 @@ void tool_signal(struct tool *t, int sig);
 void tool_reap(struct tmon *tm);
 
 /* Kill it, count what it had not read, and free it (its ledger is closed,
- * and removed with `forget`). Accepts NULL. */
+ * and its file removed with `forget`). Accepts NULL. */
 void tool_free(struct tool *t, bool forget);
 
 /* "exited with status 3", "killed by signal 9 (core dumped)" ... */
