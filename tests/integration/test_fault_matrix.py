@@ -5,16 +5,21 @@ every write()) under snarflog; a telemonitor monitors them with the tool
 `cat >> FILE` for the four combinations of log format (ascii, binary) and
 class block setting (FALSE, TRUE). In each row one part is broken mid-stream:
 
+  none           no fault: the baseline the other rows' stalls compare with
   tm_kill        kill -9 of the telemonitor, restarted at once
   tm_kill_twice  ...twice
   tm_kill_stall  its tools stopped (SIGSTOP), then kill -9 of the telemonitor
   tm_late        kill -9, restarted 2 s later (snarflog drops meanwhile)
   tm_stop        SIGSTOP of the telemonitor for 1.5 s
+  tm_stop_early  the telemonitor stopped (SIGSTOP) before the programs
+                 start, continued 1.5 s later (auto classes: snarflog holds)
   tool_kill      kill -9 of the tools (restarted by the telemonitor), at a
                  moment they hold no record in their own memory
   tool_stop      SIGSTOP of the tools for 1.5 s
   reg_kill       kill -9 of the registry, restarted on the same port
   reg_stop       SIGSTOP of the registry for 1.5 s
+  reg_stop_early the registry stopped before the programs start (their
+                 announces wait), continued 1.5 s later
   no_consumer    no telemonitor while the programs start (snarflog drops)
 
 Every row, every stream, exactly: the records in FILE (all tool runs
@@ -126,6 +131,16 @@ class Row:
                 prog, "-buffer", "256K", "-maxblock", str(MAXBLOCK), reg=reg,
                 cmd=[sys.executable, os.path.abspath(__file__), "write", fmt, report])
             self.progs[prog] = (fmt, blk, snarf, report)
+        # The control: the same program writing into `cat >/dev/null`, as
+        # it would without CMon; its longest write() is the machine's own
+        # scheduling noise at that moment, side by side with the rows'.
+        self.controls = {}
+        for fmt in ("ascii", "binary"):
+            report = self.env.path("%s-control-%s.report" % (self.name, fmt))
+            cmd = "exec %s %s write %s %s 3>&1 | cat >/dev/null" % (
+                sys.executable, os.path.abspath(__file__), fmt, report)
+            self.controls[fmt] = (self.env.spawn("control", ["sh", "-c", cmd],
+                                                 env={"CMON_LOG_FD": "3"}), report)
 
     def tool_pids(self):
         pids = []
@@ -187,6 +202,12 @@ class Row:
                   prog, rep["worst_write_s"])
             out.append("%-28s delivered %6d  lost %6d in %2d gaps  longest write %7.1f ms" %
                        (prog, got, lost, markers, rep["worst_write_s"] * 1000))
+        for fmt, (proc, report) in self.controls.items():
+            check(proc.wait(60) == 0, "control %s: %s", fmt, proc.stderr()[-3000:])
+            with open(report) as f:
+                rep = json.load(f)
+            out.append("%-28s into cat >/dev/null            longest write %7.1f ms" %
+                       ("control-" + fmt, rep["worst_write_s"] * 1000))
         return out
 
 
@@ -205,11 +226,13 @@ def main():
         tm = tt.Telemonitor(env, reg[0], rc(env))
         results = []
 
-        def row(name, fault, tm_up=True):
+        def row(name, fault, tm_up=True, before=None):
             r = Row(env, name)
             if not tm_up:
                 tm.proc.kill()
                 tm.proc.wait()
+            if before:
+                before(r)
             r.start_programs(reg[0])
             time.sleep(FAULT_AT)
             fault(r)
@@ -235,6 +258,14 @@ def main():
             time.sleep(PAUSE)
             proc_signal(signal.SIGCONT)
 
+        def stop_early(proc_signal):
+            """(before, fault): stopped before the programs start, continued
+            PAUSE seconds later."""
+            def fault(r):
+                time.sleep(max(0.0, PAUSE - FAULT_AT))
+                proc_signal()(signal.SIGCONT)
+            return (lambda r: proc_signal()(signal.SIGSTOP)), fault
+
         def reg_kill(r):
             reg[0].kill()
             reg[0].p.wait()
@@ -247,15 +278,20 @@ def main():
 
         for k in range(ROUNDS):
             n = "#%d" % k if ROUNDS > 1 else ""
+            row("none" + n, lambda r: None)
             row("tm_kill" + n, tm_kill)
             row("tm_kill_twice" + n, lambda r: tm_kill(r, times=2))
             row("tm_kill_stall" + n, tm_kill_stall)
             row("tm_late" + n, lambda r: tm_kill(r, gap=2.0))
             row("tm_stop" + n, lambda r: pause(tm.proc.signal, r))
+            b, f = stop_early(lambda: tm.proc.signal)
+            row("tm_stop_early" + n, f, before=b)
             row("tool_kill" + n, lambda r: r.kill_tools())
             row("tool_stop" + n, lambda r: pause(r.signal_tools, r))
             row("reg_kill" + n, reg_kill)
             row("reg_stop" + n, lambda r: pause(reg[0].signal, r))
+            b, f = stop_early(lambda: reg[0].signal)
+            row("reg_stop_early" + n, f, before=b)
             row("no_consumer" + n, no_consumer, tm_up=False)
         print("\n".join(results))
         tm.stop()
