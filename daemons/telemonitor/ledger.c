@@ -262,9 +262,47 @@ struct orphan {
 	pid_t pgid;
 };
 
+/* Does process `pid` belong to group `pgid` and still run (not a zombie
+ * waiting for a parent that may be slow to reap it: an orphan's parent is
+ * whatever init the machine or container has)? */
+static bool member_running(const char *pid, pid_t pgid)
+{
+	char path[300], buf[512], state;
+	int group = 0, fd;
+	ssize_t n;
+	char *p;
+
+	snprintf(path, sizeof path, "/proc/%s/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');              /* "PID (COMM) STATE PPID PGRP ..." */
+	if (!p || sscanf(p + 1, " %c %*d %d", &state, &group) != 2)
+		return false;
+	return group == pgid && state != 'Z' && state != 'X';
+}
+
 static bool group_alive(pid_t pgid)
 {
-	return kill(-pgid, 0) == 0 || errno == EPERM;
+	struct dirent *d;
+	bool alive = false;
+	DIR *dp;
+
+	if (kill(-pgid, 0) < 0 && errno != EPERM)
+		return false;
+	dp = opendir("/proc");
+	if (!dp)
+		return true;
+	while (!alive && (d = readdir(dp)))
+		if (d->d_name[0] >= '1' && d->d_name[0] <= '9')
+			alive = member_running(d->d_name, pgid);
+	closedir(dp);
+	return alive;
 }
 
 static void sleep_s(double s)
