@@ -159,25 +159,33 @@ class Row:
                 pass
 
     def kill_tools(self):
-        """kill -9 each tool at a moment when it holds no record of its own:
-        stopped while blocked reading its input (cat reads, then writes what
-        it read; killed in between, it would lose records that were
-        delivered to it — a loss inside the tool nobody outside can count).
-        What is still in its pipe is the telemonitor's to count."""
+        """kill -9 each tool at a moment when it holds no record of its own
+        (cat reads, then writes what it read; killed in between, it would
+        lose records that were delivered to it — a loss inside the tool
+        that nobody outside can count). What is still in its pipe is the
+        telemonitor's to count. cat copies byte for byte, so it holds
+        nothing exactly when the bytes it has read minus those it has
+        written (/proc/PID/io) are at their least: stop it a few times to
+        learn that least, then kill it stopped at such a moment."""
+        def held(pid):
+            with open("/proc/%d/io" % pid) as f:
+                io = dict(ln.split(": ") for ln in f.read().splitlines())
+            return int(io["rchar"]) - int(io["wchar"])
+
         for pid in self.tool_pids():
             try:
-                for _ in range(200):
+                seen = []
+                for k in range(400):
                     os.killpg(pid, signal.SIGSTOP)
                     time.sleep(0.002)
-                    with open("/proc/%d/syscall" % pid) as f:
-                        in_read = f.read().split()[0] == "0"     # read(2) on x86-64
-                    if in_read:
+                    seen.append(held(pid))
+                    if k >= 20 and seen[-1] == min(seen):
                         os.killpg(pid, signal.SIGKILL)
                         os.killpg(pid, signal.SIGCONT)
                         break
                     os.killpg(pid, signal.SIGCONT)
                     time.sleep(0.001)
-            except (ProcessLookupError, FileNotFoundError, IndexError):
+            except (ProcessLookupError, FileNotFoundError):
                 pass                    # it ended meanwhile
 
     def finish(self, tm):
