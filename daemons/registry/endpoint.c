@@ -6,8 +6,8 @@
  *                  (an announcer on loopback, or on our Unix socket, may
  *                  also name a loopback address);
  *   "unix:PATH"    only from this machine (loopback or our Unix socket),
- *                  only under the directory given with -unix-dir, and only
- *                  if PATH is a socket there (not a link to one elsewhere);
+ *                  only directly in the directory given with -unix-dir, and
+ *                  only if PATH is a socket there (not a link to one);
  *   anything else (a host name, another host's address, the unspecified
  *   address) is refused: the registry never resolves a name. */
 #include <arpa/inet.h>
@@ -78,22 +78,18 @@ static void ip_format(int family, const uint8_t *addr, uint16_t port, char *out,
 	snprintf(out, size, family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
 }
 
-/* True if `path` names an entry strictly below directory `dir` (absolute,
- * no trailing slash) without "." or ".." components or doubled slashes,
- * so that the comparison of strings is a comparison of places. */
-static bool path_under(const char *path, const char *dir)
+/* True if `path` names an entry directly in directory `dir` (absolute,
+ * no trailing slash): "DIR/NAME" with NAME neither "." nor ".." and
+ * without a slash, so no component but the last can be a link elsewhere
+ * and the comparison of strings is a comparison of places. */
+static bool path_in(const char *path, const char *dir)
 {
 	size_t dl = strlen(dir);
-	size_t pl = strlen(path);
+	const char *name = path + dl + 1;
 
-	if (path[0] != '/' || strncmp(path, dir, dl) != 0 || path[dl] != '/' || !path[dl + 1])
+	if (strncmp(path, dir, dl) != 0 || path[dl] != '/' || !*name || strchr(name, '/'))
 		return false;
-	if (strstr(path, "//") || strstr(path, "/./") || strstr(path, "/../"))
-		return false;
-	if ((pl >= 2 && strcmp(path + pl - 2, "/.") == 0) ||
-	    (pl >= 3 && strcmp(path + pl - 3, "/..") == 0))
-		return false;
-	return true;
+	return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
 int endpoint_check(const char *announced, const struct sockaddr *peer, const char *unix_dir,
@@ -126,8 +122,8 @@ int endpoint_check(const char *announced, const struct sockaddr *peer, const cha
 				 "from another machine (%s)", announced, pname);
 			return -EPERM;
 		}
-		if (!path_under(a.path, unix_dir)) {
-			snprintf(why, whylen, "data endpoint %s refused: not a plain path under %s",
+		if (!path_in(a.path, unix_dir)) {
+			snprintf(why, whylen, "data endpoint %s refused: not a socket directly in %s",
 				 announced, unix_dir);
 			return -EPERM;
 		}

@@ -34,7 +34,7 @@ static const char usage[] =
 	"  -hello-timeout SEC  disconnect peers silent for SEC seconds after\n"
 	"                      connecting (default 10)\n"
 	"  -unix-dir DIR       accept unix:PATH data endpoints from this machine when\n"
-	"                      PATH is a socket under DIR (default: refuse them)\n"
+	"                      PATH is a socket directly in DIR (default: refuse them)\n"
 	"  --help, --version\n";
 
 /* Command-line settings. */
