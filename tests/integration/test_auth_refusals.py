@@ -8,6 +8,8 @@ The registry passes on a data endpoint only if it is the announcer's own
 address (":PORT", its numeric peer address, loopback from loopback) or a
 Unix socket directly in -unix-dir; anything else is refused with an Error
 naming the endpoint and a log line, and no subscriber ever hears of it.
+A telemonitor keeps the token in its store, so it re-attaches after a
+restart even while the registry is down.
 
 Each refusal is checked here, and each legitimate case still works."""
 import os
@@ -16,6 +18,7 @@ import ssl
 import time
 
 import cmontest as ct
+import telemontest as tt
 from cmontest import check
 
 ERROR_BAD_NAME, ERROR_DENIED = 3, 6
@@ -299,9 +302,35 @@ def remote_announcer(env):
     check(reg.alive(), "registry died")
 
 
+def telemonitor_keeps_token(env):
+    """The telemonitor shows the token it was given; killed and started
+    again while the registry is down, it re-attaches with the token it
+    kept in its store, and is not refused."""
+    reg = env.registry()
+    tm = tt.Telemonitor(env, reg, tt.rc_class("authtm", tool="cat", block=False))
+    gate = env.path("tm.gate")
+    snarf = env.snarflog("authtm", reg=reg, cmd=ct.logwriter_cmd(
+        "--count", "400", "--gate-after", "200", "--gate", gate))
+    inst = tm.instance(lambda i: i["prog"] == "authtm" and i["records"] == 200,
+                       what="the first 200 records")
+    tm.proc.kill()
+    reg.kill()
+    tm.start()
+    tm.instance(lambda i: i["id"] == inst["id"] and i["state"] == "monitoring",
+                what="the instance re-attached without a registry")
+    open(gate, "w").close()
+    check(snarf.wait(30) == 0, "snarflog: %s", snarf.stderr())
+    done = tm.instance(lambda i: i["id"] == inst["id"] and i["state"] == "ended",
+                       what="the instance ended")
+    check(done["records"] + done["lost"] == 400, "every record accounted for: %r", done)
+    check("not authorized" not in snarf.stderr(), "telemonitor refused: %s", snarf.stderr())
+    tm.stop()
+
+
 def main():
     with ct.Env("auth_refusals") as env:
         token_refusals(env)
+        telemonitor_keeps_token(env)
         tls_peers(env)
         endpoint_refusals(env)
         remote_announcer(env)
