@@ -114,15 +114,18 @@ void conn_close_all(struct reg *r);                      /* shutdown: free every
 void conn_reap(evutil_socket_t fd, short what, void *arg); /* free retired connections */
 int conn_send(struct conn *c, const Cmon__Msg *m);       /* queue a message (kills on backlog) */
 
-/* endpoint.c — which data endpoints are passed on to subscribers. */
+/* endpoint.c — which data endpoints are passed on to subscribers.
+ * endpoint_check(): may the peer at `peer` announce `announced`? 0 with
+ * `out` the endpoint to pass on (numeric); -EPERM (refused: someone else's
+ * endpoint) or -EINVAL (not an address), with `why` naming it. */
 int endpoint_check(const char *announced, const struct sockaddr *peer, const char *unix_dir,
 		   char *out, size_t outlen, char *why, size_t whylen);
-	/* 0 with `out` the endpoint to pass on; -EPERM (refused) or -EINVAL, with `why` */
 
 /* matcher.c — instances, classes and notifications. */
 int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Announce *a,
-			 const char *endpoint, struct instance **out);
-	/* `endpoint` as endpoint_check() gave it; 1: an auto class wants it, 0, -ENOMEM */
+			 const char *endpoint, struct instance **out); /* endpoint: as checked;
+			                                                  1: an auto class wants
+			                                                  it, 0, -ENOMEM */
 void matcher_remove_instance(struct reg *r, struct instance *inst, bool clean); /* + InstanceGone */
 int matcher_add_sub(struct reg *r, struct conn *owner, const Cmon__Subscribe *s, char *why,
 		    size_t size);                        /* 0 or -ErrorCode; sends Ups + Ack */
