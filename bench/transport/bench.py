@@ -111,15 +111,26 @@ def w_cat(fmt, work):
     return t
 
 
+def token_args(snarf=None):
+    """(snarflog's -token-file, cmon-sub's) for our snarflog; a baseline
+    that predates consumer tokens needs none."""
+    if snarf not in (None, SNARF):
+        return [], []
+    tok = fresh("snarf.token")
+    return ["-token-file", tok], ["-token-file", tok]
+
+
 def w_snarf(fmt, work, stalled, snarf=None, pause=False):
     go, portfile = fresh("go"), fresh("snarf.port")
-    s = spawn([snarf or SNARF, "bench", "-standalone", "-portfile", portfile, "-drain", "0.2",
-               "--", GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work), "-wait", go])
+    s_tok, c_tok = token_args(snarf)
+    s = spawn([snarf or SNARF, "bench", "-standalone", "-portfile", portfile, "-drain", "0.2"] +
+              s_tok + ["--", GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work),
+                       "-wait", go])
     port = wait_file(portfile)
     sub = None
     if stalled:
         sub = spawn([SUB, "-connect", "127.0.0.1:" + port, "-stall", "-rcvbuf", "4096",
-                     "-o", "/dev/null"], stderr=subprocess.DEVNULL)
+                     "-o", "/dev/null"] + c_tok, stderr=subprocess.DEVNULL)
     if stalled or pause:
         time.sleep(0.3)                     # connected and accepted as the consumer
     open(go, "w").close()
@@ -152,10 +163,11 @@ def f_socat():
 
 def f_snarf():
     go, portfile = fresh("go"), fresh("snarf.port")
-    s = spawn([SNARF, "bench", "-standalone", "-portfile", portfile, "--",
+    s_tok, c_tok = token_args()
+    s = spawn([SNARF, "bench", "-standalone", "-portfile", portfile] + s_tok + ["--",
                GEN, "-n", str(N_FWD), "-wait", go])
     port = wait_file(portfile)
-    sub = spawn([SUB, "-connect", "127.0.0.1:" + port, "-block", "-o", "/dev/null"])
+    sub = spawn([SUB, "-connect", "127.0.0.1:" + port, "-block", "-o", "/dev/null"] + c_tok)
     time.sleep(0.2)
     t0 = time.monotonic()
     open(go, "w").close()

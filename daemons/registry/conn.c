@@ -158,15 +158,27 @@ static void on_announce(struct conn *c, const Cmon__Announce *a)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__AnnounceAck ack = CMON__ANNOUNCE_ACK__INIT;
-	char why[200];
+	char why[CMON_ADDRSTR_MAX + 200], endpoint[CMON_ADDRSTR_MAX];
 	int r;
 
 	if (!cmon_instance_ok(a->instance, why, sizeof why)) {
 		conn_fail(c, CMON__ERROR_CODE__ERROR_BAD_NAME, "bad announce: %s", why);
 		return;
 	}
-	r = matcher_add_instance(c->reg, c, a->instance, a->has_reannounce && a->reannounce,
-				 &c->inst);
+	if (a->has_token && a->token.len != CMON_TOKEN_LEN) {
+		conn_fail(c, CMON__ERROR_CODE__ERROR_BAD_NAME, "bad announce: a token of %zu bytes "
+			  "(want %d)", a->token.len, CMON_TOKEN_LEN);
+		return;
+	}
+	/* Subscribers will dial this: only the announcer's own address. */
+	r = endpoint_check(a->instance->data_endpoint, (struct sockaddr *)&c->peer_sa,
+			   c->reg->unix_dir, endpoint, sizeof endpoint, why, sizeof why);
+	if (r < 0) {
+		conn_fail(c, r == -EPERM ? CMON__ERROR_CODE__ERROR_DENIED
+					 : CMON__ERROR_CODE__ERROR_BAD_NAME, "%s", why);
+		return;
+	}
+	r = matcher_add_instance(c->reg, c, a, endpoint, &c->inst);
 	if (r < 0) {
 		conn_fail(c, CMON__ERROR_CODE__ERROR_LIMIT, "out of memory");
 		return;
@@ -323,7 +335,7 @@ static void hello_timeout(evutil_socket_t fd, short what, void *arg)
 void conn_accept(struct reg *r, int fd)
 {
 	struct timeval hello = { r->hello_timeout_s, 0 }, wr = { 30, 0 };
-	char *colon;
+	socklen_t salen = sizeof(struct sockaddr_storage);
 	struct conn *c;
 
 	if (r->nconns >= r->max_conns) {
@@ -349,12 +361,9 @@ void conn_accept(struct reg *r, int fd)
 	c->tokens = REG_MSG_BURST;
 	event_base_gettimeofday_cached(r->base, &c->refill);
 	cmon_peer_name(fd, c->peer, sizeof c->peer);
-	/* "1.2.3.4:5" -> "1.2.3.4"; "[::1]:5" -> "::1" (filled into endpoints). */
-	snprintf(c->peer_host, sizeof c->peer_host, "%.*s", (int)sizeof c->peer_host - 1,
-		 c->peer[0] == '[' ? c->peer + 1 : c->peer);
-	colon = strrchr(c->peer_host, c->peer[0] == '[' ? ']' : ':');
-	if (colon && strncmp(c->peer, "unix", 4) != 0)
-		*colon = '\0';
+	/* Where the peer is: the only address its announce may name. */
+	if (getpeername(fd, (struct sockaddr *)&c->peer_sa, &salen) < 0)
+		c->peer_sa.ss_family = AF_UNSPEC;
 	cmon_socket_tune(fd);
 	c->bev = cmon_tls_accept_bev(r->base, r->tls, fd);
 	c->timer = evtimer_new(r->base, hello_timeout, c);

@@ -17,7 +17,7 @@
 static const char usage[] =
 	"usage: telemonreg [-listen ADDR]... [-portfile FILE] [-debug]\n"
 	"                  [-tls-cert FILE -tls-key FILE [-tls-ca FILE]]\n"
-	"                  [-max-conns N] [-hello-timeout SECONDS]\n"
+	"                  [-max-conns N] [-hello-timeout SECONDS] [-unix-dir DIR]\n"
 	"\n"
 	"The CMon registry: snarflogs announce monitored programs here and\n"
 	"telemonitors subscribe to classes of them.\n"
@@ -33,6 +33,8 @@ static const char usage[] =
 	"  -max-conns N        refuse connections beyond N (default: open-file limit)\n"
 	"  -hello-timeout SEC  disconnect peers silent for SEC seconds after\n"
 	"                      connecting (default 10)\n"
+	"  -unix-dir DIR       accept unix:PATH data endpoints from this machine when\n"
+	"                      PATH is a socket directly in DIR (default: refuse them)\n"
 	"  --help, --version\n";
 
 /* Command-line settings. */
@@ -44,6 +46,7 @@ struct options {
 	struct cmon_tls_opts tls;          /* -tls-* */
 	long max_conns;                    /* -max-conns, 0 = from rlimit */
 	long hello_timeout;                /* -hello-timeout */
+	char *unix_dir;                    /* -unix-dir, without trailing slashes */
 };
 
 static long parse_long(const char *s, const char *opt, long lo, long hi)
@@ -63,7 +66,7 @@ static long parse_long(const char *s, const char *opt, long lo, long hi)
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_LISTEN = 1, O_PORTFILE, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXC, O_HELLO,
-	       O_HELP, O_VERSION };
+	       O_UNIXDIR, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "portfile", required_argument, NULL, O_PORTFILE },
@@ -73,6 +76,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "tls-ca", required_argument, NULL, O_CA },
 		{ "max-conns", required_argument, NULL, O_MAXC },
 		{ "hello-timeout", required_argument, NULL, O_HELLO },
+		{ "unix-dir", required_argument, NULL, O_UNIXDIR },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -98,6 +102,21 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_HELLO:
 			o->hello_timeout = parse_long(optarg, "-hello-timeout", 1, 3600);
 			break;
+		case O_UNIXDIR: {
+			size_t n = strlen(optarg);
+			while (n > 1 && optarg[n - 1] == '/')
+				optarg[--n] = '\0';
+			if (optarg[0] != '/' || n < 2 || strstr(optarg, "//") ||
+			    strstr(optarg, "/./") || strstr(optarg, "/../") ||
+			    strcmp(optarg + n - 2, "/.") == 0 ||
+			    (n >= 3 && strcmp(optarg + n - 3, "/..") == 0)) {
+				fprintf(stderr, "telemonreg: -unix-dir needs an absolute directory "
+					"other than / (without . or .. components), not '%s'\n", optarg);
+				exit(2);
+			}
+			o->unix_dir = optarg;
+			break;
+		}
 		case O_HELP:
 			fputs(usage, stdout);
 			exit(0);
@@ -167,6 +186,7 @@ int main(int argc, char **argv)
 	TAILQ_INIT(&r.subs);
 	r.max_conns = connection_limit(o.max_conns);
 	r.hello_timeout_s = (int)o.hello_timeout;
+	r.unix_dir = o.unix_dir;
 	r.base = event_base_new();
 	if (!r.base) {
 		cmon_err("cannot create event loop");

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "cmon/log.h"
 #include "registry.h"
 
@@ -41,6 +43,12 @@ static void notify_up(struct sub *s, struct instance *inst, bool is_new)
 	up.is_new = is_new;
 	up.has_auto_ = true;
 	up.auto_ = s->autostart;
+	/* The token goes to this class's subscriber only, and nowhere else. */
+	if (inst->has_token) {
+		up.has_token = true;
+		up.token.data = inst->token;
+		up.token.len = sizeof inst->token;
+	}
 	m.kind_case = CMON__MSG__KIND_INSTANCE_UP;
 	m.instance_up = &up;
 	conn_send(s->owner, &m);
@@ -63,33 +71,18 @@ static void notify_gone(struct sub *s, struct instance *inst, bool clean)
 
 static void instance_free(struct instance *inst)
 {
+	OPENSSL_cleanse(inst->token, sizeof inst->token);
 	free(inst->info.program);
 	free(inst->info.machine);
 	free(inst->info.data_endpoint);
 	free(inst);
 }
 
-/* Make the endpoint something a subscriber can dial: ":PORT" (snarflog
- * bound every interface) becomes the address the announce came from. */
-static char *endpoint_resolve(const char *ep, const struct conn *owner)
+int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Announce *a,
+			 const char *endpoint, struct instance **out)
 {
-	struct cmon_addr a;
-	char buf[CMON_ADDRSTR_MAX];
-
-	if (cmon_addr_parse(ep, 0, &a) < 0)
-		return NULL;
-	if (a.kind == CMON_ADDR_TCP && !a.host[0]) {
-		if (owner->peer_host[0] == '\0' || strncmp(owner->peer_host, "unix", 4) == 0)
-			strcpy(a.host, "localhost");
-		else
-			snprintf(a.host, sizeof a.host, "%s", owner->peer_host);
-	}
-	return strdup(cmon_addr_format(&a, buf, sizeof buf));
-}
-
-int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Instance *in,
-			 bool reannounce, struct instance **out)
-{
+	const Cmon__Instance *in = a->instance;
+	bool reannounce = a->has_reannounce && a->reannounce;
 	struct instance *inst = calloc(1, sizeof *inst);
 	bool auto_wanted = false;
 	struct sub *s;
@@ -100,7 +93,7 @@ int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Instance
 	inst->owner = owner;
 	inst->info.program = strdup(in->program);
 	inst->info.machine = strdup(in->machine);
-	inst->info.data_endpoint = endpoint_resolve(in->data_endpoint, owner);
+	inst->info.data_endpoint = strdup(endpoint);
 	if (!inst->info.program || !inst->info.machine || !inst->info.data_endpoint) {
 		instance_free(inst);
 		return -ENOMEM;
@@ -115,6 +108,10 @@ int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Instance
 	inst->info.tls = in->has_tls && in->tls;
 	inst->info.has_key = true;
 	inst->info.key = ++r->next_key;
+	if (a->has_token && a->token.len == sizeof inst->token) {
+		inst->has_token = true;
+		memcpy(inst->token, a->token.data, sizeof inst->token);
+	}
 	TAILQ_INSERT_TAIL(&r->instances, inst, link);
 	r->ninstances++;
 	cmon_debug("instance up: %s on %s pid %lld at %s (key %llu%s) from %s",

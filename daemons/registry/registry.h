@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -16,6 +17,7 @@
 #include "cmon/names.h"
 #include "cmon/net.h"
 #include "cmon/proto.h"
+#include "cmon/token.h"
 
 /* Limits on what one peer can make the registry hold or do. */
 #define REG_MAX_SUBS_PER_CONN 10000      /* classes one telemonitor may add */
@@ -42,6 +44,8 @@ struct instance {
 	TAILQ_ENTRY(instance) link;   /* in reg.instances */
 	struct conn *owner;           /* the snarflog connection that announced it */
 	Cmon__Instance info;          /* what we tell subscribers (strings owned) */
+	bool has_token;               /* it announced a token... */
+	uint8_t token[CMON_TOKEN_LEN]; /* ...which only InstanceUp carries, to matching classes */
 };
 
 /* A class of instances one telemonitor connection wants to hear about. */
@@ -68,7 +72,7 @@ struct conn {
 	enum conn_state state;        /* see enum conn_state */
 	struct bufferevent *bev;      /* socket or TLS stream */
 	char peer[CMON_ADDRSTR_MAX];  /* "addr:port" for log lines */
-	char peer_host[CMON_HOST_MAX + 1]; /* address only, to fill in ":PORT" endpoints */
+	struct sockaddr_storage peer_sa; /* the peer's address: what it may announce */
 	struct event *timer;          /* Hello deadline, then close deadline */
 	struct instance *inst;        /* CONN_ANNOUNCED: its instance */
 	struct sub_list subs;         /* CONN_TELEMONITOR: its classes */
@@ -89,6 +93,7 @@ struct reg {
 	size_t nconns;                /* live connections */
 	size_t max_conns;             /* refuse beyond this */
 	int hello_timeout_s;          /* seconds a new peer has to say Hello */
+	const char *unix_dir;         /* -unix-dir: where unix: data endpoints may be, or NULL */
 	struct instance_list instances; /* every announced instance */
 	size_t ninstances;            /* length of instances */
 	struct sub_list subs;         /* every class of every telemonitor */
@@ -109,9 +114,18 @@ void conn_close_all(struct reg *r);                      /* shutdown: free every
 void conn_reap(evutil_socket_t fd, short what, void *arg); /* free retired connections */
 int conn_send(struct conn *c, const Cmon__Msg *m);       /* queue a message (kills on backlog) */
 
+/* endpoint.c — which data endpoints are passed on to subscribers.
+ * endpoint_check(): may the peer at `peer` announce `announced`? 0 with
+ * `out` the endpoint to pass on (numeric); -EPERM (refused: someone else's
+ * endpoint) or -EINVAL (not an address), with `why` naming it. */
+int endpoint_check(const char *announced, const struct sockaddr *peer, const char *unix_dir,
+		   char *out, size_t outlen, char *why, size_t whylen);
+
 /* matcher.c — instances, classes and notifications. */
-int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Instance *in,
-			 bool reannounce, struct instance **out); /* 1: an auto class wants it, 0, -ENOMEM */
+int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Announce *a,
+			 const char *endpoint, struct instance **out); /* endpoint: as checked;
+			                                                  1: an auto class wants
+			                                                  it, 0, -ENOMEM */
 void matcher_remove_instance(struct reg *r, struct instance *inst, bool clean); /* + InstanceGone */
 int matcher_add_sub(struct reg *r, struct conn *owner, const Cmon__Subscribe *s, char *why,
 		    size_t size);                        /* 0 or -ErrorCode; sends Ups + Ack */

@@ -127,6 +127,9 @@ static void send_announce(struct reglink *rl)
 	a.instance = &in;
 	a.has_reannounce = true;
 	a.reannounce = rl->announced;
+	a.has_token = true;                 /* the registry hands it to matching subscribers */
+	a.token.data = s->token;
+	a.token.len = sizeof s->token;
 	m.kind_case = CMON__MSG__KIND_ANNOUNCE;
 	m.announce = &a;
 	cmon_send_hello(out, CMON__ROLE__ROLE_SNARFLOG, "snarflog " CMON_VERSION);

@@ -21,7 +21,7 @@ static const char usage[] =
 	"usage: snarflog PROGNAME [-ascii|-binary] [-buffer NBYTES] [-fifo PATH] [-debug]\n"
 	"                [-regmachine HOST[:PORT]] [-standalone] [-data-listen ADDR]\n"
 	"                [-machine NAME] [-hold SECONDS] [-drain SECONDS] [-maxblock SECONDS]\n"
-	"                [-portfile FILE]"
+	"                [-portfile FILE] [-token-file FILE]\n"
 	"                [-hello-timeout SECONDS] [-tls-cert FILE -tls-key FILE]\n"
 	"                [-tls-ca FILE] [-- CMD ARGS...]\n"
 	"\n"
@@ -47,6 +47,8 @@ static const char usage[] =
 	"  -maxblock SECONDS   longest a blocking consumer may hold the program up\n"
 	"                      before the oldest records are dropped (default 1)\n"
 	"  -portfile FILE      write the data endpoint's port to FILE\n"
+	"  -token-file FILE    write the token a consumer must show to FILE (mode 0600),\n"
+	"                      for consumers that do not come through the registry\n"
 	"  -hello-timeout SEC  drop data connections that have not sent Hello and\n"
 	"                      Start within SEC seconds (default 10)\n"
 	"  -tls-cert, -tls-key, -tls-ca FILE   TLS (default $CMON_TLS_CERT, ...)\n"
@@ -99,7 +101,7 @@ static double parse_seconds(const char *s, const char *opt)
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	enum { O_ASCII = 1, O_BINARY, O_BUFFER, O_FIFO, O_DEBUG, O_REG, O_REGNAME, O_STANDALONE,
-	       O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_MAXBLOCK, O_HELLO, O_PORTFILE, O_CERT, O_KEY, O_CA, O_HELP,
+	       O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_MAXBLOCK, O_HELLO, O_PORTFILE, O_TOKENFILE, O_CERT, O_KEY, O_CA, O_HELP,
 	       O_VERSION };
 	static const struct option opts[] = {
 		{ "ascii", no_argument, NULL, O_ASCII },
@@ -117,6 +119,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "maxblock", required_argument, NULL, O_MAXBLOCK },
 		{ "hello-timeout", required_argument, NULL, O_HELLO },
 		{ "portfile", required_argument, NULL, O_PORTFILE },
+		{ "token-file", required_argument, NULL, O_TOKENFILE },
 		{ "tls-cert", required_argument, NULL, O_CERT },
 		{ "tls-key", required_argument, NULL, O_KEY },
 		{ "tls-ca", required_argument, NULL, O_CA },
@@ -165,6 +168,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 				die_usage("%s", "-hello-timeout must be at least 1");
 			break;
 		case O_PORTFILE: o->portfile = optarg; break;
+		case O_TOKENFILE: o->token_file = optarg; break;
 		case O_CERT: o->tls.cert = optarg; break;
 		case O_KEY: o->tls.key = optarg; break;
 		case O_CA: o->tls.ca = optarg; break;

@@ -27,6 +27,7 @@
 #include "cmon/net.h"
 #include "cmon/proto.h"
 #include "cmon/tls.h"
+#include "cmon/token.h"
 
 /* Limits and defaults. */
 #define SNARF_DEFAULT_BUFFER (2u << 20)   /* -buffer default: 2 MiB */
@@ -55,6 +56,7 @@ struct options {
 	const char *data_listen;      /* -data-listen / CMON_DATA_LISTEN */
 	const char *machine;          /* -machine (default: host name) */
 	const char *portfile;         /* -portfile: write the data port there */
+	const char *token_file;       /* -token-file: write the consumer token there (0600) */
 	double hold_s;                /* -hold: seconds to hold for an auto subscriber */
 	double drain_s;               /* -drain: seconds to deliver at end of log */
 	double maxblock_s;            /* -maxblock: longest stall a blocking consumer causes */
@@ -145,7 +147,9 @@ struct snarf {
 	uint64_t block_expiries;      /* how often that happened */
 	uint64_t dropped_reported;    /* `dropped` at the last summary */
 	struct evconnlistener *data_listener; /* the data endpoint */
-	char endpoint[CMON_ADDRSTR_MAX]; /* what we announce: ":PORT", "HOST:PORT", "unix:P" */
+	char endpoint[CMON_ADDRSTR_MAX]; /* what we announce: ":PORT", "IP:PORT", "unix:P" */
+	uint8_t token[CMON_TOKEN_LEN]; /* what a consumer must show in Start (random,
+	                                 this run only); sent to the registry only */
 	struct stream *active;        /* the consumer being streamed to, or NULL */
 	bool active_blocks;           /* ...and it asked for `block` */
 	bool consumer_lost;           /* the last consumer vanished without being done:
@@ -191,7 +195,7 @@ void input_stop(struct snarf *s);                        /* cut what is staged, 
 void input_close(struct snarf *s);                       /* release the input */
 
 /* stream.c — the data endpoint. */
-int stream_listen(struct snarf *s);                      /* open the data endpoint */
+int stream_listen(struct snarf *s);                      /* make the token, open the data endpoint */
 void stream_pump(struct snarf *s);                       /* move records to the consumer's socket */
 void stream_dropped(struct snarf *s, uint64_t n);        /* n oldest records were dropped */
 void stream_format_known(struct snarf *s);               /* a waiting consumer may be Accepted */

@@ -1,11 +1,15 @@
 /* The data endpoint: telemonitors connect here and, one at a time, receive
  * the log: Accepted, the saved header, then whole records with LogGap
- * wherever records were dropped, and LogEnd. Each connection is an
+ * wherever records were dropped, and LogEnd. Only a consumer the registry
+ * sent (it shows the instance's token in Start) or one whose certificate
+ * our CA vouches for may start; anyone else gets an Error and is closed
+ * before anything about the stream changes. Each connection is an
  * explicit state machine (enum stream_state) driven by stream_drive().
  * Records move from the buffer to a socket only while that socket has
  * less than SNARF_OUT_HIGH bytes queued, so a stalled consumer makes the
  * buffer drop old records instead of growing memory. */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -166,6 +170,26 @@ static void send_accepted(struct stream *st, uint64_t skipped)
 	st->state = ST_STREAMING;
 }
 
+/* May this peer become the consumer? It must show the instance's token,
+ * or, without one, have a certificate our CA verified (mutual TLS). A
+ * wrong token is refused even then: it was meant for another instance. */
+static bool start_allowed(const struct stream *st, const Cmon__Start *m, char *why, size_t size)
+{
+	const struct snarf *s = st->s;
+
+	if (m->has_token) {
+		if (cmon_token_equal(s->token, m->token.data, m->token.len))
+			return true;
+		snprintf(why, size, "not authorized: wrong token");
+		return false;
+	}
+	if (s->opt.tls.ca && cmon_tls_peer_verified(st->bev))
+		return true;
+	snprintf(why, size, "not authorized: no token%s",
+		 s->opt.tls.ca ? "" : " (ask the registry, or read snarflog's -token-file)");
+	return false;
+}
+
 /* The consumer's Start: become the consumer, or be told who is. */
 static void on_start(struct stream *st, const Cmon__Start *m)
 {
@@ -173,7 +197,14 @@ static void on_start(struct stream *st, const Cmon__Start *m)
 	Cmon__Msg bm = CMON__MSG__INIT;
 	Cmon__Busy busy = CMON__BUSY__INIT;
 	uint64_t skipped = 0;
+	char why[120];
 
+	/* First, so a stranger learns nothing (not even who holds the stream)
+	 * and changes nothing: no block, no consumer, no hold released. */
+	if (!start_allowed(st, m, why, sizeof why)) {
+		stream_fail(st, CMON__ERROR_CODE__ERROR_DENIED, why);
+		return;
+	}
 	if (s->active || s->phase >= PH_LEAVING) {
 		busy.holder = s->active ? s->active->peer : "nobody (snarflog is exiting)";
 		bm.kind_case = CMON__MSG__KIND_BUSY;
@@ -389,6 +420,51 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 		  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
+/* What to announce for the TCP socket `fd`: ":PORT" when it listens on
+ * every interface (the registry fills in the address it sees us at),
+ * else its numeric address (never a name: the registry passes on only
+ * our own address). */
+static void endpoint_of(int fd, char *buf, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+		snprintf(buf, size, ":%u", cmon_socket_port(fd));
+		return;
+	}
+	if ((ss.ss_family == AF_INET &&
+	     ((struct sockaddr_in *)&ss)->sin_addr.s_addr == htonl(INADDR_ANY)) ||
+	    (ss.ss_family == AF_INET6 &&
+	     IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&ss)->sin6_addr)))
+		snprintf(buf, size, ":%u", cmon_socket_port(fd));
+	else
+		cmon_sockaddr_format((struct sockaddr *)&ss, len, buf, size);
+}
+
+/* This run's token, and the file a consumer without a registry reads it
+ * from. Without randomness there is no token: nobody could be told apart
+ * from a stranger, so the endpoint stays shut. */
+static int token_make(struct snarf *s)
+{
+	int r = cmon_token_generate(s->token);
+
+	if (r < 0) {
+		cmon_err("no randomness for the consumer token");
+		return r;
+	}
+	if (s->opt.token_file) {
+		r = cmon_token_write_file(s->opt.token_file, s->token);
+		if (r < 0)
+			cmon_warn("cannot write the token to %s: %s", s->opt.token_file,
+				  strerror(-r));
+	} else if (s->opt.standalone && !s->opt.tls.ca) {
+		cmon_warn("standalone without -token-file or -tls-ca: no consumer can show "
+			  "that it may connect");
+	}
+	return 0;
+}
+
 int stream_listen(struct snarf *s)
 {
 	struct cmon_addr a;
@@ -397,6 +473,9 @@ int stream_listen(struct snarf *s)
 	size_t n = 0;
 	int r;
 
+	r = token_make(s);
+	if (r < 0)
+		return r;
 	if (cmon_addr_parse(s->opt.data_listen, 0, &a) < 0) {
 		cmon_err("bad data endpoint address '%s'", s->opt.data_listen);
 		return -EINVAL;
@@ -416,10 +495,7 @@ int stream_listen(struct snarf *s)
 	evconnlistener_set_error_cb(s->data_listener, accept_error_cb);
 	if (a.kind == CMON_ADDR_TCP) {
 		a.port = cmon_socket_port(fds[0]);
-		if (!a.host[0] || strcmp(a.host, "0.0.0.0") == 0 || strcmp(a.host, "::") == 0)
-			snprintf(s->endpoint, sizeof s->endpoint, ":%u", a.port);
-		else
-			cmon_addr_format(&a, s->endpoint, sizeof s->endpoint);
+		endpoint_of(fds[0], s->endpoint, sizeof s->endpoint);
 	} else {
 		cmon_addr_format(&a, s->endpoint, sizeof s->endpoint);
 	}

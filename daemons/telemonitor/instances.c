@@ -134,8 +134,23 @@ int instances_load(struct tmon *tm)
 	return 0;
 }
 
-void instances_up(struct tmon *tm, uint32_t sub_id, const Cmon__Instance *a, bool is_new)
+/* Remember the instance's token, if the registry sent one (a snarflog
+ * that predates tokens has none). */
+static void take_token(struct tm_instance *in, const Cmon__InstanceUp *up)
 {
+	if (!up->has_token || up->token.len != CMON_TOKEN_LEN)
+		return;
+	if (!in->has_token || memcmp(in->token, up->token.data, CMON_TOKEN_LEN) != 0)
+		in->dirty = true;
+	in->has_token = true;
+	memcpy(in->token, up->token.data, CMON_TOKEN_LEN);
+}
+
+void instances_up(struct tmon *tm, const Cmon__InstanceUp *up)
+{
+	const Cmon__Instance *a = up->instance;
+	uint32_t sub_id = up->sub_id;
+	bool is_new = up->has_is_new && up->is_new;
 	struct tm_instance *in;
 	struct tm_class *c;
 	char why[200];
@@ -167,6 +182,7 @@ void instances_up(struct tmon *tm, uint32_t sub_id, const Cmon__Instance *a, boo
 		in->class_id = c->id;
 		snprintf(in->endpoint, sizeof in->endpoint, "%s", a->data_endpoint);
 		in->tls = a->has_tls && a->tls;
+		take_token(in, up);
 		in->state = IS_LISTED;
 		r = store_instance_lookup(tm->store, in);
 		if (r == 0)
@@ -186,6 +202,7 @@ void instances_up(struct tmon *tm, uint32_t sub_id, const Cmon__Instance *a, boo
 			in->class_id = c->id;
 		snprintf(in->endpoint, sizeof in->endpoint, "%s", a->data_endpoint);
 		in->tls = a->has_tls && a->tls;
+		take_token(in, up);
 	}
 	in->up = true;
 	in->confirmed = true;

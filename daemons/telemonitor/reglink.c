@@ -135,8 +135,7 @@ static void drive(struct reglink *rl, const Cmon__Msg *m)
 		return;
 	case CMON__MSG__KIND_INSTANCE_UP:
 		if (m->instance_up->instance)
-			instances_up(rl->tm, m->instance_up->sub_id, m->instance_up->instance,
-				     m->instance_up->has_is_new && m->instance_up->is_new);
+			instances_up(rl->tm, m->instance_up);
 		return;
 	case CMON__MSG__KIND_INSTANCE_GONE:
 		instances_gone(rl->tm, m->instance_gone->instance,

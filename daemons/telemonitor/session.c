@@ -590,7 +590,9 @@ static void connected(struct bufferevent *bev, const char *peer, const char *err
 		bufferevent_enable(bev, EV_READ);
 	cmon_send_hello(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
 			"telemonitor " CMON_VERSION);
-	cmon_send_start(bufferevent_get_output(bev), s->cls.block, s->from_start && !s->streamed);
+	cmon_send_start(bufferevent_get_output(bev), s->cls.block, s->from_start && !s->streamed,
+			s->inst->has_token ? s->inst->token : NULL,
+			s->inst->has_token ? CMON_TOKEN_LEN : 0);
 }
 
 static void connect_now(struct session *s)

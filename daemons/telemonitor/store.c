@@ -72,6 +72,9 @@ static const char *const migrations[] = {
 	"  time REAL NOT NULL, what TEXT, start_ts INTEGER, end_ts INTEGER, metrics TEXT,"
 	"  recipients TEXT NOT NULL, period REAL NOT NULL, due REAL NOT NULL);"
 	"CREATE INDEX mail_digest_group ON mail_digest (instance_id, assert, line);",
+	/* 2 -> 3: the instance's token (snarflog asks for it in Start), so a
+	 * restarted telemonitor re-attaches without waiting for the registry. */
+	"ALTER TABLE instances ADD COLUMN token BLOB;",
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -92,14 +95,15 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	  " FROM instances WHERE prog=?1 AND machine=?2 AND pid=?3 AND start_ns=?4")        \
 	X(INST_INSERT,                                                                       \
 	  "INSERT INTO instances (class_id, prog, machine, pid, start_ns, endpoint, tls,"   \
-	  " first_seen, state, want, status) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)")   \
+	  " first_seen, state, want, status, token)"                                        \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)")                                \
 	X(INST_SAVE,                                                                         \
 	  "UPDATE instances SET class_id=?2, endpoint=?3, state=?4, want=?5, bytes=?6,"     \
 	  " records=?7, lost=?8, gaps=?9, skipped=?10, failures=?11, tool_restarts=?12,"    \
-	  " status=?13 WHERE id=?1")                                                         \
+	  " status=?13, token=coalesce(?14, token) WHERE id=?1")                             \
 	X(INST_OPEN,                                                                         \
 	  "SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"  \
-	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status"           \
+	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, token"    \
 	  " FROM instances WHERE ended IS NULL ORDER BY id")                                 \
 	X(INST_END, "UPDATE instances SET ended=?2, state=?3 WHERE id=?1 AND ended IS NULL") \
 	X(FAIL_INSERT,                                                                       \
@@ -456,6 +460,8 @@ int store_instance_insert(struct store *st, struct tm_instance *in)
 	bind_text(q, 9, inst_state_name(in->state));
 	sqlite3_bind_int(q, 10, in->want);
 	bind_text(q, 11, in->status);
+	if (in->has_token)
+		sqlite3_bind_blob(q, 12, in->token, CMON_TOKEN_LEN, SQLITE_STATIC);
 	if (run(st, q, "adding an instance") < 0)
 		return -EIO;
 	in->id = (uint64_t)sqlite3_last_insert_rowid(st->db);
@@ -482,6 +488,8 @@ int store_instance_save(struct store *st, const struct tm_instance *in)
 	sqlite3_bind_int64(q, 11, (sqlite3_int64)in->failures);
 	sqlite3_bind_int(q, 12, (int)in->tool_restarts);
 	bind_text(q, 13, in->status);
+	if (in->has_token)
+		sqlite3_bind_blob(q, 14, in->token, CMON_TOKEN_LEN, SQLITE_STATIC);
 	return run(st, q, "saving an instance");
 }
 
@@ -519,6 +527,10 @@ int store_instances_open(struct store *st, store_instance_cb cb, void *arg)
 		in.failures = (uint64_t)sqlite3_column_int64(q, 15);
 		in.tool_restarts = (unsigned)sqlite3_column_int(q, 16);
 		copy_col(in.status, sizeof in.status, q, 17);
+		if (sqlite3_column_bytes(q, 18) == CMON_TOKEN_LEN) {
+			in.has_token = true;
+			memcpy(in.token, sqlite3_column_blob(q, 18), CMON_TOKEN_LEN);
+		}
 		cb(arg, &in);
 	}
 	sqlite3_reset(q);

@@ -21,7 +21,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)

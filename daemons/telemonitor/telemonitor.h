@@ -34,6 +34,7 @@
 #include "cmon/net.h"
 #include "cmon/proto.h"
 #include "cmon/tls.h"
+#include "cmon/token.h"
 #include "logscan.h"
 #include "rcfile.h"
 #include "window.h"
@@ -119,6 +120,9 @@ struct tm_instance {
 	int64_t start_ns;             /* snarflog start time: with the above, the key */
 	char endpoint[CMON_ADDRSTR_MAX]; /* snarflog's data endpoint */
 	bool tls;                     /* the endpoint speaks TLS */
+	bool has_token;               /* the registry gave us its token... */
+	uint8_t token[CMON_TOKEN_LEN]; /* ...shown to its snarflog in Start (kept in the
+	                                 store, so a restart re-attaches at once) */
 	enum inst_state state;        /* see enum inst_state */
 	bool up;                      /* the registry lists it */
 	bool confirmed;               /* seen since we started (registry or data link) */
@@ -218,7 +222,7 @@ void reg_free(struct tmon *tm);
 /* Read back the instances not ended at the last stop; re-attach monitored ones. */
 int instances_load(struct tmon *tm);
 /* The registry reports instance `in` (matching class `sub_id`) running. */
-void instances_up(struct tmon *tm, uint32_t sub_id, const Cmon__Instance *in, bool is_new);
+void instances_up(struct tmon *tm, const Cmon__InstanceUp *up);
 /* The registry reports instance `in` gone (`clean`: it said goodbye). */
 void instances_gone(struct tmon *tm, const Cmon__Instance *in, bool clean);
 /* The registry has listed every running instance: forget those it did not. */

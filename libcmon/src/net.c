@@ -274,13 +274,21 @@ void cmon_socket_tune(int fd)
 
 int cmon_write_file_atomic(const char *path, const char *text)
 {
+	return cmon_write_file_mode(path, text, 0644);
+}
+
+int cmon_write_file_mode(const char *path, const char *text, mode_t mode)
+{
 	char tmp[4096];
 	size_t len = strlen(text);
 	int fd, e = 0;
 
 	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* A fresh file of ours, never one (or a link) someone put there. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, text, len) != (ssize_t)len)

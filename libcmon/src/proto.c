@@ -222,11 +222,17 @@ int cmon_send_unsubscribe(struct evbuffer *out, uint32_t id)
 	return cmon_frame_send(out, &m);
 }
 
-int cmon_send_start(struct evbuffer *out, bool block, bool from_start)
+int cmon_send_start(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
+		    size_t token_len)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__Start s = CMON__START__INIT;
 
+	if (token && token_len) {
+		s.has_token = true;
+		s.token.data = (uint8_t *)token;
+		s.token.len = token_len;
+	}
 	s.has_block = true;
 	s.block = block;
 	s.has_from_start = true;

@@ -176,6 +176,17 @@ struct bufferevent *cmon_tls_connect_bev(struct event_base *base, SSL_CTX *ctx, 
 	return bev;
 }
 
+bool cmon_tls_peer_verified(struct bufferevent *bev)
+{
+	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+
+	/* A server context only asks for (and verifies) client certificates
+	 * when a CA is configured; a certificate without verification counts
+	 * for nothing. */
+	return ssl && SSL_get0_peer_certificate(ssl) && SSL_get_verify_result(ssl) == X509_V_OK &&
+	       (SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER);
+}
+
 const char *cmon_tls_error(struct bufferevent *bev, char *buf, size_t size)
 {
 	unsigned long e = bev ? bufferevent_get_openssl_error(bev) : 0;

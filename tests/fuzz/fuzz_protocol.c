@@ -5,8 +5,9 @@
  * whole buffer and by cmon_frame_next() over an evbuffer fed in small
  * pieces — and both must agree. Every decoded message goes through what a
  * daemon does with it: name, endpoint and pattern validation, matching,
- * and a re-encode/decode round trip that must reproduce the same bytes.
- * LogData payloads go through the log-format scanners. */
+ * the registry's endpoint rules (compiled in from daemons/registry), token
+ * comparison, and a re-encode/decode round trip that must reproduce the
+ * same bytes. LogData payloads go through the log-format scanners. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,32 @@
 #include "cmon/names.h"
 #include "cmon/net.h"
 #include "cmon/proto.h"
+#include "cmon/token.h"
+
+#include "../../daemons/registry/endpoint.c"
 
 #define MUST(c) do { if (!(c)) { fprintf(stderr, "fuzz_protocol: %s\n", #c); abort(); } } while (0)
+
+/* The registry's endpoint rules for an announce from a remote peer: a
+ * passed-on endpoint is that peer's own address, nothing else. */
+static void endpoint_rules(const char *ep)
+{
+	struct sockaddr_in remote = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0xc0000207) };
+	struct sockaddr_in6 lo6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	char out[CMON_ADDRSTR_MAX], why[400];
+	struct cmon_addr a;
+
+	if (endpoint_check(ep, (struct sockaddr *)&remote, "/nonexistent-fuzz-dir", out,
+			   sizeof out, why, sizeof why) == 0) {
+		MUST(cmon_addr_parse(out, 0, &a) == 0);
+		MUST(a.kind == CMON_ADDR_TCP && strcmp(a.host, "192.0.2.7") == 0);
+	}
+	if (endpoint_check(ep, (struct sockaddr *)&lo6, NULL, out, sizeof out, why,
+			   sizeof why) == 0) {
+		MUST(cmon_addr_parse(out, 0, &a) == 0);
+		MUST(a.kind == CMON_ADDR_TCP && cmon_addr_is_local(&a));
+	}
+}
 
 /* What a daemon does with a message; must never crash. */
 static void exercise(const Cmon__Msg *m)
@@ -36,8 +61,18 @@ static void exercise(const Cmon__Msg *m)
 		if (cmon_instance_ok(m->announce->instance, why, sizeof why)) {
 			MUST(cmon_name_valid(m->announce->instance->program));
 			MUST(cmon_addr_parse(m->announce->instance->data_endpoint, 0, &a) == 0);
+			endpoint_rules(m->announce->instance->data_endpoint);
 		}
 		break;
+	case CMON__MSG__KIND_START: {
+		static const uint8_t want[CMON_TOKEN_LEN];
+		const Cmon__Start *st = m->start;
+		bool eq = cmon_token_equal(want, st->has_token ? st->token.data : NULL,
+					   st->has_token ? st->token.len : 0);
+		MUST(eq == (st->has_token && st->token.len == CMON_TOKEN_LEN &&
+			    memcmp(st->token.data, want, CMON_TOKEN_LEN) == 0));
+		break;
+	}
 	case CMON__MSG__KIND_SUBSCRIBE: {
 		const Cmon__Subscribe *s = m->subscribe;
 		if (cmon_pattern_valid(s->program) && cmon_pattern_valid(s->machine) &&

@@ -4,6 +4,7 @@
  *   cmon-sub [class options] [-o FILE]    subscribe, fetch the first matching
  *                                         instance's log, write it to FILE
  *   cmon-sub -connect ADDR [-o FILE]      fetch from a data endpoint directly
+ *            [-token HEX | -token-file FILE]   (showing snarflog's token)
  *
  * The log written is exactly what a tool would get: the saved header, whole
  * records, and a gap marker in the log's format wherever snarflog dropped
@@ -30,15 +31,18 @@
 #include "cmon/net.h"
 #include "cmon/proto.h"
 #include "cmon/tls.h"
+#include "cmon/token.h"
 
 static const char usage[] =
 	"usage: cmon-sub [-watch] [-prog PAT] [-machine PAT] [-pid PAT] [-auto] [-block]\n"
 	"                [-regmachine ADDR] [-connect ADDR] [-o FILE] [-timeout SEC]\n"
+	"                [-token HEX | -token-file FILE]\n"
 	"                [-ready FILE] [-streaming FILE] [-stats FILE]\n"
 	"                [-stall] [-pause-after N -pause-ms MS] [-stop-after N] [-drop-after N]\n"
 	"                [-rcvbuf BYTES]\n"
 	"                [-tls-cert FILE -tls-key FILE] [-tls-ca FILE] [-debug]\n"
-	"exit: 0 log ended (or -drop-after done), 1 error, 2 usage, 3 busy, 4 timeout\n";
+	"exit: 0 log ended (or -drop-after done), 1 error, 2 usage, 3 busy, 4 timeout,\n"
+	"      5 refused (not authorized)\n";
 
 /* Where the data connection is. */
 enum data_state {
@@ -57,6 +61,9 @@ static struct {
 	double timeout;
 	long pause_after, pause_ms, stop_after, drop_after, rcvbuf;
 	struct cmon_tls_opts tls;
+	const char *token_hex, *token_file;
+	bool has_token;               /* shown in Start: from -token(-file) or InstanceUp */
+	uint8_t token[CMON_TOKEN_LEN];
 
 	struct event_base *base;
 	SSL_CTX *tls_ctx;
@@ -190,6 +197,10 @@ static void data_read(struct bufferevent *bev, void *arg)
 				fprintf(stderr, "cmon-sub: busy: %s\n",
 					m->busy->holder ? m->busy->holder : "?");
 				finish(3);
+			} else if (m->kind_case == CMON__MSG__KIND_ERROR) {
+				fprintf(stderr, "cmon-sub: refused: %s\n",
+					m->error->message ? m->error->message : "?");
+				finish(m->error->code == CMON__ERROR_CODE__ERROR_DENIED ? 5 : 1);
 			} else if (m->kind_case == CMON__MSG__KIND_ACCEPTED) {
 				const Cmon__Instance *in2 = m->accepted->instance;
 				g.format = in2 && in2->has_format ? in2->format : CMON__FORMAT__FORMAT_ASCII;
@@ -244,7 +255,8 @@ static void data_connected(struct bufferevent *bev, const char *peer, const char
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	cmon_send_hello(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
 			"cmon-sub " CMON_VERSION);
-	cmon_send_start(bufferevent_get_output(bev), g.block, g.autostart);
+	cmon_send_start(bufferevent_get_output(bev), g.block, g.autostart,
+			g.has_token ? g.token : NULL, g.has_token ? CMON_TOKEN_LEN : 0);
 }
 
 static void fetch(const char *endpoint, bool tls)
@@ -263,11 +275,17 @@ static void fetch(const char *endpoint, bool tls)
 }
 
 static void print_instance(const char *what, uint32_t id, const Cmon__Instance *in,
-			   const char *extra)
+			   const char *extra, const ProtobufCBinaryData *token)
 {
-	printf("%s %u %s %s %lld %s %s key=%llu\n", what, id, in->program, in->machine,
+	char hex[CMON_TOKEN_HEX_LEN + 1] = "-";
+
+	if (token && token->len == CMON_TOKEN_LEN)
+		cmon_token_hex(token->data, hex);
+	else if (token)
+		snprintf(hex, sizeof hex, "bad-length-%zu", token->len);
+	printf("%s %u %s %s %lld %s %s key=%llu token=%s\n", what, id, in->program, in->machine,
 	       (long long)in->pid, in->data_endpoint ? in->data_endpoint : "-", extra,
-	       (unsigned long long)in->key);
+	       (unsigned long long)in->key, hex);
 	fflush(stdout);
 }
 
@@ -301,17 +319,29 @@ static void reg_read(struct bufferevent *bev, void *arg)
 		} else if (m->kind_case == CMON__MSG__KIND_INSTANCE_UP) {
 			const Cmon__InstanceUp *up = m->instance_up;
 			snprintf(buf, sizeof buf, "new=%d auto=%d", up->is_new, up->auto_);
-			if (g.watch)
-				print_instance("up", up->sub_id, up->instance, buf);
-			else if (g.dstate == D_IDLE)
+			if (g.watch) {
+				print_instance("up", up->sub_id, up->instance, buf,
+					       up->has_token ? &up->token : NULL);
+			} else if (g.dstate == D_IDLE) {
+				if (!g.token_hex && !g.token_file && up->has_token &&
+				    up->token.len == CMON_TOKEN_LEN) {
+					g.has_token = true;
+					memcpy(g.token, up->token.data, CMON_TOKEN_LEN);
+				}
 				fetch(up->instance->data_endpoint, up->instance->tls);
+			}
 		} else if (m->kind_case == CMON__MSG__KIND_INSTANCE_GONE) {
 			const Cmon__InstanceGone *gone = m->instance_gone;
 			snprintf(buf, sizeof buf, "clean=%d", gone->clean);
 			if (g.watch)
-				print_instance("gone", gone->sub_id, gone->instance, buf);
+				print_instance("gone", gone->sub_id, gone->instance, buf, NULL);
 		} else if (m->kind_case == CMON__MSG__KIND_ERROR) {
 			cmon_err("registry error: %s", m->error->message ? m->error->message : "?");
+			if (g.watch) {
+				printf("error %d %s\n", (int)m->error->code,
+				       m->error->message ? m->error->message : "?");
+				fflush(stdout);
+			}
 			finish(1);
 		} else if (m->kind_case == CMON__MSG__KIND_PING) {
 			cmon_send_ping(bufferevent_get_output(bev), true, m->ping->nonce);
@@ -377,7 +407,8 @@ static void parse_args(int argc, char **argv)
 {
 	enum { O_WATCH = 1, O_PROG, O_MACHINE, O_PID, O_AUTO, O_BLOCK, O_REG, O_CONNECT, O_OUT,
 	       O_TIMEOUT, O_READY, O_STREAMING, O_STATS, O_STALL, O_PAUSE_AFTER, O_PAUSE_MS,
-	       O_STOP_AFTER, O_DROP_AFTER, O_RCVBUF, O_CERT, O_KEY, O_CA, O_DEBUG, O_HELP, O_VERSION };
+	       O_STOP_AFTER, O_DROP_AFTER, O_RCVBUF, O_CERT, O_KEY, O_CA, O_TOKEN, O_TOKEN_FILE,
+	       O_DEBUG, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "watch", no_argument, NULL, O_WATCH }, { "prog", required_argument, NULL, O_PROG },
 		{ "machine", required_argument, NULL, O_MACHINE },
@@ -399,6 +430,8 @@ static void parse_args(int argc, char **argv)
 		{ "tls-cert", required_argument, NULL, O_CERT },
 		{ "tls-key", required_argument, NULL, O_KEY },
 		{ "tls-ca", required_argument, NULL, O_CA },
+		{ "token", required_argument, NULL, O_TOKEN },
+		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
 		{ "debug", no_argument, NULL, O_DEBUG }, { "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION }, { NULL, 0, NULL, 0 },
 	};
@@ -430,6 +463,8 @@ static void parse_args(int argc, char **argv)
 		case O_CERT: g.tls.cert = optarg; break;
 		case O_KEY: g.tls.key = optarg; break;
 		case O_CA: g.tls.ca = optarg; break;
+		case O_TOKEN: g.token_hex = optarg; break;
+		case O_TOKEN_FILE: g.token_file = optarg; break;
 		case O_DEBUG: g.debug = true; break;
 		case O_HELP: fputs(usage, stdout); exit(0);
 		case O_VERSION: puts("cmon-sub " CMON_VERSION); exit(0);
@@ -440,6 +475,19 @@ static void parse_args(int argc, char **argv)
 		fputs(usage, stderr);
 		exit(2);
 	}
+	if (g.token_hex && cmon_token_parse(g.token_hex, g.token) < 0) {
+		fprintf(stderr, "cmon-sub: -token wants %d hex digits\n", CMON_TOKEN_HEX_LEN);
+		exit(2);
+	}
+	if (g.token_file) {
+		int r = cmon_token_read_file(g.token_file, g.token);
+		if (r < 0) {
+			fprintf(stderr, "cmon-sub: %s: %s\n", g.token_file,
+				r == -EINVAL ? "not a token" : strerror(-r));
+			exit(2);
+		}
+	}
+	g.has_token = g.token_hex || g.token_file;
 	if (!g.regmachine)
 		g.regmachine = getenv("TELEMONREG_MACHINE");
 	if (!g.regmachine || !*g.regmachine)

@@ -151,6 +151,10 @@ class Proc:
     def addr(self):
         return "127.0.0.1:%d" % self.port
 
+    def token(self):
+        """snarflog's consumer token (bytes), from its -token-file."""
+        return bytes.fromhex(wait_file(self.token_file, 10).strip())
+
 
 class Env:
     """A test's world: a temporary directory and every process started in
@@ -246,14 +250,18 @@ class Env:
     def snarflog(self, name, *args, reg=None, cmd=None, stdin=None, stdout=None, env=None,
                  tls=None, wait_port=True):
         """Start snarflog NAME announcing to `reg` (standalone if None). With
-        `cmd`, run it as the wrapped program. Waits for the data endpoint."""
+        `cmd`, run it as the wrapped program. Waits for the data endpoint.
+        Its consumer token goes to proc.token_file (read with proc.token());
+        `sub("-connect", ...)` shows it to the snarflog it connects to."""
         portfile = self.unique("snarf.port")
-        argv = [binary("snarflog"), name, "-portfile", portfile]
+        token_file = self.unique("snarf.token")
+        argv = [binary("snarflog"), name, "-portfile", portfile, "-token-file", token_file]
         argv += ["-regmachine", reg.addr()] if reg else ["-standalone"]
         argv += tls_args(tls) + list(args)
         if cmd:
             argv += ["--"] + list(cmd)
         proc = self.spawn("snarflog", argv, stdin=stdin, stdout=stdout, env=env)
+        proc.portfile, proc.token_file = portfile, token_file
         if wait_port:
             try:
                 proc.port = int(wait_file(portfile, 10).strip())
@@ -269,6 +277,7 @@ class Env:
         ready = out + ".ready"
         argv = [binary("cmon-sub"), "-o", out, "-stats", out + ".stats",
                 "-ready", ready, "-streaming", out + ".streaming"]
+        argv += self._token_for(args)
         if reg:
             argv += ["-regmachine", reg.addr()]
         argv += tls_args(tls) + list(args)
@@ -277,6 +286,28 @@ class Env:
         if reg and wait_ready:
             wait_file(ready, 10)
         return proc
+
+    def _token_for(self, args):
+        """For `-connect ADDR` without -token(-file): the token file of the
+        snarflog of ours listening on ADDR's port, as a legitimate local
+        consumer would read it."""
+        args = list(args)
+        if "-connect" not in args or "-token" in args or "-token-file" in args:
+            return []
+        port = args[args.index("-connect") + 1].rsplit(":", 1)[-1]
+        for p in reversed(self.procs):
+            if getattr(p, "token_file", None) is None:
+                continue
+            if p.port is None:
+                try:
+                    with open(p.portfile) as f:
+                        p.port = int(f.read().strip())
+                except (OSError, ValueError):
+                    continue
+            if str(p.port) == port:
+                wait_file(p.token_file, 10)
+                return ["-token-file", p.token_file]
+        return []
 
     def watch(self, *args, reg, tls=None):
         """cmon-sub -watch: registry notifications as lines, read with
@@ -298,7 +329,8 @@ def tls_args(tls):
 
 class Watcher:
     """Reads the lines cmon-sub -watch prints: 'ack ID N', 'up ID PROG
-    MACHINE PID ENDPOINT new=X auto=Y key=K', 'gone ID ... clean=X key=K'."""
+    MACHINE PID ENDPOINT new=X auto=Y key=K token=HEX|-', 'gone ID ...
+    clean=X key=K token=-', 'error CODE MESSAGE'."""
 
     def __init__(self, proc):
         self.proc = proc
@@ -452,9 +484,20 @@ def m_instance(program, machine, pid, endpoint):
             f_bytes(5, endpoint))
 
 
-def m_announce(program, machine="testhost", pid=4242, endpoint="127.0.0.1:9", reannounce=False):
-    return msg("announce", f_bytes(1, m_instance(program, machine, pid, endpoint)) +
-               f_varint(2, int(reannounce)))
+def m_announce(program, machine="testhost", pid=4242, endpoint="127.0.0.1:9", reannounce=False,
+               token=None):
+    body = f_bytes(1, m_instance(program, machine, pid, endpoint)) + f_varint(2, int(reannounce))
+    if token is not None:
+        body += f_bytes(3, token)
+    return msg("announce", body)
+
+
+def m_start(block=False, from_start=False, token=None):
+    """A Start; `token` (bytes) is the instance's token, None for none."""
+    body = f_varint(1, int(block)) + f_varint(2, int(from_start))
+    if token is not None:
+        body += f_bytes(3, token)
+    return msg("start", body)
 
 
 def m_subscribe(sid, program="", machine="", pid="", auto=False, block=False):

@@ -81,7 +81,7 @@ def main():
 
         # A data consumer that sends garbage after a proper start.
         d = ct.Client(snarf.port)
-        d.send(ct.m_hello(ct.ROLE_TELEMONITOR) + ct.msg("start") + b"\xff" * 16)
+        d.send(ct.m_hello(ct.ROLE_TELEMONITOR) + ct.m_start(token=snarf.token()) + b"\xff" * 16)
         check(d.closed(), "data peer sending garbage mid-stream not disconnected")
 
         # Everyone else is still served: the subscriber hears about a new

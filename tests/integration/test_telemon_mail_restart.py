@@ -88,6 +88,9 @@ def unsent(state):
     return queued, waiting
 
 
+SCHEMA = 3        # the telemonitor's store schema (daemons/telemonitor/store.h)
+
+
 def mail_status(tm):
     return tm.json("status")["mail"]
 
@@ -104,15 +107,16 @@ def main():
 
         # a database from before the mail queue (schema 1) is upgraded
         tm = tt.Telemonitor(env, reg, rc)
-        check(tm.json("status")["schema"] == 2, "schema: %r", tm.json("status"))
+        check(tm.json("status")["schema"] == SCHEMA, "schema: %r", tm.json("status"))
         tm.stop()
         db = sqlite3.connect(os.path.join(tm.state, "telemonitor.db"))
         db.executescript("DROP TABLE mail_queue; DROP TABLE mail_digest;"
+                         "ALTER TABLE instances DROP COLUMN token;"
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()
         check("schema upgraded to version 2" in tm.stderr(), "upgrade logged: %s", tm.stderr())
-        check(tm.json("status")["schema"] == 2, "upgraded: %r", tm.json("status"))
+        check(tm.json("status")["schema"] == SCHEMA, "upgraded: %r", tm.json("status"))
 
         # 1. the relay is down: a prompt mail is queued, three failures wait
         #    for their digest; SIGKILL

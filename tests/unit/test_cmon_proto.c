@@ -112,6 +112,30 @@ static void frame_limit_respected(void **state)
 	evbuffer_free(b);
 }
 
+/* Start carries the token as given, and none when there is none. */
+static void start_token(void **state)
+{
+	static const uint8_t tok[4] = { 0, 1, 0xfe, 0xff };
+	struct evbuffer *b = evbuffer_new();
+	const char *why = NULL;
+	Cmon__Msg *m = NULL;
+
+	assert_int_equal(cmon_send_start(b, true, false, tok, sizeof tok), 0);
+	assert_int_equal(cmon_send_start(b, false, true, NULL, 0), 0);
+	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 1);
+	assert_int_equal(m->kind_case, CMON__MSG__KIND_START);
+	assert_true(m->start->block);
+	assert_true(m->start->has_token);
+	assert_int_equal(m->start->token.len, sizeof tok);
+	assert_memory_equal(m->start->token.data, tok, sizeof tok);
+	cmon_msg_free(m);
+	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 1);
+	assert_true(m->start->from_start);
+	assert_false(m->start->has_token);
+	cmon_msg_free(m);
+	evbuffer_free(b);
+}
+
 static void instance_checks(void **state)
 {
 	Cmon__Instance in = CMON__INSTANCE__INIT;
@@ -144,6 +168,7 @@ int main(void)
 		cmocka_unit_test(incomplete_then_complete),
 		cmocka_unit_test(bad_frames),
 		cmocka_unit_test(frame_limit_respected),
+		cmocka_unit_test(start_token),
 		cmocka_unit_test(instance_checks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

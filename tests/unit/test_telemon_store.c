@@ -3,7 +3,8 @@
  * 1 (before the mail queue) is upgraded in place with its data kept; a
  * newer one is refused; queued mails and failures waiting for a digest
  * are read back after close and reopen, oldest first, and forgotten when
- * done; the commit callback sees every batch end.
+ * done; the commit callback sees every batch end; an instance's token is
+ * kept (and not lost when it is saved without one).
  *
  * The telemonitor is a program, not a library, so its modules are compiled
  * into this test directly. */
@@ -91,7 +92,7 @@ static void upgrade_from_version_1(void **state)
 
 	st = store_open(dir, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(store_version(st), 2);
+	assert_int_equal(store_version(st), STORE_SCHEMA_VERSION);
 	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures"
 				" WHERE assert = 'read at most 10 ms' AND metrics LIKE '%8192%'"), 1);
 	assert_int_equal(count(store_db(st), "SELECT count(*) FROM mail_queue"), 0);
@@ -101,7 +102,7 @@ static void upgrade_from_version_1(void **state)
 	/* opened again: nothing to do */
 	st = store_open(dir, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(count(store_db(st), "PRAGMA user_version"), 2);
+	assert_int_equal(count(store_db(st), "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 	store_close(st);
 }
 
@@ -111,7 +112,7 @@ static void newer_database_refused(void **state)
 	char err[300] = "";
 	sqlite3 *db = raw_open(dir);
 
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_null(store_open(dir, err, sizeof err));
 	assert_non_null(strstr(err, "newer"));
@@ -282,6 +283,41 @@ static void commit_callback(void **state)
 	assert_int_equal(n, 1);
 }
 
+/* Collects the instances store_instances_open() reads back. */
+static void on_instance(void *arg, struct tm_instance *in)
+{
+	*(struct tm_instance *)arg = *in;
+}
+
+static void instance_token_kept(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "";
+	struct store *st = store_open(dir, err, sizeof err);
+	struct tm_instance in = { .pid = 42, .start_ns = 7, .has_token = true }, back = { 0 };
+
+	assert_non_null(st);
+	strcpy(in.prog, "fsread");
+	strcpy(in.machine, "host1");
+	strcpy(in.endpoint, "127.0.0.1:4000");
+	for (size_t i = 0; i < CMON_TOKEN_LEN; i++)
+		in.token[i] = (uint8_t)(i * 7 + 1);
+	assert_int_equal(store_instance_insert(st, &in), 0);
+	in.has_token = false;                      /* saved without: the token stays */
+	assert_int_equal(store_instance_save(st, &in), 0);
+	assert_int_equal(store_commit(st), 0);
+	store_close(st);
+
+	st = store_open(dir, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(store_instances_open(st, on_instance, &back), 0);
+	assert_int_equal(back.id, in.id);
+	assert_true(back.has_token);
+	for (size_t i = 0; i < CMON_TOKEN_LEN; i++)
+		assert_int_equal(back.token[i], (uint8_t)(i * 7 + 1));
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +327,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(digest_waiting_kept_until_done, setup_dir,
 						teardown_dir),
 		cmocka_unit_test_setup_teardown(commit_callback, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(instance_token_kept, setup_dir, teardown_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

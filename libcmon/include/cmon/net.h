@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 /* Default TCP port of telemonreg. */
 #define CMON_REGISTRY_PORT 7361
@@ -68,5 +69,9 @@ void cmon_socket_tune(int fd);
 /* Write `text` to `path` atomically (temp file + rename); 0 or -errno.
  * Used for -portfile. */
 int cmon_write_file_atomic(const char *path, const char *text);
+
+/* The same with file mode `mode` (e.g. 0600 for a secret; the umask may
+ * only take bits away). */
+int cmon_write_file_mode(const char *path, const char *text, mode_t mode);
 
 #endif

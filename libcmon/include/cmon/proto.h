@@ -64,8 +64,10 @@ int cmon_send_subscribe(struct evbuffer *out, uint32_t id, const char *program,
 /* Append an Unsubscribe for class `id`. */
 int cmon_send_unsubscribe(struct evbuffer *out, uint32_t id);
 
-/* Append a Start (data connection, telemonitor side). */
-int cmon_send_start(struct evbuffer *out, bool block, bool from_start);
+/* Append a Start (data connection, telemonitor side) carrying the
+ * instance's token (`token_len` bytes; none when NULL or 0). */
+int cmon_send_start(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
+		    size_t token_len);
 
 /* Append a Stop (data connection, telemonitor side). */
 int cmon_send_stop(struct evbuffer *out);

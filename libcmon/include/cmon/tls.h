@@ -46,6 +46,11 @@ struct bufferevent *cmon_tls_accept_bev(struct event_base *base, SSL_CTX *ctx, i
 struct bufferevent *cmon_tls_connect_bev(struct event_base *base, SSL_CTX *ctx, int fd,
 					 const char *host);
 
+/* True if `bev` is a TLS connection whose peer presented a certificate
+ * that verified against our CA (mutual TLS). False for plain connections,
+ * and for TLS without a CA (nobody is authenticated then). */
+bool cmon_tls_peer_verified(struct bufferevent *bev);
+
 /* Describe the last TLS error on `bev` (or in the OpenSSL queue) for logs. */
 const char *cmon_tls_error(struct bufferevent *bev, char *buf, size_t size);
 
