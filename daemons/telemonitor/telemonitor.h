@@ -70,6 +70,7 @@ struct tm_options {
 	const char *state;            /* -state DIR, or NULL */
 	const char *regmachine;       /* -regmachine HOST[:PORT] */
 	const char *pcheck;           /* -pcheck PATH, or NULL */
+	size_t store_backlog;         /* -store-backlog N, or 0 */
 	bool check_only;              /* -check: check the configuration and exit */
 	bool finish_tools;            /* -finish-tools: finish a killed run's tools and exit */
 	bool debug;                   /* -debug */
@@ -117,6 +118,7 @@ struct tm_instance {
 	char machine[CMON_NAME_MAX + 1]; /* machine name */
 	int64_t pid;                  /* process id */
 	int64_t start_ns;             /* snarflog start time: with the above, the key */
+	double first_seen;            /* when it was first stored */
 	char endpoint[CMON_ADDRSTR_MAX]; /* snarflog's data endpoint */
 	bool tls;                     /* the endpoint speaks TLS */
 	enum inst_state state;        /* see enum inst_state */
@@ -168,7 +170,9 @@ struct tmon {
 	struct event *tick;           /* once a second: deadlines, counters, status */
 	bool stopping;                /* shutting down */
 	double started;               /* when the service started */
-	uint64_t total_failures;      /* failures stored since start */
+	uint64_t total_failures;      /* failures reported since start (stored or held) */
+	uint64_t *forget;             /* ended instances whose ledgers go once the store is healthy */
+	size_t nforget, forget_cap;   /* how many, and room */
 };
 
 /* setup.c */
@@ -238,6 +242,8 @@ void instances_set_status(struct tm_instance *in, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Save the counters and state of every changed instance. */
 void instances_save(struct tmon *tm);
+/* Save every instance (the store opened a new database). */
+void instances_save_all(struct tmon *tm);
 /* Free every instance and its session. */
 void instances_free(struct tmon *tm);
 /* "listed", "monitoring", ... as stored and shown. */

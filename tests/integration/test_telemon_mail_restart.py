@@ -104,15 +104,17 @@ def main():
 
         # a database from before the mail queue (schema 1) is upgraded
         tm = tt.Telemonitor(env, reg, rc)
-        check(tm.json("status")["schema"] == 2, "schema: %r", tm.json("status"))
+        check(tm.json("status")["schema"] == 3, "schema: %r", tm.json("status"))
         tm.stop()
         db = sqlite3.connect(os.path.join(tm.state, "telemonitor.db"))
         db.executescript("DROP TABLE mail_queue; DROP TABLE mail_digest;"
+                         "DROP TABLE store_outages;"
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()
-        check("schema upgraded to version 2" in tm.stderr(), "upgrade logged: %s", tm.stderr())
-        check(tm.json("status")["schema"] == 2, "upgraded: %r", tm.json("status"))
+        check("schema upgraded to version 2" in tm.stderr() and
+              "schema upgraded to version 3" in tm.stderr(), "upgrade logged: %s", tm.stderr())
+        check(tm.json("status")["schema"] == 3, "upgraded: %r", tm.json("status"))
 
         # 1. the relay is down: a prompt mail is queued, three failures wait
         #    for their digest; SIGKILL

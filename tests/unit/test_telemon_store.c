@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../daemons/telemonitor/backlog.c"
 #include "../../daemons/telemonitor/store.c"
 
 double tm_now(void)
@@ -91,7 +92,7 @@ static void upgrade_from_version_1(void **state)
 
 	st = store_open(dir, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(store_version(st), 2);
+	assert_int_equal(store_version(st), STORE_SCHEMA_VERSION);
 	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures"
 				" WHERE assert = 'read at most 10 ms' AND metrics LIKE '%8192%'"), 1);
 	assert_int_equal(count(store_db(st), "SELECT count(*) FROM mail_queue"), 0);
@@ -101,17 +102,18 @@ static void upgrade_from_version_1(void **state)
 	/* opened again: nothing to do */
 	st = store_open(dir, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(count(store_db(st), "PRAGMA user_version"), 2);
+	assert_int_equal(count(store_db(st), "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 	store_close(st);
 }
 
 static void newer_database_refused(void **state)
 {
 	const char *dir = *state;
-	char err[300] = "";
+	char err[300] = "", newer[64];
 	sqlite3 *db = raw_open(dir);
 
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+	snprintf(newer, sizeof newer, "PRAGMA user_version = %d", STORE_SCHEMA_VERSION + 1);
+	assert_int_equal(sqlite3_exec(db, newer, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_null(store_open(dir, err, sizeof err));
 	assert_non_null(strstr(err, "newer"));
