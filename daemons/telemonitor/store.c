@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "backlog.h"
@@ -482,14 +483,39 @@ static bool is_fault(int rc)
 	}
 }
 
+/* Why the files cannot be written, when sqlite could not say (its errno
+ * is often gone by the time it reports): EROFS, EPERM (chattr +i) or
+ * EACCES from access(2), ENOSPC when the file system has no block left,
+ * else 0. */
+static int probe(const struct store *st)
+{
+	char p[PATH_MAX + 8];
+	struct statvfs vfs;
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof p, "%s%s", st->path, i ? "-wal" : "");
+		if (access(p, W_OK) < 0 && errno != ENOENT)
+			return errno;
+	}
+	if (statvfs(st->path, &vfs) == 0 && vfs.f_bavail == 0)
+		return ENOSPC;
+	return 0;
+}
+
 /* Say why the store cannot write, from sqlite's result and errno. */
 static void set_reason(struct store *st, int rc, int sys, const char *what)
 {
 	const char *r;
 
-	if (moved(st))
-		r = "database deleted";
-	else if ((rc & 0xff) == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT)
+	if (moved(st)) {
+		snprintf(st->reason, sizeof st->reason, "database deleted");
+		snprintf(st->detail, sizeof st->detail, "while %s: %.200s was deleted or replaced",
+			 what, st->path);
+		return;
+	}
+	if (!sys && (rc & 0xff) != SQLITE_FULL)
+		sys = probe(st);
+	if ((rc & 0xff) == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT)
 		r = "disk full";
 	else if ((rc & 0xff) == SQLITE_READONLY || sys == EROFS || sys == EPERM || sys == EACCES)
 		r = "read-only";
@@ -504,8 +530,8 @@ static void set_reason(struct store *st, int rc, int sys, const char *what)
 	else
 		r = "I/O error";
 	snprintf(st->reason, sizeof st->reason, "%s", r);
-	snprintf(st->detail, sizeof st->detail, "%s while %s: %s%s%s", sqlite3_errstr(rc), what,
-		 st->c.db ? sqlite3_errmsg(st->c.db) : "no connection", sys ? ": " : "",
+	snprintf(st->detail, sizeof st->detail, "while %s: %s%s%s", what,
+		 st->c.db ? sqlite3_errmsg(st->c.db) : sqlite3_errstr(rc), sys ? ": " : "",
 		 sys ? strerror(sys) : "");
 }
 
@@ -538,10 +564,10 @@ static void degrade(struct store *st, struct bl_item *it, int rc, int sys, const
 	struct bl_item *j;
 	double now = tm_now();
 
+	set_reason(st, rc, sys, what);             /* before ROLLBACK clears the message */
 	if (st->in_batch && st->c.db && !sqlite3_get_autocommit(st->c.db))
 		exec(st->c.db, "ROLLBACK", NULL);
 	st->in_batch = false;
-	set_reason(st, rc, sys, what);
 	if (!st->degraded) {
 		st->degraded = true;
 		st->since = now;
@@ -740,10 +766,10 @@ static int reopen(struct store *st)
 /* A flush failed: roll back and put its writes back at the front. */
 static void unflush(struct store *st, int rc, int sys, const char *what)
 {
+	set_reason(st, rc, sys, what);
 	if (st->c.db && !sqlite3_get_autocommit(st->c.db))
 		exec(st->c.db, "ROLLBACK", NULL);
 	backlog_unshift(&st->bl, &st->journal);
-	set_reason(st, rc, sys, what);
 }
 
 /* Everything held was stored: record the outage, say so. */
