@@ -10,7 +10,8 @@
  *   checker.c   the checker's JSON reports -> failures, windows, mail
  *   window.c    log windows around failures
  *   typescript.c  tool output kept per instance
- *   store.c     sqlite: schema, migrations, batched writes
+ *   store.c     sqlite: schema, migrations, batched writes, storage faults
+ *   backlog.c   writes held in memory while the store cannot take them
  *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
  *   setup.c     finding the configuration, state directory and checker */
