@@ -10,7 +10,9 @@ disk-full case). Once the fault is repaired, every one of the K is stored
 timestamps), and the status is "ok" again, the outage counted. With a tiny
 bound (-store-backlog 5) the oldest failures are dropped: exactly K - 5,
 counted in the status and in the store_outages table, and the newest 5 are
-the ones stored.
+the ones stored. Mail does not wait for the store: in the read-only case
+each held failure is mailed during the fault, the mail naming the id the
+failure is then stored with, and the outbox (mail_queue) ends empty.
 
   disk full     the state directory is a 4 MiB tmpfs, filled with a filler
                 file, then the filler is removed
@@ -25,13 +27,22 @@ the ones stored.
 Needs root (mount, chattr) and a mount namespace (unshare -m), so the
 tmpfs is private to the test; otherwise it is skipped (exit 77), never
 passed."""
+import email
 import errno
 import os
+import re
 import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
+import threading
+import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)   # both deprecated in 3.11
+    import asyncore
+    import smtpd
 
 import cmontest as ct
 import telemontest as tt
@@ -139,6 +150,32 @@ class Notify:
     def wait(self, text, timeout=15):
         return ct.wait_for(lambda: [m for m in self.drain() if text in m], timeout,
                            "sd_notify with %r" % text)
+
+
+class Sink(smtpd.SMTPServer):
+    """A local mail relay that keeps every message, served by a thread."""
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), None, decode_data=False)
+        self.port = self.socket.getsockname()[1]
+        self.messages = []
+        self.stop = threading.Event()
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.stop.is_set():
+            asyncore.loop(timeout=0.05, count=1)
+
+    def process_message(self, peer, mailfrom, rcpttos, data, **kw):
+        self.messages.append(email.message_from_bytes(data))
+
+    def failure_ids(self):
+        """The failure ids the mails name (their log window commands)."""
+        ids = []
+        for m in list(self.messages):
+            ids += [int(i) for i in re.findall(r" window (\d+)\b",
+                                                m.get_payload(decode=True).decode())]
+        return ids
 
 
 def store(tm):
@@ -259,11 +296,15 @@ def overflow(env, reg):
 
 
 def read_only(env, reg):
-    tm = tt.Telemonitor(env, reg, tt.rc_class("ro", spec=tt.FSREAD_SPEC, window="10 after 3"),
-                        name="ro")
+    sink = Sink()
+    rc = ('(defaults (smtp "smtp://127.0.0.1:%d") (from "cmon@test.example"))\n' % sink.port +
+          tt.rc_class("ro", spec=tt.FSREAD_SPEC, window="10 after 3", mail="ops@test.example",
+                      mailgroup="0 sec"))
+    tm = tt.Telemonitor(env, reg, rc, name="ro")
     check_chattr(tm.state)
     produce(env, reg, "ro", 2)
     before = tm.wait_failures(2)
+    ct.wait_for(lambda: len(sink.failure_ids()) == 2, 15, "2 mails before the fault")
     files = [os.path.join(tm.state, "telemonitor.db" + x) for x in ("", "-wal")]
     chattr("+i", *files)
     try:
@@ -273,13 +314,23 @@ def read_only(env, reg):
         check(s["reason"] == "read-only" and s["pending_failures"] == k, "read-only: %r", s)
         check("store degraded: read-only" in tm.stderr(), "the loud line: %s",
               tm.stderr()[-3000:])
+        # mail goes out meanwhile, one per failure ("0 sec" groups nothing)
+        ct.wait_for(lambda: len(sink.failure_ids()) == 2 + k, 15, "%d mails" % (2 + k))
     finally:
         chattr("-i", *files)
     s = wait_ok(tm, "read-only")
     new = new_failures(tm, before)
     check(len(new) == k and spans(new) == sorted(bad), "all %d stored: %r", k, new)
     check(len(tm.failures()) == 2 + k, "and the earlier ones kept")
+    check(sorted(sink.failure_ids()) == sorted(f["id"] for f in tm.failures()),
+          "the mails name the stored failures: %r", sink.failure_ids())
+    db = sqlite3.connect(os.path.join(tm.state, "telemonitor.db"))
+    ct.wait_for(lambda: db.execute("SELECT count(*) FROM mail_queue").fetchone()[0] == 0, 10,
+                "the outbox to be empty (each mail queued, then done)")
+    db.close()
     tm.stop()
+    sink.stop.set()
+    sink.close()
 
 
 def deleted(env, reg):
