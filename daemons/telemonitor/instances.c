@@ -354,8 +354,8 @@ void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_
 		store_instance_save(tm->store, in);
 	if (st == IS_ENDED || st == IS_GONE || st == IS_STOPPED) {
 		/* committed now, so a crash cannot bring the instance back; then
-		 * its ledgers are no longer needed (while the store is degraded
-		 * they stay, for the next start to tidy up) */
+		 * its ledgers are no longer needed (while the store is degraded,
+		 * they go once it has stored the instance's end) */
 		if (store_commit(tm->store) == 0 || !later_forget(tm, in->id))
 			ledger_forget(tm->state_dir, in->id);
 	}
