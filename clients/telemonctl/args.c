@@ -20,7 +20,7 @@ static const char usage[] =
 	"usage: telemonctl [-state DIR] [--json] COMMAND [ARGS]\n"
 	"\n"
 	"Commands:\n"
-	"  status                          the service: registry, counts, mail\n"
+	"  status                          the service: registry, counts, mail, store\n"
 	"  classes                         the configured classes\n"
 	"  class add PROP=VALUE...         add a class (prog machine pid tool spec mail\n"
 	"                                  window mailgroup block auto); saved and live\n"

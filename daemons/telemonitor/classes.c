@@ -356,30 +356,8 @@ int classes_set(struct tmon *tm, uint32_t id, char **pairs, size_t n, char *err,
 	next = NULL;
 	c->id = old->id;
 	c->index = old->index;
-	{
-		/* update in place so the id stays the same */
-		sqlite3_stmt *q;
-		sqlite3 *db = store_db(tm->store);
-		if (sqlite3_prepare_v2(db, "DELETE FROM classes WHERE prog=?1 AND machine=?2 AND "
-					   "pid=?3 AND id != ?4", -1, &q, NULL) == SQLITE_OK) {
-			sqlite3_bind_text(q, 1, c->prog, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 2, c->machine, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 3, c->pid, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(q, 4, c->id);
-			sqlite3_step(q);
-			sqlite3_finalize(q);
-		}
-		if (sqlite3_prepare_v2(db, "UPDATE classes SET prog=?1, machine=?2, pid=?3 "
-					   "WHERE id=?4", -1, &q, NULL) == SQLITE_OK) {
-			sqlite3_bind_text(q, 1, c->prog, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 2, c->machine, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 3, c->pid, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(q, 4, c->id);
-			sqlite3_step(q);
-			sqlite3_finalize(q);
-		}
-		store_class_save(tm->store, c);
-	}
+	/* the row of that id is replaced, and any other with the new key */
+	store_class_save(tm->store, c);
 	TAILQ_INSERT_BEFORE(old, c, link);
 	TAILQ_REMOVE(&tm->classes, old, link);
 	cmon_notice("class %u changed with telemonctl", c->id);

@@ -106,13 +106,66 @@ static char *fmt_time(sqlite3_stmt *q, int c, char *buf, size_t size)
 
 /* --- status ------------------------------------------------------------------ */
 
+/* The store's health as the JSON object "store". */
+static void store_json(struct sbuf *b, const struct store_health *h)
+{
+	char when[40];
+
+	sb_printf(b, "{\"state\":\"%s\",\"reason\":", h->degraded ? "degraded" : "ok");
+	if (h->degraded)
+		sb_json_str(b, h->reason);
+	else
+		sb_printf(b, "null");
+	sb_printf(b, ",\"detail\":");
+	if (h->degraded)
+		sb_json_str(b, h->detail);
+	else
+		sb_printf(b, "null");
+	sb_printf(b, ",\"since\":");
+	if (h->degraded)
+		sb_printf(b, "\"%s\"", iso_time(h->since, when, sizeof when));
+	else
+		sb_printf(b, "null");
+	sb_printf(b, ",\"pending\":%zu,\"pending_failures\":%zu,\"pending_bytes\":%zu,"
+		      "\"limit\":%zu,\"dropped\":%" PRIu64 ",\"dropped_failures\":%" PRIu64
+		      ",\"dropped_mail\":%" PRIu64 ",\"rejected\":%" PRIu64 ",\"outages\":%" PRIu64
+		      ",\"retries\":%u}",
+		  h->pending, h->pending_failures, h->pending_bytes, h->limit, h->dropped,
+		  h->dropped_failures, h->dropped_mail, h->rejected, h->outages, h->attempts);
+}
+
+/* The store's health as the text of the "store:" line (and the next). */
+static void store_text(struct sbuf *b, const struct store_health *h)
+{
+	char when[40];
+
+	if (!h->degraded) {
+		sb_printf(b, "ok");
+		if (h->outages)
+			sb_printf(b, " (%" PRIu64 " outage%s since start; %" PRIu64 " writes dropped, %"
+				  PRIu64 " of them failures)", h->outages, h->outages == 1 ? "" : "s",
+				  h->dropped, h->dropped_failures);
+		sb_printf(b, "\n");
+		return;
+	}
+	sb_printf(b, "DEGRADED: %s since %s; %zu failure%s pending (%zu writes, %zu bytes; "
+		      "at most %zu failures held), %" PRIu64 " writes dropped (%" PRIu64
+		      " failures); retry %u\n"
+		      "                  %s\n",
+		  h->reason, iso_time(h->since, when, sizeof when), h->pending_failures,
+		  h->pending_failures == 1 ? "" : "s", h->pending, h->pending_bytes, h->limit,
+		  h->dropped, h->dropped_failures, h->attempts, h->detail);
+}
+
 static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out)
 {
 	struct sbuf b = { 0 };
+	struct store_health h;
 	char since[40], mail[400];
 
 	iso_time(tm->started, since, sizeof since);
 	notify_status(tm, mail, sizeof mail);
+	store_health(tm->store, &h);
 	if (r->json) {
 		sb_printf(&b, "{\"version\":\"%s\",\"pid\":%ld,\"since\":\"%s\",\"state_dir\":",
 			  CMON_VERSION, (long)getpid(), since);
@@ -128,6 +181,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 		sb_json_str(&b, mail);
 		sb_printf(&b, ",\"checker\":");
 		sb_json_str(&b, tm->pcheck);
+		sb_printf(&b, ",\"store\":");
+		store_json(&b, &h);
 		sb_printf(&b, "}\n");
 	} else {
 		sb_printf(&b, "telemonitor %s, pid %ld, running since %s\n"
@@ -135,13 +190,16 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			      "configuration:    %s (%zu classes)\n"
 			      "registry:         %s (%s)\n"
 			      "instances:        %zu known, %zu monitored\n"
-			      "failures:         %" PRIu64 " stored since start\n"
+			      "failures:         %" PRIu64 " %s since start\n"
 			      "mail:             %s\n"
-			      "checker:          %s\n",
+			      "checker:          %s\n"
+			      "store:            ",
 			  CMON_VERSION, (long)getpid(), since, tm->state_dir,
 			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->opt.regmachine,
-			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures, mail,
+			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
+			  h.degraded ? "reported (some held in memory, see store)" : "stored", mail,
 			  tm->pcheck);
+		store_text(&b, &h);
 	}
 	emit(out, &b);
 	return 0;

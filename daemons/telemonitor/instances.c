@@ -238,8 +238,7 @@ void instances_gone(struct tmon *tm, const Cmon__Instance *a, bool clean)
 	in->state = IS_GONE;
 	instances_set_status(in, "%s", clean ? "the program ended (not monitored)"
 					     : "its snarflog vanished (not monitored)");
-	store_instance_save(tm->store, in);
-	store_instance_end(tm->store, in->id, IS_GONE, tm_now());
+	store_instance_end(tm->store, in, IS_GONE, tm_now());
 	cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " is gone%s", in->id, in->prog,
 		  in->machine, in->pid, clean ? "" : " (its snarflog vanished)");
 	drop(tm, in);
@@ -257,8 +256,7 @@ void instances_synced(struct tmon *tm)
 			continue;
 		in->state = IS_GONE;
 		instances_set_status(in, "ended while the telemonitor was away");
-		store_instance_save(tm->store, in);
-		store_instance_end(tm->store, in->id, IS_GONE, tm_now());
+		store_instance_end(tm->store, in, IS_GONE, tm_now());
 		cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " ended while we were "
 			  "away", in->id, in->prog, in->machine, in->pid);
 		drop(tm, in);
@@ -336,6 +334,24 @@ void instances_class_removed(struct tmon *tm, uint32_t class_id)
 	}
 }
 
+/* Forget the ledgers of instance `id` once the store holds nothing back;
+ * false if the list is full (forget them now). */
+static bool later_forget(struct tmon *tm, uint64_t id)
+{
+	if (tm->nforget == TM_INSTANCES_MAX)
+		return false;
+	if (tm->nforget == tm->forget_cap) {
+		size_t cap = tm->forget_cap ? tm->forget_cap * 2 : 16;
+		uint64_t *m = realloc(tm->forget, cap * sizeof *m);
+		if (!m)
+			return false;
+		tm->forget = m;
+		tm->forget_cap = cap;
+	}
+	tm->forget[tm->nforget++] = id;
+	return true;
+}
+
 void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st)
 {
 	in->state = st;
@@ -349,22 +365,39 @@ void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_
 	cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s (%" PRIu64 " records, %"
 		  PRIu64 " lost, %" PRIu64 " failures)", in->id, in->prog, in->machine, in->pid,
 		  in->status, in->records, in->lost, in->failures);
-	store_instance_save(tm->store, in);
 	if (st == IS_ENDED || st == IS_GONE)
-		store_instance_end(tm->store, in->id, st, tm_now());
+		store_instance_end(tm->store, in, st, tm_now());
+	else
+		store_instance_save(tm->store, in);
 	if (st == IS_ENDED || st == IS_GONE || st == IS_STOPPED) {
 		/* committed now, so a crash cannot bring the instance back; then
-		 * its ledgers are no longer needed */
-		store_commit(tm->store);
-		ledger_forget(tm->state_dir, in->id);
+		 * its ledgers are no longer needed (while the store is degraded,
+		 * they go once it has stored the instance's end) */
+		if (store_commit(tm->store) == 0 || !later_forget(tm, in->id))
+			ledger_forget(tm->state_dir, in->id);
 	}
 	if (st == IS_ENDED || st == IS_GONE)
 		drop(tm, in);
 }
 
+void instances_save_all(struct tmon *tm)
+{
+	struct tm_instance *in;
+
+	TAILQ_FOREACH(in, &tm->instances, link)
+		in->dirty = true;
+	instances_save(tm);
+}
+
 void instances_save(struct tmon *tm)
 {
 	struct tm_instance *in;
+
+	if (tm->nforget && !store_degraded(tm->store)) {
+		for (size_t i = 0; i < tm->nforget; i++)
+			ledger_forget(tm->state_dir, tm->forget[i]);
+		tm->nforget = 0;
+	}
 
 	TAILQ_FOREACH(in, &tm->instances, link)
 		if (in->dirty) {
@@ -382,4 +415,7 @@ void instances_free(struct tmon *tm)
 			session_free(in->sess);
 		drop(tm, in);
 	}
+	free(tm->forget);
+	tm->forget = NULL;
+	tm->nforget = tm->forget_cap = 0;
 }

@@ -26,7 +26,10 @@ static int map_file(struct ledger *l, int fd, bool *fresh)
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	*fresh = (size_t)st.st_size < sizeof *l->f;
-	if (*fresh && ftruncate(fd, sizeof *l->f) < 0)
+	/* the blocks are allocated now: a full disk is an error here, not a
+	 * SIGBUS when a page of the mapping is first written */
+	errno = posix_fallocate(fd, 0, sizeof *l->f);
+	if (errno)
 		return -errno;
 	m = mmap(NULL, sizeof *l->f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
@@ -39,25 +42,54 @@ static int map_file(struct ledger *l, int fd, bool *fresh)
 	return 0;
 }
 
+/* The state directory cannot take a ledger file (full, read-only): the
+ * counts are kept in memory instead, without the crash safety. */
+static int map_memory(struct ledger *l)
+{
+	void *m = mmap(NULL, sizeof *l->f, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	if (m == MAP_FAILED)
+		return -errno;
+	l->f = m;
+	l->path[0] = '\0';
+	l->in_memory = true;
+	return 0;
+}
+
+static bool storage_fault(int r)
+{
+	return r == -ENOSPC || r == -EDQUOT || r == -EROFS || r == -EPERM || r == -EACCES;
+}
+
 int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledger_kind kind,
 		bool *existed)
 {
 	static const char *const names[] = { "checker", "tool", "session" };
 	char dir[3800];
-	bool fresh;
-	int fd, r;
+	bool fresh = false;
+	int fd, r = 0;
 
 	l->f = NULL;
+	l->in_memory = false;
 	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", state_dir, LEDGER_DIR) >= sizeof dir)
 		return -ENAMETOOLONG;
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
-		return -errno;
 	snprintf(l->path, sizeof l->path, "%s/%" PRIu64 "-%s.ledger", dir, id, names[kind]);
-	fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return -errno;
-	r = map_file(l, fd, &fresh);
-	close(fd);
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+		r = -errno;
+	fd = r < 0 ? -1 : open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (r == 0 && fd < 0)
+		r = -errno;
+	if (fd >= 0) {
+		r = map_file(l, fd, &fresh);
+		close(fd);
+		if (r < 0 && fresh)
+			unlink(l->path);            /* made just now, and useless */
+	}
+	if (storage_fault(r)) {
+		r = map_memory(l);
+		fresh = true;
+	}
 	if (r < 0)
 		return r;
 	if (fresh) {
@@ -88,7 +120,7 @@ void ledger_close(struct ledger *l, bool remove)
 		return;
 	munmap(l->f, sizeof *l->f);
 	l->f = NULL;
-	if (remove)
+	if (remove && l->path[0])
 		unlink(l->path);
 }
 

@@ -61,11 +61,14 @@ struct ledger_file {
 /* An open ledger. */
 struct ledger {
 	struct ledger_file *f;       /* the mapping, or NULL */
-	char path[4096];             /* its file */
+	bool in_memory;              /* no file could be made: counted in memory only */
+	char path[4096];             /* its file ("" when in memory) */
 };
 
 /* Open the ledger of tool `kind` of instance `id`, creating it if needed
- * (*existed says which). 0 or a negative errno. */
+ * (*existed says which). When the state directory cannot take the file
+ * (full, read-only) the ledger is kept in memory (l->in_memory): counts
+ * go on, a crash loses them. 0 or a negative errno. */
 int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledger_kind kind,
 		bool *existed);
 

@@ -24,9 +24,13 @@
 #include "session.h"
 #include "store.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const char usage[] =
 	"usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
-	"                   [-pcheck PATH] [-check] [-finish-tools] [-debug]\n"
+	"                   [-pcheck PATH] [-store-backlog N] [-check] [-finish-tools]\n"
+	"                   [-debug]\n"
 	"                   [-tls-cert FILE -tls-key FILE] [-tls-ca FILE]\n"
 	"\n"
 	"The CMon monitoring service: subscribes to the classes of programs in its\n"
@@ -43,6 +47,10 @@ static const char usage[] =
 	"  -regname NAME      accepted for compatibility; has no effect\n"
 	"  -pcheck PATH       the checker (default: pcheck next to this program, then\n"
 	"                     in the build tree, then on $PATH)\n"
+	"  -store-backlog N   while the database cannot be written (disk full,\n"
+	"                     read-only, deleted), hold at most N failures in memory\n"
+	"                     (default: the configuration's store-backlog, else "
+	STR(STORE_BACKLOG_DEFAULT) ")\n"
 	"  -check             check the configuration and its specs, then exit\n"
 	"  -finish-tools      let the tools a killed telemonitor left running finish\n"
 	"                     their input (or kill them), correct what they are counted\n"
@@ -56,14 +64,15 @@ static const char usage[] =
 
 static void parse_args(int argc, char **argv, struct tm_options *o)
 {
-	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY,
-	       O_CA, O_HELP, O_VERSION };
+	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_BACKLOG, O_CHECK, O_FINISH, O_DEBUG,
+	       O_CERT, O_KEY, O_CA, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "rc", required_argument, NULL, O_RC },
 		{ "state", required_argument, NULL, O_STATE },
 		{ "regmachine", required_argument, NULL, O_REG },
 		{ "regname", required_argument, NULL, O_REGNAME },
 		{ "pcheck", required_argument, NULL, O_PCHECK },
+		{ "store-backlog", required_argument, NULL, O_BACKLOG },
 		{ "check", no_argument, NULL, O_CHECK },
 		{ "finish-tools", no_argument, NULL, O_FINISH },
 		{ "debug", no_argument, NULL, O_DEBUG },
@@ -74,6 +83,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
+	char *end;
 	int c;
 
 	while ((c = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
@@ -83,6 +93,15 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		case O_REG: o->regmachine = optarg; break;
 		case O_REGNAME: break;
 		case O_PCHECK: o->pcheck = optarg; break;
+		case O_BACKLOG:
+			o->store_backlog = strtoul(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || o->store_backlog < 1 ||
+			    o->store_backlog > RC_STORE_BACKLOG_MAX) {
+				fprintf(stderr, "telemonitor: -store-backlog: expected 1 to %d, not "
+					"'%s'\n", RC_STORE_BACKLOG_MAX, optarg);
+				exit(2);
+			}
+			break;
 		case O_CHECK: o->check_only = true; break;
 		case O_FINISH: o->finish_tools = true; break;
 		case O_DEBUG: o->debug = true; break;
@@ -142,12 +161,56 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 		    "restart the service to reread the configuration file");
 }
 
+/* systemd's STATUS=: the store first when it holds writes back. */
+static void tell_status(struct tmon *tm)
+{
+	struct store_health h;
+	char store[300] = "", line[280];
+
+	store_health(tm->store, &h);
+	if (h.degraded)
+		snprintf(store, sizeof store, "store %s; ",
+			 store_health_line(tm->store, line, sizeof line));
+	else if (h.dropped_failures)
+		snprintf(store, sizeof store, "store ok, %llu failures dropped in outages; ",
+			 (unsigned long long)h.dropped_failures);
+	cmon_service_status("%s%zu classes, %zu instances, %zu monitored, registry %s, %llu "
+			    "failures", store, tm->nclasses, tm->ninstances, tm->nsessions,
+			    reg_status(tm), (unsigned long long)tm->total_failures);
+}
+
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
 	struct tmon *tm = arg;
+	bool was = store_degraded(tm->store);
 
 	if (store_pending(tm->store))
 		store_commit(tm->store);
+	store_poll(tm->store, tm_now());
+	if (store_degraded(tm->store) != was)
+		tell_status(tm);
+}
+
+/* The store opened a new database in place of a deleted one: record the
+ * classes and the live instances in it again. */
+static void on_store_reopened(void *arg)
+{
+	struct tmon *tm = arg;
+	char err[200];
+
+	if (classes_record(tm, err, sizeof err) < 0)
+		cmon_err("store: %s", err);
+	instances_save_all(tm);
+}
+
+/* -store-backlog, else the configuration's store-backlog, else the default. */
+static size_t backlog_bound(const struct tmon *tm)
+{
+	const char *v = rc_text(tm->rc, NULL, RC_STORE_BACKLOG);
+
+	if (tm->opt.store_backlog)
+		return tm->opt.store_backlog;
+	return *v ? (size_t)strtoull(v, NULL, 10) : STORE_BACKLOG_DEFAULT;
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -160,9 +223,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		if (in->sess)
 			session_tick(in->sess, now);
 	instances_save(tm);
-	cmon_service_status("%zu classes, %zu instances, %zu monitored, registry %s, %llu "
-			    "failures", tm->nclasses, tm->ninstances, tm->nsessions, reg_status(tm),
-			    (unsigned long long)tm->total_failures);
+	tell_status(tm);
 }
 
 int main(int argc, char **argv)
@@ -213,6 +274,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "telemonitor: %s\n", err);
 		goto out_store;
 	}
+	store_set_backlog(tm.store, backlog_bound(&tm));
+	store_set_reopen_cb(tm.store, on_store_reopened, &tm);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	tm.base = event_base_new();
 	if (!tm.base)

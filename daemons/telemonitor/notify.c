@@ -11,7 +11,10 @@
  * deleted when the relay has accepted it. On start, the waiting failures
  * are put back into their digests and the queued mails are sent. A crash
  * after the relay accepted a mail but before its deletion was committed
- * sends it again (at least once; it keeps its Message-ID). */
+ * sends it again (at least once; it keeps its Message-ID). While the store
+ * is degraded (store.h) mails are not held back: their rows wait in the
+ * store's backlog with the failures, and a mail row the backlog had to
+ * drop is counted there (telemonctl status, store.dropped_mail). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,15 +106,18 @@ static void hand_over(struct notify *n, uint64_t id, double queued, struct diges
 	}
 }
 
-/* A batch has ended: its mails may go. If it was lost, so are their rows. */
+/* A batch has ended: its mails may go. If the store is degraded, their
+ * rows are held in memory and stored (then deleted once sent, in that
+ * order) when it recovers; the mail goes now all the same. */
 static void on_commit(void *arg, bool committed)
 {
 	struct notify *n = arg;
 	struct pending *p;
 
+	(void)committed;
 	while ((p = TAILQ_FIRST(&n->pending))) {
 		TAILQ_REMOVE(&n->pending, p, link);
-		hand_over(n, committed ? p->id : 0, p->queued, &p->m);
+		hand_over(n, p->id, p->queued, &p->m);
 		free(p);
 	}
 }

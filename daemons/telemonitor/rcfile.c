@@ -167,6 +167,17 @@ static bool value_ok(enum rc_prop p, const char *v, char *msg, size_t size)
 			return false;
 		}
 		return true;
+	case RC_STORE_BACKLOG:
+		if (*v) {
+			char *end;
+			unsigned long long n = strtoull(v, &end, 10);
+			if (*v < '0' || *v > '9' || *end || n < 1 || n > RC_STORE_BACKLOG_MAX) {
+				snprintf(msg, size, "\"%.80s\" is not a number of failures from 1 to "
+					 "%d", v, RC_STORE_BACKLOG_MAX);
+				return false;
+			}
+		}
+		return true;
 	case RC_SMTP:
 		if (*v && strncmp(v, "smtp://", 7) != 0 && strncmp(v, "smtps://", 8) != 0) {
 			snprintf(msg, size, "\"%.80s\" is not an smtp:// or smtps:// URL", v);
@@ -423,7 +434,8 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 	p = rc_prop_lookup(name);
 	if (p < 0)
 		return rc_fail(ps, line, name, "unknown property (known: prog machine pid tool "
-			    "spec mail window mailgroup block auto; in defaults also smtp from)");
+			    "spec mail window mailgroup block auto; in defaults also smtp from "
+			    "store-backlog)");
 	if (!in_defaults && !props[p].in_class)
 		return rc_fail(ps, line, name, "only allowed in (defaults ...)");
 	next(ps);
@@ -437,7 +449,7 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 				    tok_desc(ps, d, sizeof d));
 		value[0] = '\0';
 	} else {
-		if (ps->kind != TOK_TEXT)
+		if (ps->kind != TOK_TEXT && !(p == RC_STORE_BACKLOG && ps->kind == TOK_WORD))
 			return rc_fail(ps, ps->tok_line, name, "expected a \"text\" value, found %s",
 				    tok_desc(ps, d, sizeof d));
 		snprintf(value, sizeof value, "%s", ps->buf);

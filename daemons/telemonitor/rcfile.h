@@ -1,10 +1,11 @@
 /* The telemonitor configuration file (telemonrc(5)): the S-expression
  * format of the original CMon telemonitor plus the properties spec, mail,
- * window, mailgroup, and in (defaults ...) smtp and from.
+ * window, mailgroup, and in (defaults ...) smtp, from and store-backlog.
  *
  *   description ::= '(' ('defaults' | 'class') property* ')'
  *   property    ::= '(' prop value ')'
  *   value       ::= text | TRUE | FALSE          text is "double-quoted"
+ *                 | NUMBER                       (store-backlog only)
  *
  * (defaults ...) comes first and at most once; ';' starts a comment; the
  * last value of a repeated property wins; a class's unset text property
@@ -30,7 +31,8 @@
 	X(RC_BLOCK, "block", true, true)              \
 	X(RC_AUTO, "auto", true, true)                \
 	X(RC_SMTP, "smtp", false, false)              \
-	X(RC_FROM, "from", false, false)
+	X(RC_FROM, "from", false, false)              \
+	X(RC_STORE_BACKLOG, "store-backlog", false, false)
 
 /* A property name. */
 enum rc_prop {
@@ -45,6 +47,7 @@ enum rc_prop {
 #define RC_TEXT_MAX 4096         /* bytes in one text value */
 #define RC_CLASSES_MAX 1000      /* classes in one configuration */
 #define RC_MAIL_MAX 32           /* addresses in one mail property */
+#define RC_STORE_BACKLOG_MAX 10000000 /* largest store-backlog */
 
 /* The properties given in one description (explicitly set ones only). */
 struct rc_props {

@@ -852,6 +852,10 @@ static int ledgers_open(struct session *s)
 	s->led_fresh = !all;
 	if (all)
 		sync_counts(s);
+	if (s->led.in_memory)
+		cmon_warn("instance %" PRIu64 ": the state directory %s cannot take its ledgers (full "
+			  "or read-only): counting in memory, which a crash would lose", s->inst->id,
+			  s->tm->state_dir);
 	return 0;
 }
 

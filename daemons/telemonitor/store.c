@@ -1,10 +1,14 @@
 /* The telemonitor's sqlite store (see store.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
+#include "backlog.h"
 #include "cmon/log.h"
 #include "store.h"
 
@@ -75,6 +79,15 @@ static const char *const migrations[] = {
 	/* 2 -> 3: the instance's token (snarflog asks for it in Start), so a
 	 * restarted telemonitor re-attaches without waiting for the registry. */
 	"ALTER TABLE instances ADD COLUMN token BLOB;",
+	/* 3 -> 4: the store's outages. One row per time the store was
+	 * degraded (writes held in memory), written when it recovered:
+	 * `writes` and `failures` held in all, and how many of them had to be
+	 * dropped. */
+	"CREATE TABLE store_outages ("
+	"  id INTEGER PRIMARY KEY,"
+	"  began REAL NOT NULL, ended REAL NOT NULL, reason TEXT, detail TEXT,"
+	"  writes INTEGER NOT NULL, failures INTEGER NOT NULL,"
+	"  dropped INTEGER NOT NULL, dropped_failures INTEGER NOT NULL);",
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -84,33 +97,43 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 #define STORE_STMTS(X)                                                                       \
 	X(BEGIN, "BEGIN")                                                                    \
 	X(COMMIT, "COMMIT")                                                                  \
-	X(CLASS_UPSERT,                                                                      \
-	  "INSERT INTO classes (prog, machine, pid, tool, spec, mail, window, mailgroup,"   \
-	  " block, auto, active, updated) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,1,?11)"     \
-	  " ON CONFLICT (prog, machine, pid) DO UPDATE SET tool=?4, spec=?5, mail=?6,"      \
-	  " window=?7, mailgroup=?8, block=?9, auto=?10, active=1, updated=?11"            \
-	  " RETURNING id")                                                                   \
+	X(CLASS_KEY, "SELECT id FROM classes WHERE prog=?1 AND machine=?2 AND pid=?3")       \
+	X(CLASS_PUT,                                                                         \
+	  "INSERT OR REPLACE INTO classes (id, prog, machine, pid, tool, spec, mail, window," \
+	  " mailgroup, block, auto, active, updated)"                                        \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,1,?12)")                              \
+	X(CLASSES_KEEP,                                                                      \
+	  "UPDATE classes SET active = (id IN (SELECT value FROM json_each(?1)))")           \
 	X(INST_LOOKUP,                                                                       \
-	  "SELECT id, bytes, records, lost, gaps, skipped, failures, tool_restarts, want"   \
-	  " FROM instances WHERE prog=?1 AND machine=?2 AND pid=?3 AND start_ns=?4")        \
-	X(INST_INSERT,                                                                       \
-	  "INSERT INTO instances (class_id, prog, machine, pid, start_ns, endpoint, tls,"   \
-	  " first_seen, state, want, status, token)"                                        \
-	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)")                                \
-	X(INST_SAVE,                                                                         \
-	  "UPDATE instances SET class_id=?2, endpoint=?3, state=?4, want=?5, bytes=?6,"     \
-	  " records=?7, lost=?8, gaps=?9, skipped=?10, failures=?11, tool_restarts=?12,"    \
-	  " status=?13, token=coalesce(?14, token) WHERE id=?1")                             \
+	  "SELECT id, bytes, records, lost, gaps, skipped, failures, tool_restarts, want,"  \
+	  " first_seen FROM instances WHERE prog=?1 AND machine=?2 AND pid=?3 AND start_ns=?4") \
+	X(INST_PUT,                                                                          \
+	  "INSERT INTO instances (id, class_id, prog, machine, pid, start_ns, endpoint, tls," \
+	  " first_seen, ended, state, want, bytes, records, lost, gaps, skipped, failures,"  \
+	  " tool_restarts, status, token) VALUES"                                            \
+	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)"     \
+	  " ON CONFLICT (id) DO UPDATE SET class_id=excluded.class_id,"                      \
+	  " endpoint=excluded.endpoint, tls=excluded.tls,"                                   \
+	  " ended=coalesce(instances.ended, excluded.ended), state=excluded.state,"          \
+	  " want=excluded.want, bytes=excluded.bytes, records=excluded.records,"             \
+	  " lost=excluded.lost, gaps=excluded.gaps, skipped=excluded.skipped,"               \
+	  " failures=excluded.failures, tool_restarts=excluded.tool_restarts,"               \
+	  " status=excluded.status, token=coalesce(excluded.token, instances.token)")       \
 	X(INST_OPEN,                                                                         \
 	  "SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"  \
-	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, token"    \
+	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, first_seen," \
+	  " token"                                                                           \
 	  " FROM instances WHERE ended IS NULL ORDER BY id")                                 \
-	X(INST_END, "UPDATE instances SET ended=?2, state=?3 WHERE id=?1 AND ended IS NULL") \
+	X(INST_REAP,                                                                         \
+	  "UPDATE instances SET ended = ?1, state = 'gone',"                                 \
+	  " status = 'ended while the telemonitor was away'"                                 \
+	  " WHERE ended IS NULL AND id NOT IN (SELECT value FROM json_each(?2))")            \
 	X(FAIL_INSERT,                                                                       \
-	  "INSERT INTO failures (instance_id, spec, assert, line, result, kind, type, uid," \
-	  " start_pos, end_pos, start_rec, end_rec, start_ts, end_ts, time, start_wall,"    \
+	  "INSERT INTO failures (id, instance_id, spec, assert, line, result, kind, type,"   \
+	  " uid, start_pos, end_pos, start_rec, end_rec, start_ts, end_ts, time, start_wall," \
 	  " metrics, window_id) VALUES"                                                      \
-	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)")               \
+	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)"             \
+	  " ON CONFLICT (id) DO NOTHING")                                                    \
 	X(WIN_INSERT,                                                                        \
 	  "INSERT OR REPLACE INTO windows (id, instance_id, from_rec, to_rec, truncated,"   \
 	  " text) VALUES (?1,?2,?3,?4,?5,?6)")                                               \
@@ -127,8 +150,8 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7)")                                                  \
 	X(MAIL_INSERT,                                                                       \
-	  "INSERT INTO mail_queue (queued, recipients, subject, body, failures)"             \
-	  " VALUES (?1,?2,?3,?4,?5)")                                                        \
+	  "INSERT INTO mail_queue (id, queued, recipients, subject, body, failures)"         \
+	  " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (id) DO NOTHING")                         \
 	X(MAIL_DELETE, "DELETE FROM mail_queue WHERE id=?1")                                 \
 	X(MAIL_LOAD,                                                                         \
 	  "SELECT id, queued, recipients, subject, body, failures FROM mail_queue"          \
@@ -142,7 +165,10 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	X(DIGEST_LOAD,                                                                       \
 	  "SELECT failure_id, instance_id, prog, machine, pid, spec, assert, line, time,"   \
 	  " what, start_ts, end_ts, metrics, recipients, period, due FROM mail_digest"      \
-	  " ORDER BY id")
+	  " ORDER BY id")                                                                    \
+	X(OUTAGE_INSERT,                                                                     \
+	  "INSERT INTO store_outages (began, ended, reason, detail, writes, failures,"      \
+	  " dropped, dropped_failures) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)")
 
 enum store_stmt {
 #define STMT_ENUM(n, s) ST_##n,
@@ -157,15 +183,47 @@ static const char *const stmt_sql[ST_COUNT] = {
 #undef STMT_SQL
 };
 
+/* Key of the one held "active classes" write and the one held reap. */
+#define KEY_ALL UINT64_MAX
+
+/* One connection to the database file. */
+struct conn {
+	sqlite3 *db;                  /* the connection (NULL: none) */
+	sqlite3_stmt *stmt[ST_COUNT]; /* prepared statements */
+	int version;                  /* schema version */
+	bool fresh;                   /* the schema was created by this open */
+	struct stat wal, shm;         /* its -wal and -shm files when opened (st_ino 0: none) */
+};
+
 /* The store. */
 struct store {
-	sqlite3 *db;                  /* the connection */
-	sqlite3_stmt *stmt[ST_COUNT]; /* prepared statements */
+	char path[PATH_MAX];          /* DIR/telemonitor.db */
+	struct conn c;                /* the connection */
 	bool in_batch;                /* a write transaction is open */
+	struct bl_list journal;       /* the writes of the open batch (or of a flush) */
+	struct backlog bl;            /* writes held while degraded */
+	bool degraded;                /* writes go to the backlog */
+	char reason[64];              /* why, in a few words */
+	char detail[300];             /* what sqlite or the system said */
+	double since;                 /* when it became degraded */
+	double next_retry;            /* when to retry */
+	double last_report;           /* when it last said it is degraded */
+	double next_check;            /* when to look at the database file again */
+	unsigned attempts;            /* retries in this outage */
+	uint64_t base_pushed[BK_NKINDS];  /* backlog counts when the outage began */
+	uint64_t base_dropped[BK_NKINDS];
+	bool drop_told;               /* the first drop of this outage was logged */
+	uint64_t outages;             /* outages since start */
+	uint64_t rejected;            /* writes refused for a reason of their own */
 	uint64_t next_window;         /* next window id to hand out */
-	int version;                  /* schema version */
+	uint64_t next_failure;        /* next failure id */
+	uint64_t next_instance;       /* next instance id */
+	uint64_t next_mail;           /* next mail id */
+	uint32_t next_class;          /* next class id */
 	store_commit_cb on_commit;    /* called after each batch is ended */
 	void *on_commit_arg;          /* its argument */
+	store_reopen_cb on_reopen;    /* called after a new database was opened */
+	void *on_reopen_arg;          /* its argument */
 };
 
 static const char *state_names[] = {
@@ -188,29 +246,32 @@ static enum inst_state state_from_name(const char *s)
 
 static int db_fail(struct store *st, const char *what)
 {
-	cmon_err("store: %s: %s", what, sqlite3_errmsg(st->db));
+	cmon_err("store: %s: %s", what, sqlite3_errmsg(st->c.db));
 	return -EIO;
 }
 
-static int exec(struct store *st, const char *sql, const char *what)
+static int exec(sqlite3 *db, const char *sql, const char *what)
 {
 	char *msg = NULL;
 
-	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		cmon_err("store: %s: %s", what, msg ? msg : sqlite3_errmsg(st->db));
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		if (what)
+			cmon_err("store: %s: %s", what, msg ? msg : sqlite3_errmsg(db));
 		sqlite3_free(msg);
 		return -EIO;
 	}
 	return 0;
 }
 
+/* --- the connection ------------------------------------------------------------ */
+
 /* Bring the schema up to STORE_SCHEMA_VERSION. */
-static int migrate(struct store *st, char *err, size_t errlen)
+static int migrate(struct conn *c, char *err, size_t errlen)
 {
 	sqlite3_stmt *q;
 	int v = 0;
 
-	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
 		goto fail;
 	if (sqlite3_step(q) == SQLITE_ROW)
 		v = sqlite3_column_int(q, 0);
@@ -220,89 +281,148 @@ static int migrate(struct store *st, char *err, size_t errlen)
 			 "telemonitor's (%d); use a newer telemonitor", v, STORE_SCHEMA_VERSION);
 		return -EINVAL;
 	}
+	c->fresh = v == 0;
 	for (; v < STORE_SCHEMA_VERSION; v++) {
 		char bump[64];
 		snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
-		if (exec(st, "BEGIN IMMEDIATE", "migration") < 0)
+		if (exec(c->db, "BEGIN IMMEDIATE", "migration") < 0)
 			goto fail;
-		if (exec(st, migrations[v], "migration") < 0 || exec(st, bump, "migration") < 0 ||
-		    exec(st, "COMMIT", "migration") < 0) {
-			exec(st, "ROLLBACK", "migration");
+		if (exec(c->db, migrations[v], "migration") < 0 || exec(c->db, bump, "migration") < 0 ||
+		    exec(c->db, "COMMIT", "migration") < 0) {
+			exec(c->db, "ROLLBACK", NULL);
 			goto fail;
 		}
-		cmon_info("store: schema upgraded to version %d", v + 1);
+		if (!c->fresh)
+			cmon_info("store: schema upgraded to version %d", v + 1);
 	}
-	st->version = v;
+	c->version = v;
 	return 0;
 fail:
-	snprintf(err, errlen, "cannot set up the database schema: %s", sqlite3_errmsg(st->db));
+	snprintf(err, errlen, "cannot set up the database schema: %s", sqlite3_errmsg(c->db));
 	return -EIO;
+}
+
+/* Remember which -wal and -shm files are this connection's. */
+static void note_files(struct conn *c, const char *path)
+{
+	char p[PATH_MAX + 8];
+
+	snprintf(p, sizeof p, "%s-wal", path);
+	if (stat(p, &c->wal) < 0)
+		c->wal.st_ino = 0;
+	snprintf(p, sizeof p, "%s-shm", path);
+	if (stat(p, &c->shm) < 0)
+		c->shm.st_ino = 0;
+}
+
+static void conn_close(struct conn *c)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		sqlite3_finalize(c->stmt[i]);
+		c->stmt[i] = NULL;
+	}
+	sqlite3_close_v2(c->db);
+	c->db = NULL;
+}
+
+/* Open (creating or upgrading) the database at `path`. */
+static int conn_open(struct conn *c, const char *path, char *err, size_t errlen)
+{
+	memset(c, 0, sizeof *c);
+	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", path, c->db ? sqlite3_errmsg(c->db) : "cannot open");
+		goto out_close;
+	}
+	sqlite3_extended_result_codes(c->db, 1);
+	sqlite3_busy_timeout(c->db, 5000);
+	if (exec(c->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+		     " PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;", NULL) < 0) {
+		snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(c->db));
+		goto out_close;
+	}
+	if (migrate(c, err, errlen) < 0)
+		goto out_close;
+	for (int i = 0; i < ST_COUNT; i++)
+		if (sqlite3_prepare_v3(c->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+				       &c->stmt[i], NULL) != SQLITE_OK) {
+			snprintf(err, errlen, "preparing statement %d: %s", i, sqlite3_errmsg(c->db));
+			goto out_close;
+		}
+	note_files(c, path);
+	return 0;
+out_close:
+	conn_close(c);
+	return -EIO;
+}
+
+static uint64_t query_u64(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *q;
+	uint64_t v = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = (uint64_t)sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+static void at_least(uint64_t *next, uint64_t v)
+{
+	if (*next < v)
+		*next = v;
+}
+
+/* The ids handed out go on from the database's, and never back. */
+static void init_ids(struct store *st)
+{
+	sqlite3 *db = st->c.db;
+	uint64_t cls = st->next_class;
+
+	at_least(&st->next_window, query_u64(db, "SELECT max(coalesce((SELECT max(id) FROM windows),"
+					     " 0), coalesce((SELECT max(window_id) FROM failures), 0)) + 1"));
+	at_least(&st->next_failure, query_u64(db, "SELECT coalesce(max(id), 0) + 1 FROM failures"));
+	at_least(&st->next_instance, query_u64(db, "SELECT coalesce(max(id), 0) + 1 FROM instances"));
+	at_least(&st->next_mail, query_u64(db, "SELECT max(coalesce((SELECT seq FROM sqlite_sequence"
+					   " WHERE name = 'mail_queue'), 0), coalesce((SELECT max(id)"
+					   " FROM mail_queue), 0)) + 1"));
+	at_least(&cls, query_u64(db, "SELECT coalesce(max(id), 0) + 1 FROM classes"));
+	st->next_class = (uint32_t)cls;
 }
 
 struct store *store_open(const char *dir, char *err, size_t errlen)
 {
 	struct store *st = calloc(1, sizeof *st);
-	char path[PATH_MAX];
-	sqlite3_stmt *q;
 
 	if (!st) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	snprintf(path, sizeof path, "%s/telemonitor.db", dir);
-	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", path, st->db ? sqlite3_errmsg(st->db) : "cannot open");
-		goto out_close;
+	TAILQ_INIT(&st->journal);
+	backlog_init(&st->bl, STORE_BACKLOG_DEFAULT, STORE_BACKLOG_BYTES);
+	if ((size_t)snprintf(st->path, sizeof st->path, "%s/telemonitor.db", dir) >= sizeof st->path) {
+		snprintf(err, errlen, "%s: path too long", dir);
+		free(st);
+		return NULL;
 	}
-	sqlite3_busy_timeout(st->db, 5000);
-	if (exec(st, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-		     " PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;", "pragmas") < 0) {
-		snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(st->db));
-		goto out_close;
+	if (conn_open(&st->c, st->path, err, errlen) < 0) {
+		free(st);
+		return NULL;
 	}
-	if (migrate(st, err, errlen) < 0)
-		goto out_close;
-	for (int i = 0; i < ST_COUNT; i++)
-		if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-				       &st->stmt[i], NULL) != SQLITE_OK) {
-			snprintf(err, errlen, "preparing statement %d: %s", i, sqlite3_errmsg(st->db));
-			goto out_close;
-		}
-	if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(id), 0) + 1 FROM windows", -1, &q,
-			       NULL) == SQLITE_OK) {
-		if (sqlite3_step(q) == SQLITE_ROW)
-			st->next_window = (uint64_t)sqlite3_column_int64(q, 0);
-		sqlite3_finalize(q);
-	}
-	if (!st->next_window)
-		st->next_window = 1;
+	init_ids(st);
 	return st;
-out_close:
-	store_close(st);
-	return NULL;
-}
-
-void store_close(struct store *st)
-{
-	if (!st)
-		return;
-	if (st->in_batch)
-		store_commit(st);
-	for (int i = 0; i < ST_COUNT; i++)
-		sqlite3_finalize(st->stmt[i]);
-	sqlite3_close(st->db);
-	free(st);
 }
 
 sqlite3 *store_db(struct store *st)
 {
-	return st->db;
+	return st->c.db;
 }
 
 int store_version(struct store *st)
 {
-	return st->version;
+	return st->c.version;
 }
 
 bool store_pending(const struct store *st)
@@ -310,43 +430,18 @@ bool store_pending(const struct store *st)
 	return st->in_batch;
 }
 
-/* Run a prepared write statement to completion and reset it. */
-static int run(struct store *st, sqlite3_stmt *q, const char *what)
+bool store_degraded(const struct store *st)
 {
-	int rc = sqlite3_step(q);
-
-	sqlite3_reset(q);
-	sqlite3_clear_bindings(q);
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		return db_fail(st, what);
-	return 0;
+	return st->degraded;
 }
 
-/* Open the batch transaction if it is not open yet. */
-static int batch(struct store *st)
+void store_set_backlog(struct store *st, size_t max_failures)
 {
-	if (st->in_batch)
-		return 0;
-	if (run(st, st->stmt[ST_BEGIN], "begin") < 0)
-		return -EIO;
-	st->in_batch = true;
-	return 0;
-}
-
-int store_commit(struct store *st)
-{
-	int r = 0;
-
-	if (!st->in_batch)
-		return 0;
-	st->in_batch = false;
-	if (run(st, st->stmt[ST_COMMIT], "commit") < 0) {
-		exec(st, "ROLLBACK", "rollback");
-		r = -EIO;
-	}
-	if (st->on_commit)
-		st->on_commit(st->on_commit_arg, r == 0);
-	return r;
+	if (max_failures < 1)
+		max_failures = 1;
+	if (max_failures > STORE_BACKLOG_MAX)
+		max_failures = STORE_BACKLOG_MAX;
+	st->bl.max_failures = max_failures;
 }
 
 void store_set_commit_cb(struct store *st, store_commit_cb cb, void *arg)
@@ -355,72 +450,589 @@ void store_set_commit_cb(struct store *st, store_commit_cb cb, void *arg)
 	st->on_commit_arg = arg;
 }
 
-static void bind_text(sqlite3_stmt *q, int i, const char *s)
+void store_set_reopen_cb(struct store *st, store_reopen_cb cb, void *arg)
 {
-	if (s)
-		sqlite3_bind_text(q, i, s, -1, SQLITE_STATIC);
+	st->on_reopen = cb;
+	st->on_reopen_arg = arg;
+}
+
+/* --- faults ------------------------------------------------------------------- */
+
+/* True if the database file was deleted or replaced since it was opened. */
+static bool moved(struct store *st)
+{
+	int m = 0;
+
+	if (!st->c.db ||
+	    sqlite3_file_control(st->c.db, "main", SQLITE_FCNTL_HAS_MOVED, &m) != SQLITE_OK)
+		return false;
+	return m != 0;
+}
+
+/* A failed step that retrying may cure (the disk, not the write). */
+static bool is_fault(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_CONSTRAINT:
+	case SQLITE_MISMATCH:
+	case SQLITE_TOOBIG:
+	case SQLITE_RANGE:
+	case SQLITE_ERROR:
+	case SQLITE_MISUSE:
+	case SQLITE_AUTH:
+	case SQLITE_SCHEMA:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* Why the files cannot be written, when sqlite could not say (its errno
+ * is often gone by the time it reports): EROFS, EPERM (chattr +i) or
+ * EACCES from access(2), ENOSPC when the file system has no block left,
+ * else 0. */
+static int probe(const struct store *st)
+{
+	char p[PATH_MAX + 8];
+	struct statvfs vfs;
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof p, "%s%s", st->path, i ? "-wal" : "");
+		if (access(p, W_OK) < 0 && errno != ENOENT)
+			return errno;
+	}
+	if (statvfs(st->path, &vfs) == 0 && vfs.f_bavail == 0)
+		return ENOSPC;
+	return 0;
+}
+
+/* Say why the store cannot write, from sqlite's result and errno. */
+static void set_reason(struct store *st, int rc, int sys, const char *what)
+{
+	const char *r;
+
+	if (moved(st)) {
+		snprintf(st->reason, sizeof st->reason, "database deleted");
+		snprintf(st->detail, sizeof st->detail, "while %s: %.200s was deleted or replaced",
+			 what, st->path);
+		return;
+	}
+	if (!sys && (rc & 0xff) != SQLITE_FULL)
+		sys = probe(st);
+	if ((rc & 0xff) == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT)
+		r = "disk full";
+	else if ((rc & 0xff) == SQLITE_READONLY || sys == EROFS || sys == EPERM || sys == EACCES)
+		r = "read-only";
+	else if ((rc & 0xff) == SQLITE_CANTOPEN)
+		r = "cannot open the database";
+	else if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+		r = "database locked";
+	else if ((rc & 0xff) == SQLITE_NOMEM)
+		r = "out of memory";
+	else if ((rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB)
+		r = "database corrupt";
 	else
-		sqlite3_bind_null(q, i);
+		r = "I/O error";
+	snprintf(st->reason, sizeof st->reason, "%s", r);
+	snprintf(st->detail, sizeof st->detail, "while %s: %s%s%s", what,
+		 st->c.db ? sqlite3_errmsg(st->c.db) : sqlite3_errstr(rc), sys ? ": " : "",
+		 sys ? strerror(sys) : "");
+}
+
+static uint64_t sum(const uint64_t *v)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < BK_NKINDS; k++)
+		n += v[k];
+	return n;
+}
+
+/* Hold `it` (taken) in the backlog; the first drop of an outage is told. */
+static void hold(struct store *st, struct bl_item *it)
+{
+	backlog_push(&st->bl, it);
+	if (!st->drop_told && sum(st->bl.dropped) > sum(st->base_dropped)) {
+		st->drop_told = true;
+		cmon_err("store degraded: backlog full (%zu failures, %u MiB): dropping the oldest "
+			 "held writes, counted in telemonctl status", st->bl.max_failures,
+			 STORE_BACKLOG_BYTES >> 20);
+	}
+}
+
+/* The database cannot take writes: roll the open batch back and hold its
+ * writes, then `it` (may be NULL), in the backlog. */
+static void degrade(struct store *st, struct bl_item *it, int rc, int sys, const char *what)
+{
+	bool had_batch = st->in_batch || !TAILQ_EMPTY(&st->journal);
+	struct bl_item *j;
+	double now = tm_now();
+
+	set_reason(st, rc, sys, what);             /* before ROLLBACK clears the message */
+	if (st->in_batch && st->c.db && !sqlite3_get_autocommit(st->c.db))
+		exec(st->c.db, "ROLLBACK", NULL);
+	st->in_batch = false;
+	if (!st->degraded) {
+		st->degraded = true;
+		st->since = now;
+		st->attempts = 0;
+		st->next_retry = now + STORE_RETRY_MIN_S;
+		st->last_report = now;
+		st->drop_told = false;
+		memcpy(st->base_pushed, st->bl.pushed, sizeof st->base_pushed);
+		memcpy(st->base_dropped, st->bl.dropped, sizeof st->base_dropped);
+		st->outages++;
+		cmon_err("store degraded: %s (%s): holding writes in memory (at most %zu "
+			 "failures, %u MiB), retrying every %.0f to %.0f s", st->reason, st->detail,
+			 st->bl.max_failures, STORE_BACKLOG_BYTES >> 20, STORE_RETRY_MIN_S,
+			 STORE_RETRY_MAX_S);
+	}
+	while ((j = TAILQ_FIRST(&st->journal))) {
+		TAILQ_REMOVE(&st->journal, j, link);
+		hold(st, j);
+	}
+	if (it)
+		hold(st, it);
+	if (had_batch && st->on_commit)
+		st->on_commit(st->on_commit_arg, false);
+}
+
+/* Run item `it` on the connection: SQLITE_DONE, or the extended result
+ * code with *sys the errno behind it. */
+static int apply(struct store *st, const struct bl_item *it, int *sys)
+{
+	sqlite3_stmt *q = st->c.stmt[it->stmt];
+	int rc;
+
+	for (unsigned i = 0; i < it->nvals; i++) {
+		const struct bl_value *v = &it->v[i];
+		switch (v->type) {
+		case BV_NULL: sqlite3_bind_null(q, (int)i + 1); break;
+		case BV_INT: sqlite3_bind_int64(q, (int)i + 1, v->i); break;
+		case BV_REAL: sqlite3_bind_double(q, (int)i + 1, v->d); break;
+		case BV_TEXT: sqlite3_bind_text(q, (int)i + 1, v->s, (int)v->n, SQLITE_STATIC); break;
+		case BV_BLOB: sqlite3_bind_blob(q, (int)i + 1, v->s, (int)v->n, SQLITE_STATIC); break;
+		}
+	}
+	rc = sqlite3_step(q);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		rc = sqlite3_extended_errcode(st->c.db);
+		*sys = sqlite3_system_errno(st->c.db);
+	} else {
+		rc = SQLITE_DONE;
+	}
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	return rc;
+}
+
+/* Step a statement without values (BEGIN, COMMIT). */
+static int step0(struct store *st, enum store_stmt s, int *sys)
+{
+	struct bl_item it = { .stmt = s };
+
+	return apply(st, &it, sys);
+}
+
+/* Open the batch transaction if it is not open yet; -EAGAIN if the store
+ * became degraded. */
+static int batch(struct store *st)
+{
+	int sys = 0, rc;
+
+	if (st->in_batch)
+		return 0;
+	if (moved(st)) {
+		degrade(st, NULL, SQLITE_READONLY_DBMOVED, 0, "starting a batch");
+		return -EAGAIN;
+	}
+	rc = step0(st, ST_BEGIN, &sys);
+	if (rc != SQLITE_DONE) {
+		degrade(st, NULL, rc, sys, "starting a batch");
+		return -EAGAIN;
+	}
+	st->in_batch = true;
+	return 0;
+}
+
+/* Write `it` (taken): now, in the open batch, or held while degraded. 0
+ * (written or held), -ENOMEM (it could not be made), or -EIO (the
+ * database refused this write; logged). */
+static int put(struct store *st, struct bl_item *it, const char *what)
+{
+	int sys = 0, rc;
+
+	if (!it) {
+		st->rejected++;
+		cmon_err("store: out of memory: %s is lost", what);
+		return -ENOMEM;
+	}
+	if (st->degraded) {
+		hold(st, it);
+		return 0;
+	}
+	if (batch(st) < 0) {
+		hold(st, it);
+		return 0;
+	}
+	rc = apply(st, it, &sys);
+	if (rc == SQLITE_DONE) {
+		TAILQ_INSERT_TAIL(&st->journal, it, link);
+		return 0;
+	}
+	if (is_fault(rc)) {
+		degrade(st, it, rc, sys, what);
+		return 0;
+	}
+	cmon_err("store: %s: %s", what, sqlite3_errmsg(st->c.db));
+	st->rejected++;
+	bl_item_free(it);
+	return -EIO;
+}
+
+static void free_journal(struct store *st)
+{
+	struct bl_item *j;
+
+	while ((j = TAILQ_FIRST(&st->journal))) {
+		TAILQ_REMOVE(&st->journal, j, link);
+		bl_item_free(j);
+	}
+}
+
+int store_commit(struct store *st)
+{
+	int sys = 0, rc;
+
+	if (!st->in_batch)
+		return st->degraded ? -EAGAIN : 0;
+	rc = step0(st, ST_COMMIT, &sys);
+	if (rc != SQLITE_DONE) {
+		degrade(st, NULL, rc, sys, "committing");
+		return -EAGAIN;
+	}
+	st->in_batch = false;
+	if (moved(st)) {
+		/* committed to a file nobody will read again */
+		degrade(st, NULL, SQLITE_READONLY_DBMOVED, 0, "committing");
+		return -EAGAIN;
+	}
+	free_journal(st);
+	if (st->on_commit)
+		st->on_commit(st->on_commit_arg, true);
+	return 0;
+}
+
+static void schedule(struct store *st, double now)
+{
+	double delay = STORE_RETRY_MIN_S;
+
+	for (unsigned i = 1; i < st->attempts && delay < STORE_RETRY_MAX_S; i++)
+		delay *= 2;
+	if (delay > STORE_RETRY_MAX_S)
+		delay = STORE_RETRY_MAX_S;
+	st->next_retry = now + delay;
+}
+
+/* The database file vanished (or was replaced): open one at its path. The
+ * vanished database's -wal and -shm must not be taken for the new one's:
+ * they go if the database is missing, or if they are the ones we had. */
+static int reopen(struct store *st)
+{
+	static const char *const sfx[] = { "-wal", "-shm" };
+	const struct stat *mine[] = { &st->c.wal, &st->c.shm };
+	char p[PATH_MAX + 8], err[PATH_MAX + 300];
+	struct stat sb;
+	bool missing = stat(st->path, &sb) < 0 && errno == ENOENT;
+	struct conn nc;
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof p, "%s%s", st->path, sfx[i]);
+		if (stat(p, &sb) == 0 && (missing || (mine[i]->st_ino && sb.st_ino == mine[i]->st_ino &&
+						      sb.st_dev == mine[i]->st_dev)))
+			unlink(p);
+	}
+	if (conn_open(&nc, st->path, err, sizeof err) < 0) {
+		snprintf(st->reason, sizeof st->reason, "database deleted");
+		snprintf(st->detail, sizeof st->detail, "cannot open a new one: %.270s", err);
+		return -EIO;
+	}
+	conn_close(&st->c);
+	st->c = nc;
+	st->in_batch = false;
+	init_ids(st);
+	cmon_warn("store: %s was deleted or replaced; opened %s database there", st->path,
+		  nc.fresh ? "a new" : "the");
+	if (st->on_reopen)
+		st->on_reopen(st->on_reopen_arg);
+	return 0;
+}
+
+/* A flush failed: roll back and put its writes back at the front. */
+static void unflush(struct store *st, int rc, int sys, const char *what)
+{
+	set_reason(st, rc, sys, what);
+	if (st->c.db && !sqlite3_get_autocommit(st->c.db))
+		exec(st->c.db, "ROLLBACK", NULL);
+	backlog_unshift(&st->bl, &st->journal);
+}
+
+/* Everything held was stored: record the outage, say so. */
+static void recovered(struct store *st, double now)
+{
+	uint64_t writes = sum(st->bl.pushed) - sum(st->base_pushed);
+	uint64_t fails = st->bl.pushed[BK_FAILURE] - st->base_pushed[BK_FAILURE];
+	uint64_t dropped = sum(st->bl.dropped) - sum(st->base_dropped);
+	uint64_t dfails = st->bl.dropped[BK_FAILURE] - st->base_dropped[BK_FAILURE];
+	struct bl_value v[] = {
+		{ .type = BV_REAL, .d = st->since }, { .type = BV_REAL, .d = now },
+		{ .type = BV_TEXT, .s = st->reason, .n = strlen(st->reason) },
+		{ .type = BV_TEXT, .s = st->detail, .n = strlen(st->detail) },
+		{ .type = BV_INT, .i = (int64_t)writes }, { .type = BV_INT, .i = (int64_t)fails },
+		{ .type = BV_INT, .i = (int64_t)dropped }, { .type = BV_INT, .i = (int64_t)dfails },
+	};
+
+	st->degraded = false;
+	cmon_notice("store recovered after %.0f s (%s): %" PRIu64 " held writes stored "
+		    "(%" PRIu64 " failures), %" PRIu64 " dropped (%" PRIu64 " failures)",
+		    now - st->since, st->reason, writes - dropped, fails - dfails, dropped, dfails);
+	put(st, bl_item_new(BK_OUTAGE, ST_OUTAGE_INSERT, 0, v, 8), "recording an outage");
+	st->reason[0] = st->detail[0] = '\0';
+	st->since = st->next_retry = 0;
+	st->attempts = 0;
+}
+
+int store_retry(struct store *st, double now)
+{
+	struct bl_item *it;
+	int sys = 0, rc;
+
+	if (!st->degraded)
+		return 0;
+	st->attempts++;
+	schedule(st, now);
+	if (moved(st) && reopen(st) < 0)
+		return -EAGAIN;
+	while (backlog_first(&st->bl)) {
+		size_t n = 0, bytes = 0;
+		rc = step0(st, ST_BEGIN, &sys);
+		if (rc != SQLITE_DONE) {
+			unflush(st, rc, sys, "retrying");
+			return -EAGAIN;
+		}
+		while ((it = backlog_first(&st->bl)) && n < STORE_FLUSH_ITEMS &&
+		       bytes < STORE_FLUSH_BYTES) {
+			rc = apply(st, it, &sys);
+			backlog_remove(&st->bl, it);
+			if (rc == SQLITE_DONE) {
+				TAILQ_INSERT_TAIL(&st->journal, it, link);
+				n++;
+				bytes += it->bytes;
+			} else if (is_fault(rc)) {
+				TAILQ_INSERT_TAIL(&st->journal, it, link);
+				unflush(st, rc, sys, "storing held writes");
+				return -EAGAIN;
+			} else {
+				/* this one will never go in (a constraint, ...) */
+				cmon_err("store: a held %s cannot be stored and is dropped: %s",
+					 backlog_kind_name(it->kind), sqlite3_errmsg(st->c.db));
+				st->bl.dropped[it->kind]++;
+				st->rejected++;
+				bl_item_free(it);
+			}
+		}
+		rc = step0(st, ST_COMMIT, &sys);
+		if (rc != SQLITE_DONE) {
+			unflush(st, rc, sys, "committing held writes");
+			return -EAGAIN;
+		}
+		if (moved(st)) {
+			unflush(st, SQLITE_READONLY_DBMOVED, 0, "committing held writes");
+			st->next_retry = now;       /* reopen at once */
+			return -EAGAIN;
+		}
+		free_journal(st);
+	}
+	recovered(st, now);
+	return 0;
+}
+
+void store_poll(struct store *st, double now)
+{
+	if (!st->degraded && now >= st->next_check) {
+		st->next_check = now + STORE_CHECK_S;
+		if (!st->in_batch && moved(st))
+			degrade(st, NULL, SQLITE_READONLY_DBMOVED, 0, "checking the database file");
+	}
+	if (!st->degraded)
+		return;
+	if (now >= st->next_retry)
+		store_retry(st, now);
+	if (st->degraded && now - st->last_report >= STORE_REPORT_S) {
+		char line[400];
+		st->last_report = now;
+		cmon_err("store still %s for %.0f s; next retry in %.0f s", store_health_line(st, line,
+			 sizeof line), now - st->since, st->next_retry > now ? st->next_retry - now : 0);
+	}
+}
+
+void store_health(const struct store *st, struct store_health *h)
+{
+	memset(h, 0, sizeof *h);
+	h->degraded = st->degraded;
+	h->reason = st->reason;
+	h->detail = st->detail;
+	h->since = st->since;
+	h->next_retry = st->next_retry;
+	h->attempts = st->attempts;
+	h->pending = st->bl.total;
+	h->pending_failures = st->bl.count[BK_FAILURE];
+	h->pending_bytes = st->bl.bytes;
+	h->limit = st->bl.max_failures;
+	h->dropped = sum(st->bl.dropped);
+	h->dropped_failures = st->bl.dropped[BK_FAILURE];
+	h->dropped_mail = st->bl.dropped[BK_MAIL];
+	h->outages = st->outages;
+	h->rejected = st->rejected;
+}
+
+const char *store_health_line(const struct store *st, char *buf, size_t size)
+{
+	uint64_t dropped = sum(st->bl.dropped), dfails = st->bl.dropped[BK_FAILURE];
+
+	if (!st->degraded)
+		snprintf(buf, size, "ok");
+	else
+		snprintf(buf, size, "degraded: %s; %zu failure%s pending (%zu writes), %" PRIu64
+			 " dropped (%" PRIu64 " failure%s)", st->reason, st->bl.count[BK_FAILURE],
+			 st->bl.count[BK_FAILURE] == 1 ? "" : "s", st->bl.total, dropped, dfails,
+			 dfails == 1 ? "" : "s");
+	return buf;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	if (st->in_batch)
+		store_commit(st);
+	if (st->degraded)
+		store_retry(st, tm_now());
+	if (st->degraded && st->bl.total)
+		cmon_err("store still degraded at exit (%s): %zu held writes (%zu failures) are lost",
+			 st->reason, st->bl.total, st->bl.count[BK_FAILURE]);
+	backlog_clear(&st->bl);
+	free_journal(st);
+	conn_close(&st->c);
+	free(st);
+}
+
+/* --- writes ------------------------------------------------------------------- */
+
+/* Value makers. */
+static struct bl_value vtext(const char *s)
+{
+	return s ? (struct bl_value){ .type = BV_TEXT, .s = s, .n = strlen(s) }
+		 : (struct bl_value){ .type = BV_NULL };
+}
+
+static struct bl_value vblob(const void *p, size_t n)
+{
+	return (struct bl_value){ .type = BV_BLOB, .s = p, .n = n };
+}
+
+static struct bl_value vint(int64_t i)
+{
+	return (struct bl_value){ .type = BV_INT, .i = i };
+}
+
+static struct bl_value vreal(double d)
+{
+	return (struct bl_value){ .type = BV_REAL, .d = d };
+}
+
+static struct bl_value vnull(void)
+{
+	return (struct bl_value){ .type = BV_NULL };
+}
+
+#define NV(v) ((unsigned)(sizeof(v) / sizeof((v)[0])))
+
+/* The id of a class without one: the stored class's with its key, else new. */
+static void class_id(struct store *st, struct tm_class *c)
+{
+	sqlite3_stmt *q = st->c.stmt[ST_CLASS_KEY];
+
+	sqlite3_bind_text(q, 1, c->prog, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, c->machine, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, c->pid, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) == SQLITE_ROW)
+		c->id = (uint32_t)sqlite3_column_int64(q, 0);
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	if (!c->id)
+		c->id = st->next_class++;
+	else if (c->id >= st->next_class)
+		st->next_class = c->id + 1;
 }
 
 int store_class_save(struct store *st, struct tm_class *c)
 {
-	sqlite3_stmt *q = st->stmt[ST_CLASS_UPSERT];
-	int rc;
+	struct bl_value v[12];
 
-	if (batch(st) < 0)
-		return -EIO;
-	bind_text(q, 1, c->prog);
-	bind_text(q, 2, c->machine);
-	bind_text(q, 3, c->pid);
-	bind_text(q, 4, c->tool);
-	bind_text(q, 5, c->spec);
-	bind_text(q, 6, c->mail);
-	bind_text(q, 7, c->window_text);
-	sqlite3_bind_double(q, 8, c->mailgroup);
-	sqlite3_bind_int(q, 9, c->block);
-	sqlite3_bind_int(q, 10, c->autostart);
-	sqlite3_bind_double(q, 11, tm_now());
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		c->id = (uint32_t)sqlite3_column_int64(q, 0);
-	sqlite3_reset(q);
-	sqlite3_clear_bindings(q);
-	return rc == SQLITE_ROW ? 0 : db_fail(st, "saving a class");
+	if (!c->id)
+		class_id(st, c);
+	v[0] = vint(c->id);
+	v[1] = vtext(c->prog);
+	v[2] = vtext(c->machine);
+	v[3] = vtext(c->pid);
+	v[4] = vtext(c->tool);
+	v[5] = vtext(c->spec);
+	v[6] = vtext(c->mail);
+	v[7] = vtext(c->window_text);
+	v[8] = vreal(c->mailgroup);
+	v[9] = vint(c->block);
+	v[10] = vint(c->autostart);
+	v[11] = vreal(tm_now());
+	return put(st, bl_item_new(BK_CLASS, ST_CLASS_PUT, c->id, v, NV(v)), "saving a class");
+}
+
+/* A JSON array of ids, for json_each(); NULL on ENOMEM. */
+static char *id_list(const uint64_t *ids64, const uint32_t *ids32, size_t n)
+{
+	char *s = malloc(n * 21 + 3), *p = s;
+
+	if (!s)
+		return NULL;
+	*p++ = '[';
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s%" PRIu64, i ? "," : "", ids64 ? ids64[i] : (uint64_t)ids32[i]);
+	*p++ = ']';
+	*p = '\0';
+	return s;
 }
 
 int store_classes_keep(struct store *st, const uint32_t *keep, size_t n)
 {
-	sqlite3_stmt *q;
-	int rc;
+	char *list = id_list(NULL, keep, n);
+	struct bl_value v[] = { vtext(list) };
+	int r;
 
-	if (batch(st) < 0)
-		return -EIO;
-	if (exec(st, "UPDATE classes SET active = 2 WHERE active = 1", "classes") < 0)
-		return -EIO;
-	if (sqlite3_prepare_v2(st->db, "UPDATE classes SET active = 1 WHERE id = ?1", -1, &q,
-			       NULL) != SQLITE_OK)
-		return db_fail(st, "classes");
-	for (size_t i = 0; i < n; i++) {
-		sqlite3_bind_int64(q, 1, keep[i]);
-		rc = sqlite3_step(q);
-		sqlite3_reset(q);
-		if (rc != SQLITE_DONE) {
-			sqlite3_finalize(q);
-			return db_fail(st, "classes");
-		}
-	}
-	sqlite3_finalize(q);
-	return exec(st, "UPDATE classes SET active = 0 WHERE active = 2", "classes");
+	if (!list)
+		return put(st, NULL, "marking the active classes");
+	r = put(st, bl_item_new(BK_CLASS, ST_CLASSES_KEEP, KEY_ALL, v, NV(v)),
+		"marking the active classes");
+	free(list);
+	return r;
 }
 
 int store_instance_lookup(struct store *st, struct tm_instance *in)
 {
-	sqlite3_stmt *q = st->stmt[ST_INST_LOOKUP];
+	sqlite3_stmt *q = st->c.stmt[ST_INST_LOOKUP];
 	int rc;
 
-	bind_text(q, 1, in->prog);
-	bind_text(q, 2, in->machine);
+	sqlite3_bind_text(q, 1, in->prog, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, in->machine, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 3, in->pid);
 	sqlite3_bind_int64(q, 4, in->start_ns);
 	rc = sqlite3_step(q);
@@ -434,6 +1046,7 @@ int store_instance_lookup(struct store *st, struct tm_instance *in)
 		in->failures = (uint64_t)sqlite3_column_int64(q, 6);
 		in->tool_restarts = (unsigned)sqlite3_column_int(q, 7);
 		in->want = sqlite3_column_int(q, 8) != 0;
+		in->first_seen = sqlite3_column_double(q, 9);
 	}
 	sqlite3_reset(q);
 	sqlite3_clear_bindings(q);
@@ -442,55 +1055,40 @@ int store_instance_lookup(struct store *st, struct tm_instance *in)
 	return rc == SQLITE_ROW;
 }
 
+/* The whole row of `in`, ended at `ended` (0: not ended). */
+static int instance_put(struct store *st, const struct tm_instance *in, enum inst_state state,
+			double ended, const char *what)
+{
+	struct bl_value v[] = {
+		vint((int64_t)in->id), in->class_id ? vint(in->class_id) : vnull(),
+		vtext(in->prog), vtext(in->machine), vint(in->pid), vint(in->start_ns),
+		vtext(in->endpoint), vint(in->tls), vreal(in->first_seen),
+		ended > 0 ? vreal(ended) : vnull(), vtext(inst_state_name(state)), vint(in->want),
+		vint((int64_t)in->bytes), vint((int64_t)in->records), vint((int64_t)in->lost),
+		vint((int64_t)in->gaps), vint((int64_t)in->skipped), vint((int64_t)in->failures),
+		vint(in->tool_restarts), vtext(in->status),
+		in->has_token ? vblob(in->token, CMON_TOKEN_LEN) : vnull(),
+	};
+	return put(st, bl_item_new(BK_INSTANCE, ST_INST_PUT, in->id, v, NV(v)), what);
+}
+
 int store_instance_insert(struct store *st, struct tm_instance *in)
 {
-	sqlite3_stmt *q = st->stmt[ST_INST_INSERT];
-
-	if (batch(st) < 0)
-		return -EIO;
-	if (in->class_id)
-		sqlite3_bind_int64(q, 1, in->class_id);
-	bind_text(q, 2, in->prog);
-	bind_text(q, 3, in->machine);
-	sqlite3_bind_int64(q, 4, in->pid);
-	sqlite3_bind_int64(q, 5, in->start_ns);
-	bind_text(q, 6, in->endpoint);
-	sqlite3_bind_int(q, 7, in->tls);
-	sqlite3_bind_double(q, 8, tm_now());
-	bind_text(q, 9, inst_state_name(in->state));
-	sqlite3_bind_int(q, 10, in->want);
-	bind_text(q, 11, in->status);
-	if (in->has_token)
-		sqlite3_bind_blob(q, 12, in->token, CMON_TOKEN_LEN, SQLITE_STATIC);
-	if (run(st, q, "adding an instance") < 0)
-		return -EIO;
-	in->id = (uint64_t)sqlite3_last_insert_rowid(st->db);
-	return 0;
+	in->id = st->next_instance++;
+	if (in->first_seen <= 0)
+		in->first_seen = tm_now();
+	return instance_put(st, in, in->state, 0, "adding an instance");
 }
 
 int store_instance_save(struct store *st, const struct tm_instance *in)
 {
-	sqlite3_stmt *q = st->stmt[ST_INST_SAVE];
+	return instance_put(st, in, in->state, 0, "saving an instance");
+}
 
-	if (batch(st) < 0)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)in->id);
-	if (in->class_id)
-		sqlite3_bind_int64(q, 2, in->class_id);
-	bind_text(q, 3, in->endpoint);
-	bind_text(q, 4, inst_state_name(in->state));
-	sqlite3_bind_int(q, 5, in->want);
-	sqlite3_bind_int64(q, 6, (sqlite3_int64)in->bytes);
-	sqlite3_bind_int64(q, 7, (sqlite3_int64)in->records);
-	sqlite3_bind_int64(q, 8, (sqlite3_int64)in->lost);
-	sqlite3_bind_int64(q, 9, (sqlite3_int64)in->gaps);
-	sqlite3_bind_int64(q, 10, (sqlite3_int64)in->skipped);
-	sqlite3_bind_int64(q, 11, (sqlite3_int64)in->failures);
-	sqlite3_bind_int(q, 12, (int)in->tool_restarts);
-	bind_text(q, 13, in->status);
-	if (in->has_token)
-		sqlite3_bind_blob(q, 14, in->token, CMON_TOKEN_LEN, SQLITE_STATIC);
-	return run(st, q, "saving an instance");
+int store_instance_end(struct store *st, const struct tm_instance *in, enum inst_state state,
+		       double when)
+{
+	return instance_put(st, in, state, when, "ending an instance");
 }
 
 static void copy_col(char *dst, size_t size, sqlite3_stmt *q, int col)
@@ -502,7 +1100,7 @@ static void copy_col(char *dst, size_t size, sqlite3_stmt *q, int col)
 
 int store_instances_open(struct store *st, store_instance_cb cb, void *arg)
 {
-	sqlite3_stmt *q = st->stmt[ST_INST_OPEN];
+	sqlite3_stmt *q = st->c.stmt[ST_INST_OPEN];
 	int rc;
 
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -527,9 +1125,10 @@ int store_instances_open(struct store *st, store_instance_cb cb, void *arg)
 		in.failures = (uint64_t)sqlite3_column_int64(q, 15);
 		in.tool_restarts = (unsigned)sqlite3_column_int(q, 16);
 		copy_col(in.status, sizeof in.status, q, 17);
-		if (sqlite3_column_bytes(q, 18) == CMON_TOKEN_LEN) {
+		in.first_seen = sqlite3_column_double(q, 18);
+		if (sqlite3_column_bytes(q, 19) == CMON_TOKEN_LEN) {
 			in.has_token = true;
-			memcpy(in.token, sqlite3_column_blob(q, 18), CMON_TOKEN_LEN);
+			memcpy(in.token, sqlite3_column_blob(q, 19), CMON_TOKEN_LEN);
 		}
 		cb(arg, &in);
 	}
@@ -537,91 +1136,43 @@ int store_instances_open(struct store *st, store_instance_cb cb, void *arg)
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "listing instances");
 }
 
-int store_instance_end(struct store *st, uint64_t id, enum inst_state state, double when)
-{
-	sqlite3_stmt *q = st->stmt[ST_INST_END];
-
-	if (batch(st) < 0)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
-	sqlite3_bind_double(q, 2, when);
-	bind_text(q, 3, inst_state_name(state));
-	return run(st, q, "ending an instance");
-}
-
 int store_instances_reap(struct store *st, const uint64_t *live, size_t n, double when)
 {
-	sqlite3_stmt *q;
-	int rc = 0;
+	char *list = id_list(live, NULL, n);
+	struct bl_value v[] = { vreal(when), vtext(list) };
+	int r;
 
-	if (batch(st) < 0)
-		return -EIO;
-	if (exec(st, "CREATE TEMP TABLE IF NOT EXISTS live_ids (id INTEGER PRIMARY KEY);"
-		     "DELETE FROM live_ids;", "reap") < 0)
-		return -EIO;
-	if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO live_ids VALUES (?1)", -1, &q,
-			       NULL) != SQLITE_OK)
-		return db_fail(st, "reap");
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		sqlite3_bind_int64(q, 1, (sqlite3_int64)live[i]);
-		if (sqlite3_step(q) != SQLITE_DONE)
-			rc = -EIO;
-		sqlite3_reset(q);
-	}
-	sqlite3_finalize(q);
-	if (rc < 0)
-		return db_fail(st, "reap");
-	if (sqlite3_prepare_v2(st->db, "UPDATE instances SET ended = ?1, state = 'gone', "
-				       "status = 'ended while the telemonitor was away' "
-				       "WHERE ended IS NULL AND id NOT IN (SELECT id FROM live_ids)",
-			       -1, &q, NULL) != SQLITE_OK)
-		return db_fail(st, "reap");
-	sqlite3_bind_double(q, 1, when);
-	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_finalize(q);
-	return rc < 0 ? db_fail(st, "reap") : 0;
+	if (!list)
+		return put(st, NULL, "marking instances gone");
+	r = put(st, bl_item_new(BK_INSTANCE, ST_INST_REAP, KEY_ALL, v, NV(v)),
+		"marking instances gone");
+	free(list);
+	return r;
 }
 
 int store_add_failure(struct store *st, const struct store_failure *f, uint64_t *id)
 {
-	sqlite3_stmt *q = st->stmt[ST_FAIL_INSERT];
+	uint64_t fid = st->next_failure++;
+	struct bl_value v[] = {
+		vint((int64_t)fid), vint((int64_t)f->instance_id), vtext(f->spec),
+		vtext(f->assertion), vint(f->line), vtext(f->result), vtext(f->kind), vtext(f->type),
+		f->uid >= 0 ? vint(f->uid) : vnull(), vtext(f->start), vtext(f->end),
+		f->start_pos ? vint((int64_t)f->start_pos) : vnull(),
+		f->end_pos ? vint((int64_t)f->end_pos) : vnull(),
+		f->has_ts ? vint(f->start_ts) : vnull(), f->has_ts ? vint(f->end_ts) : vnull(),
+		vreal(f->time), f->start_wall > 0 ? vreal(f->start_wall) : vnull(),
+		vtext(f->metrics), f->window_id ? vint((int64_t)f->window_id) : vnull(),
+	};
+	int r = put(st, bl_item_new(BK_FAILURE, ST_FAIL_INSERT, 0, v, NV(v)), "adding a failure");
 
-	if (batch(st) < 0)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)f->instance_id);
-	bind_text(q, 2, f->spec);
-	bind_text(q, 3, f->assertion);
-	sqlite3_bind_int(q, 4, f->line);
-	bind_text(q, 5, f->result);
-	bind_text(q, 6, f->kind);
-	bind_text(q, 7, f->type);
-	if (f->uid >= 0)
-		sqlite3_bind_int64(q, 8, f->uid);
-	bind_text(q, 9, f->start);
-	bind_text(q, 10, f->end);
-	if (f->start_pos)
-		sqlite3_bind_int64(q, 11, (sqlite3_int64)f->start_pos);
-	if (f->end_pos)
-		sqlite3_bind_int64(q, 12, (sqlite3_int64)f->end_pos);
-	if (f->has_ts) {
-		sqlite3_bind_int64(q, 13, f->start_ts);
-		sqlite3_bind_int64(q, 14, f->end_ts);
-	}
-	sqlite3_bind_double(q, 15, f->time);
-	if (f->start_wall > 0)
-		sqlite3_bind_double(q, 16, f->start_wall);
-	bind_text(q, 17, f->metrics);
-	if (f->window_id)
-		sqlite3_bind_int64(q, 18, (sqlite3_int64)f->window_id);
-	if (run(st, q, "adding a failure") < 0)
-		return -EIO;
-	*id = (uint64_t)sqlite3_last_insert_rowid(st->db);
-	return 0;
+	if (r == 0)
+		*id = fid;
+	return r;
 }
 
 sqlite3_stmt *store_report_stmt(struct store *st)
 {
-	return st->stmt[ST_REPORT];
+	return st->c.stmt[ST_REPORT];
 }
 
 uint64_t store_next_window_id(struct store *st)
@@ -632,70 +1183,53 @@ uint64_t store_next_window_id(struct store *st)
 int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64_t from,
 		     uint64_t to, bool truncated, const char *text, size_t len)
 {
-	sqlite3_stmt *q = st->stmt[ST_WIN_INSERT];
+	struct bl_value v[] = {
+		vint((int64_t)id), vint((int64_t)instance_id), vint((int64_t)from),
+		vint((int64_t)to), vint(truncated),
+		{ .type = BV_TEXT, .s = text, .n = len > STORE_WINDOW_MAX ? STORE_WINDOW_MAX : len },
+	};
 
-	if (len > STORE_WINDOW_MAX)
-		len = STORE_WINDOW_MAX;
-	if (batch(st) < 0)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
-	sqlite3_bind_int64(q, 2, (sqlite3_int64)instance_id);
-	sqlite3_bind_int64(q, 3, (sqlite3_int64)from);
-	sqlite3_bind_int64(q, 4, (sqlite3_int64)to);
-	sqlite3_bind_int(q, 5, truncated);
-	sqlite3_bind_text(q, 6, text, (int)len, SQLITE_STATIC);
-	return run(st, q, "adding a window");
+	return put(st, bl_item_new(BK_WINDOW, ST_WIN_INSERT, 0, v, NV(v)), "adding a window");
 }
 
 int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
 		      const char *assertion, int line, const char *result, int64_t offenders,
 		      double time)
 {
-	sqlite3_stmt *q = st->stmt[ST_VERDICT_INSERT];
+	struct bl_value v[] = {
+		vint((int64_t)instance_id), vtext(spec), vtext(assertion), vint(line),
+		vtext(result), vint(offenders), vreal(time),
+	};
 
-	if (batch(st) < 0)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)instance_id);
-	bind_text(q, 2, spec);
-	bind_text(q, 3, assertion);
-	sqlite3_bind_int(q, 4, line);
-	bind_text(q, 5, result);
-	sqlite3_bind_int64(q, 6, offenders);
-	sqlite3_bind_double(q, 7, time);
-	return run(st, q, "adding a verdict");
+	return put(st, bl_item_new(BK_VERDICT, ST_VERDICT_INSERT, 0, v, NV(v)),
+		   "adding a verdict");
 }
 
 int store_mail_add(struct store *st, const char *to, const char *subject, const char *body,
 		   size_t count, double queued, uint64_t *id)
 {
-	sqlite3_stmt *q = st->stmt[ST_MAIL_INSERT];
+	uint64_t mid = st->next_mail++;
+	struct bl_value v[] = {
+		vint((int64_t)mid), vreal(queued), vtext(to ? to : ""), vtext(subject ? subject : ""),
+		vtext(body ? body : ""), vint((int64_t)count),
+	};
+	int r = put(st, bl_item_new(BK_MAIL, ST_MAIL_INSERT, 0, v, NV(v)), "queueing a mail");
 
-	if (batch(st) < 0)
-		return -EIO;
-	sqlite3_bind_double(q, 1, queued);
-	bind_text(q, 2, to ? to : "");
-	bind_text(q, 3, subject ? subject : "");
-	bind_text(q, 4, body ? body : "");
-	sqlite3_bind_int64(q, 5, (sqlite3_int64)count);
-	if (run(st, q, "queueing a mail") < 0)
-		return -EIO;
-	*id = (uint64_t)sqlite3_last_insert_rowid(st->db);
-	return 0;
+	if (r == 0)
+		*id = mid;
+	return r;
 }
 
 int store_mail_done(struct store *st, uint64_t id)
 {
-	sqlite3_stmt *q = st->stmt[ST_MAIL_DELETE];
+	struct bl_value v[] = { vint((int64_t)id) };
 
-	if (batch(st) < 0)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
-	return run(st, q, "marking a mail sent");
+	return put(st, bl_item_new(BK_MAIL, ST_MAIL_DELETE, 0, v, NV(v)), "marking a mail sent");
 }
 
 int store_mail_load(struct store *st, store_mail_cb cb, void *arg)
 {
-	sqlite3_stmt *q = st->stmt[ST_MAIL_LOAD];
+	sqlite3_stmt *q = st->c.stmt[ST_MAIL_LOAD];
 	int rc;
 
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
@@ -708,44 +1242,30 @@ int store_mail_load(struct store *st, store_mail_cb cb, void *arg)
 
 int store_digest_add(struct store *st, const struct digest_item *it, double due)
 {
-	sqlite3_stmt *q = st->stmt[ST_DIGEST_INSERT];
+	struct bl_value v[] = {
+		vint((int64_t)it->failure_id), vint((int64_t)it->instance_id), vtext(it->prog),
+		vtext(it->machine), vint(it->pid), vtext(it->spec),
+		vtext(it->assertion ? it->assertion : ""), vint(it->line), vreal(it->time),
+		vtext(it->what), vint(it->start_ts), vint(it->end_ts), vtext(it->metrics),
+		vtext(it->to), vreal(it->period), vreal(due),
+	};
 
-	if (batch(st) < 0)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)it->failure_id);
-	sqlite3_bind_int64(q, 2, (sqlite3_int64)it->instance_id);
-	bind_text(q, 3, it->prog);
-	bind_text(q, 4, it->machine);
-	sqlite3_bind_int64(q, 5, it->pid);
-	bind_text(q, 6, it->spec);
-	bind_text(q, 7, it->assertion ? it->assertion : "");
-	sqlite3_bind_int(q, 8, it->line);
-	sqlite3_bind_double(q, 9, it->time);
-	bind_text(q, 10, it->what);
-	sqlite3_bind_int64(q, 11, it->start_ts);
-	sqlite3_bind_int64(q, 12, it->end_ts);
-	bind_text(q, 13, it->metrics);
-	bind_text(q, 14, it->to);
-	sqlite3_bind_double(q, 15, it->period);
-	sqlite3_bind_double(q, 16, due);
-	return run(st, q, "keeping a failure for its digest");
+	return put(st, bl_item_new(BK_MAIL, ST_DIGEST_INSERT, 0, v, NV(v)),
+		   "keeping a failure for its digest");
 }
 
 int store_digest_done(struct store *st, uint64_t instance_id, const char *assertion, int line)
 {
-	sqlite3_stmt *q = st->stmt[ST_DIGEST_DELETE];
+	struct bl_value v[] = {
+		vint((int64_t)instance_id), vtext(assertion ? assertion : ""), vint(line),
+	};
 
-	if (batch(st) < 0)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)instance_id);
-	bind_text(q, 2, assertion ? assertion : "");
-	sqlite3_bind_int(q, 3, line);
-	return run(st, q, "clearing a digest");
+	return put(st, bl_item_new(BK_MAIL, ST_DIGEST_DELETE, 0, v, NV(v)), "clearing a digest");
 }
 
 int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, void *arg)
 {
-	sqlite3_stmt *q = st->stmt[ST_DIGEST_LOAD];
+	sqlite3_stmt *q = st->c.stmt[ST_DIGEST_LOAD];
 	int rc;
 
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {

@@ -1,13 +1,29 @@
 /* The telemonitor's store: sqlite in WAL mode at DIR/telemonitor.db.
  *
- * Tables: classes, instances, failures, windows, verdicts, and the mail
- * not sent yet: mail_queue, mail_digest (see store.c for
- * the schema, versioned with PRAGMA user_version and upgraded by the
- * migrations listed there). Writes are batched: the first write after a
- * commit opens a transaction, and store_commit() (every TM_FLUSH_MS, and
- * before answering telemonctl) ends it, so a burst of failures costs one
- * commit, not one per failure. Queries on the same connection see every
- * write at once. */
+ * Tables: classes, instances, failures, windows, verdicts, the mail not
+ * sent yet (mail_queue, mail_digest) and the store's own outages
+ * (store_outages); see store.c for the schema, versioned with PRAGMA
+ * user_version and upgraded by the migrations listed there. Writes are
+ * batched: the first write after a commit opens a transaction, and
+ * store_commit() (every TM_FLUSH_MS, and before answering telemonctl) ends
+ * it, so a burst of failures costs one commit, not one per failure.
+ * Queries on the same connection see every write at once.
+ *
+ * Storage faults. Every write is kept as an item (backlog.h) until its
+ * batch is committed. When the database cannot take a write (disk full,
+ * read-only, I/O error, the file deleted), the store becomes degraded:
+ * the batch is rolled back and its writes, and every write after it, are
+ * held in memory, in order, within the backlog's bounds (store-backlog
+ * failures, STORE_BACKLOG_BYTES in all; the oldest are dropped and
+ * counted); store_poll() retries with backoff (1 s doubling to 30 s) and,
+ * once a transaction goes through, stores them in order and records the
+ * outage in store_outages. A database file that was deleted or replaced
+ * is noticed (before each batch and once a second) and a new one is
+ * opened at its path; the owner is then asked to record its live state
+ * again (store_set_reopen_cb()). Ids of failures, instances, classes,
+ * windows and mails are given out here, not by sqlite, so a held write
+ * keeps its id. Writes the database refuses for a reason of their own (a
+ * constraint) are logged and dropped, never retried. */
 #ifndef TELEMON_STORE_H
 #define TELEMON_STORE_H
 
@@ -21,10 +37,21 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
+
+/* Storage faults (see above). */
+#define STORE_BACKLOG_DEFAULT 10000     /* failures held while degraded (store-backlog) */
+#define STORE_BACKLOG_MAX 10000000      /* largest store-backlog accepted */
+#define STORE_BACKLOG_BYTES (64u << 20) /* memory held while degraded, every kind of write */
+#define STORE_RETRY_MIN_S 1.0           /* first retry after a fault */
+#define STORE_RETRY_MAX_S 30.0          /* longest wait between retries */
+#define STORE_REPORT_S 30.0             /* a degraded store says so this often */
+#define STORE_CHECK_S 1.0               /* is the database file still there? */
+#define STORE_FLUSH_ITEMS 2000          /* held writes per transaction when flushing */
+#define STORE_FLUSH_BYTES (8u << 20)    /* ...and bytes */
 
 struct store;
 
@@ -60,11 +87,14 @@ void store_close(struct store *st);
 /* The connection, for queries. */
 sqlite3 *store_db(struct store *st);
 
-/* Commit the open batch, if any. 0 or -EIO (the batch is lost and logged). */
+/* Commit the open batch, if any. 0: committed (or nothing to commit);
+ * -EAGAIN: the store is degraded and the writes are held in memory. */
 int store_commit(struct store *st);
 
-/* Called after every store_commit() that ended a batch; `committed` is
- * false if the batch was lost. */
+/* Called when a batch ends: `committed` is true if it is on disk, false
+ * if the store became degraded and holds its writes in memory (they are
+ * stored, in order, when it recovers, unless the backlog's bounds drop
+ * them). */
 typedef void (*store_commit_cb)(void *arg, bool committed);
 
 /* Set (or clear, with NULL) the commit callback. */
@@ -73,20 +103,73 @@ void store_set_commit_cb(struct store *st, store_commit_cb cb, void *arg);
 /* True if a batch is open. */
 bool store_pending(const struct store *st);
 
-/* Record class `c` (by prog, machine, pid; marked active); sets c->id. */
+/* Hold at most `max_failures` failures while degraded (1..STORE_BACKLOG_MAX). */
+void store_set_backlog(struct store *st, size_t max_failures);
+
+/* Called after a new database was opened in place of one that was deleted
+ * or replaced: record the live state (classes, instances) again. Its
+ * writes join the held ones; they are upserts of whole rows, so their
+ * place in the order does not matter. */
+typedef void (*store_reopen_cb)(void *arg);
+
+/* Set (or clear, with NULL) the reopen callback. */
+void store_set_reopen_cb(struct store *st, store_reopen_cb cb, void *arg);
+
+/* Every TM_FLUSH_MS: notice a deleted database file (once a second),
+ * retry a degraded store when its backoff is over, and say loudly (every
+ * STORE_REPORT_S) that it is still degraded. */
+void store_poll(struct store *st, double now);
+
+/* Retry a degraded store now: reopen the database if it vanished, then
+ * store the held writes in order. 0 if the store is (now) healthy. */
+int store_retry(struct store *st, double now);
+
+/* True while writes are held in memory. */
+bool store_degraded(const struct store *st);
+
+/* The store's health, for telemonctl status and sd_notify. */
+struct store_health {
+	bool degraded;           /* writes are held in memory */
+	const char *reason;      /* "disk full", "read-only", "database deleted", ... ("" when ok) */
+	const char *detail;      /* what sqlite or the system said ("" when ok) */
+	double since;            /* when it became degraded (0 when ok) */
+	double next_retry;       /* when it tries again (0 when ok) */
+	unsigned attempts;       /* retries since it became degraded */
+	size_t pending;          /* writes held */
+	size_t pending_failures; /* failures among them */
+	size_t pending_bytes;    /* memory they take */
+	size_t limit;            /* store-backlog: failures held at most */
+	uint64_t dropped;        /* writes dropped since start (bounds, or refused on retry) */
+	uint64_t dropped_failures; /* failures among them */
+	uint64_t dropped_mail;   /* mail rows among them */
+	uint64_t outages;        /* times it became degraded since start */
+	uint64_t rejected;       /* writes refused for a reason of their own since start */
+};
+
+/* Fill `h`; its strings are valid until the next store call. */
+void store_health(const struct store *st, struct store_health *h);
+
+/* "ok" or "degraded: disk full; 12 failures pending (40 writes), 0
+ * dropped" for logs and sd_notify. */
+const char *store_health_line(const struct store *st, char *buf, size_t size);
+
+/* Record class `c` (marked active). A class without an id gets the id of
+ * the stored class with its prog, machine and pid, else a new one; a
+ * class with an id replaces that row (and any other with its key). */
 int store_class_save(struct store *st, struct tm_class *c);
 
 /* Mark every class not in `keep` (ids, n) inactive. */
 int store_classes_keep(struct store *st, const uint32_t *keep, size_t n);
 
 /* Find instance `in` by its key (prog, machine, pid, start_ns): 1 and its
- * id, counters and want flag filled in; 0 if unknown. */
+ * id, first_seen, counters and want flag filled in; 0 if unknown. */
 int store_instance_lookup(struct store *st, struct tm_instance *in);
 
-/* Insert `in` (sets in->id). */
+/* Insert `in` (sets in->id, and in->first_seen if 0). */
 int store_instance_insert(struct store *st, struct tm_instance *in);
 
-/* Save counters, state, status, class and want flag of `in`. */
+/* Save `in`: the whole row (an upsert), so it also puts back a row lost
+ * with a deleted database. */
 int store_instance_save(struct store *st, const struct tm_instance *in);
 
 /* Called for each instance not yet ended, with its saved fields. */
@@ -95,8 +178,10 @@ typedef void (*store_instance_cb)(void *arg, struct tm_instance *in);
 /* List the instances that had not ended when we stopped. */
 int store_instances_open(struct store *st, store_instance_cb cb, void *arg);
 
-/* Mark instance `id` ended at `when` with state `state`. */
-int store_instance_end(struct store *st, uint64_t id, enum inst_state state, double when);
+/* Save `in` marked ended at `when` with state `state` (an instance ends
+ * once: a later save keeps the first end time). */
+int store_instance_end(struct store *st, const struct tm_instance *in, enum inst_state state,
+		       double when);
 
 /* Mark every not-ended instance whose id is not in `live` ended ("gone"). */
 int store_instances_reap(struct store *st, const uint64_t *live, size_t n, double when);

@@ -10,7 +10,8 @@
  *   checker.c   the checker's JSON reports -> failures, windows, mail
  *   window.c    log windows around failures
  *   typescript.c  tool output kept per instance
- *   store.c     sqlite: schema, migrations, batched writes
+ *   store.c     sqlite: schema, migrations, batched writes, storage faults
+ *   backlog.c   writes held in memory while the store cannot take them
  *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
  *   setup.c     finding the configuration, state directory and checker */
@@ -71,6 +72,7 @@ struct tm_options {
 	const char *state;            /* -state DIR, or NULL */
 	const char *regmachine;       /* -regmachine HOST[:PORT] */
 	const char *pcheck;           /* -pcheck PATH, or NULL */
+	size_t store_backlog;         /* -store-backlog N, or 0 */
 	bool check_only;              /* -check: check the configuration and exit */
 	bool finish_tools;            /* -finish-tools: finish a killed run's tools and exit */
 	bool debug;                   /* -debug */
@@ -118,6 +120,7 @@ struct tm_instance {
 	char machine[CMON_NAME_MAX + 1]; /* machine name */
 	int64_t pid;                  /* process id */
 	int64_t start_ns;             /* snarflog start time: with the above, the key */
+	double first_seen;            /* when it was first stored */
 	char endpoint[CMON_ADDRSTR_MAX]; /* snarflog's data endpoint */
 	bool tls;                     /* the endpoint speaks TLS */
 	bool has_token;               /* the registry gave us its token... */
@@ -172,7 +175,9 @@ struct tmon {
 	struct event *tick;           /* once a second: deadlines, counters, status */
 	bool stopping;                /* shutting down */
 	double started;               /* when the service started */
-	uint64_t total_failures;      /* failures stored since start */
+	uint64_t total_failures;      /* failures reported since start (stored or held) */
+	uint64_t *forget;             /* ended instances whose ledgers go once the store is healthy */
+	size_t nforget, forget_cap;   /* how many, and room */
 };
 
 /* setup.c */
@@ -242,6 +247,8 @@ void instances_set_status(struct tm_instance *in, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Save the counters and state of every changed instance. */
 void instances_save(struct tmon *tm);
+/* Save every instance (the store opened a new database). */
+void instances_save_all(struct tmon *tm);
 /* Free every instance and its session. */
 void instances_free(struct tmon *tm);
 /* "listed", "monitoring", ... as stored and shown. */

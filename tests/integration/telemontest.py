@@ -36,7 +36,7 @@ class Telemonitor:
     """A running telemonitor with its own state directory and rc file."""
 
     def __init__(self, env, reg, rc_text, name="tm", extra=(), state=None, wait=True,
-                 regaddr=None):
+                 regaddr=None, environ=None):
         self.env = env
         self.reg = reg
         self.state = state or env.path(name + ".state")
@@ -48,7 +48,8 @@ class Telemonitor:
             with open(self.rc, "w") as f:
                 f.write(rc_text)
         self.proc = None
-        self.start(wait=wait)
+        self.environ = environ
+        self.start(wait=wait, env=environ)
 
     def argv(self):
         return [ct.binary("telemonitor"), "-rc", self.rc, "-state", self.state,

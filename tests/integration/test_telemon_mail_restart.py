@@ -88,7 +88,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 3        # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 4        # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -111,11 +111,12 @@ def main():
         tm.stop()
         db = sqlite3.connect(os.path.join(tm.state, "telemonitor.db"))
         db.executescript("DROP TABLE mail_queue; DROP TABLE mail_digest;"
-                         "ALTER TABLE instances DROP COLUMN token;"
+                         "ALTER TABLE instances DROP COLUMN token; DROP TABLE store_outages;"
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()
-        check("schema upgraded to version 2" in tm.stderr(), "upgrade logged: %s", tm.stderr())
+        check(all("schema upgraded to version %d" % v in tm.stderr() for v in (2, 3, 4)),
+              "upgrade logged: %s", tm.stderr())
         check(tm.json("status")["schema"] == SCHEMA, "upgraded: %r", tm.json("status"))
 
         # 1. the relay is down: a prompt mail is queued, three failures wait

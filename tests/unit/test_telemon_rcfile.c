@@ -106,8 +106,16 @@ static void new_properties(void **state)
 	assert_string_equal(rc_text(c, &c->classes[0], RC_WINDOW), "500 after 50");
 	assert_string_equal(rc_text(c, &c->classes[0], RC_MAILGROUP), "5 min");
 	assert_string_equal(rc_text(c, &c->classes[0], RC_SPEC), path);
+	assert_string_equal(rc_text(c, NULL, RC_STORE_BACKLOG), "");
 	rc_free(c);
 	unlink(path);
+	/* store-backlog: a bare number or text */
+	c = parse_ok("(defaults (store-backlog 250))");
+	assert_string_equal(rc_text(c, NULL, RC_STORE_BACKLOG), "250");
+	rc_free(c);
+	c = parse_ok("(defaults (store-backlog \"10000000\"))");
+	assert_string_equal(rc_text(c, NULL, RC_STORE_BACKLOG), "10000000");
+	rc_free(c);
 }
 
 static void text_escapes(void **state)
@@ -137,6 +145,13 @@ static void errors(void **state)
 	parse_bad("(class (prog \"a\") (tool \"x\") (smtp \"smtp://h\"))", "rc:1:",
 		  "smtp: only allowed in (defaults");
 	parse_bad("(defaults (smtp \"http://h\"))", "rc:1:", "smtp: \"http://h\" is not an smtp://");
+	parse_bad("(defaults (store-backlog 0))", "rc:1:",
+		  "store-backlog: \"0\" is not a number of failures from 1 to 10000000");
+	parse_bad("(defaults (store-backlog \"10000001\"))", "rc:1:", "store-backlog: \"10000001\"");
+	parse_bad("(defaults (store-backlog \"-5\"))", "rc:1:", "store-backlog: \"-5\"");
+	parse_bad("(defaults (store-backlog lots))", "rc:1:", "store-backlog: \"lots\"");
+	parse_bad("(class (prog \"a\") (tool \"x\") (store-backlog 5))", "rc:1:",
+		  "store-backlog: only allowed in (defaults");
 	parse_bad("(class (prog \"a/../b\") (tool \"x\"))", "rc:1:", "prog: \"a/../b\" is not a name");
 	parse_bad("(class (prog \"a\") (pid \"12a\") (tool \"x\"))", "rc:1:",
 		  "pid: \"12a\" is not a pid pattern");

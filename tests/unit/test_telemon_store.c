@@ -4,7 +4,9 @@
  * newer one is refused; queued mails and failures waiting for a digest
  * are read back after close and reopen, oldest first, and forgotten when
  * done; the commit callback sees every batch end; an instance's token is
- * kept (and not lost when it is saved without one).
+ * kept (and not lost when it is saved without one); a database deleted
+ * while open is noticed, the writes after it are held, and a new database
+ * at its path takes them, with their ids, once the retry is due.
  *
  * The telemonitor is a program, not a library, so its modules are compiled
  * into this test directly. */
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../daemons/telemonitor/backlog.c"
 #include "../../daemons/telemonitor/store.c"
 
 double tm_now(void)
@@ -109,10 +112,11 @@ static void upgrade_from_version_1(void **state)
 static void newer_database_refused(void **state)
 {
 	const char *dir = *state;
-	char err[300] = "";
+	char err[300] = "", newer[64];
 	sqlite3 *db = raw_open(dir);
 
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+	snprintf(newer, sizeof newer, "PRAGMA user_version = %d", STORE_SCHEMA_VERSION + 1);
+	assert_int_equal(sqlite3_exec(db, newer, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_null(store_open(dir, err, sizeof err));
 	assert_non_null(strstr(err, "newer"));
@@ -318,6 +322,63 @@ static void instance_token_kept(void **state)
 	store_close(st);
 }
 
+static void count_reopen(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+static void deleted_database_replaced(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "", path[PATH_MAX];
+	struct store *st = store_open(dir, err, sizeof err);
+	struct store_failure f = { .instance_id = 1, .assertion = "read at most 10 ms", .line = 27,
+				   .result = "fail", .uid = -1, .time = 5 };
+	struct store_health h;
+	uint64_t id1 = 0, id2 = 0, id3 = 0;
+	int reopened = 0;
+
+	assert_non_null(st);
+	store_set_reopen_cb(st, count_reopen, &reopened);
+	assert_int_equal(store_add_failure(st, &f, &id1), 0);
+	assert_int_equal(store_commit(st), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/telemonitor.db%s", dir,
+			 i == 0 ? "" : i == 1 ? "-wal" : "-shm");
+		unlink(path);
+	}
+	/* noticed on the next look, before anything is written to the lost file */
+	store_poll(st, tm_now());
+	assert_true(store_degraded(st));
+	store_health(st, &h);
+	assert_string_equal(h.reason, "database deleted");
+	assert_int_equal(store_add_failure(st, &f, &id2), 0);
+	assert_int_equal(store_add_failure(st, &f, &id3), 0);
+	assert_true(id2 > id1 && id3 > id2);
+	assert_int_equal(store_commit(st), -EAGAIN);
+	store_health(st, &h);
+	assert_int_equal(h.pending_failures, 2);
+	assert_int_equal(h.outages, 1);
+	/* not retried before its time, then a new database takes them */
+	store_poll(st, tm_now() + 0.5);
+	assert_true(store_degraded(st));
+	assert_int_equal(reopened, 0);
+	store_poll(st, tm_now() + STORE_RETRY_MIN_S);
+	assert_false(store_degraded(st));
+	assert_int_equal(reopened, 1);
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures"), 2);
+	snprintf(path, sizeof path, "SELECT count(*) FROM failures WHERE id IN (%llu, %llu)",
+		 (unsigned long long)id2, (unsigned long long)id3);
+	assert_int_equal(count(store_db(st), path), 2);
+	assert_int_equal(count(store_db(st), "SELECT failures FROM store_outages"
+				" WHERE reason = 'database deleted' AND dropped = 0"), 2);
+	store_health(st, &h);
+	assert_int_equal(h.pending, 0);
+	assert_int_equal(h.dropped, 0);
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +389,7 @@ int main(void)
 						teardown_dir),
 		cmocka_unit_test_setup_teardown(commit_callback, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(instance_token_kept, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(deleted_database_replaced, setup_dir, teardown_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
