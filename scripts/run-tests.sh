@@ -8,6 +8,13 @@ log=$(mktemp)
 ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$log"
 status=$?
 summary=$(grep -E 'tests passed|tests failed' "$log" | tail -n 1)
+# ctest counts a skipped test (SKIP_RETURN_CODE) among the passed; say how
+# many were skipped, and which, so that a skip never reads as a pass.
+skipped=$(grep -E '^[[:space:]]+[0-9]+ - .* \(Skipped\)$' "$log" | sed 's/^[[:space:]]*[0-9]* - //; s/ (Skipped)$//')
+nskip=$(printf '%s' "$skipped" | grep -c . || true)
+if [ "$nskip" -gt 0 ]; then
+    summary="$summary; $nskip of them skipped, not passed: $(echo $skipped)"
+fi
 rm -f "$log"
 [ -n "$summary" ] || summary="no tests ran"
 echo "check ($dir): $summary"
