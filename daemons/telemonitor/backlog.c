@@ -130,6 +130,19 @@ static struct bl_item *oldest(const struct backlog *b, bool keyed)
 	return best;
 }
 
+/* Count `it` as held (already linked into the lists) and hash it. */
+static void count_held(struct backlog *b, struct bl_item *it)
+{
+	if (kind_keyed[it->kind]) {
+		size_t i = bucket(it);
+		it->hnext = b->hash[i];
+		b->hash[i] = it;
+	}
+	b->count[it->kind]++;
+	b->total++;
+	b->bytes += it->bytes;
+}
+
 void backlog_push(struct backlog *b, struct bl_item *it)
 {
 	struct bl_item *old;
@@ -141,14 +154,7 @@ void backlog_push(struct backlog *b, struct bl_item *it)
 	it->seq = b->seq++;
 	TAILQ_INSERT_TAIL(&b->items, it, link);
 	TAILQ_INSERT_TAIL(&b->by_kind[it->kind], it, kin);
-	if (kind_keyed[it->kind]) {
-		size_t i = bucket(it);
-		it->hnext = b->hash[i];
-		b->hash[i] = it;
-	}
-	b->count[it->kind]++;
-	b->total++;
-	b->bytes += it->bytes;
+	count_held(b, it);
 	b->pushed[it->kind]++;
 	while (b->count[BK_FAILURE] > b->max_failures)
 		drop(b, TAILQ_FIRST(&b->by_kind[BK_FAILURE]));
@@ -172,14 +178,7 @@ void backlog_unshift(struct backlog *b, struct bl_list *l)
 		}
 		TAILQ_INSERT_HEAD(&b->items, it, link);
 		TAILQ_INSERT_HEAD(&b->by_kind[it->kind], it, kin);
-		if (kind_keyed[it->kind]) {
-			size_t i = bucket(it);
-			it->hnext = b->hash[i];
-			b->hash[i] = it;
-		}
-		b->count[it->kind]++;
-		b->total++;
-		b->bytes += it->bytes;
+		count_held(b, it);
 	}
 }
 
