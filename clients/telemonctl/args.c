@@ -36,6 +36,12 @@ static const char usage[] =
 	"  window ID                       the log window of failure ID (cmon-ascii 1)\n"
 	"  stats --prog P --assert LABEL [--day YYYY-MM-DD]\n"
 	"                                  a periodic report assertion's metrics per day\n"
+	"  silence add MATCHER... (-until T | -for DURATION) [-comment TEXT]\n"
+	"                                  keep matching failures quiet (stored, not mailed);\n"
+	"                                  MATCHER: prog=GLOB machine=GLOB assert=GLOB\n"
+	"  silence list                    the active silences\n"
+	"  silence rm ID                   end a silence now\n"
+	"  ack ID [-comment TEXT]          acknowledge failure ID\n"
 	"\n"
 	"  -state DIR   the service's state directory (default $TELEMON_STATE, else\n"
 	"               ~/.telemonitor, else /var/lib/telemonitor)\n"
@@ -170,6 +176,74 @@ static void property(struct ctl_cmd *c, const char *cmd, const char *arg)
 	word(c, "%s", arg);
 }
 
+/* A duration "N UNIT" ("2 hours", "30 min", "1 day") in seconds, or -1. */
+static double parse_duration(const char *s)
+{
+	char buf[80];
+	double now = (double)time(NULL), t;
+
+	if (strlen(s) > 60 || strstr(s, "ago"))
+		return -1;
+	snprintf(buf, sizeof buf, "%s ago", s);
+	t = parse_time(buf);
+	return t < 0 ? -1 : now - t;
+}
+
+/* silence add MATCHER... | list | rm ID: matchers are prog=, machine=, assert=
+ * (glob(7) patterns); the end is sent as Unix seconds. */
+static void silence_args(struct ctl_cmd *c, char **pos, int n, const char *until, const char *dur,
+			 const char *comment)
+{
+	const char *sub = n > 1 ? pos[1] : "";
+
+	if (!strcmp(sub, "list")) {
+		if (n != 2)
+			die("silence list takes no arguments");
+		word(c, "list");
+		return;
+	}
+	if (!strcmp(sub, "rm")) {
+		need_id("silence rm", n > 2 ? pos[2] : NULL);
+		if (n != 3)
+			die("silence rm takes one id");
+		word(c, "rm");
+		word(c, "%s", pos[2]);
+		return;
+	}
+	if (strcmp(sub, "add"))
+		die("silence: expected add, list or rm");
+	word(c, "add");
+	if (n < 3)
+		die("silence add: give matchers, e.g. prog=fsread 'assert=read*'");
+	for (int i = 2; i < n; i++) {
+		const char *eq = strchr(pos[i], '=');
+		size_t k = eq ? (size_t)(eq - pos[i]) : 0;
+		if (!eq || !((k == 4 && !strncmp(pos[i], "prog", 4)) ||
+			     (k == 7 && !strncmp(pos[i], "machine", 7)) ||
+			     (k == 6 && !strncmp(pos[i], "assert", 6))))
+			die("silence add: '%s' is not a matcher (prog=GLOB, machine=GLOB or "
+			    "assert=GLOB)", pos[i]);
+		if (!eq[1])
+			die("silence add: '%s' has an empty pattern", pos[i]);
+		word(c, "%s", pos[i]);
+	}
+	if (!until == !dur)
+		die("silence add: give the end with -until TIME or -for DURATION (one of them)");
+	if (until) {
+		double t = parse_time(until);
+		if (t < 0)
+			die("-until: '%s' is not a time (2024-03-01T12:00, @1700000000)", until);
+		word(c, "until=%.3f", t);
+	} else {
+		double d = parse_duration(dur);
+		if (!(d > 0))
+			die("-for: '%s' is not a duration ('2 hours', '30 min', '1 day')", dur);
+		word(c, "until=%.3f", (double)time(NULL) + d);
+	}
+	if (comment)
+		word(c, "comment=%s", comment);
+}
+
 static const char *default_state(void)
 {
 	static char buf[PATH_MAX];
@@ -189,7 +263,7 @@ static const char *default_state(void)
 void args_parse(int argc, char **argv, struct ctl_cmd *c)
 {
 	enum { O_STATE = 1, O_JSON, O_ALL, O_PROG, O_ASSERT, O_SINCE, O_LIMIT, O_INSTANCE, O_DAY,
-	       O_HELP, O_VERSION };
+	       O_UNTIL, O_FOR, O_COMMENT, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "state", required_argument, NULL, O_STATE },
 		{ "json", no_argument, NULL, O_JSON },
@@ -200,12 +274,15 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		{ "limit", required_argument, NULL, O_LIMIT },
 		{ "instance", required_argument, NULL, O_INSTANCE },
 		{ "day", required_argument, NULL, O_DAY },
+		{ "until", required_argument, NULL, O_UNTIL },
+		{ "for", required_argument, NULL, O_FOR },
+		{ "comment", required_argument, NULL, O_COMMENT },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *prog = NULL, *assertion = NULL, *since = NULL, *limit = NULL, *inst = NULL;
-	const char *day = NULL, *cmd;
+	const char *day = NULL, *until = NULL, *dur = NULL, *comment = NULL, *cmd;
 	bool all = false;
 	int ch, n;
 	char **pos;
@@ -222,6 +299,9 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		case O_LIMIT: limit = optarg; break;
 		case O_INSTANCE: inst = optarg; break;
 		case O_DAY: day = optarg; break;
+		case O_UNTIL: until = optarg; break;
+		case O_FOR: dur = optarg; break;
+		case O_COMMENT: comment = optarg; break;
 		case O_HELP: fputs(usage, stdout); exit(EXIT_OK);
 		case O_VERSION: puts("telemonctl " CMON_VERSION); exit(EXIT_OK);
 		default:
@@ -251,6 +331,11 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		die("failures takes --prog, --assert, --since, --instance and --limit");
 	if (!strcmp(cmd, "stats") && (all || since || limit || inst))
 		die("stats takes --prog, --assert and --day");
+	if ((until || dur) && !(!strcmp(cmd, "silence") && n > 1 && !strcmp(pos[1], "add")))
+		die("-until and -for belong to silence add");
+	if (comment && strcmp(cmd, "ack") && !(!strcmp(cmd, "silence") && n > 1 &&
+					       !strcmp(pos[1], "add")))
+		die("-comment belongs to silence add and ack");
 	word(c, "%s", cmd);
 	if (!strcmp(cmd, "status") || !strcmp(cmd, "classes")) {
 		if (n != 1)
@@ -316,6 +401,15 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 				die("--day: '%s' is not a date YYYY-MM-DD", day);
 			word(c, "day=%s", day);
 		}
+	} else if (!strcmp(cmd, "silence")) {
+		silence_args(c, pos, n, until, dur, comment);
+	} else if (!strcmp(cmd, "ack")) {
+		need_id(cmd, n > 1 ? pos[1] : NULL);
+		if (n != 2)
+			die("ack takes one failure id (and -comment TEXT)");
+		word(c, "%s", pos[1]);
+		if (comment)
+			word(c, "comment=%s", comment);
 	} else {
 		die("unknown command '%s'", cmd);
 	}

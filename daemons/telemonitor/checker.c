@@ -1,6 +1,8 @@
 /* What the checker says (pcheck -cont --json, one JSON object per line;
  * docs/man/pcheck.1): an offending interval or event becomes a failure in
- * the store with a log window and, for classes with `mail`, a notice; an
+ * the store with a log window and, for classes with `mail`, a notice
+ * (unless it comes from a report assertion, "report":true, and the class
+ * does not ask for those with notify-reports, or a silence matches it); an
  * end-of-log verdict is recorded (and becomes a failure itself when a
  * whole-log assertion failed with no offender to report); `print` output
  * and anything else go to the typescript. sqlite's JSON functions take
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "cmon/log.h"
+#include "hygiene.h"
 #include "session.h"
 #include "store.h"
 #include "text.h"
@@ -19,6 +22,7 @@
 enum {
 	C_PRINT_TYPE, C_PRINT, C_SPEC, C_ASSERT, C_LINE, C_RESULT, C_KIND, C_TYPE, C_UID, C_START,
 	C_END, C_TS_TYPE, C_START_TS, C_END_TS, C_METRICS, C_OFF_TYPE, C_OFFENDERS, C_METRICS_TYPE,
+	C_REPORT,
 };
 
 static const char *col(sqlite3_stmt *q, int c)
@@ -63,6 +67,8 @@ static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool who
 	f.start_ts = sqlite3_column_int64(q, C_START_TS);
 	f.end_ts = sqlite3_column_int64(q, C_END_TS);
 	f.time = now;
+	f.report = sqlite3_column_int(q, C_REPORT) != 0;
+	f.silence_id = hygiene_silenced(tm, in->prog, in->machine, f.assertion, now);
 	f.metrics = col(q, C_METRICS_TYPE) && !strcmp(col(q, C_METRICS_TYPE), "object")
 			    ? col(q, C_METRICS) : NULL;
 	if (!whole_log && parse_pos(f.start, &rs, &ss) && parse_pos(f.end, &re, &se)) {
@@ -91,6 +97,10 @@ static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool who
 			 f.uid);
 	else if (whole_log)
 		snprintf(what, sizeof what, "whole log");
+	if (f.report && !s->cls.notify_reports)
+		return;                         /* statistics: stored, not mailed */
+	if (f.silence_id)
+		return;                         /* stored, marked silenced, not mailed */
 	if (s->cls.mail)
 		notify_failure(tm, s->cls.mail, s->cls.mailgroup, in, id, f.assertion, f.line,
 			       f.spec, what, f.start_ts, f.end_ts, f.metrics, now);

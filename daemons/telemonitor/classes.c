@@ -66,6 +66,7 @@ static struct tm_class *class_build(struct tmon *tm, const struct rc_config *rc,
 	c->window_text = strdup(*win ? win : WINDOW_DEFAULT);
 	c->block = rc_flag(rc, k, RC_BLOCK);
 	c->autostart = rc_flag(rc, k, RC_AUTO);
+	c->notify_reports = rc_flag(rc, k, RC_NOTIFY_REPORTS);
 	c->mailgroup = DIGEST_DEFAULT_PERIOD;
 	if (*group)
 		window_parse_duration(group, &c->mailgroup);

@@ -11,6 +11,7 @@
 
 #include "cmon/log.h"
 #include "control.h"
+#include "hygiene.h"
 #include "session.h"
 #include "store.h"
 #include "text.h"
@@ -104,6 +105,27 @@ static char *fmt_time(sqlite3_stmt *q, int c, char *buf, size_t size)
 	return iso_time(sqlite3_column_double(q, c), buf, size);
 }
 
+/* Column `c`, a wall-clock time already formatted as `iso`: "\"ISO\"" or null. */
+static void json_time(struct sbuf *b, sqlite3_stmt *q, int c, const char *iso)
+{
+	if (sqlite3_column_type(q, c) == SQLITE_NULL)
+		sb_printf(b, "null");
+	else
+		sb_printf(b, "\"%s\"", iso);
+}
+
+/* A failure's FLAGS cell from the failures query: "report,silenced,acked" or "-". */
+static void failure_flags(sqlite3_stmt *q, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s%s", sqlite3_column_int(q, 20) ? ",report" : "",
+		 sqlite3_column_type(q, 21) != SQLITE_NULL ? ",silenced" : "",
+		 sqlite3_column_type(q, 22) != SQLITE_NULL ? ",acked" : "");
+	if (*buf)
+		memmove(buf, buf + 1, strlen(buf));
+	else
+		snprintf(buf, size, "-");
+}
+
 /* --- status ------------------------------------------------------------------ */
 
 /* The store's health as the JSON object "store". */
@@ -161,10 +183,11 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 {
 	struct sbuf b = { 0 };
 	struct store_health h;
-	char since[40], mail[400];
+	char since[40], mail[400], keep[200];
 
 	iso_time(tm->started, since, sizeof since);
 	notify_status(tm, mail, sizeof mail);
+	hygiene_status(tm, keep, sizeof keep);
 	store_health(tm->store, &h);
 	if (r->json) {
 		sb_printf(&b, "{\"version\":\"%s\",\"pid\":%ld,\"since\":\"%s\",\"state_dir\":",
@@ -181,6 +204,14 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 		sb_json_str(&b, mail);
 		sb_printf(&b, ",\"checker\":");
 		sb_json_str(&b, tm->pcheck);
+		sb_printf(&b, ",\"retention\":");
+		if (*rc_text(tm->rc, NULL, RC_RETENTION))
+			sb_json_str(&b, rc_text(tm->rc, NULL, RC_RETENTION));
+		else
+			sb_printf(&b, "null");
+		sb_printf(&b, ",\"retention_seconds\":%.0f,\"retention_status\":",
+			  hygiene_retention(tm));
+		sb_json_str(&b, keep);
 		sb_printf(&b, ",\"store\":");
 		store_json(&b, &h);
 		sb_printf(&b, "}\n");
@@ -193,12 +224,13 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			      "failures:         %" PRIu64 " %s since start\n"
 			      "mail:             %s\n"
 			      "checker:          %s\n"
+			      "retention:        %s\n"
 			      "store:            ",
 			  CMON_VERSION, (long)getpid(), since, tm->state_dir,
 			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->opt.regmachine,
 			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
 			  h.degraded ? "reported (some held in memory, see store)" : "stored", mail,
-			  tm->pcheck);
+			  tm->pcheck, keep);
 		store_text(&b, &h);
 	}
 	emit(out, &b);
@@ -556,7 +588,8 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 {
 	static const char *const keys[] = { "prog", "assert", "since", "limit", "instance", NULL };
 	static const char *const head[] = { "ID", "TIME", "PROG", "MACHINE", "PID", "ASSERTION",
-					    "LINE", "START_TS", "END_TS", "METRICS", NULL };
+					    "LINE", "START", "START_TS", "END_TS", "FLAGS", "METRICS",
+					    NULL };
 	const char *prog = opt(r, 1, "prog"), *assertion = opt(r, 1, "assert");
 	const char *since = opt(r, 1, "since"), *inst = opt(r, 1, "instance");
 	sqlite3 *db = store_db(tm->store);
@@ -584,7 +617,8 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 			       "SELECT * FROM (SELECT f.id, i.prog, i.machine, i.pid, f.assert,"
 			       " f.line, f.time, f.start_ts, f.end_ts, f.metrics, f.spec, f.result,"
 			       " f.kind, f.type, f.uid, f.start_pos, f.end_pos, f.instance_id,"
-			       " f.window_id, f.start_wall"
+			       " f.window_id, f.start_wall, f.report, f.silence_id, f.acked,"
+			       " f.ack_comment"
 			       " FROM failures f JOIN instances i ON i.id = f.instance_id"
 			       " WHERE (?1 IS NULL OR i.prog = ?1) AND (?2 IS NULL OR f.assert = ?2)"
 			       " AND (?3 IS NULL OR f.time >= ?3) AND (?4 IS NULL OR f.instance_id = ?4)"
@@ -607,8 +641,11 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	else
 		table_init(&t, head);
 	while (sqlite3_step(q) == SQLITE_ROW) {
-		char when[40];
+		char when[40], start[40], acked[40], flags[40];
 		fmt_time(q, 6, when, sizeof when);
+		fmt_time(q, 19, start, sizeof start);
+		fmt_time(q, 22, acked, sizeof acked);
+		failure_flags(q, flags, sizeof flags);
 		rows++;
 		if (r->json) {
 			sb_printf(&b, "%s{\"id\":%lld,\"prog\":", first ? "" : ",",
@@ -643,8 +680,23 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 			sb_json_str(&b, (const char *)sqlite3_column_text(q, 15));
 			sb_printf(&b, ",\"end\":");
 			sb_json_str(&b, (const char *)sqlite3_column_text(q, 16));
-			sb_printf(&b, ",\"instance\":%lld,\"window\":%s}", sqlite3_column_int64(q, 17),
+			sb_printf(&b, ",\"instance\":%lld,\"window\":%s", sqlite3_column_int64(q, 17),
 				  sqlite3_column_type(q, 18) == SQLITE_NULL ? "false" : "true");
+			/* wall-clock times beside the ticks, and alert hygiene */
+			sb_printf(&b, ",\"time_iso\":\"%s\",\"start_iso\":", when);
+			json_time(&b, q, 19, start);
+			sb_printf(&b, ",\"report\":%s,\"silenced\":",
+				  sqlite3_column_int(q, 20) ? "true" : "false");
+			if (sqlite3_column_type(q, 21) == SQLITE_NULL)
+				sb_printf(&b, "null");
+			else
+				sb_printf(&b, "%lld", sqlite3_column_int64(q, 21));
+			sb_printf(&b, ",\"acked\":%s,\"acked_iso\":",
+				  sqlite3_column_type(q, 22) == SQLITE_NULL ? "false" : "true");
+			json_time(&b, q, 22, acked);
+			sb_printf(&b, ",\"ack_comment\":");
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 23));
+			sb_add(&b, "}", 1);
 			first = false;
 		} else {
 			char id[24], pid[24], line[16], sts[24] = "-", ets[24] = "-";
@@ -659,7 +711,7 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 			const char *row[] = { id, when, coltext(q, 1), coltext(q, 2), pid,
 					      sqlite3_column_type(q, 4) == SQLITE_NULL ? "(unlabelled)"
 										      : coltext(q, 4),
-					      line, sts, ets, metrics ? metrics : "" };
+					      line, start, sts, ets, flags, metrics ? metrics : "" };
 			table_row(&t, row);
 			free(metrics);
 		}
@@ -674,6 +726,179 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 		else
 			sb_printf(&b, "(no failures)\n");
 	}
+	emit(out, &b);
+	return 0;
+}
+
+/* --- silences and acknowledgements --------------------------------------------- */
+
+/* A time option given as Unix seconds by telemonctl. */
+static int parse_when(const char *v, const char *what, double *out, char *err, size_t errlen)
+{
+	char *end;
+	double t;
+
+	t = v ? strtod(v, &end) : 0;
+	if (!v || end == v || *end || !(t > 0)) {
+		snprintf(err, errlen, "%s: '%.40s' is not a time", what, v ? v : "");
+		return -EINVAL;
+	}
+	*out = t;
+	return 0;
+}
+
+static int silence_list(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+			char *err, size_t errlen)
+{
+	static const char *const head[] = { "ID", "UNTIL", "PROG", "MACHINE", "ASSERT", "CREATED",
+					    "COMMENT", NULL };
+	sqlite3 *db = store_db(tm->store);
+	struct sbuf b = { 0 };
+	sqlite3_stmt *q;
+	struct table t;
+	bool first = true;
+	int rows = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT id, until, prog, machine, assert, created, comment"
+			       " FROM silences WHERE removed IS NULL AND until > ?1 ORDER BY id"
+			       " LIMIT ?2", -1, &q, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	sqlite3_bind_double(q, 1, tm_now());
+	sqlite3_bind_int(q, 2, HYG_SILENCES_MAX);
+	if (r->json)
+		sb_add(&b, "[", 1);
+	else
+		table_init(&t, head);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		char until[40], created[40], id[24];
+		fmt_time(q, 1, until, sizeof until);
+		fmt_time(q, 5, created, sizeof created);
+		rows++;
+		if (r->json) {
+			sb_printf(&b, "%s{\"id\":%lld,\"until\":\"%s\",\"until_unix\":%.3f,"
+				      "\"created\":\"%s\",\"prog\":", first ? "" : ",",
+				  sqlite3_column_int64(q, 0), until, sqlite3_column_double(q, 1),
+				  created);
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 2));
+			sb_printf(&b, ",\"machine\":");
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 3));
+			sb_printf(&b, ",\"assert\":");
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 4));
+			sb_printf(&b, ",\"comment\":");
+			sb_json_str(&b, (const char *)sqlite3_column_text(q, 6));
+			sb_add(&b, "}", 1);
+			first = false;
+		} else {
+			snprintf(id, sizeof id, "%lld", sqlite3_column_int64(q, 0));
+			const char *row[] = {
+				id, until, sqlite3_column_type(q, 2) == SQLITE_NULL ? "*" : coltext(q, 2),
+				sqlite3_column_type(q, 3) == SQLITE_NULL ? "*" : coltext(q, 3),
+				sqlite3_column_type(q, 4) == SQLITE_NULL ? "*" : coltext(q, 4),
+				created, coltext(q, 6),
+			};
+			table_row(&t, row);
+		}
+	}
+	sqlite3_finalize(q);
+	if (r->json) {
+		sb_add(&b, "]\n", 2);
+	} else {
+		table_print(&t, &b, r->width);
+		if (!rows)
+			sb_printf(&b, "(no active silences)\n");
+	}
+	emit(out, &b);
+	return 0;
+}
+
+/* silence add KEY=VALUE... | silence list | silence rm ID */
+static int cmd_silence(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		       char *err, size_t errlen)
+{
+	static const char *const add_keys[] = { "prog", "machine", "assert", "until", "comment",
+						NULL };
+	static const char *const no_keys[] = { NULL };
+	const char *sub = r->argc > 1 ? r->argv[1] : "";
+	struct sbuf b = { 0 };
+	uint64_t id;
+	double until;
+
+	if (!strcmp(sub, "list"))
+		return only_opts(r, 2, no_keys, err, errlen) < 0 ? -EINVAL
+								  : silence_list(tm, r, out, err, errlen);
+	if (!strcmp(sub, "rm")) {
+		if (r->argc != 3) {
+			snprintf(err, errlen, "silence rm: give one silence id");
+			return -EINVAL;
+		}
+		if (parse_id(r->argv[2], &id, "silence rm", err, errlen) < 0 ||
+		    hygiene_silence_rm(tm, id, err, errlen) < 0)
+			return -EINVAL;
+		sb_printf(&b, r->json ? "{\"removed\":%" PRIu64 "}\n" : "silence %" PRIu64 " removed\n",
+			  id);
+		emit(out, &b);
+		return 0;
+	}
+	if (strcmp(sub, "add")) {
+		snprintf(err, errlen, "silence: expected add, list or rm");
+		return -EINVAL;
+	}
+	if (only_opts(r, 2, add_keys, err, errlen) < 0 ||
+	    parse_when(opt(r, 2, "until"), "silence add: the end", &until, err, errlen) < 0 ||
+	    hygiene_silence_add(tm, opt(r, 2, "prog"), opt(r, 2, "machine"), opt(r, 2, "assert"),
+				until, opt(r, 2, "comment"), &id, err, errlen) < 0)
+		return -EINVAL;
+	if (r->json) {
+		sb_printf(&b, "{\"id\":%" PRIu64 "}\n", id);
+	} else {
+		char when[40];
+		sb_printf(&b, "silence %" PRIu64 " added, until %s\n", id,
+			  iso_time(until, when, sizeof when));
+	}
+	emit(out, &b);
+	return 0;
+}
+
+/* ack FAILURE_ID [comment=TEXT] */
+static int cmd_ack(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out, char *err,
+		   size_t errlen)
+{
+	static const char *const keys[] = { "comment", NULL };
+	const char *comment = opt(r, 2, "comment");
+	sqlite3 *db = store_db(tm->store);
+	struct sbuf b = { 0 };
+	sqlite3_stmt *q;
+	uint64_t id;
+	bool found = false;
+
+	if (r->argc < 2 || parse_id(r->argv[1], &id, "ack", err, errlen) < 0 ||
+	    only_opts(r, 2, keys, err, errlen) < 0)
+		return -EINVAL;
+	if (comment && strlen(comment) > HYG_COMMENT_MAX) {
+		snprintf(err, errlen, "ack: the comment is longer than %d bytes", HYG_COMMENT_MAX);
+		return -EINVAL;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM failures WHERE id = ?1", -1, &q, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
+		found = sqlite3_step(q) == SQLITE_ROW;
+		sqlite3_finalize(q);
+	}
+	if (!found) {
+		snprintf(err, errlen, "ack: no failure %" PRIu64 " (telemonctl failures)", id);
+		return -ENOENT;
+	}
+	if (store_ack(tm->store, id, tm_now(), comment && *comment ? comment : NULL) < 0) {
+		snprintf(err, errlen, "ack: the store refused it");
+		return -EIO;
+	}
+	store_commit(tm->store);
+	cmon_notice("failure %" PRIu64 " acknowledged%s%s", id, comment ? ": " : "",
+		    comment ? comment : "");
+	sb_printf(&b, r->json ? "{\"acked\":%" PRIu64 "}\n" : "failure %" PRIu64 " acknowledged\n",
+		  id);
 	emit(out, &b);
 	return 0;
 }
@@ -702,6 +927,10 @@ int commands_run(struct tmon *tm, const struct ctl_request *r, struct evbuffer *
 		return cmd_window(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "failures"))
 		return cmd_failures(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "silence"))
+		return cmd_silence(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "ack"))
+		return cmd_ack(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "stats")) {
 		static const char *const keys[] = { "prog", "assert", "day", NULL };
 		const char *prog = opt(r, 1, "prog"), *assertion = opt(r, 1, "assert");

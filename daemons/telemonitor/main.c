@@ -20,6 +20,7 @@
 #include "cmon/log.h"
 #include "cmon/service.h"
 #include "control.h"
+#include "hygiene.h"
 #include "ledger.h"
 #include "session.h"
 #include "store.h"
@@ -289,6 +290,7 @@ int main(int argc, char **argv)
 		}
 	}
 	notify_start(&tm);
+	hygiene_start(&tm);
 	if (control_open(&tm) < 0)
 		goto out_notify;
 	ev[0] = evsignal_new(tm.base, SIGTERM, on_stop, &tm);
@@ -325,6 +327,7 @@ out_events:
 		if (ev[i])
 			event_free(ev[i]);
 out_notify:
+	hygiene_stop(&tm);
 	notify_stop(&tm);
 	SSL_CTX_free(tm.tls);
 out_base:

@@ -21,8 +21,9 @@ static const struct {
 	const char *name;        /* spelling */
 	bool is_bool;            /* TRUE/FALSE valued */
 	bool in_class;           /* allowed in (class ...) */
+	bool dflt;               /* booleans: the value when set nowhere */
 } props[RC_NPROPS] = {
-#define RC_ROW(e, s, b, c) [e] = { s, b, c },
+#define RC_ROW(e, s, b, c, d) [e] = { s, b, c, d },
 	RC_PROPS(RC_ROW)
 #undef RC_ROW
 };
@@ -164,6 +165,14 @@ static bool value_ok(enum rc_prop p, const char *v, char *msg, size_t size)
 		if (*v && (window_parse_duration(v, &secs) < 0 || secs > 7 * 86400.0)) {
 			snprintf(msg, size, "\"%.80s\" is not a duration such as \"5 min\" "
 				 "(at most 7 days)", v);
+			return false;
+		}
+		return true;
+	case RC_RETENTION:
+		if (*v && (window_parse_duration(v, &secs) < 0 || secs < RC_RETENTION_MIN ||
+			   secs > RC_RETENTION_MAX)) {
+			snprintf(msg, size, "\"%.80s\" is not a duration such as \"30 days\" "
+				 "(1 hour to 100 years)", v);
 			return false;
 		}
 		return true;
@@ -434,8 +443,8 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 	p = rc_prop_lookup(name);
 	if (p < 0)
 		return rc_fail(ps, line, name, "unknown property (known: prog machine pid tool "
-			    "spec mail window mailgroup block auto; in defaults also smtp from "
-			    "store-backlog)");
+			    "spec mail window mailgroup block auto notify-reports; in defaults also "
+			    "smtp from store-backlog retention)");
 	if (!in_defaults && !props[p].in_class)
 		return rc_fail(ps, line, name, "only allowed in (defaults ...)");
 	next(ps);
@@ -702,7 +711,7 @@ bool rc_flag(const struct rc_config *c, const struct rc_class *k, enum rc_prop p
 		return k->p.flag[p];
 	if (c->defaults.set[p])
 		return c->defaults.flag[p];
-	return true;
+	return (unsigned)p < RC_NPROPS && props[p].dflt;
 }
 
 void rc_spec_path(const struct rc_config *c, const char *spec, char *out, size_t size)

@@ -1,6 +1,7 @@
 /* The telemonitor configuration file (telemonrc(5)): the S-expression
  * format of the original CMon telemonitor plus the properties spec, mail,
- * window, mailgroup, and in (defaults ...) smtp, from and store-backlog.
+ * window, mailgroup, notify-reports, and in (defaults ...) smtp, from,
+ * store-backlog and retention.
  *
  *   description ::= '(' ('defaults' | 'class') property* ')'
  *   property    ::= '(' prop value ')'
@@ -18,25 +19,27 @@
 #include <stddef.h>
 
 /* Every property, in the order a saved file lists them (X-macro:
- * X(enum name, spelling, is boolean, allowed in a class)). */
-#define RC_PROPS(X)                                   \
-	X(RC_PROG, "prog", false, true)               \
-	X(RC_MACHINE, "machine", false, true)         \
-	X(RC_PID, "pid", false, true)                 \
-	X(RC_TOOL, "tool", false, true)               \
-	X(RC_SPEC, "spec", false, true)               \
-	X(RC_MAIL, "mail", false, true)               \
-	X(RC_WINDOW, "window", false, true)           \
-	X(RC_MAILGROUP, "mailgroup", false, true)     \
-	X(RC_BLOCK, "block", true, true)              \
-	X(RC_AUTO, "auto", true, true)                \
-	X(RC_SMTP, "smtp", false, false)              \
-	X(RC_FROM, "from", false, false)              \
-	X(RC_STORE_BACKLOG, "store-backlog", false, false)
+ * X(enum name, spelling, is boolean, allowed in a class, boolean default)). */
+#define RC_PROPS(X)                                             \
+	X(RC_PROG, "prog", false, true, false)                  \
+	X(RC_MACHINE, "machine", false, true, false)            \
+	X(RC_PID, "pid", false, true, false)                    \
+	X(RC_TOOL, "tool", false, true, false)                  \
+	X(RC_SPEC, "spec", false, true, false)                  \
+	X(RC_MAIL, "mail", false, true, false)                  \
+	X(RC_WINDOW, "window", false, true, false)              \
+	X(RC_MAILGROUP, "mailgroup", false, true, false)        \
+	X(RC_BLOCK, "block", true, true, true)                  \
+	X(RC_AUTO, "auto", true, true, true)                    \
+	X(RC_NOTIFY_REPORTS, "notify-reports", true, true, false) \
+	X(RC_SMTP, "smtp", false, false, false)                 \
+	X(RC_FROM, "from", false, false, false)                 \
+	X(RC_STORE_BACKLOG, "store-backlog", false, false, false) \
+	X(RC_RETENTION, "retention", false, false, false)
 
 /* A property name. */
 enum rc_prop {
-#define RC_ENUM(e, s, b, c) e,
+#define RC_ENUM(e, s, b, c, d) e,
 	RC_PROPS(RC_ENUM)
 #undef RC_ENUM
 	RC_NPROPS /* number of properties */
@@ -48,6 +51,8 @@ enum rc_prop {
 #define RC_CLASSES_MAX 1000      /* classes in one configuration */
 #define RC_MAIL_MAX 32           /* addresses in one mail property */
 #define RC_STORE_BACKLOG_MAX 10000000 /* largest store-backlog */
+#define RC_RETENTION_MIN 3600.0  /* shortest retention, seconds (1 hour) */
+#define RC_RETENTION_MAX (100.0 * 366 * 86400) /* longest retention (100 years) */
 
 /* The properties given in one description (explicitly set ones only). */
 struct rc_props {
@@ -109,7 +114,8 @@ void rc_free(struct rc_config *c);
 const char *rc_text(const struct rc_config *c, const struct rc_class *k, enum rc_prop p);
 
 /* Effective boolean of `p` for class `k`: its value, else the defaults',
- * else TRUE. */
+ * else the property's default (TRUE for block and auto, FALSE for
+ * notify-reports). */
 bool rc_flag(const struct rc_config *c, const struct rc_class *k, enum rc_prop p);
 
 /* Set property `name` of `props` from the text `value` (booleans accept

@@ -878,6 +878,7 @@ int session_start(struct tmon *tm, struct tm_instance *in, bool from_start)
 	s->from_start = from_start;
 	s->cls.id = c->id;
 	s->cls.block = c->block;
+	s->cls.notify_reports = c->notify_reports;
 	s->cls.mailgroup = c->mailgroup;
 	s->cls.tool = c->tool ? strdup(c->tool) : NULL;
 	s->cls.spec = c->spec ? strdup(c->spec) : NULL;

@@ -37,6 +37,7 @@ struct sess_class {
 	char *mail;                   /* recipients, or NULL */
 	double mailgroup;             /* grouping period */
 	bool block;                   /* back-pressure the program */
+	bool notify_reports;          /* mail report assertions' failures too */
 };
 
 /* One monitored instance. */

@@ -88,6 +88,21 @@ static const char *const migrations[] = {
 	"  began REAL NOT NULL, ended REAL NOT NULL, reason TEXT, detail TEXT,"
 	"  writes INTEGER NOT NULL, failures INTEGER NOT NULL,"
 	"  dropped INTEGER NOT NULL, dropped_failures INTEGER NOT NULL);",
+	/* 4 -> 5: alert hygiene. A failure says whether it came from a report
+	 * assertion (statistics, not mailed unless the class asks), which
+	 * silence kept it quiet (NULL: none), and when and why someone
+	 * acknowledged it. silences: glob matchers over prog, machine and
+	 * assertion (NULL: any) and the end of the silence. */
+	"ALTER TABLE failures ADD COLUMN report INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE failures ADD COLUMN silence_id INTEGER;"
+	"ALTER TABLE failures ADD COLUMN acked REAL;"
+	"ALTER TABLE failures ADD COLUMN ack_comment TEXT;"
+	"CREATE TABLE silences ("
+	"  id INTEGER PRIMARY KEY,"
+	"  created REAL NOT NULL, until REAL NOT NULL,"
+	"  prog TEXT, machine TEXT, assert TEXT, comment TEXT,"
+	"  removed REAL);"
+	"CREATE INDEX verdicts_time ON verdicts (time);",
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -131,8 +146,8 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	X(FAIL_INSERT,                                                                       \
 	  "INSERT INTO failures (id, instance_id, spec, assert, line, result, kind, type,"   \
 	  " uid, start_pos, end_pos, start_rec, end_rec, start_ts, end_ts, time, start_wall," \
-	  " metrics, window_id) VALUES"                                                      \
-	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)"             \
+	  " metrics, window_id, report, silence_id) VALUES"                                  \
+	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)"     \
 	  " ON CONFLICT (id) DO NOTHING")                                                    \
 	X(WIN_INSERT,                                                                        \
 	  "INSERT OR REPLACE INTO windows (id, instance_id, from_rec, to_rec, truncated,"   \
@@ -144,7 +159,8 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	  " json_extract(j,'$.start'), json_extract(j,'$.end'), json_type(j,'$.start_ts'),"   \
 	  " json_extract(j,'$.start_ts'), json_extract(j,'$.end_ts'),"                       \
 	  " json_extract(j,'$.metrics'), json_type(j,'$.offenders'),"                        \
-	  " json_extract(j,'$.offenders'), json_type(j,'$.metrics')"                         \
+	  " json_extract(j,'$.offenders'), json_type(j,'$.metrics'),"                        \
+	  " coalesce(json_extract(j,'$.report'), 0)"                                         \
 	  " FROM (SELECT ?1 AS j) WHERE json_valid(j) AND json_type(j) = 'object'")           \
 	X(VERDICT_INSERT,                                                                    \
 	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \
@@ -166,6 +182,32 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	  "SELECT failure_id, instance_id, prog, machine, pid, spec, assert, line, time,"   \
 	  " what, start_ts, end_ts, metrics, recipients, period, due FROM mail_digest"      \
 	  " ORDER BY id")                                                                    \
+	X(SILENCE_INSERT,                                                                    \
+	  "INSERT INTO silences (id, created, until, prog, machine, assert, comment)"        \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT (id) DO NOTHING")                      \
+	X(SILENCE_REMOVE, "UPDATE silences SET removed = ?2 WHERE id = ?1")                  \
+	X(SILENCE_LOAD,                                                                      \
+	  "SELECT id, created, until, prog, machine, assert, comment FROM silences"         \
+	  " WHERE removed IS NULL AND until > ?1 ORDER BY id")                               \
+	X(ACK, "UPDATE failures SET acked = ?2, ack_comment = ?3 WHERE id = ?1")             \
+	X(PRUNE_WINDOWS,                                                                     \
+	  "DELETE FROM windows WHERE id IN (SELECT window_id FROM failures"                 \
+	  " WHERE time < ?1 AND window_id IS NOT NULL ORDER BY id LIMIT ?2)")                \
+	X(PRUNE_FAILURES,                                                                    \
+	  "DELETE FROM failures WHERE id IN (SELECT id FROM failures WHERE time < ?1"       \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(PRUNE_VERDICTS,                                                                    \
+	  "DELETE FROM verdicts WHERE id IN (SELECT id FROM verdicts WHERE time < ?1"       \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(PRUNE_MAIL,                                                                        \
+	  "DELETE FROM mail_queue WHERE id IN (SELECT id FROM mail_queue WHERE queued < ?1" \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(PRUNE_DIGEST,                                                                      \
+	  "DELETE FROM mail_digest WHERE id IN (SELECT id FROM mail_digest WHERE time < ?1" \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(PRUNE_SILENCES,                                                                    \
+	  "DELETE FROM silences WHERE id IN (SELECT id FROM silences WHERE until < ?1"      \
+	  " ORDER BY id LIMIT ?2)")                                                          \
 	X(OUTAGE_INSERT,                                                                     \
 	  "INSERT INTO store_outages (began, ended, reason, detail, writes, failures,"      \
 	  " dropped, dropped_failures) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)")
@@ -219,6 +261,7 @@ struct store {
 	uint64_t next_failure;        /* next failure id */
 	uint64_t next_instance;       /* next instance id */
 	uint64_t next_mail;           /* next mail id */
+	uint64_t next_silence;        /* next silence id */
 	uint32_t next_class;          /* next class id */
 	store_commit_cb on_commit;    /* called after each batch is ended */
 	void *on_commit_arg;          /* its argument */
@@ -388,6 +431,7 @@ static void init_ids(struct store *st)
 	at_least(&st->next_mail, query_u64(db, "SELECT max(coalesce((SELECT seq FROM sqlite_sequence"
 					   " WHERE name = 'mail_queue'), 0), coalesce((SELECT max(id)"
 					   " FROM mail_queue), 0)) + 1"));
+	at_least(&st->next_silence, query_u64(db, "SELECT coalesce(max(id), 0) + 1 FROM silences"));
 	at_least(&cls, query_u64(db, "SELECT coalesce(max(id), 0) + 1 FROM classes"));
 	st->next_class = (uint32_t)cls;
 }
@@ -1162,6 +1206,7 @@ int store_add_failure(struct store *st, const struct store_failure *f, uint64_t 
 		f->has_ts ? vint(f->start_ts) : vnull(), f->has_ts ? vint(f->end_ts) : vnull(),
 		vreal(f->time), f->start_wall > 0 ? vreal(f->start_wall) : vnull(),
 		vtext(f->metrics), f->window_id ? vint((int64_t)f->window_id) : vnull(),
+		vint(f->report), f->silence_id ? vint((int64_t)f->silence_id) : vnull(),
 	};
 	int r = put(st, bl_item_new(BK_FAILURE, ST_FAIL_INSERT, 0, v, NV(v)), "adding a failure");
 
@@ -1298,4 +1343,102 @@ int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, voi
 	}
 	sqlite3_reset(q);
 	return rc == SQLITE_DONE ? 0 : db_fail(st, "reading the failures waiting for a digest");
+}
+
+/* --- alert hygiene: silences, acknowledgements, retention ------------------------ */
+
+int store_silence_add(struct store *st, const struct store_silence *s, uint64_t *id)
+{
+	uint64_t sid = st->next_silence++;
+	struct bl_value v[] = {
+		vint((int64_t)sid), vreal(s->created), vreal(s->until), vtext(s->prog),
+		vtext(s->machine), vtext(s->assertion), vtext(s->comment),
+	};
+	int r = put(st, bl_item_new(BK_CONTROL, ST_SILENCE_INSERT, 0, v, NV(v)),
+		    "adding a silence");
+
+	if (r == 0)
+		*id = sid;
+	return r;
+}
+
+int store_silence_remove(struct store *st, uint64_t id, double when)
+{
+	struct bl_value v[] = { vint((int64_t)id), vreal(when) };
+
+	return put(st, bl_item_new(BK_CONTROL, ST_SILENCE_REMOVE, 0, v, NV(v)),
+		   "removing a silence");
+}
+
+int store_silences_load(struct store *st, double now, store_silence_cb cb, void *arg)
+{
+	sqlite3_stmt *q = st->c.stmt[ST_SILENCE_LOAD];
+	int rc;
+
+	sqlite3_bind_double(q, 1, now);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct store_silence s = {
+			.id = (uint64_t)sqlite3_column_int64(q, 0),
+			.created = sqlite3_column_double(q, 1),
+			.until = sqlite3_column_double(q, 2),
+			.prog = (const char *)sqlite3_column_text(q, 3),
+			.machine = (const char *)sqlite3_column_text(q, 4),
+			.assertion = (const char *)sqlite3_column_text(q, 5),
+			.comment = (const char *)sqlite3_column_text(q, 6),
+		};
+		cb(arg, &s);
+	}
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "reading the silences");
+}
+
+int store_ack(struct store *st, uint64_t failure_id, double when, const char *comment)
+{
+	struct bl_value v[] = { vint((int64_t)failure_id), vreal(when), vtext(comment) };
+
+	return put(st, bl_item_new(BK_CONTROL, ST_ACK, 0, v, NV(v)), "acknowledging a failure");
+}
+
+/* One DELETE of at most `limit` rows older than `before`; rows deleted. */
+static int64_t prune_one(struct store *st, enum store_stmt which, double before, size_t limit)
+{
+	sqlite3_stmt *q = st->c.stmt[which];
+	int64_t n;
+	int rc;
+
+	sqlite3_bind_double(q, 1, before);
+	sqlite3_bind_int64(q, 2, (sqlite3_int64)limit);
+	rc = sqlite3_step(q);
+	n = rc == SQLITE_DONE ? sqlite3_changes64(st->c.db) : -1;
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	if (n < 0 && is_fault(rc))
+		degrade(st, NULL, rc, 0, "pruning old rows");
+	else if (n < 0)
+		cmon_err("store: pruning old rows: %s", sqlite3_errmsg(st->c.db));
+	return n;
+}
+
+int store_prune(struct store *st, double before, size_t limit, struct store_pruned *out)
+{
+	static const enum store_stmt order[] = {
+		ST_PRUNE_WINDOWS, ST_PRUNE_FAILURES, ST_PRUNE_VERDICTS, ST_PRUNE_MAIL,
+		ST_PRUNE_DIGEST, ST_PRUNE_SILENCES,
+	};
+	uint64_t *count[] = {
+		&out->windows, &out->failures, &out->verdicts, &out->mail, &out->mail,
+		&out->silences,
+	};
+
+	memset(out, 0, sizeof *out);
+	if (st->degraded || batch(st) < 0)
+		return -EAGAIN;                /* nothing is pruned while writes are held */
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+		int64_t n = prune_one(st, order[i], before, limit);
+		if (n < 0)
+			return -EIO;
+		*count[i] += (uint64_t)n;
+	}
+	return 0;
 }

@@ -37,7 +37,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
@@ -76,6 +76,29 @@ struct store_failure {
 	double start_wall;       /* the interval's start mapped to wall-clock time (0: unknown) */
 	const char *metrics;     /* metrics as a JSON object text */
 	uint64_t window_id;      /* its log window (0: none) */
+	bool report;             /* from a report assertion (statistics) */
+	uint64_t silence_id;     /* the silence that kept it quiet (0: none) */
+};
+
+/* A silence: failures matching every given pattern (glob(7); NULL or ""
+ * matches anything) are stored but not mailed or alerted until `until`. */
+struct store_silence {
+	uint64_t id;             /* its id */
+	double created;          /* when it was added */
+	double until;            /* when it ends */
+	const char *prog;        /* program pattern, or NULL */
+	const char *machine;     /* machine pattern, or NULL */
+	const char *assertion;   /* assertion label pattern, or NULL */
+	const char *comment;     /* why, or NULL */
+};
+
+/* Rows store_prune() deleted, by table. */
+struct store_pruned {
+	uint64_t failures;       /* failures */
+	uint64_t windows;        /* their log windows */
+	uint64_t verdicts;       /* end-of-log verdicts */
+	uint64_t mail;           /* mails and digest entries never sent */
+	uint64_t silences;       /* silences that ended */
 };
 
 /* Open (creating or upgrading) DIR/telemonitor.db. NULL with a message. */
@@ -242,5 +265,24 @@ int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, voi
 
 /* Schema version of the open database. */
 int store_version(struct store *st);
+
+/* Add silence `s` (its id is given out here, into *id). */
+int store_silence_add(struct store *st, const struct store_silence *s, uint64_t *id);
+
+/* Mark silence `id` removed at `when`. */
+int store_silence_remove(struct store *st, uint64_t id, double when);
+
+/* Called for each silence not removed and not ended at `now`. */
+typedef void (*store_silence_cb)(void *arg, const struct store_silence *s);
+int store_silences_load(struct store *st, double now, store_silence_cb cb, void *arg);
+
+/* Acknowledge failure `failure_id` at `when` with `comment` (may be NULL). */
+int store_ack(struct store *st, uint64_t failure_id, double when, const char *comment);
+
+/* Retention: delete at most `limit` rows of each kind older than `before`
+ * (failures with their windows, verdicts, unsent mail, ended silences), in
+ * the open batch. 0 with the counts in *out; -EAGAIN while degraded
+ * (nothing is pruned until the held writes are stored). */
+int store_prune(struct store *st, double before, size_t limit, struct store_pruned *out);
 
 #endif

@@ -13,6 +13,7 @@
  *   store.c     sqlite: schema, migrations, batched writes, storage faults
  *   backlog.c   writes held in memory while the store cannot take them
  *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
+ *   hygiene.c   silences (failures kept quiet) and retention (old rows pruned)
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
  *   setup.c     finding the configuration, state directory and checker */
 #ifndef TELEMONITOR_H
@@ -95,6 +96,7 @@ struct tm_class {
 	double mailgroup;             /* grouping period in seconds */
 	bool block;                   /* may block the program */
 	bool autostart;               /* monitor new instances at once */
+	bool notify_reports;          /* mail report assertions' failures too */
 };
 TAILQ_HEAD(tm_class_list, tm_class);
 
@@ -149,6 +151,7 @@ struct store;
 struct reglink;
 struct notify;
 struct control;
+struct hygiene;
 
 /* The whole service. */
 struct tmon {
@@ -164,6 +167,7 @@ struct tmon {
 	struct store *store;          /* the database */
 	struct reglink *reg;          /* registry link */
 	struct notify *notify;        /* mail: grouping, queue, sending thread */
+	struct hygiene *hygiene;      /* silences and retention */
 	struct control *ctl;          /* telemonctl socket */
 	struct tm_class_list classes; /* configured classes */
 	size_t nclasses;              /* how many */

@@ -171,6 +171,19 @@ static void where_text(ps_buf *b, const pspec_report *r)
     ps_buf_printf(b, "%s:%u: ", pspec_report_file(r), pspec_report_line(r));
 }
 
+bool pspec_report_is_stats(const pspec_report *r)
+{
+    const ps_expr *e = r->stmt ? r->stmt->expr : NULL;
+
+    if (r->kind != PSPEC_REPORT_ASSERT && r->kind != PSPEC_REPORT_OFFENDER)
+        return false;
+    if (!e || e->kind != X_AGG || e->agg->op != PV_AGG_ALL || e->agg->place != AGG_TOP)
+        return false;
+    return (e->agg->ev || e->agg->iv) && e->agg->value && e->agg->value->kind == X_BOOL &&
+           !e->agg->value->b;
+}
+
+/* The head of an assertion's line; a report assertion says so ("report":true). */
 static void assert_json_head(ps_buf *b, const pspec_report *r)
 {
     ps_buf_puts(b, "{\"spec\":");
@@ -181,6 +194,8 @@ static void assert_json_head(ps_buf *b, const pspec_report *r)
     else
         ps_buf_puts(b, "null");
     ps_buf_printf(b, ",\"line\":%u,\"result\":\"%s\"", r->stmt->loc.line, result_word(r->result));
+    if (pspec_report_is_stats(r))
+        ps_buf_puts(b, ",\"report\":true");
 }
 
 char *pspec_report_format(const pspec_report *r, pspec_format fmt)

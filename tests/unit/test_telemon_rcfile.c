@@ -118,6 +118,36 @@ static void new_properties(void **state)
 	rc_free(c);
 }
 
+/* notify-reports is FALSE unless set (block and auto stay TRUE); a class's
+ * value wins over the defaults'. retention is a duration in defaults. */
+static void notify_reports_and_retention(void **state)
+{
+	struct rc_config *c = parse_ok("(class (prog \"a\") (tool \"x\"))");
+
+	assert_false(rc_flag(c, &c->classes[0], RC_NOTIFY_REPORTS));
+	assert_true(rc_flag(c, &c->classes[0], RC_BLOCK));
+	assert_string_equal(rc_text(c, NULL, RC_RETENTION), "");
+	rc_free(c);
+	c = parse_ok("(defaults (notify-reports TRUE) (retention \"30 days\"))\n"
+		     "(class (prog \"a\") (tool \"x\"))\n"
+		     "(class (prog \"b\") (tool \"x\") (notify-reports FALSE))");
+	assert_true(rc_flag(c, &c->classes[0], RC_NOTIFY_REPORTS));
+	assert_false(rc_flag(c, &c->classes[1], RC_NOTIFY_REPORTS));
+	assert_string_equal(rc_text(c, NULL, RC_RETENTION), "30 days");
+	rc_free(c);
+	c = parse_ok("(defaults (retention \"2 h\"))");
+	rc_free(c);
+	parse_bad("(defaults (retention \"soon\"))", "rc:1:",
+		  "retention: \"soon\" is not a duration such as \"30 days\"");
+	parse_bad("(defaults (retention \"10 min\"))", "rc:1:", "retention: \"10 min\"");
+	parse_bad("(defaults (retention \"200000 days\"))", "rc:1:", "retention: \"200000 days\"");
+	parse_bad("(defaults (retention \"500\"))", "rc:1:", "retention: \"500\"");
+	parse_bad("(class (prog \"a\") (tool \"x\") (retention \"30 days\"))", "rc:1:",
+		  "retention: only allowed in (defaults");
+	parse_bad("(class (prog \"a\") (tool \"x\") (notify-reports \"yes\"))", "rc:1:",
+		  "notify-reports: expected TRUE or FALSE");
+}
+
 static void text_escapes(void **state)
 {
 	struct rc_config *c = parse_ok("(class (prog \"p\") (tool \"echo \\\"hi\\\" \\\\ there\"))");
@@ -270,6 +300,7 @@ int main(void)
 		cmocka_unit_test(original_example),
 		cmocka_unit_test(no_defaults_and_last_wins),
 		cmocka_unit_test(new_properties),
+		cmocka_unit_test(notify_reports_and_retention),
 		cmocka_unit_test(text_escapes),
 		cmocka_unit_test(errors),
 		cmocka_unit_test(limits),

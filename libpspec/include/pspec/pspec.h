@@ -89,6 +89,10 @@ unsigned pspec_report_line(const pspec_report *r);
 const char *pspec_report_label(const pspec_report *r);
 /* ASSERT: how many offenders its outermost {& ...} reported (0 otherwise). */
 uint64_t pspec_report_offenders(const pspec_report *r);
+/* ASSERT/OFFENDER: true for a report assertion, one whose purpose is
+ * statistics: {& x : T : false} over events or intervals, which fails for
+ * every element so that each element's metrics are reported. */
+bool pspec_report_is_stats(const pspec_report *r);
 /* OFFENDER/INTERVAL/EVENT: the element's type name, interval uid (0 for
  * events), event position "pos.sub", start/end timestamps in ticks. */
 const char *pspec_report_type(const pspec_report *r);
