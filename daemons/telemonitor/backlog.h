@@ -28,6 +28,7 @@
 	X(BK_MAIL, "mail", false)                         \
 	X(BK_OUTAGE, "outage", false)                     \
 	X(BK_CONTROL, "silence or ack", false)            \
+	X(BK_ALERT, "alert", false)                       \
 	X(BK_INSTANCE, "instance", true)                  \
 	X(BK_CLASS, "class", true)
 

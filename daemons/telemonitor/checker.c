@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cmon/log.h"
+#include "alerts.h"
 #include "hygiene.h"
 #include "session.h"
 #include "store.h"
@@ -98,12 +99,15 @@ static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool who
 	else if (whole_log)
 		snprintf(what, sizeof what, "whole log");
 	if (f.report && !s->cls.notify_reports)
-		return;                         /* statistics: stored, not mailed */
+		return;                         /* statistics: stored, not mailed nor alerted */
 	if (f.silence_id)
-		return;                         /* stored, marked silenced, not mailed */
+		return;                         /* stored, marked silenced, not mailed nor alerted */
 	if (s->cls.mail)
 		notify_failure(tm, s->cls.mail, s->cls.mailgroup, in, id, f.assertion, f.line,
 			       f.spec, what, f.start_ts, f.end_ts, f.metrics, now);
+	if (s->cls.alertmanager)
+		alerts_failure(tm, s->cls.alertmanager, s->cls.id, in, id, f.assertion, f.line,
+			       f.spec, f.metrics, now);
 }
 
 void checker_line(struct session *s, struct tool *t, const char *line, size_t len)

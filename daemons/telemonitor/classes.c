@@ -30,6 +30,7 @@ static void class_free(struct tm_class *c)
 	free(c->tool);
 	free(c->spec);
 	free(c->mail);
+	free(c->alertmanager);
 	free(c->window_text);
 	free(c);
 }
@@ -63,6 +64,7 @@ static struct tm_class *class_build(struct tmon *tm, const struct rc_config *rc,
 	pattern(c->pid, sizeof c->pid, rc_text(rc, k, RC_PID));
 	c->tool = dup_or_null(rc_text(rc, k, RC_TOOL));
 	c->mail = dup_or_null(rc_text(rc, k, RC_MAIL));
+	c->alertmanager = dup_or_null(rc_text(rc, k, RC_ALERTMANAGER));
 	c->window_text = strdup(*win ? win : WINDOW_DEFAULT);
 	c->block = rc_flag(rc, k, RC_BLOCK);
 	c->autostart = rc_flag(rc, k, RC_AUTO);
@@ -77,7 +79,8 @@ static struct tm_class *class_build(struct tmon *tm, const struct rc_config *rc,
 		c->spec = strdup(realpath(path, real) ? real : path);
 	}
 	if (!c->window_text || (*spec && !c->spec) || (c->tool == NULL && *rc_text(rc, k, RC_TOOL)) ||
-	    (c->mail == NULL && *rc_text(rc, k, RC_MAIL))) {
+	    (c->mail == NULL && *rc_text(rc, k, RC_MAIL)) ||
+	    (c->alertmanager == NULL && *rc_text(rc, k, RC_ALERTMANAGER))) {
 		class_free(c);
 		snprintf(err, errlen, "out of memory");
 		return NULL;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmon/log.h"
+#include "alerts.h"
 #include "control.h"
 #include "hygiene.h"
 #include "session.h"
@@ -183,11 +184,12 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 {
 	struct sbuf b = { 0 };
 	struct store_health h;
-	char since[40], mail[400], keep[200];
+	char since[40], mail[400], keep[200], am[600];
 
 	iso_time(tm->started, since, sizeof since);
 	notify_status(tm, mail, sizeof mail);
 	hygiene_status(tm, keep, sizeof keep);
+	alerts_status(tm, am, sizeof am);
 	store_health(tm->store, &h);
 	if (r->json) {
 		sb_printf(&b, "{\"version\":\"%s\",\"pid\":%ld,\"since\":\"%s\",\"state_dir\":",
@@ -204,6 +206,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 		sb_json_str(&b, mail);
 		sb_printf(&b, ",\"checker\":");
 		sb_json_str(&b, tm->pcheck);
+		sb_printf(&b, ",\"alertmanager\":");
+		sb_json_str(&b, am);
 		sb_printf(&b, ",\"retention\":");
 		if (*rc_text(tm->rc, NULL, RC_RETENTION))
 			sb_json_str(&b, rc_text(tm->rc, NULL, RC_RETENTION));
@@ -224,13 +228,14 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			      "failures:         %" PRIu64 " %s since start\n"
 			      "mail:             %s\n"
 			      "checker:          %s\n"
+			      "alertmanager:     %s\n"
 			      "retention:        %s\n"
 			      "store:            ",
 			  CMON_VERSION, (long)getpid(), since, tm->state_dir,
 			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->opt.regmachine,
 			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
 			  h.degraded ? "reported (some held in memory, see store)" : "stored", mail,
-			  tm->pcheck, keep);
+			  tm->pcheck, am, keep);
 		store_text(&b, &h);
 	}
 	emit(out, &b);

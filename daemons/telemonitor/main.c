@@ -19,6 +19,7 @@
 
 #include "cmon/log.h"
 #include "cmon/service.h"
+#include "alerts.h"
 #include "control.h"
 #include "hygiene.h"
 #include "ledger.h"
@@ -291,6 +292,7 @@ int main(int argc, char **argv)
 	}
 	notify_start(&tm);
 	hygiene_start(&tm);
+	alerts_start(&tm);
 	if (control_open(&tm) < 0)
 		goto out_notify;
 	ev[0] = evsignal_new(tm.base, SIGTERM, on_stop, &tm);
@@ -327,6 +329,7 @@ out_events:
 		if (ev[i])
 			event_free(ev[i]);
 out_notify:
+	alerts_stop(&tm);
 	hygiene_stop(&tm);
 	notify_stop(&tm);
 	SSL_CTX_free(tm.tls);

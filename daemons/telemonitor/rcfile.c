@@ -187,6 +187,16 @@ static bool value_ok(enum rc_prop p, const char *v, char *msg, size_t size)
 			}
 		}
 		return true;
+	case RC_ALERTMANAGER:
+		if (*v && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
+			snprintf(msg, size, "\"%.80s\" is not an http:// or https:// URL", v);
+			return false;
+		}
+		if (strpbrk(v, " \t?#")) {
+			snprintf(msg, size, "an Alertmanager URL cannot contain spaces, '?' or '#'");
+			return false;
+		}
+		return true;
 	case RC_SMTP:
 		if (*v && strncmp(v, "smtp://", 7) != 0 && strncmp(v, "smtps://", 8) != 0) {
 			snprintf(msg, size, "\"%.80s\" is not an smtp:// or smtps:// URL", v);
@@ -443,7 +453,7 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 	p = rc_prop_lookup(name);
 	if (p < 0)
 		return rc_fail(ps, line, name, "unknown property (known: prog machine pid tool "
-			    "spec mail window mailgroup block auto notify-reports; in defaults also "
+			    "spec mail window mailgroup block auto notify-reports alertmanager; in defaults also "
 			    "smtp from store-backlog retention)");
 	if (!in_defaults && !props[p].in_class)
 		return rc_fail(ps, line, name, "only allowed in (defaults ...)");

@@ -883,6 +883,7 @@ int session_start(struct tmon *tm, struct tm_instance *in, bool from_start)
 	s->cls.tool = c->tool ? strdup(c->tool) : NULL;
 	s->cls.spec = c->spec ? strdup(c->spec) : NULL;
 	s->cls.mail = c->mail ? strdup(c->mail) : NULL;
+	s->cls.alertmanager = c->alertmanager ? strdup(c->alertmanager) : NULL;
 	s->timer = evtimer_new(tm->base, retry_fire, s);
 	s->tool_timer = evtimer_new(tm->base, tool_timer_fire, s);
 	s->reaper = event_new(tm->base, -1, 0, reap, s);
@@ -902,7 +903,7 @@ int session_start(struct tmon *tm, struct tm_instance *in, bool from_start)
 	if (ledgers_open(s) < 0)
 		goto out_free;
 	if (!s->timer || !s->tool_timer || !s->reaper || (c->tool && !s->cls.tool) || (c->spec && !s->cls.spec) ||
-	    (c->mail && !s->cls.mail))
+	    (c->mail && !s->cls.mail) || (c->alertmanager && !s->cls.alertmanager))
 		goto out_free;
 	if (typescript_open(&s->ts, tm->state_dir, in->id) < 0)
 		cmon_warn("instance %" PRIu64 ": cannot open its typescript", in->id);
@@ -1004,6 +1005,7 @@ void session_free(struct session *s)
 	free(s->cls.tool);
 	free(s->cls.spec);
 	free(s->cls.mail);
+	free(s->cls.alertmanager);
 	if (s->inst && s->inst->sess == s) {
 		s->inst->sess = NULL;
 		s->tm->nsessions--;

@@ -38,6 +38,7 @@ struct sess_class {
 	double mailgroup;             /* grouping period */
 	bool block;                   /* back-pressure the program */
 	bool notify_reports;          /* mail report assertions' failures too */
+	char *alertmanager;           /* Alertmanager base URL, or NULL */
 };
 
 /* One monitored instance. */

@@ -103,6 +103,18 @@ static const char *const migrations[] = {
 	"  prog TEXT, machine TEXT, assert TEXT, comment TEXT,"
 	"  removed REAL);"
 	"CREATE INDEX verdicts_time ON verdicts (time);",
+	/* 5 -> 6: Alertmanager. alert_outbox holds the POSTs to an
+	 * Alertmanager not yet accepted (a JSON array of alerts; deleted when
+	 * one is), alerts_open the alerts sent for failures of instances not
+	 * ended yet (the alert object as posted, resolved and deleted once its
+	 * instance has ended). */
+	"CREATE TABLE alert_outbox ("
+	"  id INTEGER PRIMARY KEY,"
+	"  queued REAL NOT NULL, url TEXT NOT NULL, body TEXT NOT NULL);"
+	"CREATE TABLE alerts_open ("
+	"  failure_id INTEGER PRIMARY KEY,"
+	"  instance_id INTEGER NOT NULL, url TEXT NOT NULL, alert TEXT NOT NULL);"
+	"CREATE INDEX alerts_open_instance ON alerts_open (instance_id);",
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -208,6 +220,25 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	X(PRUNE_SILENCES,                                                                    \
 	  "DELETE FROM silences WHERE id IN (SELECT id FROM silences WHERE until < ?1"      \
 	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(ALERT_INSERT,                                                                      \
+	  "INSERT INTO alert_outbox (id, queued, url, body) VALUES (?1,?2,?3,?4)"           \
+	  " ON CONFLICT (id) DO NOTHING")                                                    \
+	X(ALERT_DELETE, "DELETE FROM alert_outbox WHERE id=?1")                              \
+	X(ALERT_LOAD, "SELECT id, queued, url, body FROM alert_outbox ORDER BY id")          \
+	X(ALERT_OPEN,                                                                        \
+	  "INSERT OR REPLACE INTO alerts_open (failure_id, instance_id, url, alert)"         \
+	  " VALUES (?1,?2,?3,?4)")                                                           \
+	X(ALERT_ENDED,                                                                       \
+	  "SELECT o.failure_id, o.url, o.alert, coalesce(i.ended, ?1) FROM alerts_open o"   \
+	  " LEFT JOIN instances i ON i.id = o.instance_id"                                   \
+	  " WHERE i.id IS NULL OR i.ended IS NOT NULL ORDER BY o.failure_id LIMIT ?2")       \
+	X(ALERT_CLOSE, "DELETE FROM alerts_open WHERE failure_id=?1")                        \
+	X(ALERT_LIVE,                                                                        \
+	  "SELECT o.url, o.alert FROM alerts_open o JOIN instances i ON i.id = o.instance_id" \
+	  " WHERE i.ended IS NULL ORDER BY o.failure_id DESC LIMIT ?1")                      \
+	X(PRUNE_ALERTS,                                                                      \
+	  "DELETE FROM alert_outbox WHERE id IN (SELECT id FROM alert_outbox WHERE queued < ?1" \
+	  " ORDER BY id LIMIT ?2)")                                                          \
 	X(OUTAGE_INSERT,                                                                     \
 	  "INSERT INTO store_outages (began, ended, reason, detail, writes, failures,"      \
 	  " dropped, dropped_failures) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)")
@@ -262,6 +293,7 @@ struct store {
 	uint64_t next_instance;       /* next instance id */
 	uint64_t next_mail;           /* next mail id */
 	uint64_t next_silence;        /* next silence id */
+	uint64_t next_alert;          /* next alert_outbox id */
 	uint32_t next_class;          /* next class id */
 	store_commit_cb on_commit;    /* called after each batch is ended */
 	void *on_commit_arg;          /* its argument */
@@ -431,6 +463,7 @@ static void init_ids(struct store *st)
 	at_least(&st->next_mail, query_u64(db, "SELECT max(coalesce((SELECT seq FROM sqlite_sequence"
 					   " WHERE name = 'mail_queue'), 0), coalesce((SELECT max(id)"
 					   " FROM mail_queue), 0)) + 1"));
+	at_least(&st->next_alert, query_u64(db, "SELECT coalesce(max(id), 0) + 1 FROM alert_outbox"));
 	at_least(&st->next_silence, query_u64(db, "SELECT coalesce(max(id), 0) + 1 FROM silences"));
 	at_least(&cls, query_u64(db, "SELECT coalesce(max(id), 0) + 1 FROM classes"));
 	st->next_class = (uint32_t)cls;
@@ -1424,11 +1457,11 @@ int store_prune(struct store *st, double before, size_t limit, struct store_prun
 {
 	static const enum store_stmt order[] = {
 		ST_PRUNE_WINDOWS, ST_PRUNE_FAILURES, ST_PRUNE_VERDICTS, ST_PRUNE_MAIL,
-		ST_PRUNE_DIGEST, ST_PRUNE_SILENCES,
+		ST_PRUNE_DIGEST, ST_PRUNE_SILENCES, ST_PRUNE_ALERTS,
 	};
 	uint64_t *count[] = {
 		&out->windows, &out->failures, &out->verdicts, &out->mail, &out->mail,
-		&out->silences,
+		&out->silences, &out->mail,
 	};
 
 	memset(out, 0, sizeof *out);
@@ -1441,4 +1474,90 @@ int store_prune(struct store *st, double before, size_t limit, struct store_prun
 		*count[i] += (uint64_t)n;
 	}
 	return 0;
+}
+
+/* --- Alertmanager ------------------------------------------------------------- */
+
+int store_alert_add(struct store *st, const char *url, const char *body, double queued,
+		    uint64_t *id)
+{
+	uint64_t aid = st->next_alert++;
+	struct bl_value v[] = { vint((int64_t)aid), vreal(queued), vtext(url), vtext(body) };
+	int r = put(st, bl_item_new(BK_ALERT, ST_ALERT_INSERT, 0, v, NV(v)), "queueing an alert");
+
+	if (r == 0)
+		*id = aid;
+	return r;
+}
+
+int store_alert_done(struct store *st, uint64_t id)
+{
+	struct bl_value v[] = { vint((int64_t)id) };
+
+	return put(st, bl_item_new(BK_ALERT, ST_ALERT_DELETE, 0, v, NV(v)), "marking an alert sent");
+}
+
+int store_alert_load(struct store *st, store_alert_cb cb, void *arg)
+{
+	sqlite3_stmt *q = st->c.stmt[ST_ALERT_LOAD];
+	int rc;
+
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+		cb(arg, (uint64_t)sqlite3_column_int64(q, 0), sqlite3_column_double(q, 1),
+		   (const char *)sqlite3_column_text(q, 2), (const char *)sqlite3_column_text(q, 3));
+	sqlite3_reset(q);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "reading the alert outbox");
+}
+
+int store_alert_open(struct store *st, uint64_t failure_id, uint64_t instance_id, const char *url,
+		     const char *alert)
+{
+	struct bl_value v[] = {
+		vint((int64_t)failure_id), vint((int64_t)instance_id), vtext(url), vtext(alert),
+	};
+
+	return put(st, bl_item_new(BK_ALERT, ST_ALERT_OPEN, 0, v, NV(v)), "keeping an open alert");
+}
+
+int store_alert_close(struct store *st, uint64_t failure_id)
+{
+	struct bl_value v[] = { vint((int64_t)failure_id) };
+
+	return put(st, bl_item_new(BK_ALERT, ST_ALERT_CLOSE, 0, v, NV(v)), "closing an alert");
+}
+
+/* Rows of `which` (ALERT_ENDED or ALERT_LIVE) to `cb`; the columns differ. */
+static int alert_rows(struct store *st, enum store_stmt which, double now, size_t limit,
+		      store_open_alert_cb cb, void *arg)
+{
+	sqlite3_stmt *q = st->c.stmt[which];
+	bool ended = which == ST_ALERT_ENDED;
+	int rc;
+
+	if (ended) {
+		sqlite3_bind_double(q, 1, now);
+		sqlite3_bind_int64(q, 2, (sqlite3_int64)limit);
+	} else {
+		sqlite3_bind_int64(q, 1, (sqlite3_int64)limit);
+	}
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		int c = ended ? 1 : 0;
+		cb(arg, ended ? (uint64_t)sqlite3_column_int64(q, 0) : 0,
+		   (const char *)sqlite3_column_text(q, c), (const char *)sqlite3_column_text(q, c + 1),
+		   ended ? sqlite3_column_double(q, 3) : 0);
+	}
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	return rc == SQLITE_DONE ? 0 : db_fail(st, "reading the open alerts");
+}
+
+int store_alerts_ended(struct store *st, double now, size_t limit, store_open_alert_cb cb,
+		       void *arg)
+{
+	return alert_rows(st, ST_ALERT_ENDED, now, limit, cb, arg);
+}
+
+int store_alerts_live(struct store *st, size_t limit, store_open_alert_cb cb, void *arg)
+{
+	return alert_rows(st, ST_ALERT_LIVE, 0, limit, cb, arg);
 }

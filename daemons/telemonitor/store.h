@@ -37,7 +37,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
@@ -97,7 +97,7 @@ struct store_pruned {
 	uint64_t failures;       /* failures */
 	uint64_t windows;        /* their log windows */
 	uint64_t verdicts;       /* end-of-log verdicts */
-	uint64_t mail;           /* mails and digest entries never sent */
+	uint64_t mail;           /* mails, digest entries and alerts never sent */
 	uint64_t silences;       /* silences that ended */
 };
 
@@ -284,5 +284,39 @@ int store_ack(struct store *st, uint64_t failure_id, double when, const char *co
  * the open batch. 0 with the counts in *out; -EAGAIN while degraded
  * (nothing is pruned until the held writes are stored). */
 int store_prune(struct store *st, double before, size_t limit, struct store_pruned *out);
+
+/* Alertmanager (alerts.h): queue a POST of `body` (a JSON array of alerts)
+ * to `url`; its id into *id. */
+int store_alert_add(struct store *st, const char *url, const char *body, double queued,
+		    uint64_t *id);
+
+/* The Alertmanager accepted POST `id`: forget it. */
+int store_alert_done(struct store *st, uint64_t id);
+
+/* Called for each POST not accepted yet, oldest first. */
+typedef void (*store_alert_cb)(void *arg, uint64_t id, double queued, const char *url,
+			       const char *body);
+int store_alert_load(struct store *st, store_alert_cb cb, void *arg);
+
+/* Remember the alert (a JSON object as posted) sent for failure
+ * `failure_id` of instance `instance_id`, to resolve it when the instance ends. */
+int store_alert_open(struct store *st, uint64_t failure_id, uint64_t instance_id, const char *url,
+		     const char *alert);
+
+/* Forget the open alert of failure `failure_id` (it was resolved). */
+int store_alert_close(struct store *st, uint64_t failure_id);
+
+/* An open alert: its failure (0 for live ones), Alertmanager, the alert
+ * object, and when its instance ended (0 for live ones). */
+typedef void (*store_open_alert_cb)(void *arg, uint64_t failure_id, const char *url,
+				    const char *alert, double ended);
+
+/* At most `limit` open alerts whose instance has ended (or is unknown: they
+ * end at `now`). */
+int store_alerts_ended(struct store *st, double now, size_t limit, store_open_alert_cb cb,
+		       void *arg);
+
+/* At most `limit` open alerts of live instances, newest first. */
+int store_alerts_live(struct store *st, size_t limit, store_open_alert_cb cb, void *arg);
 
 #endif

@@ -14,6 +14,7 @@
  *   backlog.c   writes held in memory while the store cannot take them
  *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
  *   hygiene.c   silences (failures kept quiet) and retention (old rows pruned)
+ *   alerts.c    failures -> Alertmanager (curl multi on the loop, store outbox)
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
  *   setup.c     finding the configuration, state directory and checker */
 #ifndef TELEMONITOR_H
@@ -97,6 +98,7 @@ struct tm_class {
 	bool block;                   /* may block the program */
 	bool autostart;               /* monitor new instances at once */
 	bool notify_reports;          /* mail report assertions' failures too */
+	char *alertmanager;           /* Alertmanager base URL, or NULL */
 };
 TAILQ_HEAD(tm_class_list, tm_class);
 
@@ -152,6 +154,7 @@ struct reglink;
 struct notify;
 struct control;
 struct hygiene;
+struct alerts;
 
 /* The whole service. */
 struct tmon {
@@ -168,6 +171,7 @@ struct tmon {
 	struct reglink *reg;          /* registry link */
 	struct notify *notify;        /* mail: grouping, queue, sending thread */
 	struct hygiene *hygiene;      /* silences and retention */
+	struct alerts *alerts;        /* Alertmanager: outbox, POSTs on the loop */
 	struct control *ctl;          /* telemonctl socket */
 	struct tm_class_list classes; /* configured classes */
 	size_t nclasses;              /* how many */

@@ -88,7 +88,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 5        # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 6        # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -113,6 +113,7 @@ def main():
         db.executescript("DROP TABLE mail_queue; DROP TABLE mail_digest;"
                          "ALTER TABLE instances DROP COLUMN token; DROP TABLE store_outages;"
                          "DROP INDEX verdicts_time; DROP TABLE silences;"
+                         "DROP TABLE alert_outbox; DROP TABLE alerts_open;"
                          "ALTER TABLE failures DROP COLUMN report;"
                          "ALTER TABLE failures DROP COLUMN silence_id;"
                          "ALTER TABLE failures DROP COLUMN acked;"
@@ -120,7 +121,7 @@ def main():
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()
-        check(all("schema upgraded to version %d" % v in tm.stderr() for v in (2, 3, 4, 5)),
+        check(all("schema upgraded to version %d" % v in tm.stderr() for v in (2, 3, 4, 5, 6)),
               "upgrade logged: %s", tm.stderr())
         check(tm.json("status")["schema"] == SCHEMA, "upgraded: %r", tm.json("status"))
 

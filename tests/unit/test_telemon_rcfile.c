@@ -148,6 +148,25 @@ static void notify_reports_and_retention(void **state)
 		  "notify-reports: expected TRUE or FALSE");
 }
 
+/* alertmanager: an http(s) base URL, in defaults or a class (which wins). */
+static void alertmanager_url(void **state)
+{
+	struct rc_config *c = parse_ok("(defaults (alertmanager \"http://127.0.0.1:9093\"))\n"
+				       "(class (prog \"a\") (tool \"x\"))\n"
+				       "(class (prog \"b\") (tool \"x\")"
+				       " (alertmanager \"https://am.example.org/\"))");
+
+	assert_string_equal(rc_text(c, &c->classes[0], RC_ALERTMANAGER), "http://127.0.0.1:9093");
+	assert_string_equal(rc_text(c, &c->classes[1], RC_ALERTMANAGER), "https://am.example.org/");
+	rc_free(c);
+	parse_bad("(defaults (alertmanager \"127.0.0.1:9093\"))", "rc:1:",
+		  "alertmanager: \"127.0.0.1:9093\" is not an http:// or https:// URL");
+	parse_bad("(defaults (alertmanager \"ftp://h\"))", "rc:1:", "is not an http://");
+	parse_bad("(class (prog \"a\") (tool \"x\") (alertmanager \"http://h:1/x y\"))", "rc:1:",
+		  "alertmanager: an Alertmanager URL cannot contain spaces");
+	parse_bad("(defaults (alertmanager \"http://h:1/?a=b\"))", "rc:1:", "cannot contain");
+}
+
 static void text_escapes(void **state)
 {
 	struct rc_config *c = parse_ok("(class (prog \"p\") (tool \"echo \\\"hi\\\" \\\\ there\"))");
@@ -301,6 +320,7 @@ int main(void)
 		cmocka_unit_test(no_defaults_and_last_wins),
 		cmocka_unit_test(new_properties),
 		cmocka_unit_test(notify_reports_and_retention),
+		cmocka_unit_test(alertmanager_url),
 		cmocka_unit_test(text_escapes),
 		cmocka_unit_test(errors),
 		cmocka_unit_test(limits),

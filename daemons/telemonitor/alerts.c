@@ -1,0 +1,498 @@
+/* Alertmanager as a receiver (see alerts.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <curl/curl.h>
+
+#include "alerts.h"
+#include "cmon/log.h"
+#include "store.h"
+#include "text.h"
+
+/* One POST: a JSON array of alerts to an Alertmanager's /api/v2/alerts. */
+struct post {
+	TAILQ_ENTRY(post) link;       /* in alerts.queue */
+	uint64_t id;                  /* its alert_outbox row (0: a refresh, not kept) */
+	char *url;                    /* the endpoint */
+	char *body;                   /* the alerts */
+};
+TAILQ_HEAD(post_list, post);
+
+/* The Alertmanager side of the service. */
+struct alerts {
+	struct tmon *tm;              /* the service */
+	CURLM *multi;                 /* libcurl's multi handle, on our loop */
+	CURL *easy;                   /* the POST in flight (one at a time) */
+	struct curl_slist *headers;   /* Content-Type: application/json */
+	struct event *curl_timer;     /* libcurl's timeout */
+	struct event *retry;          /* backoff after a failed POST */
+	struct event *sweep;          /* ended instances, refreshes */
+	struct post_list queue;       /* waiting, oldest first (the head may be in flight) */
+	size_t n;                     /* how many */
+	struct post *inflight;        /* the head, while it is being sent */
+	double backoff;               /* the current delay (0: none) */
+	double last_refresh;          /* when live alerts were last sent again */
+	uint64_t sent, failed, dropped; /* POSTs accepted, attempts failed, dropped */
+	bool down;                    /* the last attempt failed (logged once) */
+	char error[CURL_ERROR_SIZE];  /* libcurl's message for the last attempt */
+	char last_error[300];         /* the last failure, for status */
+};
+
+static void kick(struct alerts *a);
+
+static void post_free(struct post *p)
+{
+	if (!p)
+		return;
+	free(p->url);
+	free(p->body);
+	free(p);
+}
+
+/* base URL -> base/api/v2/alerts (heap; NULL on ENOMEM). */
+static char *endpoint(const char *base)
+{
+	size_t n = strlen(base);
+	char *s;
+
+	while (n && base[n - 1] == '/')
+		n--;
+	if (asprintf(&s, "%.*s/api/v2/alerts", (int)n, base) < 0)
+		return NULL;
+	return s;
+}
+
+/* Queue a POST (url and body copied); `keep`: as a row of the outbox. */
+static void enqueue(struct alerts *a, const char *url, const char *body, bool keep, double now)
+{
+	struct post *p = calloc(1, sizeof *p);
+
+	if (!p || !(p->url = strdup(url)) || !(p->body = strdup(body))) {
+		post_free(p);
+		cmon_warn("alertmanager: out of memory; an alert is not sent");
+		return;
+	}
+	if (keep && store_alert_add(a->tm->store, url, body, now, &p->id) < 0)
+		p->id = 0;                    /* not kept: send it all the same */
+	if (a->n >= ALERTS_QUEUE_MAX) {
+		struct post *old = TAILQ_FIRST(&a->queue);
+		if (old == a->inflight)
+			old = TAILQ_NEXT(old, link);
+		if (old) {
+			TAILQ_REMOVE(&a->queue, old, link);
+			a->n--;
+			a->dropped++;
+			if (old->id)
+				store_alert_done(a->tm->store, old->id);
+			post_free(old);
+		}
+	}
+	TAILQ_INSERT_TAIL(&a->queue, p, link);
+	a->n++;
+	kick(a);
+}
+
+/* --- libcurl on the loop ------------------------------------------------------ */
+
+/* The POST in flight has ended. */
+static void finished(struct alerts *a, CURLcode rc)
+{
+	struct post *p = a->inflight;
+	long http = 0;
+
+	curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &http);
+	curl_multi_remove_handle(a->multi, a->easy);
+	a->inflight = NULL;
+	if (!p)
+		return;
+	if (rc == CURLE_OK && http >= 200 && http < 300) {
+		if (a->down)
+			cmon_notice("alertmanager: %s accepts alerts again", p->url);
+		a->down = false;
+		a->backoff = 0;
+		a->sent++;
+	} else if (rc == CURLE_OK && http >= 400 && http < 500) {
+		cmon_err("alertmanager: %s refused an alert (HTTP %ld); it is dropped", p->url, http);
+		a->dropped++;
+	} else {
+		a->failed++;
+		if (rc != CURLE_OK)
+			snprintf(a->last_error, sizeof a->last_error, "%s: %s", p->url,
+				 *a->error ? a->error : curl_easy_strerror(rc));
+		else
+			snprintf(a->last_error, sizeof a->last_error, "%s: HTTP %ld", p->url, http);
+		a->backoff = a->backoff ? a->backoff * 2 : ALERTS_RETRY_MIN_S;
+		if (a->backoff > ALERTS_RETRY_MAX_S)
+			a->backoff = ALERTS_RETRY_MAX_S;
+		if (!a->down)
+			cmon_warn("alertmanager: %s; %zu alert POST%s waiting, retrying with backoff",
+				  a->last_error, a->n, a->n == 1 ? "" : "s");
+		a->down = true;
+		struct timeval tv = { (time_t)a->backoff, 0 };
+		evtimer_add(a->retry, &tv);
+		return;                       /* it stays at the head */
+	}
+	TAILQ_REMOVE(&a->queue, p, link);
+	a->n--;
+	if (p->id)
+		store_alert_done(a->tm->store, p->id);
+	post_free(p);
+	kick(a);
+}
+
+static void check_done(struct alerts *a)
+{
+	CURLMsg *m;
+	int left;
+
+	while ((m = curl_multi_info_read(a->multi, &left)))
+		if (m->msg == CURLMSG_DONE)
+			finished(a, m->data.result);
+}
+
+static void on_socket(evutil_socket_t fd, short what, void *arg)
+{
+	struct alerts *a = arg;
+	int running, flags = (what & EV_READ ? CURL_CSELECT_IN : 0) |
+			     (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
+
+	curl_multi_socket_action(a->multi, fd, flags, &running);
+	check_done(a);
+}
+
+static void on_curl_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct alerts *a = arg;
+	int running;
+
+	curl_multi_socket_action(a->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	check_done(a);
+}
+
+/* CURLMOPT_SOCKETFUNCTION: watch (or stop watching) a socket for libcurl. */
+static int socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct alerts *a = userp;
+	struct event *ev = socketp;
+	short flags = EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) |
+		      (what & CURL_POLL_OUT ? EV_WRITE : 0);
+
+	(void)e;
+	if (what == CURL_POLL_REMOVE) {
+		if (ev)
+			event_free(ev);
+		curl_multi_assign(a->multi, s, NULL);
+		return 0;
+	}
+	if (ev) {
+		event_del(ev);
+		event_assign(ev, a->tm->base, s, flags, on_socket, a);
+	} else {
+		ev = event_new(a->tm->base, s, flags, on_socket, a);
+		if (!ev)
+			return -1;
+		curl_multi_assign(a->multi, s, ev);
+	}
+	event_add(ev, NULL);
+	return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: libcurl wants to be called after `ms`. */
+static int timer_cb(CURLM *m, long ms, void *userp)
+{
+	struct alerts *a = userp;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	(void)m;
+	if (ms < 0)
+		evtimer_del(a->curl_timer);
+	else
+		evtimer_add(a->curl_timer, &tv);
+	return 0;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * n;
+}
+
+/* Start the next POST unless one is in flight or a retry is pending. */
+static void kick(struct alerts *a)
+{
+	struct post *p = TAILQ_FIRST(&a->queue);
+
+	if (!p || a->inflight || evtimer_pending(a->retry, NULL))
+		return;
+	curl_easy_reset(a->easy);
+	curl_easy_setopt(a->easy, CURLOPT_URL, p->url);
+	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDS, p->body);
+	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(p->body));
+	curl_easy_setopt(a->easy, CURLOPT_HTTPHEADER, a->headers);
+	curl_easy_setopt(a->easy, CURLOPT_TIMEOUT, ALERTS_TIMEOUT_S);
+	curl_easy_setopt(a->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(a->easy, CURLOPT_ERRORBUFFER, a->error);
+	curl_easy_setopt(a->easy, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(a->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	a->error[0] = '\0';
+	a->inflight = p;
+	if (curl_multi_add_handle(a->multi, a->easy) != CURLM_OK) {
+		a->inflight = NULL;
+		cmon_err("alertmanager: cannot start a POST");
+	}
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	kick(arg);
+}
+
+/* --- alerts ------------------------------------------------------------------- */
+
+/* A batch of alerts for one POST: "[a,b,...]" per URL. */
+struct batch {
+	struct alerts *a;             /* the owner */
+	bool keep;                    /* the POSTs go through the outbox */
+	double now;                   /* when */
+	char *url;                    /* the endpoint of the alerts in `b` */
+	struct sbuf b;                /* the array so far */
+	size_t n;                     /* alerts in it */
+};
+
+static void batch_flush(struct batch *t)
+{
+	if (t->n) {
+		sb_add(&t->b, "]", 1);
+		if (!t->b.oom)
+			enqueue(t->a, t->url, t->b.s, t->keep, t->now);
+	}
+	sb_free(&t->b);
+	free(t->url);
+	t->url = NULL;
+	t->n = 0;
+}
+
+/* Add alert object `alert` for `url`; `ends`: as resolved at that time. */
+static void batch_add(struct batch *t, const char *url, const char *alert, double ends)
+{
+	size_t len = strlen(alert);
+	char when[40];
+
+	if (!url || !alert || len < 2 || alert[len - 1] != '}')
+		return;
+	if (t->url && strcmp(t->url, url))
+		batch_flush(t);
+	if (!t->url && !(t->url = strdup(url)))
+		return;
+	sb_add(&t->b, t->n ? "," : "[", 1);
+	if (ends > 0) {
+		sb_add(&t->b, alert, len - 1);
+		sb_printf(&t->b, ",\"endsAt\":\"%s\"}", iso_time(ends, when, sizeof when));
+	} else {
+		sb_add(&t->b, alert, len);
+	}
+	if (++t->n >= ALERTS_BATCH)
+		batch_flush(t);
+}
+
+/* store_alerts_ended(): resolve an open alert of an ended instance. */
+static void resolve_one(void *arg, uint64_t failure_id, const char *url, const char *alert,
+			double ended)
+{
+	struct batch *t = arg;
+
+	batch_add(t, url, alert, ended);
+	store_alert_close(t->a->tm->store, failure_id);
+}
+
+/* store_alerts_live(): send a live instance's alert again. */
+static void refresh_one(void *arg, uint64_t failure_id, const char *url, const char *alert,
+			double ended)
+{
+	(void)failure_id;
+	(void)ended;
+	batch_add(arg, url, alert, 0);
+}
+
+static void sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct alerts *a = arg;
+	struct batch t = { .a = a, .keep = true, .now = tm_now() };
+
+	if (store_degraded(a->tm->store))
+		return;
+	store_alerts_ended(a->tm->store, t.now, ALERTS_BATCH, resolve_one, &t);
+	batch_flush(&t);
+	if (t.now - a->last_refresh >= ALERTS_REFRESH_S && !a->down) {
+		a->last_refresh = t.now;
+		t.keep = false;
+		store_alerts_live(a->tm->store, ALERTS_QUEUE_MAX / 10, refresh_one, &t);
+		batch_flush(&t);
+	}
+}
+
+void alerts_failure(struct tmon *tm, const char *url, uint32_t class_id,
+		    const struct tm_instance *in, uint64_t failure_id, const char *assertion,
+		    int line, const char *spec, const char *metrics_json, double now)
+{
+	struct alerts *a = tm->alerts;
+	struct sbuf b = { 0 };
+	char name[64], when[40], *ep, *metrics, *alert;
+
+	if (!a || !url || !*url)
+		return;
+	if (!assertion)
+		snprintf(name, sizeof name, "line %d", line);
+	ep = endpoint(url);
+	metrics = render_metrics(store_db(tm->store), metrics_json);
+	sb_printf(&b, "{\"labels\":{\"alertname\":");
+	sb_json_str(&b, assertion ? assertion : name);
+	sb_printf(&b, ",\"assert\":");
+	sb_json_str(&b, assertion ? assertion : name);
+	sb_printf(&b, ",\"prog\":");
+	sb_json_str(&b, in->prog);
+	sb_printf(&b, ",\"machine\":");
+	sb_json_str(&b, in->machine);
+	sb_printf(&b, ",\"pid\":\"%" PRId64 "\",\"class\":\"%" PRIu32 "\"},\"annotations\":"
+		      "{\"summary\":", in->pid, class_id);
+	{
+		char summary[400];
+		snprintf(summary, sizeof summary, "%s on %s pid %" PRId64 ": \"%s\" failed",
+			 in->prog, in->machine, in->pid, assertion ? assertion : name);
+		sb_json_str(&b, summary);
+	}
+	sb_printf(&b, ",\"metrics\":");
+	sb_json_str(&b, metrics ? metrics : "");
+	sb_printf(&b, ",\"spec\":");
+	{
+		char where[PATH_MAX + 32], cmd[sizeof tm->ctl_hint + 40];
+		snprintf(where, sizeof where, "%s:%d", spec ? spec : "?", line);
+		snprintf(cmd, sizeof cmd, "%s window %" PRIu64, tm->ctl_hint, failure_id);
+		sb_json_str(&b, where);
+		sb_printf(&b, ",\"window\":");
+		sb_json_str(&b, cmd);
+	}
+	sb_printf(&b, ",\"failure\":\"%" PRIu64 "\"},\"startsAt\":\"%s\"}", failure_id,
+		  iso_time(now, when, sizeof when));
+	alert = b.oom ? NULL : sb_take(&b);
+	sb_free(&b);
+	if (!ep || !alert) {
+		cmon_warn("alertmanager: out of memory; failure %" PRIu64 " is not alerted",
+			  failure_id);
+	} else {
+		char *body;
+		if (asprintf(&body, "[%s]", alert) >= 0) {
+			enqueue(a, ep, body, true, now);
+			free(body);
+		}
+		store_alert_open(tm->store, failure_id, in->id, ep, alert);
+	}
+	free(alert);
+	free(metrics);
+	free(ep);
+}
+
+/* store_alert_load(): a POST not accepted before the last stop. */
+static void restore(void *arg, uint64_t id, double queued, const char *url, const char *body)
+{
+	struct alerts *a = arg;
+	struct post *p = calloc(1, sizeof *p);
+
+	(void)queued;
+	if (!p || !url || !body || !(p->url = strdup(url)) || !(p->body = strdup(body))) {
+		post_free(p);
+		return;
+	}
+	p->id = id;
+	TAILQ_INSERT_TAIL(&a->queue, p, link);
+	a->n++;
+}
+
+void alerts_start(struct tmon *tm)
+{
+	struct alerts *a = calloc(1, sizeof *a);
+	struct timeval tv = { ALERTS_SWEEP_MS / 1000, (ALERTS_SWEEP_MS % 1000) * 1000 };
+
+	if (!a)
+		goto fail;
+	a->tm = tm;
+	TAILQ_INIT(&a->queue);
+	a->multi = curl_multi_init();
+	a->easy = curl_easy_init();
+	a->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	a->curl_timer = evtimer_new(tm->base, on_curl_timer, a);
+	a->retry = evtimer_new(tm->base, on_retry, a);
+	a->sweep = event_new(tm->base, -1, EV_PERSIST, sweep, a);
+	if (!a->multi || !a->easy || !a->headers || !a->curl_timer || !a->retry || !a->sweep)
+		goto fail;
+	curl_multi_setopt(a->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+	curl_multi_setopt(a->multi, CURLMOPT_SOCKETDATA, a);
+	curl_multi_setopt(a->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	curl_multi_setopt(a->multi, CURLMOPT_TIMERDATA, a);
+	tm->alerts = a;
+	a->last_refresh = tm_now();
+	store_alert_load(tm->store, restore, a);
+	if (a->n)
+		cmon_notice("alertmanager: %zu alert POST%s to send from before the restart", a->n,
+			    a->n == 1 ? "" : "s");
+	event_add(a->sweep, &tv);
+	kick(a);
+	return;
+fail:
+	cmon_err("alertmanager: out of memory; no alerts are sent");
+	tm->alerts = NULL;
+	if (a) {
+		tm->alerts = a;
+		alerts_stop(tm);
+	}
+}
+
+void alerts_stop(struct tmon *tm)
+{
+	struct alerts *a = tm->alerts;
+	struct post *p;
+
+	if (!a)
+		return;
+	tm->alerts = NULL;
+	if (a->inflight)
+		curl_multi_remove_handle(a->multi, a->easy);
+	if (a->n)
+		cmon_notice("alertmanager: %zu alert POST%s not accepted yet, kept for the next start",
+			    a->n, a->n == 1 ? "" : "s");
+	while ((p = TAILQ_FIRST(&a->queue))) {
+		TAILQ_REMOVE(&a->queue, p, link);
+		post_free(p);
+	}
+	if (a->easy)
+		curl_easy_cleanup(a->easy);
+	if (a->multi)
+		curl_multi_cleanup(a->multi);
+	curl_slist_free_all(a->headers);
+	if (a->curl_timer)
+		event_free(a->curl_timer);
+	if (a->retry)
+		event_free(a->retry);
+	if (a->sweep)
+		event_free(a->sweep);
+	free(a);
+}
+
+const char *alerts_status(struct tmon *tm, char *buf, size_t size)
+{
+	struct alerts *a = tm->alerts;
+
+	if (!a || (!a->sent && !a->n && !a->failed && !a->dropped)) {
+		snprintf(buf, size, "no alerts sent yet");
+		return buf;
+	}
+	snprintf(buf, size, "%" PRIu64 " sent, %zu queued, %" PRIu64 " failed attempts, %" PRIu64
+		 " dropped%s%s", a->sent, a->n, a->failed, a->dropped,
+		 a->last_error[0] ? "; last error: " : "", a->last_error);
+	return buf;
+}

@@ -1,0 +1,183 @@
+"""Alertmanager as a receiver, against the real prometheus-alertmanager
+(Debian package) on 127.0.0.1 with a temporary configuration, storage and
+clustering off:
+
+- a failure of a class with (alertmanager "http://127.0.0.1:PORT") is
+  listed by Alertmanager's API (GET /api/v2/alerts) with the labels
+  alertname, assert, prog, machine, pid, class and the annotations
+  summary, metrics, spec, window (the telemonctl command) and failure;
+- when the instance ends, the alert is resolved (POSTed again with
+  endsAt): Alertmanager no longer lists it as active;
+- a report assertion is not alerted; a silenced failure is not alerted;
+- Alertmanager killed (SIGKILL): the next failure's POST fails, stays in
+  the store's outbox (status: queued, failed attempts), survives a SIGKILL
+  of the telemonitor too, and is delivered once both are back.
+Skips (exit 77) with the reason when Alertmanager is not installed or does
+not start."""
+import json
+import os
+import socket
+import time
+import urllib.request
+
+import cmontest as ct
+import telemontest as tt
+from cmontest import check
+
+AM = "/usr/bin/prometheus-alertmanager"
+SPEC = """perfspec fsread
+  timed event StartRead(tid, size);
+              EndRead(tid);
+  event CacheHit(tid);
+  interval Read =
+    s: StartRead, e: EndRead where e.tid = s.tid
+  metrics
+    time = ts(e) - ts(s),
+    size = s.size
+  end Read;
+  assert "read at most 10 ms": {& r : Read : r.time <= 10 ms};
+  assert "read stats": {& r : Read : false};
+end fsread
+"""
+CONFIG = """route:
+  receiver: "null"
+  group_wait: 1s
+receivers:
+  - name: "null"
+"""
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Alertmanager:
+    def __init__(self, env, port):
+        self.env, self.port = env, port
+        self.conf = env.path("am.yml")
+        with open(self.conf, "w") as f:
+            f.write(CONFIG)
+        self.data = env.path("am.data")
+        self.proc = None
+
+    def start(self):
+        self.proc = self.env.spawn("alertmanager", [
+            AM, "--config.file=" + self.conf, "--storage.path=" + self.data,
+            "--web.listen-address=127.0.0.1:%d" % self.port, "--cluster.listen-address="])
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if not self.proc.alive():
+                ct.skip("prometheus-alertmanager exited at start: %s" % self.proc.stderr()[-800:])
+            try:
+                self.get("/api/v2/status")
+                return
+            except OSError:
+                time.sleep(0.2)
+        ct.skip("prometheus-alertmanager did not answer within 20 s: %s"
+                % self.proc.stderr()[-800:])
+
+    def get(self, path):
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path), timeout=5) as r:
+            return json.loads(r.read())
+
+    def alerts(self, **labels):
+        return [a for a in self.get("/api/v2/alerts")
+                if all(a["labels"].get(k) == v for k, v in labels.items())]
+
+
+def main():
+    if not os.access(AM, os.X_OK):
+        ct.skip("%s is not installed (Debian package prometheus-alertmanager; "
+                "scripts/deps.sh installs it)" % AM)
+    with ct.Env("telemon_alertmanager") as env:
+        am = Alertmanager(env, free_port())
+        am.start()
+        spec = env.path("am.pspec")
+        with open(spec, "w") as f:
+            f.write(SPEC)
+        reg = env.registry()
+        rc = ('(defaults (alertmanager "http://127.0.0.1:%d/"))\n' % am.port +
+              tt.rc_class("fsread", spec=spec) +
+              tt.rc_class("slowly", spec=spec))
+        tm = tt.Telemonitor(env, reg, rc)
+
+        # 1. a failure is listed with its labels and annotations; the
+        #    instance lingers so the alert stays active for a while
+        gate = env.path("gate")
+        s = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd(
+            "--reads", 6, "--slow", "2", "--gate-after", 5, "--gate", gate))
+        fails = tm.wait_failures(1, "--assert", "read at most 10 ms")
+        inst = tm.instance(lambda i: i["prog"] == "fsread")
+        alerts = ct.wait_for(lambda: am.alerts(alertname="read at most 10 ms", prog="fsread"),
+                             15, "the alert listed by Alertmanager")
+        a = alerts[0]
+        check(a["labels"] == {"alertname": "read at most 10 ms", "assert": "read at most 10 ms",
+                              "prog": "fsread", "machine": inst["machine"],
+                              "pid": str(inst["pid"]), "class": str(inst["class"])},
+              "labels: %r", a["labels"])
+        ann = a["annotations"]
+        check(ann["failure"] == str(fails[0]["id"]) and
+              ann["window"].endswith("window %d" % fails[0]["id"]) and
+              "telemonctl -state" in ann["window"] and ann["spec"].endswith("am.pspec:11") and
+              "size = 8192" in ann["metrics"] and '"read at most 10 ms" failed' in ann["summary"],
+              "annotations: %r", ann)
+        check(a["status"]["state"] == "active", "active: %r", a)
+        check(am.alerts(alertname="read stats") == [], "a report assertion is not alerted")
+        check("1 sent, 0 queued" in tm.json("status")["alertmanager"], "status: %r",
+              tm.json("status")["alertmanager"])
+
+        # 2. the instance ends: resolved
+        open(gate, "w").close()
+        check(s.wait(30) == 0, "snarflog: %s", s.stderr())
+        ct.wait_for(lambda: am.alerts(alertname="read at most 10 ms", prog="fsread") == [], 15,
+                    "the alert resolved once the instance ended")
+
+        # 3. silenced: not alerted
+        tm.ctl("silence", "add", "prog=slowly", "-for", "1 hour")
+        s = env.snarflog("slowly", reg=reg, cmd=tt.writer_cmd("--reads", 4, "--slow", "1"))
+        check(s.wait(30) == 0, "snarflog: %s", s.stderr())
+        f = tm.wait_failures(1, "--prog", "slowly", "--assert", "read at most 10 ms")
+        check(f[0]["silenced"], "silenced: %r", f)
+        time.sleep(2)
+        check(am.alerts(prog="slowly") == [], "a silenced failure is not alerted")
+        check("1 sent" in tm.json("status")["alertmanager"].split(",")[0] or
+              tm.json("status")["alertmanager"].startswith("2 sent"),
+              "status: %r", tm.json("status")["alertmanager"])
+        tm.ctl("silence", "rm", str(tm.json("silence", "list")[0]["id"]))
+
+        # 4. Alertmanager down: the POST waits in the outbox, across a
+        #    SIGKILL of the telemonitor, and goes once Alertmanager is back
+        am.proc.kill()
+        s = env.snarflog("slowly", reg=reg, cmd=tt.writer_cmd(
+            "--reads", 4, "--slow", "1", "--linger", 30))
+        n0 = len(tm.failures("--prog", "slowly", "--assert", "read at most 10 ms"))
+        tm.wait_failures(n0 + 1, "--prog", "slowly", "--assert", "read at most 10 ms")
+        ct.wait_for(lambda: "failed attempts" in tm.json("status")["alertmanager"] and
+                    " 0 failed attempts" not in tm.json("status")["alertmanager"], 15,
+                    "a failed POST")
+        st = tm.json("status")["alertmanager"]
+        check("1 queued" in st and "last error" in st, "status while down: %r", st)
+        check("alertmanager: http://127.0.0.1:%d/api/v2/alerts" % am.port in tm.stderr(),
+              "logged: %s", tm.stderr()[-2000:])
+        time.sleep(0.3)                      # the batch with the outbox row is committed
+        tm.proc.kill()
+        tm.start()
+        check("alertmanager: 1 alert POST to send from before the restart" in tm.stderr(),
+              "outbox restored: %s", tm.stderr()[-2000:])
+        am.start()
+        inst2 = tm.instance(lambda i: i["prog"] == "slowly" and i["state"] != "ended")
+        got = ct.wait_for(lambda: am.alerts(alertname="read at most 10 ms", prog="slowly"), 30,
+                          "the alert from the outbox once Alertmanager is back")
+        check(got[0]["labels"]["pid"] == str(inst2["pid"]), "the right instance: %r", got)
+        ct.wait_for(lambda: tm.json("status")["alertmanager"].startswith("1 sent, 0 queued"),
+                    10, "status: sent, nothing queued")
+        s.kill()
+        tm.stop()
+        am.proc.kill()
+
+
+ct.run_test(main)
