@@ -6,7 +6,11 @@
  * done; the commit callback sees every batch end; an instance's token is
  * kept (and not lost when it is saved without one); a database deleted
  * while open is noticed, the writes after it are held, and a new database
- * at its path takes them, with their ids, once the retry is due.
+ * at its path takes them, with their ids, once the retry is due. Alert
+ * hygiene: retention prunes old rows at most `limit` per table per call and
+ * keeps new ones; only active silences are read back; an ack is stored.
+ * Alertmanager: the outbox is kept until done, and an ended instance's
+ * open alerts are found to be resolved.
  *
  * The telemonitor is a program, not a library, so its modules are compiled
  * into this test directly. */
@@ -379,6 +383,173 @@ static void deleted_database_replaced(void **state)
 	store_close(st);
 }
 
+/* Retention: rows older than the cut go, at most `limit` per table per call. */
+static void prune_in_small_batches(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "";
+	struct store *st = store_open(dir, err, sizeof err);
+	struct store_pruned p;
+	sqlite3 *db;
+
+	assert_non_null(st);
+	db = store_db(st);
+	assert_int_equal(sqlite3_exec(db,
+		"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200)"
+		" INSERT INTO failures (id, instance_id, time, window_id) SELECT i, 1, 1000 + i, i"
+		" FROM n;"
+		"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200)"
+		" INSERT INTO windows (id, instance_id, text) SELECT i, 1, 'x' FROM n;"
+		"INSERT INTO failures (id, instance_id, time, window_id) VALUES (5000, 1, 9000, 5000);"
+		"INSERT INTO windows (id, instance_id, text) VALUES (5000, 1, 'new');"
+		"INSERT INTO verdicts (instance_id, time) VALUES (1, 10), (1, 9000);"
+		"INSERT INTO mail_queue (queued, recipients, subject, body, failures)"
+		" VALUES (10, 'a@b.c', 's', 'b', 1);"
+		"INSERT INTO alert_outbox (id, queued, url, body) VALUES (1, 10, 'u', '[]');",
+		NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(store_prune(st, 5000, 500, &p), 0);
+	assert_true(p.failures == 500 && p.windows == 500 && p.verdicts == 1 && p.mail == 2);
+	assert_int_equal(store_prune(st, 5000, 500, &p), 0);
+	assert_true(p.failures == 500 && p.windows == 500 && p.verdicts == 0 && p.mail == 0);
+	assert_int_equal(store_prune(st, 5000, 500, &p), 0);
+	assert_true(p.failures == 200 && p.windows == 200);
+	assert_int_equal(store_prune(st, 5000, 500, &p), 0);
+	assert_true(p.failures == 0 && p.windows == 0);
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(count(db, "SELECT count(*) FROM failures"), 1);
+	assert_int_equal(count(db, "SELECT count(*) FROM windows WHERE text = 'new'"), 1);
+	assert_int_equal(count(db, "SELECT count(*) FROM windows"), 1);
+	assert_int_equal(count(db, "SELECT count(*) FROM verdicts"), 1);
+	store_close(st);
+}
+
+struct silences_seen {
+	int n;                    /* silences read */
+	uint64_t ids[4];          /* their ids */
+	char prog[4][32];         /* their prog patterns ("" for NULL) */
+};
+
+static void on_silence(void *arg, const struct store_silence *ss)
+{
+	struct silences_seen *s = arg;
+
+	if (s->n < 4) {
+		s->ids[s->n] = ss->id;
+		snprintf(s->prog[s->n], sizeof s->prog[0], "%s", ss->prog ? ss->prog : "");
+		s->n++;
+	}
+}
+
+/* Only silences neither ended nor removed are read back; acks are kept. */
+static void silences_and_acks(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "";
+	struct store *st = store_open(dir, err, sizeof err);
+	struct store_silence a = { .created = 1, .until = 2e9, .prog = "fs*", .comment = "deploy" };
+	struct store_silence b = { .created = 1, .until = 100, .machine = "ws1" };
+	struct store_silence c = { .created = 1, .until = 2e9, .assertion = "read*" };
+	struct silences_seen s = { 0 };
+	uint64_t ia = 0, ib = 0, ic = 0;
+
+	assert_non_null(st);
+	assert_int_equal(store_silence_add(st, &a, &ia), 0);
+	assert_int_equal(store_silence_add(st, &b, &ib), 0);
+	assert_int_equal(store_silence_add(st, &c, &ic), 0);
+	assert_true(ia > 0 && ib > ia && ic > ib);
+	assert_int_equal(store_silence_remove(st, ic, 5), 0);
+	assert_int_equal(sqlite3_exec(store_db(st), "INSERT INTO failures (id, instance_id, time)"
+				      " VALUES (7, 1, 1)", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(store_ack(st, 7, 1234.5, "known"), 0);
+	store_close(st);
+
+	st = store_open(dir, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(store_silences_load(st, 1000, on_silence, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_true(s.ids[0] == ia);
+	assert_string_equal(s.prog[0], "fs*");
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures WHERE id = 7 AND"
+			       " acked = 1234.5 AND ack_comment = 'known'"), 1);
+	/* ids go on after a reopen */
+	assert_int_equal(store_silence_add(st, &a, &ib), 0);
+	assert_true(ib > ic);
+	store_close(st);
+}
+
+struct alerts_seen {
+	int n;                    /* rows read */
+	uint64_t ids[4];          /* outbox ids or failure ids */
+	double ended[4];          /* when the instance ended */
+};
+
+static void on_outbox(void *arg, uint64_t id, double queued, const char *url, const char *body)
+{
+	struct alerts_seen *s = arg;
+
+	(void)queued;
+	(void)url;
+	(void)body;
+	if (s->n < 4)
+		s->ids[s->n++] = id;
+}
+
+static void on_open_alert(void *arg, uint64_t failure_id, const char *url, const char *alert,
+			  double ended)
+{
+	struct alerts_seen *s = arg;
+
+	assert_non_null(url);
+	assert_non_null(alert);
+	if (s->n < 4) {
+		s->ended[s->n] = ended;
+		s->ids[s->n++] = failure_id;
+	}
+}
+
+/* The Alertmanager outbox is kept until done; an ended instance's open
+ * alerts are listed for resolution, a live one's for renewal. */
+static void alert_outbox_and_open_alerts(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "";
+	struct store *st = store_open(dir, err, sizeof err);
+	struct tm_instance live = { .prog = "fsread", .machine = "m", .pid = 1, .start_ns = 1 };
+	struct tm_instance gone = { .prog = "fsread", .machine = "m", .pid = 2, .start_ns = 2 };
+	struct alerts_seen s = { 0 };
+	uint64_t a = 0, b = 0;
+
+	assert_non_null(st);
+	assert_int_equal(store_instance_insert(st, &live), 0);
+	assert_int_equal(store_instance_insert(st, &gone), 0);
+	assert_int_equal(store_alert_add(st, "http://am/api/v2/alerts", "[{}]", 1, &a), 0);
+	assert_int_equal(store_alert_add(st, "http://am/api/v2/alerts", "[{}]", 2, &b), 0);
+	assert_true(a > 0 && b > a);
+	assert_int_equal(store_alert_open(st, 10, live.id, "u", "{\"labels\":{}}"), 0);
+	assert_int_equal(store_alert_open(st, 11, gone.id, "u", "{\"labels\":{}}"), 0);
+	assert_int_equal(store_instance_end(st, &gone, IS_ENDED, 500), 0);
+	store_close(st);
+
+	st = store_open(dir, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(store_alert_load(st, on_outbox, &s), 0);
+	assert_true(s.n == 2 && s.ids[0] == a && s.ids[1] == b);
+	assert_int_equal(store_alert_done(st, a), 0);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_alert_load(st, on_outbox, &s), 0);
+	assert_true(s.n == 1 && s.ids[0] == b);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_alerts_ended(st, 9999, 100, on_open_alert, &s), 0);
+	assert_true(s.n == 1 && s.ids[0] == 11 && s.ended[0] == 500);
+	assert_int_equal(store_alert_close(st, 11), 0);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_alerts_ended(st, 9999, 100, on_open_alert, &s), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(store_alerts_live(st, 100, on_open_alert, &s), 0);
+	assert_int_equal(s.n, 1);
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +561,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(commit_callback, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(instance_token_kept, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(deleted_database_replaced, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(prune_in_small_batches, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(silences_and_acks, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
+						teardown_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
