@@ -11,7 +11,9 @@ clustering off:
 - a report assertion is not alerted; a silenced failure is not alerted;
 - Alertmanager killed (SIGKILL): the next failure's POST fails, stays in
   the store's outbox (status: queued, failed attempts), survives a SIGKILL
-  of the telemonitor too, and is delivered once both are back.
+  of the telemonitor too, and is delivered once both are back;
+- an instance that ended while the telemonitor was stopped has its alert
+  resolved after the restart.
 Skips (exit 77) with the reason when Alertmanager is not installed or does
 not start."""
 import json
@@ -153,7 +155,7 @@ def main():
         #    SIGKILL of the telemonitor, and goes once Alertmanager is back
         am.proc.kill()
         s = env.snarflog("slowly", reg=reg, cmd=tt.writer_cmd(
-            "--reads", 4, "--slow", "1", "--linger", 30))
+            "--reads", 4, "--slow", "1", "--linger", 10))
         n0 = len(tm.failures("--prog", "slowly", "--assert", "read at most 10 ms"))
         tm.wait_failures(n0 + 1, "--prog", "slowly", "--assert", "read at most 10 ms")
         ct.wait_for(lambda: "failed attempts" in tm.json("status")["alertmanager"] and
@@ -175,7 +177,14 @@ def main():
         check(got[0]["labels"]["pid"] == str(inst2["pid"]), "the right instance: %r", got)
         ct.wait_for(lambda: tm.json("status")["alertmanager"].startswith("1 sent, 0 queued"),
                     10, "status: sent, nothing queued")
+
+        # 5. the instance ends while the telemonitor is away: its alert is
+        #    resolved after the restart
+        tm.stop()
         s.kill()
+        tm.start()
+        ct.wait_for(lambda: am.alerts(alertname="read at most 10 ms", prog="slowly") == [], 30,
+                    "the alert resolved after the instance ended while we were away")
         tm.stop()
         am.proc.kill()
 

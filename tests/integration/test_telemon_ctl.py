@@ -104,6 +104,15 @@ def main():
         check(not c2["auto"] and c2["mail"] == "ops@example.org" and
               c2["window"] == "100 after 10", "set: %r", c2)
         check("(auto FALSE)" in open(tm.rc).read(), "set saved")
+        check(c2["notify_reports"] is False and c2["alertmanager"] is None, "defaults: %r", c2)
+        expect(st, 0, "", "class", "set", "2", "notify-reports=TRUE",
+               "alertmanager=http://127.0.0.1:9/")
+        c2 = [c for c in tm.json("classes") if c["id"] == 2][0]
+        check(c2["notify_reports"] is True and c2["alertmanager"] == "http://127.0.0.1:9/",
+              "notify-reports and alertmanager set: %r", c2)
+        text = open(tm.rc).read()
+        check("(notify-reports TRUE)" in text and '(alertmanager "http://127.0.0.1:9/")' in text,
+              "saved: %r", text)
         s = env.snarflog("other", reg=reg, cmd=tt.writer_cmd("--reads", 5, "--linger", 1))
         tm.instance(lambda i: i["prog"] == "other" and i["state"] == "listed",
                     what="a listed instance now that the class is manual")
