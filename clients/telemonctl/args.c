@@ -38,7 +38,7 @@ static const char usage[] =
 	"  stats --prog P --assert LABEL [--day YYYY-MM-DD]\n"
 	"                                  a periodic report assertion's metrics per day\n"
 	"  silence add MATCHER... (-until T | -for DURATION) [-comment TEXT]\n"
-	"                                  keep matching failures quiet (stored, not mailed);\n"
+	"                                  matching failures are stored, not notified;\n"
 	"                                  MATCHER: prog=GLOB machine=GLOB assert=GLOB\n"
 	"  silence list                    the active silences\n"
 	"  silence rm ID                   end a silence now\n"
