@@ -69,7 +69,7 @@ static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool who
 	f.end_ts = sqlite3_column_int64(q, C_END_TS);
 	f.time = now;
 	f.report = sqlite3_column_int(q, C_REPORT) != 0;
-	f.silence_id = hygiene_silenced(tm, in->prog, in->machine, f.assertion, now);
+	f.silence_id = hygiene_silenced(tm, in->prog, in->machine, f.assertion, f.line, now);
 	f.metrics = col(q, C_METRICS_TYPE) && !strcmp(col(q, C_METRICS_TYPE), "object")
 			    ? col(q, C_METRICS) : NULL;
 	if (!whole_log && parse_pos(f.start, &rs, &ss) && parse_pos(f.end, &re, &se)) {

@@ -150,12 +150,17 @@ void hygiene_stop(struct tmon *tm)
 }
 
 uint64_t hygiene_silenced(struct tmon *tm, const char *prog, const char *machine,
-			  const char *assertion, double now)
+			  const char *assertion, int line, double now)
 {
 	struct hygiene *h = tm->hygiene;
+	char name[32];
 
-	if (!h)
+	if (!h || !h->n)
 		return 0;
+	if (!assertion) {
+		snprintf(name, sizeof name, "line %d", line);
+		assertion = name;
+	}
 	for (size_t i = 0; i < h->n; i++) {
 		const struct silence *s = &h->s[i];
 		if (s->until > now && matches(s->prog, prog) && matches(s->machine, machine) &&

@@ -31,9 +31,10 @@ void hygiene_start(struct tmon *tm);
 void hygiene_stop(struct tmon *tm);
 
 /* The id of the first active silence matching a failure of `prog` on
- * `machine` of assertion `assertion` (NULL: unlabelled) at `now`, or 0. */
+ * `machine` of assertion `assertion` (NULL: unlabelled, matched as "line
+ * N" with N = `line`, as Alertmanager names it) at `now`, or 0. */
 uint64_t hygiene_silenced(struct tmon *tm, const char *prog, const char *machine,
-			  const char *assertion, double now);
+			  const char *assertion, int line, double now);
 
 /* Add a silence until `until` (patterns NULL or "" match anything; at least
  * one must be given). 0 with *id, or -EINVAL/-ENOSPC/-EIO with a message. */

@@ -163,6 +163,18 @@ def main():
         run(env, reg, "fsread", 4, "1")
         ct.wait_for(lambda: len(sink.messages) > n_mail, 15, "mail again after rm")
 
+        # an unlabelled assertion is matched as "line N"
+        unlab = env.path("unlab.pspec")
+        with open(unlab, "w") as f:
+            f.write(SPEC.replace('"read stats": {& r : Read : false}',
+                                 '{& r : Read : r.size <= 4096}'))
+        tm.ctl("class", "add", "prog=unlab", "spec=" + unlab, "mail=ops@test.example")
+        tm.ctl("silence", "add", "prog=unlab", "assert=line 1?", "-for", "10 min")
+        run(env, reg, "unlab", 2, "")
+        uf = tm.wait_failures(2, "--prog", "unlab")
+        check(all(f["assert"] is None and f["line"] == 12 and f["silenced"] for f in uf),
+              "unlabelled, silenced as 'line 12': %r", uf)
+
         # 4. ack
         fid = slow[0]["id"]
         check(tm.ctl("ack", str(fid), "-comment", "known: cold cache").strip() ==
