@@ -1,6 +1,6 @@
 /* The telemonitor configuration file (telemonrc(5)): the S-expression
  * format of the original CMon telemonitor plus the properties spec, mail,
- * window, mailgroup, and in (defaults ...) smtp, from and store-backlog.
+ * window, mailgroup, and in (defaults ...) smtp, from, store-backlog and http.
  *
  *   description ::= '(' ('defaults' | 'class') property* ')'
  *   property    ::= '(' prop value ')'
@@ -32,7 +32,8 @@
 	X(RC_AUTO, "auto", true, true)                \
 	X(RC_SMTP, "smtp", false, false)              \
 	X(RC_FROM, "from", false, false)              \
-	X(RC_STORE_BACKLOG, "store-backlog", false, false)
+	X(RC_STORE_BACKLOG, "store-backlog", false, false) \
+	X(RC_HTTP, "http", false, false)
 
 /* A property name. */
 enum rc_prop {

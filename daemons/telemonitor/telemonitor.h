@@ -14,6 +14,7 @@
  *   backlog.c   writes held in memory while the store cannot take them
  *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
+ *   http.c      the HTTP API (through commands.c), /healthz, and /metrics (metrics.c)
  *   setup.c     finding the configuration, state directory and checker */
 #ifndef TELEMONITOR_H
 #define TELEMONITOR_H
@@ -72,6 +73,7 @@ struct tm_options {
 	const char *state;            /* -state DIR, or NULL */
 	const char *regmachine;       /* -regmachine HOST[:PORT] */
 	const char *pcheck;           /* -pcheck PATH, or NULL */
+	const char *http;             /* -http ADDR, or NULL (see http.h) */
 	size_t store_backlog;         /* -store-backlog N, or 0 */
 	bool check_only;              /* -check: check the configuration and exit */
 	bool finish_tools;            /* -finish-tools: finish a killed run's tools and exit */
@@ -149,6 +151,7 @@ struct store;
 struct reglink;
 struct notify;
 struct control;
+struct http;
 
 /* The whole service. */
 struct tmon {
@@ -165,6 +168,7 @@ struct tmon {
 	struct reglink *reg;          /* registry link */
 	struct notify *notify;        /* mail: grouping, queue, sending thread */
 	struct control *ctl;          /* telemonctl socket */
+	struct http *http;            /* the HTTP server, or NULL when off */
 	struct tm_class_list classes; /* configured classes */
 	size_t nclasses;              /* how many */
 	struct tm_instance_list instances; /* live instances */
@@ -289,6 +293,9 @@ void notify_start(struct tmon *tm);
 void notify_stop(struct tmon *tm);
 /* Mail counters as one line, for status output. */
 const char *notify_status(struct tmon *tm, char *buf, size_t size);
+
+/* Mail counters since start: sent, queued (composed, not sent yet) and dropped. */
+void notify_counts(const struct tmon *tm, uint64_t *sent, size_t *queued, uint64_t *dropped);
 
 /* Wall-clock time as Unix seconds. */
 double tm_now(void);
