@@ -33,7 +33,8 @@
 	X(M_OUTAGES, "cmon_store_outages_total", "counter",                                  \
 	  "Times the store became degraded since start.")                                    \
 	X(M_CLASSES, "cmon_classes", "gauge", "Configured classes.")                         \
-	X(M_INSTANCES, "cmon_instances", "gauge", "Instances known now, by state.")          \
+	X(M_INSTANCES, "cmon_instances", "gauge",                                            \
+	  "Instances in the store by state (ended and gone ones included).")                 \
 	X(M_SESSIONS, "cmon_sessions", "gauge", "Instances monitored now.")                  \
 	X(M_REPORTED, "cmon_failures_reported_total", "counter",                             \
 	  "Failures reported by the tools since start (stored or held).")                    \
@@ -58,7 +59,7 @@
 	  "Failures stored, by assertion (its label, or \"line N\").")                       \
 	X(M_REPORT, "cmon_report_metric", "gauge",                                           \
 	  "A number of the latest report of an assertion, by metric name.")                  \
-	X(M_BUCKET, "cmon_report_bucket", "gauge",                                           \
+	X(M_BUCKET, "cmon_report_mapping", "gauge",                                           \
 	  "An entry of a mapping of the latest report of an assertion, by metric and key.")
 
 enum metric_family {
@@ -79,7 +80,7 @@ static const struct {
 /* An instance in the exposition: its labels, ready to print. */
 struct minst {
 	int64_t id;                   /* store id */
-	char *labels;                 /* prog="..",machine="..",pid="..",instance="..",class=".." */
+	char *labels;                 /* prog="..",machine="..",pid="..",instance_id="..",class=".." */
 };
 
 /* Samples being gathered. */
@@ -158,7 +159,7 @@ static void service(struct tmon *tm, struct gather *g)
 						   IS_BUSY, IS_STOPPED, IS_ENDED, IS_GONE };
 	size_t by_state[sizeof states / sizeof states[0]] = { 0 }, queued;
 	struct store_health h;
-	struct tm_instance *in;
+	sqlite3_stmt *q;
 	uint64_t sent, dropped;
 	char lab[80];
 
@@ -174,10 +175,16 @@ static void service(struct tmon *tm, struct gather *g)
 	sample_u64(g, M_DROPPED_F, NULL, h.dropped_failures);
 	sample_u64(g, M_OUTAGES, NULL, h.outages);
 	sample_u64(g, M_CLASSES, NULL, tm->nclasses);
-	TAILQ_FOREACH(in, &tm->instances, link)
-		for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
-			if (in->state == states[i])
-				by_state[i]++;
+	if (sqlite3_prepare_v2(store_db(tm->store), "SELECT state, count(*) FROM instances"
+			       " GROUP BY state", -1, &q, NULL) == SQLITE_OK) {
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			const char *st = (const char *)sqlite3_column_text(q, 0);
+			for (size_t i = 0; st && i < sizeof states / sizeof states[0]; i++)
+				if (!strcmp(inst_state_name(states[i]), st))
+					by_state[i] += (size_t)sqlite3_column_int64(q, 1);
+		}
+		sqlite3_finalize(q);
+	}
 	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
 		snprintf(lab, sizeof lab, "state=\"%s\"", inst_state_name(states[i]));
 		sample_u64(g, M_INSTANCES, lab, by_state[i]);
@@ -223,7 +230,7 @@ static char *inst_labels(sqlite3_stmt *q)
 	esc(b, (const char *)sqlite3_column_text(q, 2));
 	evbuffer_add_printf(b, "\",machine=\"");
 	esc(b, (const char *)sqlite3_column_text(q, 3));
-	evbuffer_add_printf(b, "\",pid=\"%lld\",instance=\"%lld\",class=\"%lld\"",
+	evbuffer_add_printf(b, "\",pid=\"%lld\",instance_id=\"%lld\",class=\"%lld\"",
 			    sqlite3_column_int64(q, 4), sqlite3_column_int64(q, 0),
 			    sqlite3_column_int64(q, 1));
 	n = evbuffer_get_length(b);

@@ -1,6 +1,6 @@
 /* /metrics: the service in the Prometheus text exposition format 0.0.4
  * (docs/http.md lists every metric). Per instance (labels prog, machine,
- * pid, instance, class): records, lost records, gap markers, log bytes,
+ * pid, instance_id, class): records, lost records, gap markers, log bytes,
  * tool restarts, failures by assertion, and the numbers of the latest
  * report of each assertion as gauges labelled by metric name (a mapping
  * gives one series per key, labelled `key`). Service gauges: instances by

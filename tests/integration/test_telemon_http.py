@@ -166,7 +166,7 @@ def main():
         status, hd, body = tm.http("/metrics")
         check(status == 200 and hd["content-type"].startswith("text/plain; version=0.0.4"),
               "metrics: %d %r", status, hd)
-        want = ('cmon_records_total{prog="fsread",machine="%s",pid="%d",instance="%d",'
+        want = ('cmon_records_total{prog="fsread",machine="%s",pid="%d",instance_id="%d",'
                 'class="%d"} 180' % (inst["machine"], inst["pid"], inst["id"], inst["class"]))
         check(want in body.decode(), "records of the instance: %s", body.decode()[:3000])
 
