@@ -5,8 +5,8 @@ failure's log window as text/plain, JSON errors with 400/404/405, HEAD;
 /healthz is 200 while the registry link is up and 503 "registry link
 down" once the registry is killed; plain HTTP on a non-loopback address is
 refused (command line and telemonrc); over TLS it serves HTTPS with client
-certificates; an oversized header is refused; at 256 connections it stops
-accepting until one closes."""
+certificates; an oversized header (400) or body (413) is refused; at 256
+connections it stops accepting until one closes."""
 import http.client
 import json
 import socket
@@ -173,8 +173,13 @@ def main():
         # an oversized header is refused
         big = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
         out = raw_request(host, port, big)
-        check(out is not None and not out.startswith(b"HTTP/1.1 200"),
+        check(out is not None and out.startswith(b"HTTP/1.1 400") and b"close" in out,
               "oversized header: %r", out[:200] if out else out)
+        body = (b"GET /api/v1/classes HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n" +
+                b"x" * 10000)
+        out = raw_request(host, port, body)
+        check(out is not None and out.startswith(b"HTTP/1.1 413"), "oversized body: %r",
+              out[:200] if out else out)
         check(tm.http("/healthz")[0] == 200, "the server goes on")
 
         # the connection bound: at CONNS_MAX it stops accepting until one closes
