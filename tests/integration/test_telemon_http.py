@@ -130,6 +130,9 @@ def main():
         check([f["id"] for f in page1] == [f["id"] for f in fs[:3]], "page 1: %r", page1)
         page2 = tm.http_json("/api/v1/failures?prog=fsread&limit=3&before=%d" % page1[-1]["id"])
         check([f["id"] for f in page2] == [fs[3]["id"]], "page 2: %r", page2)
+        same(tm, "/api/v1/failures?prog=fsread&limit=2&before=%d" % page1[1]["id"],
+             "failures", "--prog", "fsread", "--limit", "2", "--before", str(page1[1]["id"]),
+             reverse=True)
         check(tm.http_json("/api/v1/failures?prog=fsread&before=%d" % fs[-1]["id"]) == [],
               "nothing before the first")
 
