@@ -442,8 +442,9 @@ static void serve_api(struct http *h, struct evhttp_request *req, const char *pa
 	/* as for telemonctl: the counters of live instances are saved first */
 	instances_save(tm);
 	rc = commands_run(tm, &r, body, err, sizeof err);
-	if (rc < 0)
-		reply_error(req, status_of(rc), err[0] ? err : "failed");
+	if (rc < 0)     /* "--limit: ..." names telemonctl's option: say "limit" */
+		reply_error(req, status_of(rc), !err[0] ? "failed" :
+			    strncmp(err, "--", 2) ? err : err + 2);
 	else
 		reply(req, 200, "OK", r.json ? "application/json" : "text/plain; charset=utf-8",
 		      body);
