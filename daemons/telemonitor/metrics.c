@@ -350,16 +350,15 @@ static bool json_number(const char *type, const char *text, double *v)
 	return false;
 }
 
-/* One report series; false once the bound is reached. */
-static bool report_series(struct gather *g, enum metric_family f, const char *labels, double v)
+/* One report series, or one more left out once the bound is reached. */
+static void report_series(struct gather *g, enum metric_family f, const char *labels, double v)
 {
 	if (g->series >= METRICS_REPORT_SERIES_MAX) {
 		g->series_omitted++;
-		return false;
+		return;
 	}
 	g->series++;
 	sample(g, f, labels, v);
-	return true;
 }
 
 /* The metrics object of one report; `base` are its instance's and
@@ -392,9 +391,8 @@ static void report(sqlite3_stmt *each, sqlite3_stmt *inner, struct gather *g,
 			if (!json_number((const char *)sqlite3_column_text(inner, 1),
 					 (const char *)sqlite3_column_text(inner, 2), &v))
 				continue;
-			if (!report_series(g, M_BUCKET, labels_with(key, metric, "key",
-					   (const char *)sqlite3_column_text(inner, 0)), v))
-				break;
+			report_series(g, M_BUCKET, labels_with(key, metric, "key",
+				      (const char *)sqlite3_column_text(inner, 0)), v);
 		}
 	}
 out:
