@@ -115,11 +115,9 @@ struct conn_hook {
 static void conn_hook(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn_hook *k = arg;
-	bufferevent_data_cb rd = NULL;
-	bufferevent_event_cb ev = NULL;
 	void *evcon = NULL;
 
-	bufferevent_getcb(k->bev, &rd, NULL, &ev, &evcon);
+	bufferevent_getcb(k->bev, NULL, NULL, NULL, &evcon);
 	if (evcon)
 		evhttp_connection_set_closecb(evcon, conn_closed, k->count);
 	else
