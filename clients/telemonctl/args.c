@@ -32,8 +32,9 @@ static const char usage[] =
 	"  stop ID                         stop monitoring an instance\n"
 	"  typescript ID                   what an instance's tools printed\n"
 	"  failures [--prog P] [--assert LABEL] [--since T] [--instance ID] [--limit N]\n"
-	"                                  stored failures (T: 2024-03-01, 2024-03-01T12:00,\n"
-	"                                  '2 hours' ago, @UNIXTIME; times are UTC)\n"
+	"           [--before ID]          stored failures (T: 2024-03-01, 2024-03-01T12:00,\n"
+	"                                  '2 hours' ago, @UNIXTIME; times are UTC); the\n"
+	"                                  latest N, or the latest N older than failure ID\n"
 	"  window ID                       the log window of failure ID (cmon-ascii 1)\n"
 	"  stats --prog P --assert LABEL [--day YYYY-MM-DD]\n"
 	"                                  a periodic report assertion's metrics per day\n"
@@ -263,8 +264,8 @@ static const char *default_state(void)
 
 void args_parse(int argc, char **argv, struct ctl_cmd *c)
 {
-	enum { O_STATE = 1, O_JSON, O_ALL, O_PROG, O_ASSERT, O_SINCE, O_LIMIT, O_INSTANCE, O_DAY,
-	       O_UNTIL, O_FOR, O_COMMENT, O_HELP, O_VERSION };
+	enum { O_STATE = 1, O_JSON, O_ALL, O_PROG, O_ASSERT, O_SINCE, O_LIMIT, O_INSTANCE, O_BEFORE,
+	       O_DAY, O_UNTIL, O_FOR, O_COMMENT, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "state", required_argument, NULL, O_STATE },
 		{ "json", no_argument, NULL, O_JSON },
@@ -274,6 +275,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		{ "since", required_argument, NULL, O_SINCE },
 		{ "limit", required_argument, NULL, O_LIMIT },
 		{ "instance", required_argument, NULL, O_INSTANCE },
+		{ "before", required_argument, NULL, O_BEFORE },
 		{ "day", required_argument, NULL, O_DAY },
 		{ "until", required_argument, NULL, O_UNTIL },
 		{ "for", required_argument, NULL, O_FOR },
@@ -283,7 +285,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *prog = NULL, *assertion = NULL, *since = NULL, *limit = NULL, *inst = NULL;
-	const char *day = NULL, *until = NULL, *dur = NULL, *comment = NULL, *cmd;
+	const char *day = NULL, *before = NULL, *until = NULL, *dur = NULL, *comment = NULL, *cmd;
 	bool all = false;
 	int ch, n;
 	char **pos;
@@ -299,6 +301,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		case O_SINCE: since = optarg; break;
 		case O_LIMIT: limit = optarg; break;
 		case O_INSTANCE: inst = optarg; break;
+		case O_BEFORE: before = optarg; break;
 		case O_DAY: day = optarg; break;
 		case O_UNTIL: until = optarg; break;
 		case O_FOR: dur = optarg; break;
@@ -324,13 +327,13 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 	/* which options each command takes */
 	bool list_opts = !strcmp(cmd, "failures") || !strcmp(cmd, "stats") ||
 			 !strcmp(cmd, "instances");
-	if (!list_opts && (prog || assertion || since || limit || inst || day || all))
+	if (!list_opts && (prog || assertion || since || limit || inst || day || all || before))
 		die("%s takes no such option", cmd);
-	if (!strcmp(cmd, "instances") && (prog || assertion || since || inst || day))
+	if (!strcmp(cmd, "instances") && (prog || assertion || since || inst || day || before))
 		die("instances takes only --all and --limit");
 	if (!strcmp(cmd, "failures") && (all || day))
-		die("failures takes --prog, --assert, --since, --instance and --limit");
-	if (!strcmp(cmd, "stats") && (all || since || limit || inst))
+		die("failures takes --prog, --assert, --since, --instance, --limit and --before");
+	if (!strcmp(cmd, "stats") && (all || since || limit || inst || before))
 		die("stats takes --prog, --assert and --day");
 	if ((until || dur) && !(!strcmp(cmd, "silence") && n > 1 && !strcmp(pos[1], "add")))
 		die("-until and -for belong to silence add");
@@ -389,6 +392,10 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		if (inst) {
 			need_id("--instance", inst);
 			word(c, "instance=%s", inst);
+		}
+		if (before) {
+			need_id("--before", before);
+			word(c, "before=%s", before);
 		}
 	} else if (!strcmp(cmd, "stats")) {
 		if (n != 1)

@@ -13,6 +13,7 @@
 #include "alerts.h"
 #include "control.h"
 #include "hygiene.h"
+#include "http.h"
 #include "session.h"
 #include "store.h"
 #include "text.h"
@@ -216,6 +217,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 		sb_printf(&b, ",\"retention_seconds\":%.0f,\"retention_status\":",
 			  hygiene_retention(tm));
 		sb_json_str(&b, keep);
+		sb_printf(&b, ",\"http\":");
+		sb_json_str(&b, http_address(tm));
 		sb_printf(&b, ",\"store\":");
 		store_json(&b, &h);
 		sb_printf(&b, "}\n");
@@ -230,12 +233,13 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			      "checker:          %s\n"
 			      "alertmanager:     %s\n"
 			      "retention:        %s\n"
+			      "http:             %s\n"
 			      "store:            ",
 			  CMON_VERSION, (long)getpid(), since, tm->state_dir,
 			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->opt.regmachine,
 			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
 			  h.degraded ? "reported (some held in memory, see store)" : "stored", mail,
-			  tm->pcheck, am, keep);
+			  tm->pcheck, am, keep, http_address(tm) ? http_address(tm) : "off");
 		store_text(&b, &h);
 	}
 	emit(out, &b);
@@ -592,15 +596,31 @@ static int cmd_window(struct tmon *tm, const struct ctl_request *r, struct evbuf
 
 /* --- failures ---------------------------------------------------------------- */
 
+/* The latest failures matching ?1 prog, ?2 assert, ?3 since, ?4 instance,
+ * ?6 before (ids below it), at most ?5 of them. */
+#define FAILURES_QUERY                                                                  \
+	"SELECT f.id, i.prog, i.machine, i.pid, f.assert,"                              \
+	" f.line, f.time, f.start_ts, f.end_ts, f.metrics, f.spec, f.result,"           \
+	" f.kind, f.type, f.uid, f.start_pos, f.end_pos, f.instance_id,"                \
+	" f.window_id, f.start_wall, f.report, f.silence_id, f.acked,"                  \
+	" f.ack_comment"                                                                \
+	" FROM failures f JOIN instances i ON i.id = f.instance_id"                     \
+	" WHERE (?1 IS NULL OR i.prog = ?1) AND (?2 IS NULL OR f.assert = ?2)"          \
+	" AND (?3 IS NULL OR f.time >= ?3) AND (?4 IS NULL OR f.instance_id = ?4)"      \
+	" AND (?6 IS NULL OR f.id < ?6)"                                                \
+	" ORDER BY f.id DESC LIMIT ?5"
+
 static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
 			char *err, size_t errlen)
 {
-	static const char *const keys[] = { "prog", "assert", "since", "limit", "instance", NULL };
+	static const char *const keys[] = { "prog", "assert", "since", "limit", "instance",
+					    "before", NULL };
 	static const char *const head[] = { "ID", "TIME", "PROG", "MACHINE", "PID", "ASSERTION",
 					    "LINE", "START", "START_TS", "END_TS", "FLAGS", "METRICS",
 					    NULL };
 	const char *prog = opt(r, 1, "prog"), *assertion = opt(r, 1, "assert");
 	const char *since = opt(r, 1, "since"), *inst = opt(r, 1, "instance");
+	const char *before = opt(r, 1, "before");
 	sqlite3 *db = store_db(tm->store);
 	struct sbuf b = { 0 };
 	sqlite3_stmt *q;
@@ -608,7 +628,7 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	bool first = true;
 	int limit, rows = 0;
 	double since_t = 0;
-	uint64_t inst_id = 0;
+	uint64_t inst_id = 0, before_id = 0;
 
 	if (only_opts(r, 1, keys, err, errlen) < 0 || parse_limit(r, 1, &limit, err, errlen) < 0)
 		return -EINVAL;
@@ -622,16 +642,13 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	}
 	if (inst && parse_id(inst, &inst_id, "--instance", err, errlen) < 0)
 		return -EINVAL;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT * FROM (SELECT f.id, i.prog, i.machine, i.pid, f.assert,"
-			       " f.line, f.time, f.start_ts, f.end_ts, f.metrics, f.spec, f.result,"
-			       " f.kind, f.type, f.uid, f.start_pos, f.end_pos, f.instance_id,"
-			       " f.window_id, f.start_wall, f.report, f.silence_id, f.acked,"
-			       " f.ack_comment"
-			       " FROM failures f JOIN instances i ON i.id = f.instance_id"
-			       " WHERE (?1 IS NULL OR i.prog = ?1) AND (?2 IS NULL OR f.assert = ?2)"
-			       " AND (?3 IS NULL OR f.time >= ?3) AND (?4 IS NULL OR f.instance_id = ?4)"
-			       " ORDER BY f.id DESC LIMIT ?5) ORDER BY id",
+	if (before && parse_id(before, &before_id, "--before", err, errlen) < 0)
+		return -EINVAL;
+	/* the latest `limit` (before failure `before`), oldest first for
+	 * telemonctl, newest first for the HTTP API */
+	if (sqlite3_prepare_v2(db, r->newest_first ?
+			       "SELECT * FROM (" FAILURES_QUERY ") ORDER BY id DESC" :
+			       "SELECT * FROM (" FAILURES_QUERY ") ORDER BY id",
 			       -1, &q, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
 		return -EIO;
@@ -645,6 +662,8 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	if (inst)
 		sqlite3_bind_int64(q, 4, (sqlite3_int64)inst_id);
 	sqlite3_bind_int(q, 5, limit);
+	if (before)
+		sqlite3_bind_int64(q, 6, (sqlite3_int64)before_id);
 	if (r->json)
 		sb_add(&b, "[", 1);
 	else

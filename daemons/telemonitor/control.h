@@ -36,6 +36,7 @@ struct ctl_request {
 	bool json;                 /* --json */
 	int width;                 /* terminal width for tables and bars (0: no terminal) */
 	bool utf8;                 /* bars may use block characters */
+	bool newest_first;         /* failures: newest first (the HTTP API) */
 	int argc;                  /* command words and options */
 	char **argv;               /* them */
 };

@@ -22,6 +22,7 @@
 #include "alerts.h"
 #include "control.h"
 #include "hygiene.h"
+#include "http.h"
 #include "ledger.h"
 #include "session.h"
 #include "store.h"
@@ -31,7 +32,8 @@
 
 static const char usage[] =
 	"usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
-	"                   [-pcheck PATH] [-store-backlog N] [-check] [-finish-tools]\n"
+	"                   [-pcheck PATH] [-store-backlog N] [-http ADDR] [-check]\n"
+	"                   [-finish-tools]\n"
 	"                   [-debug]\n"
 	"                   [-tls-cert FILE -tls-key FILE] [-tls-ca FILE]\n"
 	"\n"
@@ -53,6 +55,9 @@ static const char usage[] =
 	"                     read-only, deleted), hold at most N failures in memory\n"
 	"                     (default: the configuration's store-backlog, else "
 	STR(STORE_BACKLOG_DEFAULT) ")\n"
+	"  -http ADDR         serve the HTTP API, /metrics and /healthz on ADDR\n"
+	"                     (HOST:PORT, default the configuration's http, else off);\n"
+	"                     only loopback unless TLS is configured (docs/http.md)\n"
 	"  -check             check the configuration and its specs, then exit\n"
 	"  -finish-tools      let the tools a killed telemonitor left running finish\n"
 	"                     their input (or kill them), correct what they are counted\n"
@@ -66,8 +71,8 @@ static const char usage[] =
 
 static void parse_args(int argc, char **argv, struct tm_options *o)
 {
-	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_BACKLOG, O_CHECK, O_FINISH, O_DEBUG,
-	       O_CERT, O_KEY, O_CA, O_HELP, O_VERSION };
+	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_BACKLOG, O_HTTP, O_CHECK, O_FINISH,
+	       O_DEBUG, O_CERT, O_KEY, O_CA, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "rc", required_argument, NULL, O_RC },
 		{ "state", required_argument, NULL, O_STATE },
@@ -75,6 +80,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		{ "regname", required_argument, NULL, O_REGNAME },
 		{ "pcheck", required_argument, NULL, O_PCHECK },
 		{ "store-backlog", required_argument, NULL, O_BACKLOG },
+		{ "http", required_argument, NULL, O_HTTP },
 		{ "check", no_argument, NULL, O_CHECK },
 		{ "finish-tools", no_argument, NULL, O_FINISH },
 		{ "debug", no_argument, NULL, O_DEBUG },
@@ -104,6 +110,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 				exit(2);
 			}
 			break;
+		case O_HTTP: o->http = optarg; break;
 		case O_CHECK: o->check_only = true; break;
 		case O_FINISH: o->finish_tools = true; break;
 		case O_DEBUG: o->debug = true; break;
@@ -295,6 +302,13 @@ int main(int argc, char **argv)
 	alerts_start(&tm);
 	if (control_open(&tm) < 0)
 		goto out_notify;
+	rc = http_open(&tm, err, sizeof err);
+	if (rc < 0) {
+		fprintf(stderr, "telemonitor: %s\n", err);
+		rc = rc == -EINVAL ? 2 : 1;
+		goto out_control;
+	}
+	rc = 1;
 	ev[0] = evsignal_new(tm.base, SIGTERM, on_stop, &tm);
 	ev[1] = evsignal_new(tm.base, SIGINT, on_stop, &tm);
 	ev[2] = evsignal_new(tm.base, SIGCHLD, on_child, &tm);
@@ -320,6 +334,8 @@ int main(int argc, char **argv)
 	instances_save(&tm);
 out_events:
 	tm.stopping = true;
+	http_close(&tm);
+out_control:
 	control_close(&tm);
 	reg_free(&tm);
 	instances_free(&tm);

@@ -340,6 +340,15 @@ void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
 	free(metrics);
 }
 
+void notify_counts(const struct tmon *tm, uint64_t *sent, size_t *queued, uint64_t *dropped)
+{
+	const struct notify *n = tm->notify;
+
+	*sent = n ? n->sent : 0;
+	*queued = n ? n->queued : 0;
+	*dropped = n ? n->dropped : 0;
+}
+
 const char *notify_status(struct tmon *tm, char *buf, size_t size)
 {
 	struct notify *n = tm->notify;

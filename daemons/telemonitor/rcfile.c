@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmon/names.h"
+#include "cmon/net.h"
 #include "rcfile.h"
 #include "window.h"
 
@@ -195,6 +196,16 @@ static bool value_ok(enum rc_prop p, const char *v, char *msg, size_t size)
 		if (strpbrk(v, " \t?#")) {
 			snprintf(msg, size, "an Alertmanager URL cannot contain spaces, '?' or '#'");
 			return false;
+		}
+		return true;
+	case RC_HTTP:
+		if (*v) {
+			struct cmon_addr a;
+			if (cmon_addr_parse(v, 0, &a) < 0) {
+				snprintf(msg, size, "\"%.80s\" is not an address (HOST:PORT, "
+					 "[V6]:PORT or unix:PATH)", v);
+				return false;
+			}
 		}
 		return true;
 	case RC_SMTP:
@@ -454,7 +465,7 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 	if (p < 0)
 		return rc_fail(ps, line, name, "unknown property (known: prog machine pid tool "
 			    "spec mail window mailgroup block auto notify-reports alertmanager; in defaults also "
-			    "smtp from store-backlog retention)");
+			    "smtp from store-backlog retention http)");
 	if (!in_defaults && !props[p].in_class)
 		return rc_fail(ps, line, name, "only allowed in (defaults ...)");
 	next(ps);

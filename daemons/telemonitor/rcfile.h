@@ -1,7 +1,7 @@
 /* The telemonitor configuration file (telemonrc(5)): the S-expression
  * format of the original CMon telemonitor plus the properties spec, mail,
  * window, mailgroup, notify-reports, alertmanager, and in (defaults ...) smtp, from,
- * store-backlog and retention.
+ * store-backlog, retention and http.
  *
  *   description ::= '(' ('defaults' | 'class') property* ')'
  *   property    ::= '(' prop value ')'
@@ -36,7 +36,8 @@
 	X(RC_SMTP, "smtp", false, false, false)                 \
 	X(RC_FROM, "from", false, false, false)                 \
 	X(RC_STORE_BACKLOG, "store-backlog", false, false, false) \
-	X(RC_RETENTION, "retention", false, false, false)
+	X(RC_RETENTION, "retention", false, false, false)     \
+	X(RC_HTTP, "http", false, false, false)
 
 /* A property name. */
 enum rc_prop {

@@ -16,6 +16,7 @@
  *   hygiene.c   silences (failures kept quiet) and retention (old rows pruned)
  *   alerts.c    failures -> Alertmanager (curl multi on the loop, store outbox)
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
+ *   http.c      the HTTP API (through commands.c), /healthz, and /metrics (metrics.c)
  *   setup.c     finding the configuration, state directory and checker */
 #ifndef TELEMONITOR_H
 #define TELEMONITOR_H
@@ -74,6 +75,7 @@ struct tm_options {
 	const char *state;            /* -state DIR, or NULL */
 	const char *regmachine;       /* -regmachine HOST[:PORT] */
 	const char *pcheck;           /* -pcheck PATH, or NULL */
+	const char *http;             /* -http ADDR, or NULL (see http.h) */
 	size_t store_backlog;         /* -store-backlog N, or 0 */
 	bool check_only;              /* -check: check the configuration and exit */
 	bool finish_tools;            /* -finish-tools: finish a killed run's tools and exit */
@@ -155,6 +157,7 @@ struct notify;
 struct control;
 struct hygiene;
 struct alerts;
+struct http;
 
 /* The whole service. */
 struct tmon {
@@ -173,6 +176,7 @@ struct tmon {
 	struct hygiene *hygiene;      /* silences and retention */
 	struct alerts *alerts;        /* Alertmanager: outbox, POSTs on the loop */
 	struct control *ctl;          /* telemonctl socket */
+	struct http *http;            /* the HTTP server, or NULL when off */
 	struct tm_class_list classes; /* configured classes */
 	size_t nclasses;              /* how many */
 	struct tm_instance_list instances; /* live instances */
@@ -297,6 +301,9 @@ void notify_start(struct tmon *tm);
 void notify_stop(struct tmon *tm);
 /* Mail counters as one line, for status output. */
 const char *notify_status(struct tmon *tm, char *buf, size_t size);
+
+/* Mail counters since start: sent, queued (composed, not sent yet) and dropped. */
+void notify_counts(const struct tmon *tm, uint64_t *sent, size_t *queued, uint64_t *dropped);
 
 /* Wall-clock time as Unix seconds. */
 double tm_now(void);

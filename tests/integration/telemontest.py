@@ -106,6 +106,36 @@ class Telemonitor:
         return ct.wait_for(lambda: (lambda f: f if len(f) >= n else None)(self.failures(*args)),
                            timeout, "%d failures" % n)
 
+    def http_addr(self, timeout=10):
+        """(host, port) of its HTTP server, from telemonctl status."""
+        addr = ct.wait_for(lambda: self.json("status").get("http"), timeout, "the HTTP server")
+        host, port = addr.rsplit(":", 1)
+        return host, int(port)
+
+    def http(self, path, method="GET", headers=None, ssl_context=None):
+        """One request on a new connection: (status, headers dict with
+        lower-case names, body bytes)."""
+        import http.client
+        host, port = self.http_addr()
+        if ssl_context:
+            c = http.client.HTTPSConnection(host, port, timeout=20, context=ssl_context)
+        else:
+            c = http.client.HTTPConnection(host, port, timeout=20)
+        try:
+            c.request(method, path, headers=headers or {})
+            r = c.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            c.close()
+
+    def http_json(self, path):
+        """GET `path`, which must answer 200 with JSON; the parsed body."""
+        status, hd, body = self.http(path)
+        check(status == 200, "GET %s: %d %r", path, status, body[:300])
+        check(hd.get("content-type", "").startswith("application/json"),
+              "GET %s: content type %r", path, hd.get("content-type"))
+        return json.loads(body)
+
     def instances(self, all=True):
         return self.json("instances", *(["--all"] if all else []))
 

@@ -3,7 +3,9 @@ its database made read-only, and its database deleted while it runs.
 
 In each scenario K failures are reported while the store cannot write. They
 are held in memory: `telemonctl status --json` says store.state "degraded"
-with the reason and store.pending_failures == K; the service says so loudly
+with the reason and store.pending_failures == K (and over HTTP, /healthz
+answers 503 "store degraded: disk full" and /metrics cmon_store_degraded 1
+and the pending count); the service says so loudly
 (a "store degraded: REASON" log line, and sd_notify STATUS= in the
 disk-full case). Once the fault is repaired, every one of the K is stored
 (`telemonctl failures --json`, exact count and the failing reads'
@@ -224,8 +226,10 @@ def disk_full(env, reg):
     mount_tmpfs(state, "4m")
     notify = Notify(env, "full")
     tm = tt.Telemonitor(env, reg, tt.rc_class("full", spec=tt.FSREAD_SPEC, window="10 after 3"),
-                        name="full", state=state, environ={"NOTIFY_SOCKET": notify.path})
+                        name="full", state=state, environ={"NOTIFY_SOCKET": notify.path},
+                        extra=["-http", "127.0.0.1:0"])
     check(store(tm)["state"] == "ok", "healthy at start: %r", store(tm))
+    ct.wait_for(lambda: tm.http("/healthz")[0] == 200, 10, "/healthz 200 at start")
     produce(env, reg, "full", 2)
     base = spans(tm.wait_failures(2))
     before = tm.failures()
@@ -246,10 +250,18 @@ def disk_full(env, reg):
           "status text: %s", text)
     notify.wait("STATUS=store degraded: disk full; %d failures pending" % k)
     check(len(tm.failures()) == 2, "nothing new stored while full")
+    code, _, body = tm.http("/healthz")
+    check(code == 503 and body == b"store degraded: disk full\n", "/healthz: %d %r", code, body)
+    metrics = tm.http("/metrics")[2].decode()
+    check("\ncmon_store_degraded 1\n" in metrics and
+          "\ncmon_store_pending_failures %d\n" % k in metrics, "/metrics while full: %s",
+          [l for l in metrics.splitlines() if l.startswith("cmon_store")])
 
     os.unlink(filler)
     s = wait_ok(tm, "disk full")
     check(s["pending"] == 0 and s["dropped"] == 0 and s["outages"] == 1, "recovered: %r", s)
+    check(tm.http("/healthz")[0] == 200, "/healthz 200 again")
+    check("\ncmon_store_outages_total 1\n" in tm.http("/metrics")[2].decode(), "outage counted")
     new = new_failures(tm, before)
     check(len(new) == k and spans(new) == sorted(bad),
           "all %d held failures stored: %r", k, new)

@@ -107,8 +107,13 @@ static void new_properties(void **state)
 	assert_string_equal(rc_text(c, &c->classes[0], RC_MAILGROUP), "5 min");
 	assert_string_equal(rc_text(c, &c->classes[0], RC_SPEC), path);
 	assert_string_equal(rc_text(c, NULL, RC_STORE_BACKLOG), "");
+	assert_string_equal(rc_text(c, NULL, RC_HTTP), "");
 	rc_free(c);
 	unlink(path);
+	/* http: an address, in the defaults only */
+	c = parse_ok("(defaults (http \"127.0.0.1:7363\"))\n");
+	assert_string_equal(rc_text(c, NULL, RC_HTTP), "127.0.0.1:7363");
+	rc_free(c);
 	/* store-backlog: a bare number or text */
 	c = parse_ok("(defaults (store-backlog 250))");
 	assert_string_equal(rc_text(c, NULL, RC_STORE_BACKLOG), "250");
@@ -194,6 +199,10 @@ static void errors(void **state)
 	parse_bad("(class (prog \"a\") (tool \"x\") (smtp \"smtp://h\"))", "rc:1:",
 		  "smtp: only allowed in (defaults");
 	parse_bad("(defaults (smtp \"http://h\"))", "rc:1:", "smtp: \"http://h\" is not an smtp://");
+	parse_bad("(class (prog \"a\") (tool \"x\") (http \"127.0.0.1:1\"))", "rc:1:",
+		  "http: only allowed in (defaults");
+	parse_bad("(defaults (http \"no such:place\"))", "rc:1:",
+		  "http: \"no such:place\" is not an address");
 	parse_bad("(defaults (store-backlog 0))", "rc:1:",
 		  "store-backlog: \"0\" is not a number of failures from 1 to 10000000");
 	parse_bad("(defaults (store-backlog \"10000001\"))", "rc:1:", "store-backlog: \"10000001\"");

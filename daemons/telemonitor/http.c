@@ -1,0 +1,624 @@
+/* The HTTP server (see http.h): listening, TLS, the connection bound,
+ * routing, and turning a URL into the request telemonctl would have sent.
+ *
+ * Counting connections: evhttp (2.1) tells nobody when it accepts one, but
+ * it asks us for the connection's bufferevent. We count the connection in
+ * there, and just after (an event activated for the same loop iteration,
+ * holding a reference on the bufferevent) find its evhttp_connection (the
+ * bufferevent's callback argument) and set its close callback, where it is
+ * counted out; a connection already freed by then has no callbacks left.
+ * At HTTP_CONNS_MAX open connections the listeners stop accepting (the
+ * kernel holds further connections in the listen backlog) until one
+ * closes. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/bufferevent_ssl.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+
+#include "cmon/log.h"
+#include "control.h"
+#include "http.h"
+#include "metrics.h"
+#include "store.h"
+#include "text.h"
+
+#define HTTP_DEFAULT_PORT 7363          /* when ADDR gives none */
+#define HTTP_BACKLOG 128                /* listen(2) backlog */
+#define HTTP_ARGS_MAX 12                /* words of a request built from a URL */
+#define HTTP_ARG_LEN 600                /* bytes of one of them */
+
+/* The server. */
+struct http {
+	struct tmon *tm;                /* the service */
+	struct evhttp *eh;              /* libevent's server */
+	SSL_CTX *ssl;                   /* server TLS context, or NULL for plain HTTP */
+	struct evhttp_bound_socket *bound[HTTP_LISTEN_MAX]; /* listening sockets */
+	size_t nbound;                  /* how many */
+	char addr[CMON_ADDRSTR_MAX];    /* the first one, as bound */
+	struct http_count *count;       /* connections open */
+	bool paused;                    /* at HTTP_CONNS_MAX: not accepting */
+};
+
+/* The connection count. It outlives the server (connections are closed
+ * by evhttp_free, and a hook may be pending): it is freed when the server
+ * and every connection have let go of it. */
+struct http_count {
+	size_t conns;                   /* connections open */
+	size_t refs;                    /* the server (1) + connections */
+	struct http *h;                 /* the server, NULL once it is closed */
+};
+
+/* A request built from a URL for commands_run(). */
+struct http_args {
+	char word[HTTP_ARGS_MAX][HTTP_ARG_LEN]; /* command and KEY=VALUE words */
+	char *argv[HTTP_ARGS_MAX];      /* pointers to them */
+	int argc;                       /* how many */
+};
+
+/* --- connections --------------------------------------------------------- */
+
+static void set_accepting(struct http *h, bool on)
+{
+	for (size_t i = 0; i < h->nbound; i++) {
+		struct evconnlistener *l = evhttp_bound_socket_get_listener(h->bound[i]);
+		if (on)
+			evconnlistener_enable(l);
+		else
+			evconnlistener_disable(l);
+	}
+	h->paused = !on;
+}
+
+static void count_put(struct http_count *c)
+{
+	if (--c->refs == 0)
+		free(c);
+}
+
+/* A connection has ended. */
+static void conn_gone(struct http_count *c)
+{
+	struct http *h = c->h;
+
+	if (c->conns)
+		c->conns--;
+	if (h && h->paused && c->conns < HTTP_CONNS_MAX) {
+		cmon_debug("http: %zu connections: accepting again", c->conns);
+		set_accepting(h, true);
+	}
+	count_put(c);
+}
+
+static void conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	conn_gone(arg);
+}
+
+/* Finding a new connection's evhttp_connection (see the top of the file). */
+struct conn_hook {
+	struct event *ev;               /* this callback */
+	struct bufferevent *bev;        /* the connection's (we hold a reference) */
+	struct http_count *count;       /* where it is counted */
+};
+
+static void conn_hook(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn_hook *k = arg;
+	void *evcon = NULL;
+
+	bufferevent_getcb(k->bev, NULL, NULL, NULL, &evcon);
+	if (evcon)
+		evhttp_connection_set_closecb(evcon, conn_closed, k->count);
+	else
+		conn_gone(k->count);    /* already freed */
+	bufferevent_decref(k->bev);
+	event_free(k->ev);
+	free(k);
+}
+
+/* evhttp asks for the bufferevent of a new connection (its socket is set
+ * afterwards). NULL makes evhttp use a plain one, which a TLS client
+ * cannot talk to: the connection then fails at once. */
+static struct bufferevent *conn_new(struct event_base *base, void *arg)
+{
+	struct http *h = arg;
+	struct conn_hook *k = calloc(1, sizeof *k);
+	struct bufferevent *bev;
+
+	if (!k)
+		return NULL;
+	k->ev = event_new(base, -1, 0, conn_hook, k);
+	if (!k->ev)
+		goto out_free;
+	if (h->ssl) {
+		SSL *ssl = SSL_new(h->ssl);
+		if (!ssl)
+			goto out_free;
+		bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+						     BEV_OPT_CLOSE_ON_FREE);
+		if (!bev) {
+			SSL_free(ssl);
+			goto out_free;
+		}
+	} else {
+		bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+		if (!bev)
+			goto out_free;
+	}
+	bufferevent_incref(bev);
+	k->bev = bev;
+	k->count = h->count;
+	event_active(k->ev, EV_TIMEOUT, 0);
+	h->count->refs++;
+	if (++h->count->conns >= HTTP_CONNS_MAX && !h->paused) {
+		cmon_warn("http: %d connections open: not accepting more until one closes",
+			  HTTP_CONNS_MAX);
+		set_accepting(h, false);
+	}
+	return bev;
+out_free:
+	if (k->ev)
+		event_free(k->ev);
+	free(k);
+	return NULL;
+}
+
+/* --- replies --------------------------------------------------------------- */
+
+static void reply(struct evhttp_request *req, int code, const char *reason, const char *type,
+		  struct evbuffer *body)
+{
+	struct evkeyvalq *hd = evhttp_request_get_output_headers(req);
+
+	evhttp_add_header(hd, "Content-Type", type);
+	evhttp_add_header(hd, "Cache-Control", "no-store");
+	evhttp_add_header(hd, "X-Content-Type-Options", "nosniff");
+	evhttp_send_reply(req, code, reason, body);
+}
+
+static const char *reason_of(int code)
+{
+	switch (code) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 503: return "Service Unavailable";
+	default: return "Internal Server Error";
+	}
+}
+
+/* {"error": MSG} with status `code`. */
+static void reply_error(struct evhttp_request *req, int code, const char *msg)
+{
+	struct evbuffer *body = evbuffer_new();
+	struct sbuf b = { 0 };
+
+	if (!body) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	sb_printf(&b, "{\"error\":");
+	sb_json_str(&b, msg);
+	sb_printf(&b, "}\n");
+	if (b.s)
+		evbuffer_add(body, b.s, b.len);
+	sb_free(&b);
+	reply(req, code, reason_of(code), "application/json", body);
+	evbuffer_free(body);
+}
+
+/* --- /healthz and /metrics ------------------------------------------------- */
+
+bool http_healthy(struct tmon *tm, char *why, size_t size)
+{
+	struct store_health sh;
+
+	store_health(tm->store, &sh);
+	if (sh.degraded) {
+		snprintf(why, size, "store degraded: %s", sh.reason);
+		return false;
+	}
+	if (!reg_connected(tm)) {
+		snprintf(why, size, "registry link down (%s)", reg_status(tm));
+		return false;
+	}
+	snprintf(why, size, "ok");
+	return true;
+}
+
+static void serve_healthz(struct http *h, struct evhttp_request *req)
+{
+	struct evbuffer *body = evbuffer_new();
+	char why[300];
+	bool ok = http_healthy(h->tm, why, sizeof why);
+
+	if (!body) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	evbuffer_add_printf(body, "%s\n", why);
+	reply(req, ok ? 200 : 503, reason_of(ok ? 200 : 503), "text/plain; charset=utf-8", body);
+	evbuffer_free(body);
+}
+
+static void serve_metrics(struct http *h, struct evhttp_request *req)
+{
+	struct evbuffer *body = evbuffer_new();
+	char err[300] = "";
+
+	if (!body) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	instances_save(h->tm);
+	if (metrics_write(h->tm, body, err, sizeof err) < 0)
+		reply_error(req, 500, err[0] ? err : "failed");
+	else
+		reply(req, 200, "OK", METRICS_CONTENT_TYPE, body);
+	evbuffer_free(body);
+	store_commit(h->tm->store);
+}
+
+/* --- the API ----------------------------------------------------------------- */
+
+static void add_word(struct http_args *a, const char *fmt, const char *v)
+{
+	snprintf(a->word[a->argc], HTTP_ARG_LEN, fmt, v);
+	a->argv[a->argc] = a->word[a->argc];
+	a->argc++;
+}
+
+/* A time for `since`: Unix seconds, or an ISO 8601 date or UTC time. */
+static bool parse_since(const char *s, double *out)
+{
+	static const char *const iso[] = { "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S",
+					   "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M", "%Y-%m-%d" };
+	char *end;
+	double v;
+
+	for (size_t i = 0; i < sizeof iso / sizeof iso[0]; i++) {
+		struct tm tm = { 0 };
+		char *e = strptime(s, iso[i], &tm);
+		if (e && !*e) {
+			*out = (double)timegm(&tm);
+			return true;
+		}
+	}
+	v = strtod(s, &end);
+	if (end == s || *end || !(v >= 0))
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Check the query's parameters against `keys` and turn them into
+ * KEY=VALUE words. 0, or -EINVAL with a message. */
+static int query_words(const char *query, const char *const *keys, struct http_args *a,
+		       char *err, size_t errlen)
+{
+	struct evkeyvalq params;
+	struct evkeyval *kv;
+	int rc = 0;
+
+	TAILQ_INIT(&params);
+	if (query && evhttp_parse_query_str(query, &params) < 0) {
+		snprintf(err, errlen, "malformed query string");
+		return -EINVAL;
+	}
+	TAILQ_FOREACH(kv, &params, next) {
+		bool known = false;
+		for (size_t k = 0; keys[k] && !known; k++)
+			known = !strcmp(keys[k], kv->key);
+		if (!known) {
+			snprintf(err, errlen, "unknown parameter '%.60s'", kv->key);
+			rc = -EINVAL;
+			break;
+		}
+		if (a->argc == HTTP_ARGS_MAX || strlen(kv->value) > HTTP_ARG_LEN - 40) {
+			snprintf(err, errlen, "too many or too long parameters");
+			rc = -EINVAL;
+			break;
+		}
+		if (!strcmp(kv->key, "all")) {
+			if (!strcmp(kv->value, "1") || !strcmp(kv->value, "true") ||
+			    !strcmp(kv->value, "yes") || !*kv->value) {
+				add_word(a, "%s", "all=1");
+			} else if (strcmp(kv->value, "0") && strcmp(kv->value, "false") &&
+				   strcmp(kv->value, "no")) {
+				snprintf(err, errlen, "all: expected true or false");
+				rc = -EINVAL;
+				break;
+			}
+		} else if (!strcmp(kv->key, "since")) {
+			double t;
+			char num[64];
+			if (!parse_since(kv->value, &t)) {
+				snprintf(err, errlen, "since: '%.40s' is not a time (Unix seconds, "
+					 "2024-03-01 or 2024-03-01T12:00:00Z)", kv->value);
+				rc = -EINVAL;
+				break;
+			}
+			snprintf(num, sizeof num, "%.3f", t);
+			add_word(a, "since=%s", num);
+		} else {
+			char fmt[80];
+			snprintf(fmt, sizeof fmt, "%s=%%s", kv->key);
+			add_word(a, fmt, kv->value);
+		}
+	}
+	evhttp_clear_headers(&params);
+	return rc;
+}
+
+/* Is `path` "/api/v1/failures/ID/window"? Then copy ID. */
+static bool window_path(const char *path, char *id, size_t size)
+{
+	static const char pre[] = "/api/v1/failures/", post[] = "/window";
+	size_t n;
+
+	if (strncmp(path, pre, sizeof pre - 1))
+		return false;
+	path += sizeof pre - 1;
+	n = strspn(path, "0123456789");
+	if (!n || n >= size || strcmp(path + n, post))
+		return false;
+	memcpy(id, path, n);
+	id[n] = '\0';
+	return true;
+}
+
+static int status_of(int rc)
+{
+	switch (rc) {
+	case -EINVAL: return 400;
+	case -ENOENT: return 404;
+	case -EAGAIN: return 503;
+	default: return 500;
+	}
+}
+
+static void serve_api(struct http *h, struct evhttp_request *req, const char *path,
+		      const char *query)
+{
+	static const char *const none[] = { NULL };
+	static const char *const inst_keys[] = { "all", "limit", NULL };
+	static const char *const fail_keys[] = { "prog", "assert", "since", "instance", "limit",
+						 "before", NULL };
+	static const char *const stats_keys[] = { "prog", "assert", "day", NULL };
+	struct tmon *tm = h->tm;
+	struct http_args *a = calloc(1, sizeof *a);
+	struct ctl_request r = { .json = true };
+	struct evbuffer *body = evbuffer_new();
+	const char *const *keys = none;
+	char err[700] = "", id[24];
+	int rc;
+
+	if (!a || !body) {
+		evhttp_send_error(req, 500, NULL);
+		goto out;
+	}
+	if (window_path(path, id, sizeof id)) {
+		add_word(a, "%s", "window");
+		add_word(a, "%s", id);
+		r.json = false;
+	} else if (!strcmp(path, "/api/v1/status")) {
+		add_word(a, "%s", "status");
+	} else if (!strcmp(path, "/api/v1/classes")) {
+		add_word(a, "%s", "classes");
+	} else if (!strcmp(path, "/api/v1/instances")) {
+		add_word(a, "%s", "instances");
+		keys = inst_keys;
+	} else if (!strcmp(path, "/api/v1/failures")) {
+		add_word(a, "%s", "failures");
+		keys = fail_keys;
+		r.newest_first = true;
+	} else if (!strcmp(path, "/api/v1/stats")) {
+		add_word(a, "%s", "stats");
+		keys = stats_keys;
+	} else {
+		reply_error(req, 404, "no such endpoint (see docs/http.md)");
+		goto out;
+	}
+	if (query_words(query, keys, a, err, sizeof err) < 0) {
+		reply_error(req, 400, err);
+		goto out;
+	}
+	r.argc = a->argc;
+	r.argv = a->argv;
+	/* as for telemonctl: the counters of live instances are saved first */
+	instances_save(tm);
+	rc = commands_run(tm, &r, body, err, sizeof err);
+	if (rc < 0)     /* "--limit: ..." names telemonctl's option: say "limit" */
+		reply_error(req, status_of(rc), !err[0] ? "failed" :
+			    strncmp(err, "--", 2) ? err : err + 2);
+	else
+		reply(req, 200, "OK", r.json ? "application/json" : "text/plain; charset=utf-8",
+		      body);
+	store_commit(tm->store);
+out:
+	if (body)
+		evbuffer_free(body);
+	free(a);
+}
+
+/* Every request: only GET and HEAD, then by path. */
+static void on_request(struct evhttp_request *req, void *arg)
+{
+	struct http *h = arg;
+	enum evhttp_cmd_type m = evhttp_request_get_command(req);
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+	const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+
+	cmon_debug("http: %s %s", m == EVHTTP_REQ_GET ? "GET" : m == EVHTTP_REQ_HEAD ? "HEAD" :
+		   "other", evhttp_request_get_uri(req));
+	if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+		reply_error(req, 405, "only GET and HEAD are allowed");
+		return;
+	}
+	if (!path || !*path)
+		path = "/";
+	if (!strcmp(path, "/healthz"))
+		serve_healthz(h, req);
+	else if (!strcmp(path, "/metrics"))
+		serve_metrics(h, req);
+	else if (!strncmp(path, "/api/v1/", 8))
+		serve_api(h, req, path, query);
+	else
+		reply_error(req, 404, "no such endpoint (see docs/http.md)");
+}
+
+/* --- setup ------------------------------------------------------------------- */
+
+/* True if a bound socket can only be reached from this machine. */
+static bool socket_is_local(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return false;
+	if (ss.ss_family == AF_UNIX)
+		return true;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss.ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+	return false;
+}
+
+static void http_free(struct http *h)
+{
+	if (!h)
+		return;
+	h->nbound = 0;
+	if (h->count)
+		h->count->h = NULL;
+	if (h->eh)
+		evhttp_free(h->eh);      /* closes the listeners and every connection */
+	if (h->count)
+		count_put(h->count);
+	SSL_CTX_free(h->ssl);
+	free(h);
+}
+
+int http_open(struct tmon *tm, char *err, size_t errlen)
+{
+	const char *text = tm->opt.http ? tm->opt.http : rc_text(tm->rc, NULL, RC_HTTP);
+	bool tls = cmon_tls_enabled(&tm->opt.tls);
+	int fds[HTTP_LISTEN_MAX];
+	struct cmon_addr a;
+	struct http *h;
+	size_t n = 0;
+	int rc;
+
+	if (!text || !*text)
+		return 0;
+	if (cmon_addr_parse(text, HTTP_DEFAULT_PORT, &a) < 0) {
+		snprintf(err, errlen, "http: '%.200s' is not an address (HOST:PORT, [V6]:PORT or "
+			 "unix:PATH)", text);
+		return -EINVAL;
+	}
+	if (!tls && !cmon_addr_is_local(&a)) {
+		snprintf(err, errlen, "http: refusing to serve plain HTTP on %.200s, which is not a "
+			 "loopback address: configure TLS (-tls-cert, -tls-key, and -tls-ca for "
+			 "client certificates) or listen on 127.0.0.1", text);
+		return -EINVAL;
+	}
+	h = calloc(1, sizeof *h);
+	if (!h) {
+		snprintf(err, errlen, "http: out of memory");
+		return -ENOMEM;
+	}
+	h->tm = tm;
+	h->count = calloc(1, sizeof *h->count);
+	if (!h->count) {
+		free(h);
+		snprintf(err, errlen, "http: out of memory");
+		return -ENOMEM;
+	}
+	h->count->refs = 1;
+	h->count->h = h;
+	if (tls) {
+		h->ssl = cmon_tls_server_ctx(&tm->opt.tls, err, errlen);
+		if (!h->ssl) {
+			rc = -EINVAL;
+			goto out_free;
+		}
+	}
+	h->eh = evhttp_new(tm->base);
+	if (!h->eh) {
+		snprintf(err, errlen, "http: out of memory");
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	evhttp_set_max_headers_size(h->eh, HTTP_HEADERS_MAX);
+	evhttp_set_max_body_size(h->eh, HTTP_BODY_MAX);
+	evhttp_set_timeout(h->eh, HTTP_TIMEOUT_S);
+	/* every method reaches on_request, which answers 405 with a JSON body */
+	evhttp_set_allowed_methods(h->eh, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+				   EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+	evhttp_set_gencb(h->eh, on_request, h);
+	evhttp_set_bevcb(h->eh, conn_new, h);
+	rc = cmon_listen(&a, HTTP_BACKLOG, fds, HTTP_LISTEN_MAX, &n, err, errlen);
+	if (rc < 0)
+		goto out_free;
+	for (size_t i = 0; i < n; i++) {
+		if (!tls && !socket_is_local(fds[i])) {
+			snprintf(err, errlen, "http: %.200s resolves to an address that is not "
+				 "loopback: refusing plain HTTP there (configure TLS)", text);
+			rc = -EINVAL;
+		} else if (rc == 0) {
+			h->bound[h->nbound] = evhttp_accept_socket_with_handle(h->eh, fds[i]);
+			if (h->bound[h->nbound]) {
+				h->nbound++;
+				continue;
+			}
+			snprintf(err, errlen, "http: cannot serve on %.200s", text);
+			rc = -ENOMEM;
+		}
+		close(fds[i]);
+	}
+	if (rc < 0)
+		goto out_free;
+	if (a.kind == CMON_ADDR_TCP)
+		a.port = cmon_socket_port(evhttp_bound_socket_get_fd(h->bound[0]));
+	cmon_addr_format(&a, h->addr, sizeof h->addr);
+	tm->http = h;
+	cmon_notice("http: serving %s on %s (API /api/v1/, /metrics, /healthz)",
+		    h->ssl ? "HTTPS" : "HTTP", h->addr);
+	return 0;
+out_free:
+	http_free(h);
+	return rc;
+}
+
+void http_close(struct tmon *tm)
+{
+	http_free(tm->http);
+	tm->http = NULL;
+}
+
+const char *http_address(const struct tmon *tm)
+{
+	return tm->http ? tm->http->addr : NULL;
+}
+
+size_t http_connections(const struct tmon *tm)
+{
+	return tm->http ? tm->http->count->conns : 0;
+}

@@ -1,0 +1,57 @@
+/* The telemonitor's HTTP server (docs/http.md), libevent's evhttp on the
+ * service's loop: off unless -http ADDR or (defaults (http "ADDR")) is
+ * given; plain HTTP only on a loopback (or Unix socket) address, HTTPS
+ * with the service's TLS options (-tls-cert, -tls-key; mutual TLS with
+ * -tls-ca) anywhere.
+ *
+ *   GET /healthz                       200 "ok", or 503 with the reason
+ *   GET /metrics                       Prometheus text format 0.0.4 (metrics.c)
+ *   GET /api/v1/status                 telemonctl status --json
+ *   GET /api/v1/classes                telemonctl classes --json
+ *   GET /api/v1/instances              telemonctl instances --json (all, limit)
+ *   GET /api/v1/failures               telemonctl failures --json, newest first
+ *                                      (prog, assert, since, instance, limit, before)
+ *   GET /api/v1/failures/ID/window     telemonctl window ID (text/plain)
+ *   GET /api/v1/stats                  telemonctl stats --json (prog, assert, day)
+ *
+ * The API asks commands_run() (commands.c), the code that answers
+ * telemonctl, so the two cannot drift. Only GET and HEAD are served;
+ * errors are {"error": "..."} with 400, 404, 405 or 500. */
+#ifndef TELEMON_HTTP_H
+#define TELEMON_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "telemonitor.h"
+
+/* Limits. */
+#define HTTP_CONNS_MAX 256              /* connections at once; beyond, accepting pauses */
+#define HTTP_HEADERS_MAX (8u << 10)     /* bytes of request line and headers */
+#define HTTP_BODY_MAX 4096              /* bytes of request body (GET has none) */
+#define HTTP_TIMEOUT_S 30               /* idle or slow connections are closed after this */
+#define HTTP_LISTEN_MAX 8               /* listening sockets (addresses a name resolves to) */
+
+struct http;
+
+/* Start serving on -http ADDR, else the configuration's http, else do
+ * nothing. 0 (also when off), -EINVAL for an address we must not serve on
+ * (not loopback without TLS) or cannot parse, another negative errno if
+ * listening failed; `err` says why. */
+int http_open(struct tmon *tm, char *err, size_t errlen);
+
+/* Stop serving and close every connection; accepts a tm without a server. */
+void http_close(struct tmon *tm);
+
+/* "127.0.0.1:8080" as bound (the port the kernel chose for port 0), or
+ * NULL when the server is off. */
+const char *http_address(const struct tmon *tm);
+
+/* Connections open now. */
+size_t http_connections(const struct tmon *tm);
+
+/* /healthz: true when the store takes writes and the registry link is
+ * up; otherwise false with a one-line reason in `why`. */
+bool http_healthy(struct tmon *tm, char *why, size_t size);
+
+#endif

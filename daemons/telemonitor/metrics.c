@@ -1,0 +1,480 @@
+/* The Prometheus exposition (see metrics.h). Samples are gathered per
+ * metric family (the format wants a family's lines together), then each
+ * family is written with its HELP and TYPE lines. Per-instance numbers
+ * come from the store (the live counters are saved just before), so ended
+ * instances keep their final counts. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "metrics.h"
+#include "store.h"
+
+/* Every family: X(enum name, metric name, type, help). */
+#define METRIC_FAMILIES(X)                                                                   \
+	X(M_BUILD, "cmon_build_info", "gauge", "Always 1; the version as a label.")          \
+	X(M_START, "cmon_start_time_seconds", "gauge", "When the service started (Unix time).") \
+	X(M_UPTIME, "cmon_uptime_seconds", "gauge", "Seconds since the service started.")    \
+	X(M_REG, "cmon_registry_up", "gauge", "1 while the registry link is up.")            \
+	X(M_DEGRADED, "cmon_store_degraded", "gauge",                                        \
+	  "1 while the store cannot take writes and holds them in memory.")                  \
+	X(M_PENDING, "cmon_store_pending_writes", "gauge", "Writes held in memory.")         \
+	X(M_PENDING_F, "cmon_store_pending_failures", "gauge",                               \
+	  "Failures among the writes held in memory.")                                       \
+	X(M_DROPPED, "cmon_store_dropped_writes_total", "counter",                           \
+	  "Writes dropped by the store's backlog bounds since start.")                       \
+	X(M_DROPPED_F, "cmon_store_dropped_failures_total", "counter",                       \
+	  "Failures among the dropped writes since start.")                                  \
+	X(M_OUTAGES, "cmon_store_outages_total", "counter",                                  \
+	  "Times the store became degraded since start.")                                    \
+	X(M_CLASSES, "cmon_classes", "gauge", "Configured classes.")                         \
+	X(M_INSTANCES, "cmon_instances", "gauge",                                            \
+	  "Instances in the store by state (ended and gone ones included).")                 \
+	X(M_SESSIONS, "cmon_sessions", "gauge", "Instances monitored now.")                  \
+	X(M_REPORTED, "cmon_failures_reported_total", "counter",                             \
+	  "Failures reported by the tools since start (stored or held).")                    \
+	X(M_MAILQ, "cmon_mail_queue_length", "gauge", "Mails composed and not sent yet.")    \
+	X(M_MAIL_SENT, "cmon_mail_sent_total", "counter",                                    \
+	  "Mails accepted by the relay since start.")                                        \
+	X(M_MAIL_DROPPED, "cmon_mail_dropped_total", "counter",                              \
+	  "Mails dropped since start.")                                                      \
+	X(M_HTTP_CONNS, "cmon_http_connections", "gauge", "HTTP connections open.")          \
+	X(M_OMITTED, "cmon_metrics_instances_omitted", "gauge",                              \
+	  "Instances left out of this exposition by its bound.")                             \
+	X(M_SERIES_OMITTED, "cmon_metrics_series_omitted", "gauge",                          \
+	  "Report metric series left out of this exposition by its bound.")                  \
+	X(M_STATE, "cmon_instance_state", "gauge", "1 for each instance, its state a label.") \
+	X(M_RECORDS, "cmon_records_total", "counter", "Log records received.")               \
+	X(M_LOST, "cmon_lost_records_total", "counter",                                      \
+	  "Records the transport reported dropped.")                                         \
+	X(M_GAPS, "cmon_gaps_total", "counter", "Gap markers received.")                     \
+	X(M_BYTES, "cmon_log_bytes_total", "counter", "Log bytes received.")                 \
+	X(M_RESTARTS, "cmon_tool_restarts_total", "counter", "Tool restarts after a crash.") \
+	X(M_FAILURES, "cmon_failures_total", "counter",                                      \
+	  "Failures stored, by assertion (its label, or \"line N\").")                       \
+	X(M_REPORT, "cmon_report_metric", "gauge",                                           \
+	  "A number of the latest report of an assertion, by metric name.")                  \
+	X(M_BUCKET, "cmon_report_mapping", "gauge",                                           \
+	  "An entry of a mapping of the latest report of an assertion, by metric and key.")
+
+enum metric_family {
+#define M_ENUM(e, n, t, h) e,
+	METRIC_FAMILIES(M_ENUM)
+#undef M_ENUM
+	M_COUNT
+};
+
+static const struct {
+	const char *name, *type, *help;
+} families[M_COUNT] = {
+#define M_ROW(e, n, t, h) [e] = { n, t, h },
+	METRIC_FAMILIES(M_ROW)
+#undef M_ROW
+};
+
+/* An instance in the exposition: its labels, ready to print. */
+struct minst {
+	int64_t id;                   /* store id */
+	char *labels;                 /* prog="..",machine="..",pid="..",instance_id="..",class=".." */
+};
+
+/* Samples being gathered. */
+struct gather {
+	struct evbuffer *fam[M_COUNT]; /* samples per family */
+	struct minst *inst;           /* the instances shown, by id ascending */
+	size_t ninst;                 /* how many */
+	size_t series;                /* report series written */
+	size_t series_omitted;        /* ...and left out */
+};
+
+/* Append `s` as a label value: backslash, double quote and newline escaped. */
+static void esc(struct evbuffer *b, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\\')
+			evbuffer_add(b, "\\\\", 2);
+		else if (*s == '"')
+			evbuffer_add(b, "\\\"", 2);
+		else if (*s == '\n')
+			evbuffer_add(b, "\\n", 2);
+		else
+			evbuffer_add(b, s, 1);
+	}
+}
+
+/* `prefix` + `name`="`value`" as a NUL-terminated string in `b`. */
+static const char *labels_with(struct evbuffer *b, const char *prefix, const char *name,
+			       const char *value)
+{
+	evbuffer_drain(b, evbuffer_get_length(b));
+	evbuffer_add_printf(b, "%s,%s=\"", prefix, name);
+	esc(b, value);
+	evbuffer_add(b, "\"", 2);       /* with the NUL */
+	return (const char *)evbuffer_pullup(b, -1);
+}
+
+static void value(struct evbuffer *b, double v)
+{
+	if (isnan(v))
+		evbuffer_add_printf(b, " NaN\n");
+	else if (isinf(v))
+		evbuffer_add_printf(b, " %sInf\n", v > 0 ? "+" : "-");
+	else if (v == floor(v) && fabs(v) < 1e15)
+		evbuffer_add_printf(b, " %.0f\n", v);
+	else
+		evbuffer_add_printf(b, " %.17g\n", v);
+}
+
+/* One sample: NAME{LABELS} VALUE, `labels` already escaped (may be NULL). */
+static void sample(struct gather *g, enum metric_family f, const char *labels, double v)
+{
+	struct evbuffer *b = g->fam[f];
+
+	evbuffer_add_printf(b, "%s", families[f].name);
+	if (labels && *labels)
+		evbuffer_add_printf(b, "{%s}", labels);
+	value(b, v);
+}
+
+static void sample_u64(struct gather *g, enum metric_family f, const char *labels, uint64_t v)
+{
+	struct evbuffer *b = g->fam[f];
+
+	evbuffer_add_printf(b, "%s", families[f].name);
+	if (labels && *labels)
+		evbuffer_add_printf(b, "{%s}", labels);
+	evbuffer_add_printf(b, " %" PRIu64 "\n", v);
+}
+
+/* --- the service ------------------------------------------------------------- */
+
+static void service(struct tmon *tm, struct gather *g)
+{
+	static const enum inst_state states[] = { IS_LISTED, IS_MONITORING, IS_RETRYING,
+						   IS_BUSY, IS_STOPPED, IS_ENDED, IS_GONE };
+	size_t by_state[sizeof states / sizeof states[0]] = { 0 }, queued;
+	struct store_health h;
+	sqlite3_stmt *q;
+	uint64_t sent, dropped;
+	char lab[80];
+
+	sample(g, M_BUILD, "version=\"" CMON_VERSION "\"", 1);
+	sample(g, M_START, NULL, floor(tm->started));
+	sample(g, M_UPTIME, NULL, floor(tm_now() - tm->started));
+	sample(g, M_REG, NULL, reg_connected(tm));
+	store_health(tm->store, &h);
+	sample(g, M_DEGRADED, NULL, h.degraded);
+	sample_u64(g, M_PENDING, NULL, h.pending);
+	sample_u64(g, M_PENDING_F, NULL, h.pending_failures);
+	sample_u64(g, M_DROPPED, NULL, h.dropped);
+	sample_u64(g, M_DROPPED_F, NULL, h.dropped_failures);
+	sample_u64(g, M_OUTAGES, NULL, h.outages);
+	sample_u64(g, M_CLASSES, NULL, tm->nclasses);
+	if (sqlite3_prepare_v2(store_db(tm->store), "SELECT state, count(*) FROM instances"
+			       " GROUP BY state", -1, &q, NULL) == SQLITE_OK) {
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			const char *st = (const char *)sqlite3_column_text(q, 0);
+			for (size_t i = 0; st && i < sizeof states / sizeof states[0]; i++)
+				if (!strcmp(inst_state_name(states[i]), st))
+					by_state[i] += (size_t)sqlite3_column_int64(q, 1);
+		}
+		sqlite3_finalize(q);
+	}
+	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+		snprintf(lab, sizeof lab, "state=\"%s\"", inst_state_name(states[i]));
+		sample_u64(g, M_INSTANCES, lab, by_state[i]);
+	}
+	sample_u64(g, M_SESSIONS, NULL, tm->nsessions);
+	sample_u64(g, M_REPORTED, NULL, tm->total_failures);
+	notify_counts(tm, &sent, &queued, &dropped);
+	sample_u64(g, M_MAILQ, NULL, queued);
+	sample_u64(g, M_MAIL_SENT, NULL, sent);
+	sample_u64(g, M_MAIL_DROPPED, NULL, dropped);
+	sample_u64(g, M_HTTP_CONNS, NULL, http_connections(tm));
+}
+
+/* --- instances ------------------------------------------------------------- */
+
+/* The instances shown: running first, then the most recently ended. */
+#define SHOWN_INSTANCES                                                                      \
+	"SELECT id FROM instances ORDER BY (ended IS NULL) DESC, coalesce(ended, 0) DESC,"   \
+	" id DESC LIMIT ?1"
+
+static int by_id(const void *a, const void *b)
+{
+	int64_t x = ((const struct minst *)a)->id, y = ((const struct minst *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+static const struct minst *find_inst(const struct gather *g, int64_t id)
+{
+	struct minst key = { .id = id };
+	return bsearch(&key, g->inst, g->ninst, sizeof key, by_id);
+}
+
+/* Labels of one instance, escaped, as a heap string. */
+static char *inst_labels(sqlite3_stmt *q)
+{
+	struct evbuffer *b = evbuffer_new();
+	char *s = NULL;
+	size_t n;
+
+	if (!b)
+		return NULL;
+	evbuffer_add_printf(b, "prog=\"");
+	esc(b, (const char *)sqlite3_column_text(q, 2));
+	evbuffer_add_printf(b, "\",machine=\"");
+	esc(b, (const char *)sqlite3_column_text(q, 3));
+	evbuffer_add_printf(b, "\",pid=\"%lld\",instance_id=\"%lld\",class=\"%lld\"",
+			    sqlite3_column_int64(q, 4), sqlite3_column_int64(q, 0),
+			    sqlite3_column_int64(q, 1));
+	n = evbuffer_get_length(b);
+	s = malloc(n + 1);
+	if (s) {
+		evbuffer_remove(b, s, n);
+		s[n] = '\0';
+	}
+	evbuffer_free(b);
+	return s;
+}
+
+static int instances(struct tmon *tm, struct gather *g, char *err, size_t errlen)
+{
+	sqlite3 *db = store_db(tm->store);
+	sqlite3_stmt *q;
+	int64_t total = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT id, class_id, prog, machine, pid, state, records, lost,"
+				   " gaps, bytes, tool_restarts FROM instances WHERE id IN ("
+				   SHOWN_INSTANCES ") ORDER BY id", -1, &q, NULL) != SQLITE_OK)
+		goto out_sql;
+	sqlite3_bind_int(q, 1, METRICS_INSTANCES_MAX);
+	g->inst = calloc(METRICS_INSTANCES_MAX, sizeof *g->inst);
+	if (!g->inst) {
+		sqlite3_finalize(q);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	while (sqlite3_step(q) == SQLITE_ROW && g->ninst < METRICS_INSTANCES_MAX) {
+		char *lab = inst_labels(q), *st;
+		if (!lab)
+			continue;
+		g->inst[g->ninst].id = sqlite3_column_int64(q, 0);
+		g->inst[g->ninst++].labels = lab;
+		sample_u64(g, M_RECORDS, lab, (uint64_t)sqlite3_column_int64(q, 6));
+		sample_u64(g, M_LOST, lab, (uint64_t)sqlite3_column_int64(q, 7));
+		sample_u64(g, M_GAPS, lab, (uint64_t)sqlite3_column_int64(q, 8));
+		sample_u64(g, M_BYTES, lab, (uint64_t)sqlite3_column_int64(q, 9));
+		sample_u64(g, M_RESTARTS, lab, (uint64_t)sqlite3_column_int64(q, 10));
+		st = malloc(strlen(lab) + 64);
+		if (st) {
+			snprintf(st, strlen(lab) + 64, "%s,state=\"%s\"", lab,
+				 (const char *)sqlite3_column_text(q, 5));
+			sample(g, M_STATE, st, 1);
+			free(st);
+		}
+	}
+	sqlite3_finalize(q);
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM instances", -1, &q, NULL) != SQLITE_OK)
+		goto out_sql;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		total = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	sample_u64(g, M_OMITTED, NULL, total > (int64_t)g->ninst ? (uint64_t)total - g->ninst : 0);
+	return 0;
+out_sql:
+	snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
+	return -EIO;
+}
+
+/* --- failures and reports ------------------------------------------------------ */
+
+/* An assertion's name in labels: its label, or "line N". */
+#define ASSERT_NAME "coalesce(assert, 'line ' || line)"
+
+static int failures(struct tmon *tm, struct gather *g, char *err, size_t errlen)
+{
+	sqlite3 *db = store_db(tm->store);
+	struct evbuffer *lab = evbuffer_new();
+	sqlite3_stmt *q;
+
+	if (!lab) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT instance_id, " ASSERT_NAME ", count(*) FROM failures"
+				   " WHERE instance_id IN (" SHOWN_INSTANCES ")"
+				   " GROUP BY instance_id, " ASSERT_NAME, -1, &q, NULL) != SQLITE_OK) {
+		evbuffer_free(lab);
+		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	sqlite3_bind_int(q, 1, METRICS_INSTANCES_MAX);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const struct minst *in = find_inst(g, sqlite3_column_int64(q, 0));
+		if (!in)
+			continue;
+		sample_u64(g, M_FAILURES, labels_with(lab, in->labels, "assert",
+						     (const char *)sqlite3_column_text(q, 1)),
+			   (uint64_t)sqlite3_column_int64(q, 2));
+	}
+	sqlite3_finalize(q);
+	evbuffer_free(lab);
+	return 0;
+}
+
+/* A JSON value (type, text) as a number: numbers, true/false, and a
+ * triple's favoured value. False if it is none of these. */
+static bool json_number(const char *type, const char *text, double *v)
+{
+	if (!type || !text)
+		return false;
+	if (!strcmp(type, "integer") || !strcmp(type, "real")) {
+		*v = strtod(text, NULL);
+		return true;
+	}
+	if (!strcmp(type, "true") || !strcmp(type, "false")) {
+		*v = !strcmp(type, "true");
+		return true;
+	}
+	if (!strcmp(type, "array") && text[0] == '[') {
+		char *end;
+		*v = strtod(text + 1, &end);
+		return end != text + 1 && (*end == ',' || *end == ']');
+	}
+	return false;
+}
+
+/* One report series, or one more left out once the bound is reached. */
+static void report_series(struct gather *g, enum metric_family f, const char *labels, double v)
+{
+	if (g->series >= METRICS_REPORT_SERIES_MAX) {
+		g->series_omitted++;
+		return;
+	}
+	g->series++;
+	sample(g, f, labels, v);
+}
+
+/* The metrics object of one report; `base` are its instance's and
+ * assertion's labels. */
+static void report(sqlite3_stmt *each, sqlite3_stmt *inner, struct gather *g,
+		   const char *base, const char *json)
+{
+	struct evbuffer *lab = evbuffer_new(), *key = evbuffer_new();
+	double v;
+
+	if (!lab || !key)
+		goto out;
+	sqlite3_reset(each);
+	sqlite3_bind_text(each, 1, json, -1, SQLITE_TRANSIENT);
+	while (sqlite3_step(each) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(each, 0);
+		const char *type = (const char *)sqlite3_column_text(each, 1);
+		const char *text = (const char *)sqlite3_column_text(each, 2);
+		const char *metric = labels_with(lab, base, "metric", name);
+		if (json_number(type, text, &v)) {
+			report_series(g, M_REPORT, metric, v);
+			continue;
+		}
+		if (!type || strcmp(type, "object"))
+			continue;
+		/* a mapping (a histogram): one series per key */
+		sqlite3_reset(inner);
+		sqlite3_bind_text(inner, 1, text, -1, SQLITE_TRANSIENT);
+		while (sqlite3_step(inner) == SQLITE_ROW) {
+			if (!json_number((const char *)sqlite3_column_text(inner, 1),
+					 (const char *)sqlite3_column_text(inner, 2), &v))
+				continue;
+			report_series(g, M_BUCKET, labels_with(key, metric, "key",
+				      (const char *)sqlite3_column_text(inner, 0)), v);
+		}
+	}
+out:
+	if (lab)
+		evbuffer_free(lab);
+	if (key)
+		evbuffer_free(key);
+}
+
+static int reports(struct tmon *tm, struct gather *g, char *err, size_t errlen)
+{
+	sqlite3 *db = store_db(tm->store);
+	sqlite3_stmt *q = NULL, *each = NULL, *inner = NULL;
+	struct evbuffer *base = evbuffer_new();
+	int rc = 0;
+
+	if (!base) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT instance_id, " ASSERT_NAME ", metrics FROM failures"
+				   " WHERE id IN (SELECT max(id) FROM failures WHERE instance_id IN ("
+				   SHOWN_INSTANCES ") AND metrics IS NOT NULL"
+				   " GROUP BY instance_id, " ASSERT_NAME ")"
+				   " ORDER BY instance_id, " ASSERT_NAME, -1, &q, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1)", -1, &each,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1)", -1, &inner,
+			       NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int(q, 1, METRICS_INSTANCES_MAX);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const struct minst *in = find_inst(g, sqlite3_column_int64(q, 0));
+		const char *json = (const char *)sqlite3_column_text(q, 2);
+		if (!in || !json || json[0] != '{')
+			continue;
+		report(each, inner, g, labels_with(base, in->labels, "assert",
+						   (const char *)sqlite3_column_text(q, 1)), json);
+	}
+	sample_u64(g, M_SERIES_OMITTED, NULL, g->series_omitted);
+out:
+	sqlite3_finalize(q);
+	sqlite3_finalize(each);
+	sqlite3_finalize(inner);
+	evbuffer_free(base);
+	return rc;
+}
+
+/* --- the exposition ------------------------------------------------------------ */
+
+int metrics_write(struct tmon *tm, struct evbuffer *out, char *err, size_t errlen)
+{
+	struct gather g = { 0 };
+	int rc = -ENOMEM;
+
+	for (int f = 0; f < M_COUNT; f++)
+		if (!(g.fam[f] = evbuffer_new())) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+	service(tm, &g);
+	rc = instances(tm, &g, err, errlen);
+	if (rc == 0)
+		rc = failures(tm, &g, err, errlen);
+	if (rc == 0)
+		rc = reports(tm, &g, err, errlen);
+	if (rc < 0)
+		goto out;
+	for (int f = 0; f < M_COUNT; f++) {
+		evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", families[f].name,
+				    families[f].help, families[f].name, families[f].type);
+		evbuffer_add_buffer(out, g.fam[f]);
+	}
+out:
+	for (int f = 0; f < M_COUNT; f++)
+		if (g.fam[f])
+			evbuffer_free(g.fam[f]);
+	for (size_t i = 0; i < g.ninst; i++)
+		free(g.inst[i].labels);
+	free(g.inst);
+	return rc;
+}

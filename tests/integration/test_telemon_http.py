@@ -1,0 +1,266 @@
+"""telemonitor -http: the JSON API answers what telemonctl --json answers
+(instances, classes, failures, status, stats: one formatter, so the same
+keys and values), failures newest first with filters and paging, a
+failure's log window as text/plain, JSON errors with 400/404/405, HEAD;
+/healthz is 200 while the registry link is up and 503 "registry link
+down" once the registry is killed; plain HTTP on a non-loopback address is
+refused (command line and telemonrc); over TLS it serves HTTPS with client
+certificates; an oversized header (400) or body (413) is refused; at 256
+connections it stops accepting until one closes."""
+import http.client
+import json
+import socket
+import ssl
+import time
+
+import cmontest as ct
+import telemontest as tt
+from cmontest import check
+
+CONNS_MAX = 256                  # HTTP_CONNS_MAX in daemons/telemonitor/http.h
+
+
+def same(tm, path, *ctl, reverse=False):
+    """GET path equals telemonctl CTL --json (reversed for failures, which
+    the API lists newest first). Retried: counters may move in between."""
+    def equal():
+        api = tm.http_json(path)
+        cli = tm.json(*ctl)
+        if reverse:
+            cli = list(reversed(cli))
+        return [api] if api == cli else None
+    try:
+        return ct.wait_for(equal, 10, "GET %s == telemonctl %s" % (path, " ".join(ctl)))[0]
+    except ct.TestFailure:
+        raise ct.TestFailure("GET %s: %r\ntelemonctl %s --json: %r"
+                             % (path, tm.http_json(path), " ".join(ctl), tm.json(*ctl)))
+
+
+def error(tm, path, code, method="GET"):
+    status, hd, body = tm.http(path, method=method)
+    check(status == code, "%s %s: %d (wanted %d) %r", method, path, status, code, body)
+    check(hd.get("content-type", "").startswith("application/json"), "error type: %r", hd)
+    msg = json.loads(body)["error"]
+    check(isinstance(msg, str) and msg, "error message: %r", body)
+    return msg, hd
+
+
+def raw_request(host, port, data, timeout=3.0):
+    """Send `data` on a new connection; return what comes back (b"" if the
+    server closed without answering), or None if nothing came in time."""
+    s = socket.create_connection((host, port), timeout=timeout)
+    try:
+        s.sendall(data)
+        out = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                return out or None
+            except ConnectionResetError:
+                return out
+            if not chunk:
+                return out
+            out += chunk
+            if b"\r\n\r\n" in out:
+                return out
+    finally:
+        s.close()
+
+
+def main():
+    with ct.Env("telemon_http") as env:
+        reg = env.registry()
+        rc = (tt.rc_class("fsread", spec=tt.FSREAD_SPEC, window="10 after 3") +
+              tt.rc_class("lectern", spec=tt.LECTERN_SPEC))
+        tm = tt.Telemonitor(env, reg, rc, extra=["-http", "127.0.0.1:0"])
+        host, port = tm.http_addr()
+        check(host == "127.0.0.1" and port > 0, "bound address: %s:%d", host, port)
+
+        # /healthz: the store is fine and the registry link comes up
+        ct.wait_for(lambda: tm.http("/healthz")[0] == 200, 10, "healthz 200")
+        status, hd, body = tm.http("/healthz")
+        check(body == b"ok\n" and hd["content-type"].startswith("text/plain"), "ok: %r", body)
+
+        # failures: slow reads 5, 20, 40 and 50
+        t0 = time.time()
+        s = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd("--reads", 60,
+                                                                "--slow", "5,20,40,50"))
+        check(s.wait(30) == 0, "snarflog: %s", s.stderr())
+        lec = env.snarflog("lectern", reg=reg, cmd=tt.writer_cmd("--file", tt.LECTERN_LOG))
+        check(lec.wait(30) == 0, "snarflog: %s", lec.stderr())
+        fails = tm.wait_failures(4, "--prog", "fsread")
+        inst = tm.instance(lambda i: i["prog"] == "fsread" and i["state"] == "ended",
+                           what="fsread to end")
+        tm.instance(lambda i: i["prog"] == "lectern" and i["state"] == "ended",
+                    what="lectern to end")
+        tm.wait_failures(2, "--assert", "1-day stats")
+
+        # the same answers as telemonctl --json
+        same(tm, "/api/v1/instances?all=1", "instances", "--all")
+        same(tm, "/api/v1/instances", "instances")
+        same(tm, "/api/v1/instances?all=true&limit=1", "instances", "--all", "--limit", "1")
+        same(tm, "/api/v1/classes", "classes")
+        st = same(tm, "/api/v1/status", "status")
+        check(st["http"] == "%s:%d" % (host, port), "status names the server: %r", st)
+        allf = same(tm, "/api/v1/failures", "failures", reverse=True)
+        ids = [f["id"] for f in allf]
+        check(ids == sorted(ids, reverse=True) and len(ids) >= 6, "newest first: %r", ids)
+        same(tm, "/api/v1/stats?prog=lectern&assert=1-day%20stats",
+             "stats", "--prog", "lectern", "--assert", "1-day stats")
+
+        # filters, as telemonctl's
+        fs = same(tm, "/api/v1/failures?prog=fsread", "failures", "--prog", "fsread",
+                  reverse=True)
+        check(len(fs) == 4 and all(f["prog"] == "fsread" for f in fs), "prog filter: %r", fs)
+        same(tm, "/api/v1/failures?assert=read+at+most+10+ms", "failures", "--assert",
+             "read at most 10 ms", reverse=True)
+        same(tm, "/api/v1/failures?instance=%d" % inst["id"], "failures", "--instance",
+             str(inst["id"]), reverse=True)
+        check(tm.http_json("/api/v1/failures?prog=nosuch") == [], "no match")
+        check(len(tm.http_json("/api/v1/failures?prog=fsread&since=%d" % int(t0 - 60))) == 4,
+              "since (Unix seconds)")
+        check(tm.http_json("/api/v1/failures?since=%d" % int(time.time() + 3600)) == [],
+              "since in the future")
+        check(len(tm.http_json("/api/v1/failures?prog=fsread&since=%s"
+                               % time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                               time.gmtime(t0 - 60)))) == 4, "since (ISO)")
+        # paging: limit, then before= the last id of the page
+        page1 = tm.http_json("/api/v1/failures?prog=fsread&limit=3")
+        check([f["id"] for f in page1] == [f["id"] for f in fs[:3]], "page 1: %r", page1)
+        page2 = tm.http_json("/api/v1/failures?prog=fsread&limit=3&before=%d" % page1[-1]["id"])
+        check([f["id"] for f in page2] == [fs[3]["id"]], "page 2: %r", page2)
+        same(tm, "/api/v1/failures?prog=fsread&limit=2&before=%d" % page1[1]["id"],
+             "failures", "--prog", "fsread", "--limit", "2", "--before", str(page1[1]["id"]),
+             reverse=True)
+        check(tm.http_json("/api/v1/failures?prog=fsread&before=%d" % fs[-1]["id"]) == [],
+              "nothing before the first")
+
+        # a failure's log window: text/plain, as telemonctl window prints it
+        f = fs[-1]
+        ct.wait_for(lambda: tm.http("/api/v1/failures/%d/window" % f["id"])[0] == 200, 10,
+                    "the window")
+        status, hd, body = tm.http("/api/v1/failures/%d/window" % f["id"])
+        check(hd["content-type"].startswith("text/plain"), "window type: %r", hd)
+        text = body.decode()
+        check(text.startswith("#cmon-ascii 1\n") and text == tm.ctl("window", str(f["id"])),
+              "window text: %r", text[:300])
+        check("%d 1 EndRead 1\n" % f["end_ts"] in text, "the failing read: %r", text)
+
+        # errors
+        error(tm, "/nosuch", 404)
+        error(tm, "/api/v1/nosuch", 404)
+        error(tm, "/api/v1/failures/999999/window", 404)
+        error(tm, "/api/v1/failures/abc/window", 404)
+        msg, _ = error(tm, "/api/v1/failures?limit=0", 400)
+        check(msg.startswith("limit: "), "names the parameter: %r", msg)
+        error(tm, "/api/v1/failures?limit=100001", 400)
+        error(tm, "/api/v1/failures?before=0", 400)
+        error(tm, "/api/v1/failures?limit=many", 400)
+        error(tm, "/api/v1/failures?since=yesterday", 400)
+        error(tm, "/api/v1/failures?instance=-1", 400)
+        msg, _ = error(tm, "/api/v1/failures?colour=red", 400)
+        check("colour" in msg, "names the parameter: %r", msg)
+        error(tm, "/api/v1/stats?prog=lectern", 400)
+        for m in ("POST", "PUT", "DELETE"):
+            _, hd = error(tm, "/api/v1/failures", 405, method=m)
+            check(hd.get("allow") == "GET, HEAD", "Allow: %r", hd)
+        status, hd, body = tm.http("/api/v1/classes", method="HEAD")
+        check(status == 200 and body == b"", "HEAD: %d %r", status, body)
+
+        # /metrics, briefly (test_telemon_prometheus.py scrapes it for real)
+        status, hd, body = tm.http("/metrics")
+        check(status == 200 and hd["content-type"].startswith("text/plain; version=0.0.4"),
+              "metrics: %d %r", status, hd)
+        want = ('cmon_records_total{prog="fsread",machine="%s",pid="%d",instance_id="%d",'
+                'class="%d"} 180' % (inst["machine"], inst["pid"], inst["id"], inst["class"]))
+        check(want in body.decode(), "records of the instance: %s", body.decode()[:3000])
+
+        # an oversized header is refused
+        big = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
+        out = raw_request(host, port, big)
+        check(out is not None and out.startswith(b"HTTP/1.1 400") and b"close" in out,
+              "oversized header: %r", out[:200] if out else out)
+        body = (b"GET /api/v1/classes HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n" +
+                b"x" * 10000)
+        out = raw_request(host, port, body)
+        check(out is not None and out.startswith(b"HTTP/1.1 413"), "oversized body: %r",
+              out[:200] if out else out)
+        check(tm.http("/healthz")[0] == 200, "the server goes on")
+
+        # the connection bound: at CONNS_MAX it stops accepting until one closes
+        conns = []
+        for i in range(CONNS_MAX):
+            c = socket.create_connection((host, port), timeout=10)
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            conns.append(c)
+        for c in conns:                  # each was accepted and answered
+            check(c.recv(4096).startswith(b"HTTP/1.1 200"), "connection answered")
+        extra = socket.create_connection((host, port), timeout=10)
+        extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        extra.settimeout(1.5)
+        try:
+            got = extra.recv(4096)
+        except socket.timeout:
+            got = None
+        check(got is None, "connection %d answered: %r", CONNS_MAX + 1, got)
+        check("not accepting more" in tm.stderr(), "said so: %s", tm.stderr()[-2000:])
+        conns.pop().close()
+        extra.settimeout(10)
+        got = extra.recv(4096)
+        check(got.startswith(b"HTTP/1.1 200"), "answered once one closed: %r", got)
+        extra.close()
+        for c in conns:
+            c.close()
+        ct.wait_for(lambda: b"cmon_http_connections 1\n" in tm.http("/metrics")[2], 10,
+                    "the connections counted out")
+
+        # /healthz: 503 with the reason once the registry is gone
+        reg.kill()
+        ct.wait_for(lambda: tm.http("/healthz")[0] == 503, 10, "healthz 503")
+        status, hd, body = tm.http("/healthz")
+        check(body.startswith(b"registry link down"), "reason: %r", body)
+        tm.stop()
+
+        # plain HTTP beyond loopback is refused, from the command line and telemonrc
+        for i, (extra_args, rc_text) in enumerate(
+                ((["-http", "0.0.0.0:0"], ""),
+                 ([], '(defaults (http "0.0.0.0:0"))\n'))):
+            bad = tt.Telemonitor(env, None, rc_text, name="open%d" % i, extra=extra_args,
+                                 wait=False)
+            code = bad.proc.wait(20)
+            check(code == 2 and "not a loopback address" in bad.stderr(),
+                  "refused: %d %s", code, bad.stderr())
+        bad = tt.Telemonitor(env, None, '(defaults (http "no such:place"))\n', name="badrc",
+                             wait=False)
+        check(bad.proc.wait(20) == 2 and "http" in bad.stderr(), "bad address: %s",
+              bad.stderr())
+
+        # with TLS: HTTPS on any address, client certificates required
+        certs = ct.make_certs(env.dir)
+        node = dict(certs["node"], ca=certs["ca"])
+        treg = env.registry(tls=node)
+        ttm = tt.Telemonitor(env, treg, "", name="tls",
+                             extra=["-http", "0.0.0.0:0"] + ct.tls_args(node))
+        _, tport = ttm.http_addr()
+        ctx = ssl.create_default_context(cafile=certs["ca"])
+        ctx.load_cert_chain(certs["node"]["cert"], certs["node"]["key"])
+        conn = http.client.HTTPSConnection("127.0.0.1", tport, timeout=10, context=ctx)
+        conn.request("GET", "/api/v1/classes")
+        r = conn.getresponse()
+        check(r.status == 200 and r.read() == b"[]\n", "HTTPS with a client certificate")
+        conn.close()
+        anon = ssl.create_default_context(cafile=certs["ca"])
+        try:
+            conn = http.client.HTTPSConnection("127.0.0.1", tport, timeout=10,
+                                               context=anon)
+            conn.request("GET", "/api/v1/classes")
+            r = conn.getresponse()
+            refused = False
+        except (ssl.SSLError, ConnectionError, OSError):
+            refused = True
+        check(refused, "HTTPS without a client certificate is refused")
+        ttm.stop()
+
+
+ct.run_test(main)

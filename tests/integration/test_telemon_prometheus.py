@@ -1,0 +1,177 @@
+"""/metrics scraped by a real Prometheus (Debian's prometheus package): the
+exposition passes `promtool check metrics`; Prometheus scrapes it every
+second on loopback, and its query API returns the exact record count of an
+ended instance, its failures by assertion, and a report assertion's
+numbers and histogram buckets as they were stored. Label values with a
+backslash, a double quote or a newline are escaped (an assertion label
+in a spec of ours). Skipped (exit 77, with the reason) only when
+Prometheus is not installed or cannot start here."""
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import urllib.parse
+
+import cmontest as ct
+import telemontest as tt
+from cmontest import check
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+# fsread with one more assertion whose label needs escaping
+ODD_LABEL = 'odd \\ "label"'
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_prometheus(env, target):
+    """Prometheus scraping `target` every second; its port. Skips the test
+    (exit 77) if it is missing or does not become ready."""
+    if not os.access(PROMETHEUS, os.X_OK):
+        ct.skip("prometheus is not installed (Debian package prometheus; scripts/deps.sh)")
+    port = free_port()
+    conf = env.path("prometheus.yml")
+    with open(conf, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "scrape_configs:\n  - job_name: cmon\n    scrape_interval: 1s\n"
+                "    scrape_timeout: 1s\n    static_configs:\n"
+                "      - targets: ['%s']\n" % target)
+    proc = env.spawn("prometheus", [PROMETHEUS, "--config.file=" + conf,
+                                    "--storage.tsdb.path=" + env.path("tsdb"),
+                                    "--web.listen-address=127.0.0.1:%d" % port,
+                                    "--log.level=warn"])
+
+    def ready():
+        if not proc.alive():
+            return "exited"
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/-/ready")
+            ok = c.getresponse().status == 200
+            c.close()
+            return "ready" if ok else None
+        except OSError:
+            return None
+    try:
+        state = ct.wait_for(ready, 30, "prometheus to be ready")
+    except ct.TestFailure:
+        state = "not ready after 30 s"
+    if state != "ready":
+        ct.skip("prometheus could not start (%s): %s" % (state, proc.stderr()[-2000:]))
+    return port
+
+
+def query(port, expr):
+    """Prometheus's instant query: {labels-without-name: value}."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+    r = json.loads(c.getresponse().read())
+    c.close()
+    check(r.get("status") == "success", "query %s: %r", expr, r)
+    return r["data"]["result"]
+
+
+def wait_value(port, expr, want, what):
+    """Wait until `expr` gives exactly one series with value `want`."""
+    def got():
+        res = query(port, expr)
+        return res if len(res) == 1 and float(res[0]["value"][1]) == float(want) else None
+    try:
+        return ct.wait_for(got, 30, what, interval=0.5)[0]
+    except ct.TestFailure:
+        raise ct.TestFailure("%s: %s gives %r, wanted %r" % (what, expr, query(port, expr), want))
+
+
+def main():
+    with ct.Env("telemon_prometheus") as env:
+        spec = env.path("fsread.pspec")
+        with open(tt.FSREAD_SPEC) as f:
+            text = f.read()
+        label = ODD_LABEL.replace("\\", "\\\\").replace('"', '\\"')
+        with open(spec, "w") as f:
+            f.write(text.replace("end fsread",
+                                 '  assert "%s": {& r : Read : r.size < 0};\nend fsread' % label))
+        reg = env.registry()
+        rc = (tt.rc_class("fsread", spec=spec) + tt.rc_class("lectern", spec=tt.LECTERN_SPEC))
+        tm = tt.Telemonitor(env, reg, rc, extra=["-http", "127.0.0.1:0"])
+        host, port = tm.http_addr()
+
+        s = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd("--reads", 70, "--slow", "3,9"))
+        check(s.wait(30) == 0, "snarflog: %s", s.stderr())
+        lec = env.snarflog("lectern", reg=reg, cmd=tt.writer_cmd("--file", tt.LECTERN_LOG))
+        check(lec.wait(30) == 0, "snarflog: %s", lec.stderr())
+        inst = tm.instance(lambda i: i["prog"] == "fsread" and i["state"] == "ended",
+                           what="fsread to end")
+        check(inst["records"] == 210, "every record: %r", inst)
+        linst = tm.instance(lambda i: i["prog"] == "lectern" and i["state"] == "ended",
+                            what="lectern to end")
+        reports = tm.wait_failures(2, "--assert", "1-day stats")
+        latest = reports[-1]["metrics"]
+        tm.wait_failures(70 + 2, "--prog", "fsread")
+
+        # the exposition as promtool sees it
+        status, hd, body = tm.http("/metrics")
+        check(status == 200 and hd["content-type"].startswith("text/plain; version=0.0.4"),
+              "/metrics: %d %r", status, hd)
+        expo = body.decode()
+        if os.access(PROMTOOL, os.X_OK):
+            p = subprocess.run([PROMTOOL, "check", "metrics"], input=body,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+            check(p.returncode == 0, "promtool check metrics: %s\n%s",
+                  p.stdout.decode(), expo[:4000])
+        else:
+            ct.skip("promtool is not installed (Debian package prometheus)")
+        check('assert="odd \\\\ \\"label\\""' in expo, "escaped label: %s",
+              [l for l in expo.splitlines() if "odd" in l])
+
+        # Prometheus scrapes it; its query API gives the stored numbers
+        pport = start_prometheus(env, "%s:%d" % (host, port))
+        wait_value(pport, 'up{job="cmon"}', 1, "the target to be up")
+        sel = 'prog="fsread",instance_id="%d"' % inst["id"]
+        r = wait_value(pport, "cmon_records_total{%s}" % sel, 210,
+                       "records of the ended instance")
+        m = r["metric"]
+        check(m["machine"] == inst["machine"] and m["pid"] == str(inst["pid"]) and
+              m["class"] == str(inst["class"]) and m["instance"] == "%s:%d" % (host, port),
+              "labels: %r", m)
+        wait_value(pport, "cmon_lost_records_total{%s}" % sel, 0, "nothing lost")
+        wait_value(pport, 'cmon_failures_total{%s,assert="read at most 10 ms"}' % sel, 2,
+                   "the two slow reads")
+        wait_value(pport, 'cmon_failures_total{%s,assert=%s}' % (sel, json.dumps(ODD_LABEL)), 70,
+                   "the odd label, escaped and read back")
+        wait_value(pport, 'cmon_instances{state="ended"}', 2, "instances by state")
+        wait_value(pport, "cmon_store_degraded", 0, "the store is fine")
+        wait_value(pport, 'cmon_build_info{version!=""}', 1, "build info")
+
+        # a report assertion's numbers and histogram, from its latest report
+        lsel = 'prog="lectern",instance_id="%d",assert="1-day stats"' % linst["id"]
+        numbers = {k: v for k, v in latest.items() if isinstance(v, (int, float))
+                   and not isinstance(v, bool)}
+        maps = {k: v for k, v in latest.items() if isinstance(v, dict)}
+        check(numbers and maps, "the report has numbers and mappings: %r", latest)
+        for k, v in numbers.items():
+            wait_value(pport, 'cmon_report_metric{%s,metric="%s"}' % (lsel, k), v,
+                       "report metric %s" % k)
+        for k, v in maps.items():
+            flat = {kk: vv for kk, vv in v.items() if isinstance(vv, (int, float))}
+            if not flat:
+                continue
+            res = ct.wait_for(lambda: (lambda r: r if len(r) == len(flat) else None)(
+                query(pport, 'cmon_report_mapping{%s,metric="%s"}' % (lsel, k))), 30,
+                "buckets of %s" % k, interval=0.5)
+            got = {x["metric"]["key"]: float(x["value"][1]) for x in res}
+            check(got == {kk: float(vv) for kk, vv in flat.items()},
+                  "buckets of %s: %r, stored %r", k, got, flat)
+        tm.stop()
+
+
+ct.run_test(main)
