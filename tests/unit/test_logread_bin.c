@@ -585,6 +585,11 @@ static void fast_path_agrees(void **state)
         { "\x1a\x03\x88\x01\x01", 5, 0 },                               /* 2-byte tag */
         { "\x1a\x02\x00\x01", 4, 0 },                                   /* field 0 */
         { "\x1a\x03\x18\x80\x01", 5, 1 },                               /* ts 128 */
+        { "\x1a\x84\x80\x80\x80\x00\x08\x01\x18\x05", 10, 1 },    /* 5-byte Event length */
+        { "\x1a\x84\x80\x80\x80\x80\x00\x08\x01\x18\x05", 11, 0 }, /* 6-byte Event length */
+        { "\x1a\x80\x80\x80\x80\x80\x00", 7, 0 },                    /* 6-byte length 0 */
+        { "\x1a\x06\x2a\x80\x80\x80\x80\x00", 8, 1 },                /* 5-byte packed length */
+        { "\x1a\x07\x2a\x80\x80\x80\x80\x80\x00", 9, 0 },            /* 6-byte packed length */
     };
     for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
         logbin_event e;
@@ -635,6 +640,46 @@ static void fast_path_agrees(void **state)
     free(b.p);
 }
 
+/* Regression (fuzz_log_bin): protobuf-c rejects a length prefix of more
+ * than 5 bytes, whatever its value, but the fast decoder took one, so an
+ * invalid frame was read as an Event on the fast path only. */
+static void fast_path_long_length_prefix(void **state)
+{
+    static const struct {
+        const char *s;
+        size_t n;
+    } frames[] = {
+        { "\x1a\x84\x80\x80\x80\x80\x00\x08\x01\x18\x05", 11 },     /* Event length */
+        { "\x1a\x09\x08\x01\x2a\x80\x80\x80\x80\x80\x00", 11 },     /* packed values length */
+        { "\x1a\x80\x80\x80\x80\x80\x80\x80\x80\x00", 10 },           /* 9 bytes, an empty Event */
+    };
+    for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
+        const unsigned char *p = (const unsigned char *)frames[i].s;
+        logbin_event e;
+        assert_int_equal(logbin_decode_fast(p, frames[i].n, &e), 0);
+        assert_int_equal(logbin_check_fast(p, frames[i].n), 0);
+        bytes b = { 0 };
+        put_std_header(&b);
+        put_typedef(&b, true, 1, "A");
+        uint64_t bad = b.n;
+        put_frame_raw(&b, p, frames[i].n);
+        put_event(&b, (ev){ .has_type = true, .type = 1, .has_ts = true, .ts = 7 });
+        for (int fast = 0; fast <= 1; fast++) {
+            warnings w = { 0 };
+            log_reader *r = open_bytes(&b, &w);
+            logr_set_fastpath(r, fast);
+            log_record rec = next1(r);
+            assert_int_equal(rec.ts, 7);
+            assert_int_equal(rec.pos, 2);   /* the bad frame still counts as an event */
+            at_end(r);
+            assert_int_equal(w.n, 1);
+            has_warning(&w, 0, bad, "is not a valid Record");
+            log_reader_free(r);
+        }
+        free(b.p);
+    }
+}
+
 static void rewind_bin(void **state)
 {
     bytes b = { 0 };
@@ -678,6 +723,7 @@ int main(void)
         cmocka_unit_test(truncated_frames),
         cmocka_unit_test(frame_limits),
         cmocka_unit_test(fast_path_agrees),
+        cmocka_unit_test(fast_path_long_length_prefix),
         cmocka_unit_test(rewind_bin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
