@@ -47,9 +47,9 @@ def main():
             "--reads", 300, "--gate-after", 200, "--gate", gate))
         stuck = env.snarflog("stuck", reg=reg, cmd=tt.writer_cmd(
             "--reads", 300, "--gate-after", 200, "--gate", gate))
-        tm.instance(lambda i: i["prog"] == "fin" and i["records"] == 600, what="fin's records")
-        tm.instance(lambda i: i["prog"] == "stuck" and i["records"] == 600,
-                    what="stuck's records")
+        for prog in ("fin", "stuck"):
+            tm.instance(lambda i, p=prog: i["prog"] == p and i["records"] == 600,
+                        what="%s's records" % prog, timeout=60)
         fpid = int(ct.wait_file(fin_pid).strip())
         spid = int(ct.wait_file(stuck_pid).strip())
         os.killpg(fpid, signal.SIGSTOP)
@@ -74,11 +74,11 @@ def main():
         for snarf in (fin, stuck):
             check(snarf.wait(30) == 0, "snarflog: %s", snarf.stderr())
         f = tm.instance(lambda i: i["prog"] == "fin" and i["state"] == "ended",
-                        what="fin to end")
+                        what="fin to end", timeout=60)
         check(f["records"] == len(lines(out)) and f["records"] + f["lost"] == 900,
               "fin counted exactly: %r, %d in the file", f, len(lines(out)))
         s = tm.instance(lambda i: i["prog"] == "stuck" and i["state"] == "ended",
-                        what="stuck to end")
+                        what="stuck to end", timeout=60)
         check(s["lost"] >= 600 and s["records"] + s["lost"] == 900,
               "stuck: the records its killed tool never read are lost: %r", s)
         tm.stop()
