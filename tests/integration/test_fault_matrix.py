@@ -195,7 +195,7 @@ class Row:
         for prog, (fmt, blk, snarf, report) in self.progs.items():
             check(snarf.wait(60) == 0, "%s: snarflog: %s", prog, snarf.stderr()[-3000:])
             inst = tm.instance(lambda i, p=prog: i["prog"] == p and i["state"] == "ended",
-                               timeout=30, what="%s to end" % prog)
+                               timeout=90, what="%s to end" % prog)
             items = read_tool_file(self.env.path(prog + ".out"), fmt)
             got, lost = ct.check_sequence(items, COUNT)
             markers = sum(1 for k, _ in items if k == "gap")
