@@ -155,7 +155,7 @@ out_free:
 	return text;
 }
 
-/* Rows of a JSON array, newest first, with the given members. */
+/* A statement over the JSON text `json` (bound as ?1), or NULL. */
 static sqlite3_stmt *json_rows(sqlite3 *db, const char *sql, const char *json)
 {
 	sqlite3_stmt *q;

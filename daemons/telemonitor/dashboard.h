@@ -24,6 +24,11 @@
 #define DASH_INSTANCES 200              /* instances on the page, the latest */
 #define DASH_FAILURES 50                /* failures on the page, the newest */
 
+/* The page's Content-Security-Policy: its own scripts, styles and data
+ * only (no inline script or style), never framed. */
+#define DASH_CSP "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " \
+	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 /* The directory holding index.html: `opt` (-web DIR) when given, else the
  * installed CMON_WEBDIR, else the source tree's CMON_WEB_SRCDIR (running
  * from a build tree); NULL when none holds index.html. Not owned. */

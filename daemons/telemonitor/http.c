@@ -292,6 +292,9 @@ static void serve_dash(struct http *h, struct evhttp_request *req, const char *p
 		cmon_warn("http: %s: %s", path, err);
 		reply_error(req, rc == -ENOENT ? 404 : 500, err[0] ? err : "failed");
 	} else {
+		if (!strncmp(type, "text/html", 9))
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+					  "Content-Security-Policy", DASH_CSP);
 		reply(req, 200, "OK", type, body);
 	}
 	evbuffer_free(body);

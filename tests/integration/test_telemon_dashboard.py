@@ -13,7 +13,8 @@ test_telemon_stats.py): it fails "1-sec max for display" and reports
   failure rows and the instances table, and a chart canvas per metric of
   the report assertion, painted (data-drawn="1", set by dashboard.js once
   Chart.js has drawn pixels); a screenshot is saved as
-  $CMON_BUILD_DIR/tests/dashboard.png.
+  $CMON_BUILD_DIR/tests/dashboard.png;
+* -web DIR without index.html: / is a 404, the API answers.
 
 Skipped (exit 77, chromium's stderr printed) only when chromium is missing
 or cannot start."""
@@ -170,6 +171,9 @@ def main():
         text = body.decode()
         check('<script src="/static/chart.js">' in text and "<!--cmon:" not in text,
               "page: %s", text[:500])
+        with urllib.request.urlopen(base + "/", timeout=20) as r:
+            csp = r.headers.get("Content-Security-Policy", "")
+        check("script-src 'self'" in csp and "frame-ancestors 'none'" in csp, "CSP: %r", csp)
         check_tables(Page(text), failures, instances, "GET /")
         for path, ctype_want in (("/static/dashboard.js", "text/javascript"),
                                  ("/static/dashboard.css", "text/css"),
@@ -211,6 +215,18 @@ def main():
         shutil.copyfile(tmp, shot)
         print("screenshot: %s" % shot)
         tm.stop()
+
+        # -web DIR without index.html: no dashboard (404), the API still answers
+        os.makedirs(env.path("empty-web"), exist_ok=True)
+        tm2 = tt.Telemonitor(env, reg, tt.rc_class("other"), name="noweb",
+                             extra=["-http", "127.0.0.1:0", "-web", env.path("empty-web")])
+        host, port = tm2.http_addr()
+        base2 = "http://%s:%d" % (host, port)
+        status, ctype, body = get(base2, "/")
+        check(status == 404 and b"-web" in body, "GET / without files: %d %r", status, body)
+        check(get(base2, "/api/v1/status")[0] == 200, "the API without the dashboard")
+        check("no dashboard" in tm2.stderr(), "warning: %s", tm2.stderr()[-2000:])
+        tm2.stop()
 
 
 ct.run_test(main)

@@ -125,7 +125,7 @@
         var canvas = el("canvas", { "data-prog": st.prog, "data-assert": st.assert,
                                     "data-metric": s.metric, "data-kind": s.kind });
         fig.appendChild(el("h3", {}, st.prog + " · " + st.assert + " · " + s.title));
-        var holder = el("div", { "style": "position: relative; height: 16em" });
+        var holder = el("div", { "class": "holder" });
         holder.appendChild(canvas);
         fig.appendChild(holder);
         box.appendChild(fig);
