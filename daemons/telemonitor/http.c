@@ -28,6 +28,7 @@
 
 #include "cmon/log.h"
 #include "control.h"
+#include "dashboard.h"
 #include "http.h"
 #include "metrics.h"
 #include "store.h"
@@ -48,6 +49,7 @@ struct http {
 	char addr[CMON_ADDRSTR_MAX];    /* the first one, as bound */
 	struct http_count *count;       /* connections open */
 	bool paused;                    /* at HTTP_CONNS_MAX: not accepting */
+	const char *webdir;             /* the dashboard's files (dash_webdir()), or NULL */
 };
 
 /* The connection count. It outlives the server (connections are closed
@@ -271,6 +273,34 @@ static void serve_metrics(struct http *h, struct evhttp_request *req)
 	store_commit(h->tm->store);
 }
 
+/* --- the dashboard ------------------------------------------------------------ */
+
+static void serve_dash(struct http *h, struct evhttp_request *req, const char *path)
+{
+	struct evbuffer *body = evbuffer_new();
+	const char *type = NULL;
+	char err[PATH_MAX + 100] = "";
+	int rc;
+
+	if (!body) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	instances_save(h->tm);
+	rc = dash_serve(h->tm, h->webdir, path, body, &type, err, sizeof err);
+	if (rc < 0) {
+		cmon_warn("http: %s: %s", path, err);
+		reply_error(req, rc == -ENOENT ? 404 : 500, err[0] ? err : "failed");
+	} else {
+		if (!strncmp(type, "text/html", 9))
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+					  "Content-Security-Policy", DASH_CSP);
+		reply(req, 200, "OK", type, body);
+	}
+	evbuffer_free(body);
+	store_commit(h->tm->store);
+}
+
 /* --- the API ----------------------------------------------------------------- */
 
 static void add_word(struct http_args *a, const char *fmt, const char *v)
@@ -477,6 +507,8 @@ static void on_request(struct evhttp_request *req, void *arg)
 		serve_metrics(h, req);
 	else if (!strncmp(path, "/api/v1/", 8))
 		serve_api(h, req, path, query);
+	else if (dash_handles(path))
+		serve_dash(h, req, path);
 	else
 		reply_error(req, 404, "no such endpoint (see docs/http.md)");
 }
@@ -598,9 +630,14 @@ int http_open(struct tmon *tm, char *err, size_t errlen)
 	if (a.kind == CMON_ADDR_TCP)
 		a.port = cmon_socket_port(evhttp_bound_socket_get_fd(h->bound[0]));
 	cmon_addr_format(&a, h->addr, sizeof h->addr);
+	h->webdir = dash_webdir(tm->opt.web);
+	if (!h->webdir)
+		cmon_warn("http: no dashboard: %s holds no index.html", tm->opt.web ? tm->opt.web :
+			  "the installed web directory");
 	tm->http = h;
-	cmon_notice("http: serving %s on %s (API /api/v1/, /metrics, /healthz)",
-		    h->ssl ? "HTTPS" : "HTTP", h->addr);
+	cmon_notice("http: serving %s on %s (dashboard /%s%s, API /api/v1/, /metrics, /healthz)",
+		    h->ssl ? "HTTPS" : "HTTP", h->addr, h->webdir ? " from " : "",
+		    h->webdir ? h->webdir : "");
 	return 0;
 out_free:
 	http_free(h);

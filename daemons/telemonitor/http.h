@@ -13,6 +13,7 @@
  *                                      (prog, assert, since, instance, limit, before)
  *   GET /api/v1/failures/ID/window     telemonctl window ID (text/plain)
  *   GET /api/v1/stats                  telemonctl stats --json (prog, assert, day)
+ *   GET /, /static/...                 the web dashboard (dashboard.h)
  *
  * The API asks commands_run() (commands.c), the code that answers
  * telemonctl, so the two cannot drift. Only GET and HEAD are served;

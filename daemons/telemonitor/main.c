@@ -32,7 +32,7 @@
 
 static const char usage[] =
 	"usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
-	"                   [-pcheck PATH] [-store-backlog N] [-http ADDR] [-check]\n"
+	"                   [-pcheck PATH] [-store-backlog N] [-http ADDR] [-web DIR] [-check]\n"
 	"                   [-finish-tools]\n"
 	"                   [-debug]\n"
 	"                   [-tls-cert FILE -tls-key FILE] [-tls-ca FILE]\n"
@@ -58,6 +58,7 @@ static const char usage[] =
 	"  -http ADDR         serve the HTTP API, /metrics and /healthz on ADDR\n"
 	"                     (HOST:PORT, default the configuration's http, else off);\n"
 	"                     only loopback unless TLS is configured (docs/http.md)\n"
+	"  -web DIR           the web dashboard's files (default: the installed ones)\n"
 	"  -check             check the configuration and its specs, then exit\n"
 	"  -finish-tools      let the tools a killed telemonitor left running finish\n"
 	"                     their input (or kill them), correct what they are counted\n"
@@ -71,7 +72,7 @@ static const char usage[] =
 
 static void parse_args(int argc, char **argv, struct tm_options *o)
 {
-	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_BACKLOG, O_HTTP, O_CHECK, O_FINISH,
+	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_BACKLOG, O_HTTP, O_WEB, O_CHECK, O_FINISH,
 	       O_DEBUG, O_CERT, O_KEY, O_CA, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "rc", required_argument, NULL, O_RC },
@@ -81,6 +82,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		{ "pcheck", required_argument, NULL, O_PCHECK },
 		{ "store-backlog", required_argument, NULL, O_BACKLOG },
 		{ "http", required_argument, NULL, O_HTTP },
+		{ "web", required_argument, NULL, O_WEB },
 		{ "check", no_argument, NULL, O_CHECK },
 		{ "finish-tools", no_argument, NULL, O_FINISH },
 		{ "debug", no_argument, NULL, O_DEBUG },
@@ -111,6 +113,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 			}
 			break;
 		case O_HTTP: o->http = optarg; break;
+		case O_WEB: o->web = optarg; break;
 		case O_CHECK: o->check_only = true; break;
 		case O_FINISH: o->finish_tools = true; break;
 		case O_DEBUG: o->debug = true; break;

@@ -17,6 +17,7 @@
  *   alerts.c    failures -> Alertmanager (curl multi on the loop, store outbox)
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
  *   http.c      the HTTP API (through commands.c), /healthz, and /metrics (metrics.c)
+ *   dashboard.c the web dashboard at / (tables rendered with html.c, static files)
  *   setup.c     finding the configuration, state directory and checker */
 #ifndef TELEMONITOR_H
 #define TELEMONITOR_H
@@ -76,6 +77,7 @@ struct tm_options {
 	const char *regmachine;       /* -regmachine HOST[:PORT] */
 	const char *pcheck;           /* -pcheck PATH, or NULL */
 	const char *http;             /* -http ADDR, or NULL (see http.h) */
+	const char *web;              /* -web DIR: the dashboard's files, or NULL (dashboard.h) */
 	size_t store_backlog;         /* -store-backlog N, or 0 */
 	bool check_only;              /* -check: check the configuration and exit */
 	bool finish_tools;            /* -finish-tools: finish a killed run's tools and exit */

@@ -1,0 +1,393 @@
+/* The web dashboard (see dashboard.h): the page with its tables rendered
+ * in, and the few static files beside it.
+ *
+ * index.html is a template: each marker <!--cmon:NAME--> is replaced by
+ * what NAME renders (instances, failures, generated); the rest is copied
+ * as is. The tables are rendered from the API's own JSON, read back with
+ * sqlite's JSON functions (as text.c's render_metrics does). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "dashboard.h"
+#include "html.h"
+#include "store.h"
+#include "text.h"
+
+#ifndef CMON_WEBDIR
+#define CMON_WEBDIR "/usr/local/share/cmon/web"
+#endif
+#ifndef CMON_CHARTJS
+#define CMON_CHARTJS "/usr/share/javascript/chart.js/chart.min.js"
+#endif
+
+#define DASH_STR_(x) #x
+#define DASH_STR(x) DASH_STR_(x)   /* a number as a string literal */
+#define DASH_MARK "<!--cmon:"           /* a template marker: <!--cmon:NAME--> */
+#define DASH_MARK_END "-->"
+
+/* A static file: the URL path, where it is, its content type. */
+struct dash_file {
+	const char *path;               /* the URL path */
+	const char *name;               /* in the web directory, or NULL ... */
+	const char *abs;                /* ... an absolute path */
+	const char *type;               /* Content-Type */
+};
+
+static const struct dash_file files[] = {
+	{ "/", "index.html", NULL, "text/html; charset=utf-8" },
+	{ "/index.html", "index.html", NULL, "text/html; charset=utf-8" },
+	{ "/static/dashboard.js", "dashboard.js", NULL, "text/javascript; charset=utf-8" },
+	{ "/static/dashboard.css", "dashboard.css", NULL, "text/css; charset=utf-8" },
+	{ "/static/chart.js", NULL, CMON_CHARTJS, "text/javascript; charset=utf-8" },
+};
+
+static const struct dash_file *file_of(const char *path)
+{
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+		if (!strcmp(files[i].path, path))
+			return &files[i];
+	return NULL;
+}
+
+static bool has_index(const char *dir)
+{
+	char p[PATH_MAX];
+
+	if (!dir || !*dir || snprintf(p, sizeof p, "%s/index.html", dir) >= (int)sizeof p)
+		return false;
+	return access(p, R_OK) == 0;
+}
+
+const char *dash_webdir(const char *opt)
+{
+	if (opt)
+		return has_index(opt) ? opt : NULL;
+	if (has_index(CMON_WEBDIR))
+		return CMON_WEBDIR;
+#ifdef CMON_WEB_SRCDIR
+	if (has_index(CMON_WEB_SRCDIR))
+		return CMON_WEB_SRCDIR;
+#endif
+	return NULL;
+}
+
+bool dash_handles(const char *path)
+{
+	return file_of(path) != NULL;
+}
+
+/* Read a regular file of at most DASH_FILE_MAX bytes into `b`. */
+static int read_file(const char *path, struct sbuf *b, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	char chunk[16384];
+	ssize_t n;
+
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return rc == -ENOENT || rc == -ENOTDIR ? -ENOENT : rc;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)DASH_FILE_MAX) {
+		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", path,
+			 DASH_FILE_MAX);
+		rc = -EFBIG;
+		goto out_close;
+	}
+	while ((n = read(fd, chunk, sizeof chunk)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || b->len + (size_t)n > DASH_FILE_MAX) {
+			snprintf(err, errlen, "%s: %s", path, n < 0 ? strerror(errno) : "too large");
+			rc = n < 0 ? -EIO : -EFBIG;
+			goto out_close;
+		}
+		sb_add(b, chunk, (size_t)n);
+	}
+	if (b->oom) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+	}
+out_close:
+	close(fd);
+	return rc;
+}
+
+/* Run a telemonctl command with JSON output (the API's answer) and take
+ * its text (caller frees), or NULL with `err`. */
+static char *api_json(struct tmon *tm, const char *const *words, bool newest_first, char *err,
+		      size_t errlen)
+{
+	struct ctl_request r = { .json = true, .newest_first = newest_first };
+	struct evbuffer *out = evbuffer_new();
+	char *argv[8], *text = NULL;
+	size_t len;
+
+	if (!out) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	while (words[r.argc] && r.argc < 8) {
+		argv[r.argc] = (char *)words[r.argc];
+		r.argc++;
+	}
+	r.argv = argv;
+	if (commands_run(tm, &r, out, err, errlen) < 0)
+		goto out_free;
+	len = evbuffer_get_length(out);
+	text = malloc(len + 1);
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
+	evbuffer_remove(out, text, len);
+	text[len] = '\0';
+out_free:
+	evbuffer_free(out);
+	return text;
+}
+
+/* A statement over the JSON text `json` (bound as ?1), or NULL. */
+static sqlite3_stmt *json_rows(sqlite3 *db, const char *sql, const char *json)
+{
+	sqlite3_stmt *q;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(q, 1, json, -1, SQLITE_STATIC);
+	return q;
+}
+
+static const char *col(sqlite3_stmt *q, int c)
+{
+	const unsigned char *s = sqlite3_column_text(q, c);
+	return s ? (const char *)s : "";
+}
+
+/* <!--cmon:instances-->: the table of /api/v1/instances?all=1. */
+static int render_instances(struct tmon *tm, struct sbuf *b, char *err, size_t errlen)
+{
+	static const char *const words[] = { "instances", "all=1", "limit=" DASH_STR(DASH_INSTANCES),
+					     NULL };
+	char *json = api_json(tm, words, false, err, errlen);
+	sqlite3_stmt *q;
+	int rows = 0;
+
+	if (!json)
+		return -EIO;
+	q = json_rows(store_db(tm->store),
+		      "SELECT json_extract(value, '$.id'), json_extract(value, '$.prog'),"
+		      " json_extract(value, '$.machine'), json_extract(value, '$.pid'),"
+		      " json_extract(value, '$.state'), json_extract(value, '$.records'),"
+		      " json_extract(value, '$.lost'), json_extract(value, '$.gaps'),"
+		      " json_extract(value, '$.failures'), json_extract(value, '$.seen'),"
+		      " json_extract(value, '$.ended'), json_extract(value, '$.status')"
+		      " FROM json_each(?1) ORDER BY key DESC", json);
+	if (!q) {
+		snprintf(err, errlen, "store: cannot read the instances");
+		free(json);
+		return -EIO;
+	}
+	sb_printf(b, "<table id=\"instances\">\n<thead><tr><th>ID</th><th>Program</th>"
+		  "<th>Machine</th><th>PID</th><th>State</th><th>Records</th><th>Lost</th>"
+		  "<th>Gaps</th><th>Loss</th><th>Failures</th><th>Seen</th><th>Ended</th>"
+		  "<th>Status</th></tr></thead>\n<tbody>\n");
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		long long recs = sqlite3_column_int64(q, 5), lost = sqlite3_column_int64(q, 6);
+		char loss[32];
+		snprintf(loss, sizeof loss, "%.2f%%",
+			 recs + lost > 0 ? 100.0 * (double)lost / (double)(recs + lost) : 0.0);
+		sb_printf(b, "<tr id=\"instance-%lld\" class=\"state-", sqlite3_column_int64(q, 0));
+		html_text(b, col(q, 4));
+		sb_printf(b, "\">");
+		html_cell_num(b, sqlite3_column_int64(q, 0));
+		html_cell(b, NULL, col(q, 1));
+		html_cell(b, NULL, col(q, 2));
+		html_cell_num(b, sqlite3_column_int64(q, 3));
+		html_cell(b, "state", col(q, 4));
+		html_cell_num(b, recs);
+		html_cell_num(b, lost);
+		html_cell_num(b, sqlite3_column_int64(q, 7));
+		html_cell(b, lost ? "num loss" : "num", loss);
+		html_cell_num(b, sqlite3_column_int64(q, 8));
+		html_cell(b, "time", col(q, 9));
+		html_cell(b, "time", col(q, 10));
+		html_cell(b, NULL, col(q, 11));
+		sb_printf(b, "</tr>\n");
+		rows++;
+	}
+	if (!rows)
+		sb_printf(b, "<tr class=\"empty\"><td colspan=\"13\">no instances yet</td></tr>\n");
+	sb_printf(b, "</tbody>\n</table>\n");
+	sqlite3_finalize(q);
+	free(json);
+	return 0;
+}
+
+/* <!--cmon:failures-->: the table of /api/v1/failures?limit=DASH_FAILURES. */
+static int render_failures(struct tmon *tm, struct sbuf *b, char *err, size_t errlen)
+{
+	static const char *const words[] = { "failures", "limit=" DASH_STR(DASH_FAILURES), NULL };
+	sqlite3 *db = store_db(tm->store);
+	char *json = api_json(tm, words, true, err, errlen);
+	sqlite3_stmt *q;
+	int rows = 0;
+
+	if (!json)
+		return -EIO;
+	q = json_rows(db,
+		      "SELECT json_extract(value, '$.id'), json_extract(value, '$.time_iso'),"
+		      " json_extract(value, '$.prog'), json_extract(value, '$.machine'),"
+		      " json_extract(value, '$.pid'), json_extract(value, '$.assert'),"
+		      " json_extract(value, '$.line'), json_extract(value, '$.metrics'),"
+		      " json_extract(value, '$.window'), json_extract(value, '$.report'),"
+		      " json_extract(value, '$.instance'), json_extract(value, '$.silenced'),"
+		      " json_extract(value, '$.acked')"
+		      " FROM json_each(?1) ORDER BY key", json);
+	if (!q) {
+		snprintf(err, errlen, "store: cannot read the failures");
+		free(json);
+		return -EIO;
+	}
+	sb_printf(b, "<table id=\"failures\">\n<thead><tr><th>ID</th><th>Time (UTC)</th>"
+		  "<th>Program</th><th>Machine</th><th>PID</th><th>Assertion</th><th>Line</th>"
+		  "<th>Metrics</th><th>Flags</th><th>Log</th></tr></thead>\n<tbody>\n");
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		long long id = sqlite3_column_int64(q, 0);
+		bool labelled = sqlite3_column_type(q, 5) != SQLITE_NULL;
+		char *metrics = render_metrics(db, (const char *)sqlite3_column_text(q, 7));
+		char flags[64];
+		snprintf(flags, sizeof flags, "%s%s%s", sqlite3_column_int(q, 9) ? "report " : "",
+			 sqlite3_column_type(q, 11) != SQLITE_NULL ? "silenced " : "",
+			 sqlite3_column_int(q, 12) ? "acked" : "");
+		sb_printf(b, "<tr id=\"failure-%lld\" data-id=\"%lld\" data-instance=\"%lld\""
+			  " data-prog=\"", id, id, sqlite3_column_int64(q, 10));
+		html_text(b, col(q, 2));
+		sb_printf(b, "\" data-assert=\"");
+		html_text(b, labelled ? col(q, 5) : "");
+		sb_printf(b, "\" data-report=\"%d\">", sqlite3_column_int(q, 9) ? 1 : 0);
+		html_cell_num(b, id);
+		html_cell(b, "time", col(q, 1));
+		html_cell(b, NULL, col(q, 2));
+		html_cell(b, NULL, col(q, 3));
+		html_cell_num(b, sqlite3_column_int64(q, 4));
+		html_cell(b, labelled ? "assert" : "assert unlabelled",
+			  labelled ? col(q, 5) : "(unlabelled)");
+		html_cell_num(b, sqlite3_column_int64(q, 6));
+		html_cell(b, "metrics", metrics ? metrics : "");
+		html_cell(b, "flags", flags);
+		if (sqlite3_column_int(q, 8))
+			sb_printf(b, "<td><a class=\"window\" href=\"/api/v1/failures/%lld/window\">"
+				  "window</a></td>", id);
+		else
+			sb_printf(b, "<td></td>");
+		sb_printf(b, "</tr>\n");
+		free(metrics);
+		rows++;
+	}
+	if (!rows)
+		sb_printf(b, "<tr class=\"empty\"><td colspan=\"10\">no failures</td></tr>\n");
+	sb_printf(b, "</tbody>\n</table>\n");
+	sqlite3_finalize(q);
+	free(json);
+	return 0;
+}
+
+/* <!--cmon:generated-->: when the page was rendered. */
+static int render_generated(struct tmon *tm, struct sbuf *b, char *err, size_t errlen)
+{
+	char when[40];
+
+	(void)tm, (void)err, (void)errlen;
+	html_text(b, iso_time((double)time(NULL), when, sizeof when));
+	return 0;
+}
+
+/* The template's markers and what renders them. */
+static const struct {
+	const char *name;
+	int (*render)(struct tmon *tm, struct sbuf *b, char *err, size_t errlen);
+} marks[] = {
+	{ "instances", render_instances },
+	{ "failures", render_failures },
+	{ "generated", render_generated },
+};
+
+/* Copy the template `t`, replacing its markers. */
+static int render_page(struct tmon *tm, const char *t, struct sbuf *out, char *err, size_t errlen)
+{
+	const char *m;
+
+	while ((m = strstr(t, DASH_MARK)) != NULL) {
+		const char *name = m + strlen(DASH_MARK), *end = strstr(name, DASH_MARK_END);
+		if (!end)
+			break;
+		sb_add(out, t, (size_t)(m - t));
+		for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+			if (strlen(marks[i].name) == (size_t)(end - name) &&
+			    !strncmp(marks[i].name, name, (size_t)(end - name))) {
+				int rc = marks[i].render(tm, out, err, errlen);
+				if (rc < 0)
+					return rc;
+			}
+		}
+		t = end + strlen(DASH_MARK_END);
+	}
+	sb_add(out, t, strlen(t));
+	if (out->oom) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int dash_serve(struct tmon *tm, const char *webdir, const char *path, struct evbuffer *body,
+	       const char **type, char *err, size_t errlen)
+{
+	const struct dash_file *f = file_of(path);
+	struct sbuf text = { 0 }, page = { 0 };
+	char p[PATH_MAX];
+	int rc;
+
+	if (!f) {
+		snprintf(err, errlen, "no such file");
+		return -ENOENT;
+	}
+	if (f->name) {
+		if (!webdir) {
+			snprintf(err, errlen, "the dashboard's files were not found "
+				 "(telemonitor -web DIR)");
+			return -ENOENT;
+		}
+		if (snprintf(p, sizeof p, "%s/%s", webdir, f->name) >= (int)sizeof p) {
+			snprintf(err, errlen, "web directory path too long");
+			return -ENAMETOOLONG;
+		}
+	} else {
+		snprintf(p, sizeof p, "%s", f->abs);
+	}
+	rc = read_file(p, &text, err, errlen);
+	if (rc < 0)
+		goto out_free;
+	if (!strcmp(f->name ? f->name : "", "index.html")) {
+		rc = render_page(tm, text.s ? text.s : "", &page, err, errlen);
+		if (rc < 0)
+			goto out_free;
+		evbuffer_add(body, page.s ? page.s : "", page.len);
+	} else {
+		evbuffer_add(body, text.s ? text.s : "", text.len);
+	}
+	*type = f->type;
+out_free:
+	sb_free(&text);
+	sb_free(&page);
+	return rc;
+}
