@@ -96,12 +96,12 @@ i = s[-1] if s else None
 print("%s %d %d" % (i["state"], i["records"], i["lost"]) if i else "none 0 0")'
 }
 stream() {                              # $1: path to hammer, or "none"
-    rm -f "$W/stop"
+    rm -f "$W/stop" "$W"/hammered.*
     hp=""
     if [ "$1" != none ]; then
         j=0
         while [ $j -lt "$LOOPS" ]; do
-            $CLIENT hammer "$H" "$1" "$W/stop" >> "$W/hammered" &
+            $CLIENT hammer "$H" "$1" "$W/stop" > "$W/hammered.$j" &
             hp="$! $hp"; j=$((j + 1))
         done
         sleep 0.5
@@ -118,19 +118,21 @@ stream() {                              # $1: path to hammer, or "none"
     T1=$(date +%s.%N)
     touch "$W/stop"
     for p in $hp; do wait "$p"; done
-    echo "$2 $3 $(echo "$2 / ($T1 - $T0)" | bc -l) $LONGEST"
+    REQ=$(cat "$W"/hammered.* 2>/dev/null | awk '{ n += $1 } END { print n + 0 }')
+    printf '%s %s %.0f %s %s %.2f\n' "$2" "$3" "$(echo "$2 / ($T1 - $T0)" | bc -l)" \
+        "$LONGEST" "$REQ" "$(echo "$T1 - $T0" | bc -l)"
 }
 echo
 echo "2. $((3 * READS)) records at $((3 * RATE))/s under snarflog, medians of $REPS runs"
-printf '   %-40s %9s %6s %11s %12s %9s\n' "load" "received" "lost" "records/s" \
-    "longest write" "requests"
+printf '   %-40s %9s %6s %11s %13s %9s %6s\n' "load" "received" "lost" "records/s" \
+    "longest write" "requests" "wall s"
 for load in none "/api/v1/failures?limit=100" /metrics; do
-    : > "$W/s"; : > "$W/hammered"
+    : > "$W/s"
     i=0
     while [ $i -lt "$REPS" ]; do stream "$load" >> "$W/s"; i=$((i + 1)); done
-    REQ=$(awk '{ n += $1 } END { print n + 0 }' "$W/hammered")
-    printf '   %-40s %9s %6s %11.0f %10s ms %9s\n' \
+    printf '   %-40s %9s %6s %11.0f %10s ms %9s %6.1f\n' \
         "$([ "$load" = none ] && echo "none" || echo "$LOOPS x GET $load")" \
         "$(col 1 "$W/s")" "$(col 2 "$W/s")" "$(col 3 "$W/s")" "$(col 4 "$W/s")" \
-        "$([ "$load" = none ] && echo - || echo "$((REQ / REPS))/run")"
+        "$(col 5 "$W/s")" "$(col 6 "$W/s")"
+    sed 's/^/      one run: /' "$W/s"
 done
