@@ -6,7 +6,9 @@
 # sample log. Then the whole suite on loopback: a registry, a telemonitor
 # configured by config/examples/telemonrc, and the example program
 # fsread-demo wrapped by snarflog; the telemonitor checks its log as it is
-# written and stores the failures with the log around them. Everything the
+# written and stores the failures with the log around them, and serves them
+# over HTTP on loopback (docs/http.md): the API, /metrics for Prometheus
+# and the dashboard at /. Everything the
 # demo starts is stopped when it ends (or is interrupted); the telemonitor's
 # state is kept in BUILD_DIR/demo for a look afterwards.
 set -eu
@@ -50,14 +52,19 @@ done
 R=127.0.0.1:$(cat "$D/reg.port")
 echo "telemonreg listening on $R"
 
-echo "telemonitor -rc config/examples/telemonrc -state \$D/state -regmachine $R"
-"$TM" -rc "$EX/telemonrc" -state "$D/state" -regmachine "$R" 2>"$D/telemonitor.log" &
+echo "telemonitor -rc config/examples/telemonrc -state \$D/state -regmachine $R -http 127.0.0.1:0"
+"$TM" -rc "$EX/telemonrc" -state "$D/state" -regmachine "$R" -http 127.0.0.1:0 \
+    2>"$D/telemonitor.log" &
 pids="$! $pids"
 export TELEMON_STATE="$D/state"
 i=0
 until "$CTL" status >/dev/null 2>&1; do
     i=$((i + 1)); [ $i -lt 100 ] || { cat "$D/telemonitor.log"; exit 1; }; sleep 0.05
 done
+# port 0: the kernel chose the port; telemonctl status shows it as bound
+H=$("$CTL" status --json | sed -n 's/.*"http":"\([^"]*\)".*/\1/p')
+[ -n "$H" ] || { echo "demo: the telemonitor serves no HTTP"; cat "$D/telemonitor.log"; exit 1; }
+echo "telemonitor serving HTTP on $H"
 run "$CTL" classes
 
 say "3. fsread-demo under snarflog: 4 threads, 300 reads each, 2% of them slow"
@@ -82,5 +89,22 @@ if [ -n "$first" ]; then
     echo
     echo "To see a failure's log window:  telemonctl -state $D/state window ID"
     echo "(telemonctl asks a running telemonitor; to look at the demo's state later, start"
-    echo " $TM -rc $EX/telemonrc -state $D/state)"
+    echo " $TM -rc $EX/telemonrc -state $D/state -http 127.0.0.1:7363)"
+fi
+
+# --- 6. the same over HTTP ----------------------------------------------------
+say "6. The same over HTTP: Prometheus metrics, the API and the dashboard"
+echo "$ curl -s http://$H/metrics | grep -E '^cmon_(records|failures)_total\\{prog=\"fsread\"' | head -4"
+curl -s "http://$H/metrics" | grep -E '^cmon_(records|failures)_total\{prog="fsread"' | head -4 |
+    cut -c1-160
+echo "$ curl -s 'http://$H/api/v1/failures?limit=1'"
+curl -s "http://$H/api/v1/failures?limit=1" | cut -c1-160
+echo
+echo
+echo "Prometheus metrics: http://$H/metrics   (docs/http.md)"
+if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$H/")" = 200 ]; then
+    echo "Dashboard:          http://$H/"
+else
+    echo "Dashboard:          http://$H/   (not served by this build yet: the API is at"
+    echo "                    http://$H/api/v1/)"
 fi

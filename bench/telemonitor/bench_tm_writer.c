@@ -1,12 +1,15 @@
 /* bench_tm_writer — a monitored program for bench/telemonitor/run.sh.
  *
- *   bench_tm_writer [-reads N] [-slow-every K]
+ *   bench_tm_writer [-reads N] [-slow-every K] [-rate R]
  *   bench_tm_writer -latency STATEDIR -prog NAME [-trials T]
  *
  * Writes an fsread log (config/examples/fsread.pspec) in cmon-ascii 1 to
  * CMON_LOG_FD (as snarflog provides), else to the file CMON_LOG, else to
  * standard output, as fast as the pipe takes it (blocking writes). Every
- * K-th read is slow (20 ms, failing "read at most 10 ms").
+ * K-th read is slow (20 ms, failing "read at most 10 ms"). With -rate it
+ * writes R reads (3R records) a second, what is due every millisecond,
+ * times every write(), and prints "READS SECONDS LONGEST_WRITE_MS" at the
+ * end (bench/http/run.sh).
  *
  * With -latency it measures how soon a failure is queryable: it writes a
  * slow read, then asks the telemonitor at STATEDIR (its control socket,
@@ -29,13 +32,19 @@ static int out_fd = 1;
 static long t_ticks = 1000000;
 static char buf[1 << 16];
 static size_t blen;
+static double longest_write;    /* seconds, with -rate */
+
+static double now(void);
 
 static void flush(void)
 {
 	size_t off = 0;
 
 	while (off < blen) {
+		double t0 = now();
 		ssize_t w = write(out_fd, buf + off, blen - off);
+		if (now() - t0 > longest_write)
+			longest_write = now() - t0;
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
@@ -106,7 +115,7 @@ static long count_failures(const char *state, const char *prog)
 
 int main(int argc, char **argv)
 {
-	long reads = 1000, slow_every = 0, trials = 10;
+	long reads = 1000, slow_every = 0, trials = 10, rate = 0;
 	const char *latency = NULL, *prog = "fsread", *fdenv = getenv("CMON_LOG_FD");
 
 	for (int i = 1; i < argc; i++) {
@@ -116,12 +125,14 @@ int main(int argc, char **argv)
 			slow_every = atol(argv[++i]);
 		else if (!strcmp(argv[i], "-latency") && i + 1 < argc)
 			latency = argv[++i];
+		else if (!strcmp(argv[i], "-rate") && i + 1 < argc)
+			rate = atol(argv[++i]);
 		else if (!strcmp(argv[i], "-prog") && i + 1 < argc)
 			prog = argv[++i];
 		else if (!strcmp(argv[i], "-trials") && i + 1 < argc)
 			trials = atol(argv[++i]);
 		else {
-			fprintf(stderr, "usage: bench_tm_writer [-reads N] [-slow-every K] "
+			fprintf(stderr, "usage: bench_tm_writer [-reads N] [-slow-every K] [-rate R] "
 					"[-latency STATEDIR -prog NAME -trials T]\n");
 			return 2;
 		}
@@ -135,6 +146,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	blen = (size_t)snprintf(buf, sizeof buf, "#cmon-ascii 1\n#program %s\n#tick-ns 1\n", prog);
+	if (!latency && rate > 0) {
+		double t0 = now(), dt;
+		long i = 0;
+		struct timespec ms = { 0, 1000000 };
+		while (i < reads) {
+			long due = (long)((now() - t0) * (double)rate) + 1;
+			for (; i < reads && i < due; i++)
+				one_read(slow_every > 0 && i % slow_every == slow_every - 1);
+			flush();
+			nanosleep(&ms, NULL);
+		}
+		dt = now() - t0;
+		printf("%ld %.3f %.1f\n", reads, dt, longest_write * 1000);
+		return 0;
+	}
 	if (!latency) {
 		for (long i = 0; i < reads; i++)
 			one_read(slow_every > 0 && i % slow_every == slow_every - 1);

@@ -294,7 +294,9 @@ out_sql:
 
 /* --- failures and reports ------------------------------------------------------ */
 
-/* An assertion's name in labels: its label, or "line N". */
+/* An assertion's name in labels: its label, or "line N". The store's
+ * indexes failures_series and failures_reports are on this expression
+ * (store.c, migration 6 -> 7): change both together. */
 #define ASSERT_NAME "coalesce(assert, 'line ' || line)"
 
 static int failures(struct tmon *tm, struct gather *g, char *err, size_t errlen)

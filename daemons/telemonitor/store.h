@@ -37,7 +37,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)

@@ -88,7 +88,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 6        # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 7        # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -114,6 +114,7 @@ def main():
                          "ALTER TABLE instances DROP COLUMN token; DROP TABLE store_outages;"
                          "DROP INDEX verdicts_time; DROP TABLE silences;"
                          "DROP TABLE alert_outbox; DROP TABLE alerts_open;"
+                         "DROP INDEX failures_series; DROP INDEX failures_reports;"
                          "ALTER TABLE failures DROP COLUMN report;"
                          "ALTER TABLE failures DROP COLUMN silence_id;"
                          "ALTER TABLE failures DROP COLUMN acked;"
@@ -121,7 +122,7 @@ def main():
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()
-        check(all("schema upgraded to version %d" % v in tm.stderr() for v in (2, 3, 4, 5, 6)),
+        check(all("schema upgraded to version %d" % v in tm.stderr() for v in (2, 3, 4, 5, 6, 7)),
               "upgrade logged: %s", tm.stderr())
         check(tm.json("status")["schema"] == SCHEMA, "upgraded: %r", tm.json("status"))
 
