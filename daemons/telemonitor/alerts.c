@@ -10,6 +10,7 @@
 
 #include "alerts.h"
 #include "cmon/log.h"
+#include "http.h"
 #include "store.h"
 #include "text.h"
 
@@ -377,8 +378,18 @@ void alerts_failure(struct tmon *tm, const char *url, uint32_t class_id,
 		sb_printf(&b, ",\"window\":");
 		sb_json_str(&b, cmd);
 	}
-	sb_printf(&b, ",\"failure\":\"%" PRIu64 "\"},\"startsAt\":\"%s\"}", failure_id,
+	sb_printf(&b, ",\"failure\":\"%" PRIu64 "\"},\"startsAt\":\"%s\"", failure_id,
 		  iso_time(now, when, sizeof when));
+	if (http_address(tm)) {
+		/* the window over the telemonitor's own HTTP API: Alertmanager's
+		 * link back to the source of the alert */
+		char url[300];
+		snprintf(url, sizeof url, "%s://%s/api/v1/failures/%" PRIu64 "/window",
+			 http_scheme(tm), http_address(tm), failure_id);
+		sb_printf(&b, ",\"generatorURL\":");
+		sb_json_str(&b, url);
+	}
+	sb_add(&b, "}", 1);
 	alert = b.oom ? NULL : sb_take(&b);
 	sb_free(&b);
 	if (!ep || !alert) {

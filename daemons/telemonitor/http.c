@@ -662,6 +662,11 @@ const char *http_address(const struct tmon *tm)
 	return tm->http ? tm->http->addr : NULL;
 }
 
+const char *http_scheme(const struct tmon *tm)
+{
+	return tm->http && tm->http->ssl ? "https" : "http";
+}
+
 size_t http_connections(const struct tmon *tm)
 {
 	return tm->http ? tm->http->count->conns : 0;

@@ -48,6 +48,9 @@ void http_close(struct tmon *tm);
  * NULL when the server is off. */
 const char *http_address(const struct tmon *tm);
 
+/* "https" when the server speaks TLS, else "http". */
+const char *http_scheme(const struct tmon *tm);
+
 /* Connections open now. */
 size_t http_connections(const struct tmon *tm);
 

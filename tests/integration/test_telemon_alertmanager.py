@@ -105,7 +105,7 @@ def main():
         rc = ('(defaults (alertmanager "http://127.0.0.1:%d/"))\n' % am.port +
               tt.rc_class("fsread", spec=spec) +
               tt.rc_class("slowly", spec=spec))
-        tm = tt.Telemonitor(env, reg, rc)
+        tm = tt.Telemonitor(env, reg, rc, extra=["-http", "127.0.0.1:0"])
 
         # 1. a failure is listed with its labels and annotations; the
         #    instance lingers so the alert stays active for a while
@@ -127,6 +127,9 @@ def main():
               "telemonctl -state" in ann["window"] and ann["spec"].endswith("am.pspec:11") and
               "size = 8192" in ann["metrics"] and '"read at most 10 ms" failed' in ann["summary"],
               "annotations: %r", ann)
+        http = tm.json("status")["http"]
+        check(a.get("generatorURL") == "http://%s/api/v1/failures/%d/window" % (http, fails[0]["id"]),
+              "generatorURL links to the window over the HTTP API: %r", a)
         check(a["status"]["state"] == "active", "active: %r", a)
         check(am.alerts(alertname="read stats") == [], "a report assertion is not alerted")
         check("1 sent, 0 queued" in tm.json("status")["alertmanager"], "status: %r",
