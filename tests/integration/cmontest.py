@@ -98,6 +98,16 @@ def wait_for(pred, timeout=10.0, what="condition", interval=0.02):
         time.sleep(interval)
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a server
+    that must be told its port, or restarted on the same one)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def wait_file(path, timeout=10.0):
     """Wait until `path` exists and is non-empty; return its text."""
     def ready():

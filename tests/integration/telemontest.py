@@ -14,11 +14,19 @@ the monitored program, writing an fsread log (config/examples/fsread.pspec)
 to CMON_LOG_FD with chosen slow reads, optional gates and pacing.
 """
 
+import email
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
+import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)   # both deprecated in 3.11
+    import asyncore
+    import smtpd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cmontest as ct  # noqa: E402
@@ -29,7 +37,49 @@ FSREAD_SPEC = os.path.abspath(os.path.join(EXAMPLES, "fsread.pspec"))
 LECTERN_SPEC = os.path.abspath(os.path.join(ct.SOURCE, "tests", "lang", "lectern.pspec"))
 LECTERN_LOG = os.path.abspath(os.path.join(ct.SOURCE, "tests", "lang", "lectern.log"))
 
+# fsread with a report assertion beside an alert (alert hygiene, Alertmanager)
+FSREAD_REPORT_SPEC = """perfspec fsread
+  timed event StartRead(tid, size);
+              EndRead(tid);
+  event CacheHit(tid);
+  interval Read =
+    s: StartRead, e: EndRead where e.tid = s.tid
+  metrics
+    time = ts(e) - ts(s),
+    size = s.size
+  end Read;
+  assert "read at most 10 ms": {& r : Read : r.time <= 10 ms};
+  assert "read stats": {& r : Read : false};
+end fsread
+"""
+
 MS = 1000000          # ticks per millisecond in the fsread logs (tick-ns 1)
+
+
+class MailSink(smtpd.SMTPServer):
+    """A local SMTP relay on 127.0.0.1:PORT (0: the kernel's choice), served
+    from a thread until close(); keeps every message it is given
+    (email.message.Message), in order, in .messages."""
+
+    def __init__(self, port=0):
+        super().__init__(("127.0.0.1", port), None, decode_data=False)
+        self.port = self.socket.getsockname()[1]
+        self.messages = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        while not self._stop.is_set():
+            asyncore.loop(timeout=0.05, count=1)
+
+    def process_message(self, peer, mailfrom, rcpttos, data, **kw):
+        self.messages.append(email.message_from_bytes(data))
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+        super().close()
 
 
 class Telemonitor:

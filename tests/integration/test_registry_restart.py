@@ -3,19 +3,11 @@ port learns every running instance again because snarflogs re-announce
 (with capped backoff); a snarflog started before any registry exists
 announces once one appears. Meanwhile the program is never held up and
 its log stays complete for a consumer that connects afterwards."""
-import socket
 import time
 
 import cmontest as ct
 from cmontest import check
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def main():
@@ -53,7 +45,7 @@ def main():
         check("re-announced" in snarf.stderr(), "snarflog should log the re-announce")
 
         # A snarflog started before the registry exists.
-        port3 = free_port()
+        port3 = ct.free_port()
         fake = type("R", (), {"addr": lambda self: "127.0.0.1:%d" % port3})()
         writer = ct.logwriter_cmd("--count", "10", "--gate-after", "5", "--gate", gate + "3")
         early = env.snarflog("early", reg=fake, cmd=writer)

@@ -29,7 +29,6 @@ failure is then stored with, and the outbox (mail_queue) ends empty.
 Needs root (mount, chattr) and a mount namespace (unshare -m), so the
 tmpfs is private to the test; otherwise it is skipped (exit 77), never
 passed."""
-import email
 import errno
 import os
 import re
@@ -38,13 +37,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import threading
-import warnings
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)   # both deprecated in 3.11
-    import asyncore
-    import smtpd
 
 import cmontest as ct
 import telemontest as tt
@@ -154,22 +147,8 @@ class Notify:
                            "sd_notify with %r" % text)
 
 
-class Sink(smtpd.SMTPServer):
-    """A local mail relay that keeps every message, served by a thread."""
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), None, decode_data=False)
-        self.port = self.socket.getsockname()[1]
-        self.messages = []
-        self.stop = threading.Event()
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    def serve(self):
-        while not self.stop.is_set():
-            asyncore.loop(timeout=0.05, count=1)
-
-    def process_message(self, peer, mailfrom, rcpttos, data, **kw):
-        self.messages.append(email.message_from_bytes(data))
+class Sink(tt.MailSink):
+    """The local mail relay, and the failures its mails name."""
 
     def failure_ids(self):
         """The failure ids the mails name (their log window commands)."""
@@ -341,7 +320,6 @@ def read_only(env, reg):
                 "the outbox to be empty (each mail queued, then done)")
     db.close()
     tm.stop()
-    sink.stop.set()
     sink.close()
 
 

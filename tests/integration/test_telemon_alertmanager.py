@@ -18,7 +18,6 @@ Skips (exit 77) with the reason when Alertmanager is not installed or does
 not start."""
 import json
 import os
-import socket
 import time
 import urllib.request
 
@@ -27,20 +26,7 @@ import telemontest as tt
 from cmontest import check
 
 AM = "/usr/bin/prometheus-alertmanager"
-SPEC = """perfspec fsread
-  timed event StartRead(tid, size);
-              EndRead(tid);
-  event CacheHit(tid);
-  interval Read =
-    s: StartRead, e: EndRead where e.tid = s.tid
-  metrics
-    time = ts(e) - ts(s),
-    size = s.size
-  end Read;
-  assert "read at most 10 ms": {& r : Read : r.time <= 10 ms};
-  assert "read stats": {& r : Read : false};
-end fsread
-"""
+SPEC = tt.FSREAD_REPORT_SPEC
 CONFIG = """route:
   receiver: "null"
   group_wait: 1s
@@ -48,13 +34,6 @@ receivers:
   - name: "null"
 """
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Alertmanager:
@@ -96,7 +75,7 @@ def main():
         ct.skip("%s is not installed (Debian package prometheus-alertmanager; "
                 "scripts/deps.sh installs it)" % AM)
     with ct.Env("telemon_alertmanager") as env:
-        am = Alertmanager(env, free_port())
+        am = Alertmanager(env, ct.free_port())
         am.start()
         spec = env.path("am.pspec")
         with open(spec, "w") as f:

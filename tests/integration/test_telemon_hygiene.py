@@ -15,55 +15,18 @@
 - retention: 1,200 failures (with windows) older than (retention "1 day")
   are pruned in batches of 500 per second while the service runs, newer
   ones stay, the pruning is logged, status shows the retention."""
-import email
 import os
 import re
 import sqlite3
-import threading
 import time
-import warnings
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)   # both deprecated in 3.11
-    import asyncore
-    import smtpd
 
 import cmontest as ct
 import telemontest as tt
 from cmontest import check
 
-SPEC = """perfspec fsread
-  timed event StartRead(tid, size);
-              EndRead(tid);
-  event CacheHit(tid);
-  interval Read =
-    s: StartRead, e: EndRead where e.tid = s.tid
-  metrics
-    time = ts(e) - ts(s),
-    size = s.size
-  end Read;
-  assert "read at most 10 ms": {& r : Read : r.time <= 10 ms};
-  assert "read stats": {& r : Read : false};
-end fsread
-"""
+SPEC = tt.FSREAD_REPORT_SPEC
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
-
-
-class Sink(smtpd.SMTPServer):
-    """Keeps every message it is given."""
-
-    def __init__(self, port=0):
-        super().__init__(("127.0.0.1", port), None, decode_data=False)
-        self.port = self.socket.getsockname()[1]
-        self.messages = []
-
-    def process_message(self, peer, mailfrom, rcpttos, data, **kw):
-        self.messages.append(email.message_from_bytes(data))
-
-
-def serve(stop):
-    while not stop.is_set():
-        asyncore.loop(timeout=0.05, count=1, map=None)
 
 
 def subjects(sink):
@@ -77,10 +40,7 @@ def run(env, reg, prog, reads, slow):
 
 def main():
     with ct.Env("telemon_hygiene") as env:
-        sink = Sink()
-        stop = threading.Event()
-        th = threading.Thread(target=serve, args=(stop,), daemon=True)
-        th.start()
+        sink = tt.MailSink()
         spec = env.path("hyg.pspec")
         with open(spec, "w") as f:
             f.write(SPEC)
@@ -222,8 +182,6 @@ def main():
         check("1200 failures pruned since start" in tm.json("status")["retention_status"],
               "status counts: %r", tm.json("status"))
         tm.stop()
-        stop.set()
-        th.join()
         sink.close()
 
 

@@ -10,61 +10,15 @@ after the restart, and the prompt mail is not sent again. A clean stop
 (SIGTERM) with a mail queued keeps it too. A database of schema version 1
 (before the mail queue) is upgraded in place."""
 import collections
-import email
 import os
 import re
-import socket
 import sqlite3
-import threading
 import time
-import warnings
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)   # both deprecated in 3.11
-    import asyncore
-    import smtpd
 
 import cmontest as ct
 import telemontest as tt
 from cmontest import check
-
-
-class Sink(smtpd.SMTPServer):
-    """Keeps every message it is given."""
-
-    def __init__(self, port):
-        super().__init__(("127.0.0.1", port), None, decode_data=False)
-        self.messages = []
-
-    def process_message(self, peer, mailfrom, rcpttos, data, **kw):
-        self.messages.append(email.message_from_bytes(data))
-
-
-class Relay:
-    """A local SMTP server on `port`, served from a thread until close()."""
-
-    def __init__(self, port):
-        self.sink = Sink(port)
-        self.stop = threading.Event()
-        self.th = threading.Thread(target=self.serve, daemon=True)
-        self.th.start()
-
-    def serve(self):
-        while not self.stop.is_set():
-            asyncore.loop(timeout=0.05, count=1, map=None)
-
-    def close(self):
-        self.stop.set()
-        self.th.join()
-        self.sink.close()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def failure_ids(messages):
@@ -97,7 +51,7 @@ def mail_status(tm):
 
 def main():
     with ct.Env("telemon_mail_restart") as env:
-        port = free_port()
+        port = ct.free_port()
         reg = env.registry()
         rc = ('(defaults (smtp "smtp://127.0.0.1:%d") (from "cmon@test.example")\n'
               '          (mailgroup "3 sec"))\n' % port +
@@ -153,22 +107,22 @@ def main():
 
         # 3. the relay comes up, the telemonitor starts again: every failure
         #    arrives exactly once
-        relay = Relay(port)
+        relay = tt.MailSink(port)
         tm.start()
-        ct.wait_for(lambda: len(failure_ids(relay.sink.messages)) == 5, 30,
+        ct.wait_for(lambda: len(failure_ids(relay.messages)) == 5, 30,
                     "mail about all five failures")
         ct.wait_for(lambda: mail_status(tm).startswith("3 sent, 0 queued"), 15,
                     "the mails forgotten")
         time.sleep(1.0)                     # nothing else is on its way
-        ids = failure_ids(relay.sink.messages)
+        ids = failure_ids(relay.messages)
         check(sorted(ids) == sorted(f["id"] for f in tm.failures()) and
               set(ids.values()) == {1}, "each failure once: %r", ids)
-        check(len(relay.sink.messages) == 3, "two prompt mails and a digest: %r",
-              [m["Subject"] for m in relay.sink.messages])
-        digest = [m for m in relay.sink.messages if "more times" in m["Subject"]]
+        check(len(relay.messages) == 3, "two prompt mails and a digest: %r",
+              [m["Subject"] for m in relay.messages])
+        digest = [m for m in relay.messages if "more times" in m["Subject"]]
         check(len(digest) == 1 and digest[0]["Subject"].endswith("failed 3 more times"),
-              "the digest of the three: %r", [m["Subject"] for m in relay.sink.messages])
-        check(len({m["Message-ID"] for m in relay.sink.messages}) == 3, "Message-IDs")
+              "the digest of the three: %r", [m["Subject"] for m in relay.messages])
+        check(len({m["Message-ID"] for m in relay.messages}) == 3, "Message-IDs")
         tm.proc.kill()
         check(unsent(tm.state) == (0, 0), "nothing left: %r", unsent(tm.state))
 
@@ -184,7 +138,7 @@ def main():
         tm.proc.kill()
         check(unsent(tm.state) == (0, 1), "one failure waiting: %r", unsent(tm.state))
         tm.start()
-        ct.wait_for(lambda: quiet[1]["id"] in failure_ids(relay.sink.messages), 30,
+        ct.wait_for(lambda: quiet[1]["id"] in failure_ids(relay.messages), 30,
                     "the digest after the restart")
         ct.wait_for(lambda: mail_status(tm).startswith("1 sent, 0 queued"), 15,
                     "the digest forgotten")
@@ -199,12 +153,12 @@ def main():
         tm.stop()
         check("1 mail not sent yet, kept for the next start" in tm.stderr(), "log: %s",
               tm.stderr())
-        relay2 = Relay(port)
+        relay2 = tt.MailSink(port)
         tm.start()
         ct.wait_for(lambda: mail_status(tm).startswith("1 sent, 0 queued"), 30,
                     "the kept mail sent")
 
-        ids = failure_ids(relay.sink.messages + relay2.sink.messages)
+        ids = failure_ids(relay.messages + relay2.messages)
         fails = tm.failures()
         check(len(fails) == 8 and sorted(ids) == sorted(f["id"] for f in fails) and
               set(ids.values()) == {1}, "every failure mailed exactly once: %r", ids)

@@ -10,7 +10,6 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import subprocess
 import urllib.parse
 
@@ -25,20 +24,13 @@ PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 ODD_LABEL = 'odd \\ "label"'
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
 
 def start_prometheus(env, target):
     """Prometheus scraping `target` every second; its port. Skips the test
     (exit 77) if it is missing or does not become ready."""
     if not os.access(PROMETHEUS, os.X_OK):
         ct.skip("prometheus is not installed (Debian package prometheus; scripts/deps.sh)")
-    port = free_port()
+    port = ct.free_port()
     conf = env.path("prometheus.yml")
     with open(conf, "w") as f:
         f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
