@@ -172,21 +172,24 @@ class Row:
                 io = dict(ln.split(": ") for ln in f.read().splitlines())
             return int(io["rchar"]) - int(io["wchar"])
 
-        for pid in self.tool_pids():
-            try:
-                seen = []
-                for k in range(400):
-                    os.killpg(pid, signal.SIGSTOP)
-                    time.sleep(0.002)
-                    seen.append(held(pid))
-                    if k >= 20 and seen[-1] == min(seen):
-                        os.killpg(pid, signal.SIGKILL)
-                        os.killpg(pid, signal.SIGCONT)
-                        break
+        pids, killed = self.tool_pids(), 0
+        for pid in pids:
+            seen = []
+            for k in range(400):
+                os.killpg(pid, signal.SIGSTOP)
+                time.sleep(0.002)
+                seen.append(held(pid))
+                if k >= 20 and seen[-1] == min(seen):
+                    os.killpg(pid, signal.SIGKILL)
                     os.killpg(pid, signal.SIGCONT)
-                    time.sleep(0.001)
-            except (ProcessLookupError, FileNotFoundError):
-                pass                    # it ended meanwhile
+                    killed += 1
+                    break
+                os.killpg(pid, signal.SIGCONT)
+                time.sleep(0.001)
+        # the row tests a fault only if there was one: every program's tool
+        # is running at FAULT_AT, and each is killed
+        check(len(pids) == len(COMBOS) and killed == len(pids),
+              "tool_kill: %d of %d tools killed", killed, len(pids))
 
     def finish(self, tm):
         """Wait for the programs and the instances to end; check every
