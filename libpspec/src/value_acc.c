@@ -349,12 +349,16 @@ pv pv_acc_result(const pv_acc *a)
     if (a->op == PV_AGG_COUNT)
         return pv_num((double)a->n);
     if (a->n == 0) {
-        /* Figure 10; over mappings the identity is the empty mapping. */
+        /* Figure 10. Over mappings, A.9.13 combines key by key: the result's
+         * domain is the union of the elements' domains, so over no
+         * elements it is the empty mapping, whatever the operator. */
+        if (a->depth)
+            return pv_map_empty();
         switch (a->op) {
-        case PV_AGG_SUM: return a->depth ? pv_map_empty() : pv_num(0);
-        case PV_AGG_PROD: return a->depth ? pv_map_empty() : pv_num(1);
-        case PV_AGG_ALL: return a->depth ? pv_map_empty() : pv_bool(true);
-        case PV_AGG_ANY: return a->depth ? pv_map_empty() : pv_bool(false);
+        case PV_AGG_SUM: return pv_num(0);
+        case PV_AGG_PROD: return pv_num(1);
+        case PV_AGG_ALL: return pv_bool(true);
+        case PV_AGG_ANY: return pv_bool(false);
         default: return pv_undef();
         }
     }

@@ -575,7 +575,9 @@ static const struct agg_case agg_cases[] = {
     {"any empty", PV_AGG_ANY, 0, "", "false"},
     {"count empty", PV_AGG_COUNT, 0, "", "0"},
     {"min empty", PV_AGG_MIN, 0, "", "UNDEFINED"},
-    {"max empty over mappings", PV_AGG_MAX, 1, "", "UNDEFINED"},
+    {"max empty over mappings", PV_AGG_MAX, 1, "", "()"},          /* A.9.13: union of no domains */
+    {"mean empty over mappings", PV_AGG_MEAN, 1, "", "()"},
+    {"the empty over mappings", PV_AGG_THE, 1, "", "()"},
     {"mean empty", PV_AGG_MEAN, 0, "", "UNDEFINED"},
     {"the empty", PV_AGG_THE, 0, "", "UNDEFINED"},
     {"first empty", PV_AGG_FIRST, 0, "", "UNDEFINED"},
