@@ -330,6 +330,8 @@ typedef struct engine {
     uint32_t maxattr;
     VEC(vevent) heap;
     uint64_t vorder;
+    const pv_event *vstart; /* the virtual start event being processed, if any */
+    double vstart_ts;       /* its exact (unrounded) time in ticks */
     VEC(chain) chains;
     VEC(closed) closed;
     uint64_t seq;           /* stream sequence number of the last event */
@@ -667,7 +669,11 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
             list_append(&kc->nokey, &ke->n, o);
     }
     if (t->end_kind == IVE_AFTER) {
-        vevent v = {.ts = (double)ev->ts + is->after, .is_start = 0, .type = t->e_type, .target = o,
+        /* A.3.4: the end is at timestamp(s) + texpr, from the exact time
+         * of a virtual start (its event's timestamp is rounded to a tick),
+         * so consecutive chunks tile the log without sharing a record. */
+        double t0 = ev == g->vstart ? g->vstart_ts : (double)ev->ts;
+        vevent v = {.ts = t0 + is->after, .is_start = 0, .type = t->e_type, .target = o,
                     .target_is = is};
         heap_push(g, v);
     }
@@ -978,7 +984,10 @@ static void emit_virtual(engine *g, double ts, double origin)
                 if (g->chains.v[c].type == v.type)
                     schedule_chain(g, c, origin, v.index + 1);
         }
+        g->vstart = v.is_start ? e : NULL;
+        g->vstart_ts = v.ts;
         process_event(g, e, v.target_is, v.target);
+        g->vstart = NULL;
         event_done(g, e);
     }
 }
