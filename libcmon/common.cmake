@@ -4,6 +4,7 @@
 # connections, TLS, systemd integration, logging. Internal static library;
 # headers under include/cmon/ (all but emit.h, which belongs to emit.cmake).
 set(CMONCOMMON_SRC
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/backoff.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/log.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/names.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/net.c

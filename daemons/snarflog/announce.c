@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmon/backoff.h"
 #include "cmon/connect.h"
 #include "cmon/log.h"
 #include "snarflog.h"
@@ -37,7 +38,7 @@ struct reglink {
 	struct cmon_connector *conn;  /* connect attempt in progress */
 	struct bufferevent *bev;      /* established connection */
 	struct event *timer;          /* backoff and leave deadline */
-	unsigned failures;            /* consecutive failed attempts */
+	struct cmon_backoff retry;    /* delays between failed attempts */
 	bool announced;               /* an AnnounceAck has been seen once */
 	bool hello_seen;              /* the registry's Hello arrived on this connection */
 	bool complained;              /* the "unreachable" warning was logged */
@@ -47,11 +48,9 @@ static void reg_connect(struct reglink *rl);
 
 static void timer_set(struct reglink *rl, event_callback_fn fn, unsigned ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-
 	evtimer_del(rl->timer);
 	evtimer_assign(rl->timer, rl->s->base, fn, rl);
-	evtimer_add(rl->timer, &tv);
+	cmon_timer_arm_ms(rl->timer, ms);
 }
 
 static void finished(struct reglink *rl)
@@ -73,7 +72,7 @@ static void backoff_fire(evutil_socket_t fd, short what, void *arg)
 /* The connection failed or broke: close it and schedule a new attempt. */
 static void reg_lost(struct reglink *rl, const char *why)
 {
-	unsigned ms = RL_BACKOFF_MIN_MS;
+	unsigned ms;
 
 	if (rl->bev) {
 		bufferevent_free(rl->bev);
@@ -83,11 +82,7 @@ static void reg_lost(struct reglink *rl, const char *why)
 		finished(rl);
 		return;
 	}
-	for (unsigned i = 0; i < rl->failures && ms < RL_BACKOFF_MAX_MS; i++)
-		ms *= 2;
-	if (ms > RL_BACKOFF_MAX_MS)
-		ms = RL_BACKOFF_MAX_MS;
-	ms = ms - ms / 5 + (unsigned)(random() % (ms / 5 * 2 + 1));   /* +-20% jitter */
+	ms = cmon_backoff_next(&rl->retry);
 	if (rl->state == RL_UP)
 		cmon_warn("lost the registry at %s (%s); re-announcing when it is back", rl->name,
 			  why);
@@ -97,7 +92,6 @@ static void reg_lost(struct reglink *rl, const char *why)
 	else
 		cmon_debug("registry at %s: %s; retry in %u ms", rl->name, why, ms);
 	rl->complained = true;
-	rl->failures++;
 	rl->state = RL_BACKOFF;
 	timer_set(rl, backoff_fire, ms);
 	if (!rl->announced)
@@ -172,7 +166,7 @@ static void reg_drive(struct reglink *rl, const Cmon__Msg *m)
 				cmon_debug("announced to the registry at %s (key %llu)", rl->name,
 					   (unsigned long long)ack->key);
 			rl->state = RL_UP;
-			rl->failures = 0;
+			cmon_backoff_reset(&rl->retry);
 			rl->complained = false;
 			if (!rl->announced) {
 				if (ack->has_auto_wanted && ack->auto_wanted)
@@ -272,6 +266,8 @@ int reg_start(struct snarf *s)
 	if (!rl)
 		return -ENOMEM;
 	rl->s = s;
+	rl->retry = (struct cmon_backoff){ .min_ms = RL_BACKOFF_MIN_MS, .max_ms = RL_BACKOFF_MAX_MS,
+					   .jitter_pct = 20 };
 	if (cmon_addr_parse(s->opt.regmachine, CMON_REGISTRY_PORT, &rl->addr) < 0) {
 		cmon_err("bad registry address '%s'", s->opt.regmachine);
 		free(rl);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmon/backoff.h"
 #include "cmon/connect.h"
 #include "cmon/log.h"
 #include "telemonitor.h"
@@ -34,7 +35,7 @@ struct reglink {
 	struct cmon_connector *conn;  /* attempt in progress */
 	struct bufferevent *bev;      /* the connection */
 	struct event *timer;          /* backoff */
-	unsigned failures;            /* attempts failed since the last success */
+	struct cmon_backoff retry;    /* delays between failed attempts */
 	bool warned;                  /* "unavailable" logged for this outage */
 	bool ever;                    /* connected at least once */
 	size_t pending_acks;          /* SubscribeAcks still expected this round */
@@ -50,18 +51,13 @@ static void backoff_fire(evutil_socket_t fd, short what, void *arg)
 
 static void fail(struct reglink *rl, const char *why)
 {
-	unsigned ms = RL_BACKOFF_MIN_MS;
-	struct timeval tv;
+	unsigned ms;
 
 	if (rl->bev) {
 		bufferevent_free(rl->bev);
 		rl->bev = NULL;
 	}
-	rl->failures++;
-	for (unsigned i = 1; i < rl->failures && ms < RL_BACKOFF_MAX_MS; i++)
-		ms *= 2;
-	if (ms > RL_BACKOFF_MAX_MS)
-		ms = RL_BACKOFF_MAX_MS;
+	ms = cmon_backoff_next(&rl->retry);
 	if (!rl->warned) {
 		cmon_warn("registry unavailable at %s: %s; retrying (monitoring goes on)", rl->name,
 			  why);
@@ -70,9 +66,7 @@ static void fail(struct reglink *rl, const char *why)
 		cmon_debug("registry at %s: %s; retry in %u ms", rl->name, why, ms);
 	}
 	rl->state = RL_BACKOFF;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(rl->timer, &tv);
+	cmon_timer_arm_ms(rl->timer, ms);
 }
 
 static void subscribe_all(struct reglink *rl)
@@ -117,7 +111,7 @@ static void drive(struct reglink *rl, const Cmon__Msg *m)
 			return;
 		}
 		rl->state = RL_READY;
-		rl->failures = 0;
+		cmon_backoff_reset(&rl->retry);
 		if (rl->warned || !rl->ever)
 			cmon_notice("registry %s at %s", rl->warned ? "available again" : "connected",
 				    rl->name);
@@ -214,6 +208,8 @@ int reg_start(struct tmon *tm)
 	if (!rl)
 		return -ENOMEM;
 	rl->tm = tm;
+	rl->retry = (struct cmon_backoff){ .min_ms = RL_BACKOFF_MIN_MS, .max_ms = RL_BACKOFF_MAX_MS,
+					   .jitter_pct = 20 };
 	snprintf(rl->name, sizeof rl->name, "%s", tm->opt.regmachine);
 	if (cmon_addr_parse(tm->opt.regmachine, CMON_REGISTRY_PORT, &rl->addr) < 0) {
 		cmon_err("bad registry address '%s'", tm->opt.regmachine);

@@ -184,10 +184,7 @@ static void spawn_tool(struct session *s, struct tool *t)
 		typescript_note(&s->ts, "%s", err);
 		instances_set_status(in, "%s", err);
 		t->state = TL_DEAD;
-		t->backoff_ms = t->backoff_ms ? t->backoff_ms * 2 : TM_TOOL_BACKOFF_MIN_MS;
-		if (t->backoff_ms > TM_TOOL_BACKOFF_MAX_MS)
-			t->backoff_ms = TM_TOOL_BACKOFF_MAX_MS;
-		t->retry_at = tm_now() + t->backoff_ms / 1000.0;
+		t->retry_at = tm_now() + cmon_backoff_next(&t->restart) / 1000.0;
 		return;
 	}
 	if (t->runs > 1)
@@ -427,6 +424,7 @@ static void on_accepted(struct session *s, const Cmon__Accepted *a)
 	s->streamed = true;
 	s->state = SS_STREAMING;
 	s->attempts = 0;
+	cmon_backoff_reset(&s->retry);
 	in->state = IS_MONITORING;
 	in->confirmed = true;
 	in->up = true;                        /* its snarflog answered: it runs */
@@ -644,7 +642,7 @@ static void stop_timeout(evutil_socket_t fd, short what, void *arg)
 static void lost(struct session *s, const char *why)
 {
 	struct tm_instance *in = s->inst;
-	unsigned ms = TM_RETRY_MIN_MS;
+	unsigned ms;
 	bool busy = in->state == IS_BUSY;
 
 	if (s->data) {
@@ -668,10 +666,7 @@ static void lost(struct session *s, const char *why)
 		drain(s, busy ? IS_BUSY : IS_GONE, why);
 		return;
 	}
-	for (unsigned i = 1; i < s->attempts && ms < TM_RETRY_MAX_MS; i++)
-		ms *= 2;
-	if (ms > TM_RETRY_MAX_MS)
-		ms = TM_RETRY_MAX_MS;
+	ms = cmon_backoff_next(&s->retry);
 	if (s->attempts <= 1 || cmon_log_debugging())
 		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s; retrying in %u ms",
 			  in->id, in->prog, in->machine, in->pid, why, ms);
@@ -793,6 +788,7 @@ void session_tool_done(struct session *s, struct tool *t)
 	struct tm_instance *in = s->inst;
 	const char *what = t->kind == TK_CHECKER ? "checker" : "tool";
 	double ran = tm_now() - t->started;
+	unsigned delay_ms;
 	char text[120];
 
 	tool_exit_text(t->status, text, sizeof text);
@@ -807,19 +803,18 @@ void session_tool_done(struct session *s, struct tool *t)
 		return;
 	}
 	/* It died while the log goes on: report it, restart on the next data. */
-	t->backoff_ms = ran >= TM_TOOL_HEALTHY_S || !t->backoff_ms ? TM_TOOL_BACKOFF_MIN_MS
-								    : t->backoff_ms * 2;
-	if (t->backoff_ms > TM_TOOL_BACKOFF_MAX_MS)
-		t->backoff_ms = TM_TOOL_BACKOFF_MAX_MS;
-	t->retry_at = tm_now() + t->backoff_ms / 1000.0;
+	if (ran >= TM_TOOL_HEALTHY_S)
+		cmon_backoff_reset(&t->restart);      /* it ran well: start over */
+	delay_ms = cmon_backoff_next(&t->restart);
+	t->retry_at = tm_now() + delay_ms / 1000.0;
 	t->state = TL_DEAD;
 	in->tool_restarts++;
 	in->dirty = true;
 	cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s %s after %.1f s; "
 		  "restarting it on the next data in %u ms", in->id, in->prog, in->machine,
-		  in->pid, what, text, ran, t->backoff_ms);
+		  in->pid, what, text, ran, delay_ms);
 	typescript_note(&s->ts, "%s %s; restarting it on the next data in %u ms", what, text,
-			t->backoff_ms);
+			delay_ms);
 	instances_set_status(in, "%s %s; restarting", what, text);
 }
 
@@ -876,6 +871,8 @@ int session_start(struct tmon *tm, struct tm_instance *in, bool from_start)
 	s->tm = tm;
 	s->inst = in;
 	s->from_start = from_start;
+	s->retry = (struct cmon_backoff){ .min_ms = TM_RETRY_MIN_MS, .max_ms = TM_RETRY_MAX_MS,
+					  .jitter_pct = 20 };
 	s->cls.id = c->id;
 	s->cls.block = c->block;
 	s->cls.notify_reports = c->notify_reports;

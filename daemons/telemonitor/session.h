@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cmon/backoff.h"
 #include "cmon/connect.h"
 #include "ledger.h"
 #include "logscan.h"
@@ -54,6 +55,7 @@ struct session {
 	struct event *tool_timer;     /* a dead tool's restart delay */
 	struct event *reaper;         /* frees the session from a clean stack */
 	unsigned attempts;            /* connection attempts since the last success */
+	struct cmon_backoff retry;    /* delays between them */
 	bool paused;                  /* not reading: a tool is behind or restarting */
 	Cmon__Msg *held;              /* a frame read but not yet taken (a tool restarts) */
 	double paused_since;          /* when reading stopped */

@@ -36,6 +36,8 @@ struct tool *tool_new(struct tmon *tm, struct session *s, enum tool_kind kind)
 	t->sess = s;
 	t->kind = kind;
 	t->state = TL_IDLE;
+	t->restart = (struct cmon_backoff){ .min_ms = TM_TOOL_BACKOFF_MIN_MS,
+					    .max_ms = TM_TOOL_BACKOFF_MAX_MS };
 	t->in_fd = t->peek_fd = -1;
 	t->timer = evtimer_new(tm->base, NULL, NULL);
 	t->inq = evbuffer_new();

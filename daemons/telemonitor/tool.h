@@ -21,6 +21,7 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
+#include "cmon/backoff.h"
 #include "ledger.h"
 #include "telemonitor.h"
 
@@ -69,7 +70,7 @@ struct tool {
 	uint64_t written;             /* records given to this run */
 	unsigned runs;                /* times started */
 	double started;               /* when the current run started */
-	unsigned backoff_ms;          /* delay before the next restart */
+	struct cmon_backoff restart;  /* delays between restarts (session.c) */
 	double retry_at;              /* TL_DEAD: not before this time */
 };
 
