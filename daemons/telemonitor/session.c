@@ -772,19 +772,33 @@ static void finish(struct session *s)
 
 /* --- tools ------------------------------------------------------------------- */
 
-void session_tool_output(struct session *s, struct tool *t, const char *p, size_t n)
+/* A tool printed something for the typescript. */
+static void tool_output(void *ctx, struct tool *t, const char *p, size_t n)
 {
+	struct session *s = ctx;
+
 	typescript_write(&s->ts, p, n);
 }
 
-void session_tool_drained(struct session *s, struct tool *t)
+/* A line of the checker's JSON output. */
+static void checker_output_line(void *ctx, struct tool *t, const char *line, size_t len)
 {
+	checker_line(ctx, t, line, len);
+}
+
+/* A tool took enough of its input: maybe read again. */
+static void tool_drained(void *ctx, struct tool *t)
+{
+	struct session *s = ctx;
+
 	if (s->paused)
 		resume(s);
 }
 
-void session_tool_done(struct session *s, struct tool *t)
+/* A tool's process has exited and its output is read. */
+static void tool_done(void *ctx, struct tool *t)
 {
+	struct session *s = ctx;
 	struct tm_instance *in = s->inst;
 	const char *what = t->kind == TK_CHECKER ? "checker" : "tool";
 	double ran = tm_now() - t->started;
@@ -817,6 +831,15 @@ void session_tool_done(struct session *s, struct tool *t)
 			delay_ms);
 	instances_set_status(in, "%s %s; restarting", what, text);
 }
+
+/* What a session hears from its tools: the checker's output is JSON lines,
+ * a shell tool's is the typescript. */
+static const struct tool_cbs checker_cbs = {
+	.line = checker_output_line, .output = tool_output, .drained = tool_drained, .done = tool_done,
+};
+static const struct tool_cbs shell_cbs = {
+	.output = tool_output, .drained = tool_drained, .done = tool_done,
+};
 
 /* --- life cycle -------------------------------------------------------------- */
 
@@ -891,9 +914,9 @@ int session_start(struct tmon *tm, struct tm_instance *in, bool from_start)
 	logscan_init(&s->scan, CMON__FORMAT__FORMAT_ASCII);
 	s->ts.fd = -1;
 	if (c->spec)
-		s->tools[s->ntools++] = tool_new(tm, s, TK_CHECKER);
+		s->tools[s->ntools++] = tool_new(tm, TK_CHECKER, &checker_cbs, s);
 	if (c->tool)
-		s->tools[s->ntools++] = tool_new(tm, s, TK_SHELL);
+		s->tools[s->ntools++] = tool_new(tm, TK_SHELL, &shell_cbs, s);
 	for (size_t i = 0; i < s->ntools; i++)
 		if (!s->tools[i])
 			goto out_free;

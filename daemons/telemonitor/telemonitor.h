@@ -277,12 +277,6 @@ void session_stop(struct session *s, const char *why);
 void session_tick(struct session *s, double now);
 /* Free a session (tools killed, pending windows stored); accepts NULL. */
 void session_free(struct session *s);
-/* A tool printed something for the typescript. */
-void session_tool_output(struct session *s, struct tool *t, const char *p, size_t n);
-/* A tool took enough of its input: maybe read again. */
-void session_tool_drained(struct session *s, struct tool *t);
-/* A tool's process has exited and its output is read. */
-void session_tool_done(struct session *s, struct tool *t);
 /* Name of the session's state, for logs. */
 const char *session_state_name(const struct session *s);
 

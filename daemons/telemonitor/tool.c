@@ -4,7 +4,8 @@
  * so that it can finish the input it was given; the next telemonitor
  * finishes or kills it (ledger_finish_orphans). Nothing blocks the loop: the
  * input is written from an event when the pipe has room, and is bounded by
- * the session's flow control; output is read through bufferevents, lines
+ * its owner's flow control (the drained callback); output is read through
+ * bufferevents and handed to the owner's callbacks (tool_cbs), lines
  * bounded by TM_LINE_MAX. */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,14 +27,15 @@ extern char **environ;
 
 static void check_done(struct tool *t);
 
-struct tool *tool_new(struct tmon *tm, struct session *s, enum tool_kind kind)
+struct tool *tool_new(struct tmon *tm, enum tool_kind kind, const struct tool_cbs *cbs, void *ctx)
 {
 	struct tool *t = calloc(1, sizeof *t);
 
 	if (!t)
 		return NULL;
 	t->tm = tm;
-	t->sess = s;
+	t->cbs = cbs;
+	t->ctx = ctx;
 	t->kind = kind;
 	t->state = TL_IDLE;
 	t->restart = (struct cmon_backoff){ .min_ms = TM_TOOL_BACKOFF_MIN_MS,
@@ -200,7 +202,7 @@ static void in_writable(evutil_socket_t fd, short what, void *arg)
 
 	input_flush(t);
 	if (evbuffer_get_length(t->inq) < TM_TOOL_LOW && (before >= TM_TOOL_LOW || t->in_fd < 0))
-		session_tool_drained(t->sess, t);
+		t->cbs->drained(t->ctx, t);
 }
 
 static void out_read(struct bufferevent *bev, void *arg)
@@ -208,11 +210,11 @@ static void out_read(struct bufferevent *bev, void *arg)
 	struct tool *t = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
-	if (t->kind == TK_SHELL) {
+	if (!t->cbs->line) {
 		char buf[16384];
 		int n;
 		while ((n = evbuffer_remove(in, buf, sizeof buf)) > 0)
-			session_tool_output(t->sess, t, buf, (size_t)n);
+			t->cbs->output(t->ctx, t, buf, (size_t)n);
 		return;
 	}
 	for (;;) {
@@ -220,15 +222,15 @@ static void out_read(struct bufferevent *bev, void *arg)
 		char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
 		if (!line) {
 			if (evbuffer_get_length(in) > TM_LINE_MAX) {
-				cmon_warn("checker printed a line longer than %u bytes; skipped",
-					  TM_LINE_MAX);
+				cmon_warn("%s printed a line longer than %u bytes; skipped",
+					  t->kind == TK_CHECKER ? "checker" : "tool", TM_LINE_MAX);
 				evbuffer_drain(in, evbuffer_get_length(in));
 			}
 			return;
 		}
-		checker_line(t->sess, t, line, len);
+		t->cbs->line(t->ctx, t, line, len);
 		free(line);
-		if (!t->out)                  /* the session went away meanwhile */
+		if (!t->out)                  /* the owner went away meanwhile */
 			return;
 	}
 }
@@ -241,7 +243,7 @@ static void err_read(struct bufferevent *bev, void *arg)
 	int n;
 
 	while ((n = evbuffer_remove(in, buf, sizeof buf)) > 0)
-		session_tool_output(t->sess, t, buf, (size_t)n);
+		t->cbs->output(t->ctx, t, buf, (size_t)n);
 }
 
 static void out_event(struct bufferevent *bev, short what, void *arg)
@@ -252,12 +254,12 @@ static void out_event(struct bufferevent *bev, short what, void *arg)
 		/* a last line without its newline */
 		struct evbuffer *in = bufferevent_get_input(bev);
 		size_t n = evbuffer_get_length(in);
-		if (n && t->kind == TK_CHECKER && n <= TM_LINE_MAX) {
+		if (n && t->cbs->line && n <= TM_LINE_MAX) {
 			char *line = malloc(n + 1);
 			if (line) {
 				evbuffer_remove(in, line, n);
 				line[n] = '\0';
-				checker_line(t->sess, t, line, n);
+				t->cbs->line(t->ctx, t, line, n);
 				free(line);
 			}
 		} else if (n) {
@@ -306,7 +308,7 @@ static void check_done(struct tool *t)
 		TAILQ_REMOVE(&t->tm->tools, t, link);
 		t->in_list = false;
 	}
-	session_tool_done(t->sess, t);
+	t->cbs->done(t->ctx, t);
 }
 
 static int nonblock_pipe(int fds[2], bool parent_reads)

@@ -40,11 +40,30 @@ enum tool_state {
 	TL_DONE,           /* finished for good */
 };
 
+struct tool;
+
+/* What a tool's owner hears from it, each call with the owner's `ctx`
+ * (libevent's bufferevent_setcb shape): the tool knows nothing of who
+ * owns it. */
+struct tool_cbs {
+	/* A whole line of standard output, without its newline (lines longer
+	 * than TM_LINE_MAX are skipped with a warning). NULL: standard output
+	 * goes to `output` as it comes. */
+	void (*line)(void *ctx, struct tool *t, const char *line, size_t len);
+	/* Bytes of standard error, and of standard output when `line` is NULL. */
+	void (*output)(void *ctx, struct tool *t, const char *p, size_t n);
+	/* Its queued input fell below the low-water mark: the owner may read on. */
+	void (*drained)(void *ctx, struct tool *t);
+	/* The process ended and its outputs are read (wait status in `status`). */
+	void (*done)(void *ctx, struct tool *t);
+};
+
 /* One tool of a session. */
 struct tool {
 	TAILQ_ENTRY(tool) link;       /* in tm.tools while a process exists */
 	struct tmon *tm;                /* the service */
-	struct session *sess;         /* its session */
+	const struct tool_cbs *cbs;   /* its owner's callbacks */
+	void *ctx;                    /* and their argument */
 	enum tool_kind kind;          /* checker or shell */
 	enum tool_state state;        /* see enum tool_state */
 	pid_t pid;                    /* process (group) id, 0 if none */
@@ -74,8 +93,9 @@ struct tool {
 	double retry_at;              /* TL_DEAD: not before this time */
 };
 
-/* A tool for session `s`, not started. NULL on ENOMEM. */
-struct tool *tool_new(struct tmon *tm, struct session *s, enum tool_kind kind);
+/* A tool, not started, reporting to `cbs` with `ctx` (both borrowed: they
+ * must outlive it). NULL on ENOMEM. */
+struct tool *tool_new(struct tmon *tm, enum tool_kind kind, const struct tool_cbs *cbs, void *ctx);
 
 /* Start it: argv[0] is the program; `env` names/values are added to the
  * environment (NULL-terminated "NAME=value" strings). 0, or a negative
