@@ -181,7 +181,10 @@ class Row:
                 seen.append(held(pid))
                 if k >= 20 and seen[-1] == min(seen):
                     os.killpg(pid, signal.SIGKILL)
-                    os.killpg(pid, signal.SIGCONT)
+                    try:    # (the telemonitor may have reaped it already)
+                        os.killpg(pid, signal.SIGCONT)
+                    except ProcessLookupError:
+                        pass
                     killed += 1
                     break
                 os.killpg(pid, signal.SIGCONT)
