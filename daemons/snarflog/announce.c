@@ -1,9 +1,11 @@
-/* The registry link: announce this instance, keep the connection, and
- * when it breaks (or the registry is not there yet) try again with
- * exponential backoff capped at RL_BACKOFF_MAX_MS, re-announcing so a
- * restarted registry learns about us again. Nothing here ever waits on
- * the network: resolution, connect and TLS are asynchronous. The link is
- * an explicit state machine (enum reg_state) driven by reg_drive(). */
+/* The registry links: announce this instance to every registry of the
+ * list (-regmachine / TELEMONREG_MACHINE, comma-separated), keep each
+ * connection, and when one breaks (or its registry is not there yet) try
+ * it again with exponential backoff capped at RL_BACKOFF_MAX_MS,
+ * re-announcing so a restarted registry learns about us again. The
+ * program is found while any one registry is up. Nothing here ever waits
+ * on the network: resolution, connect and TLS are asynchronous. Each link
+ * is an explicit state machine (enum reg_state) driven by reg_drive(). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +31,12 @@ enum reg_state {
 	RL_DONE,          /* finished */
 };
 
-/* The link. */
+struct regset;
+
+/* One link. */
 struct reglink {
 	struct snarf *s;              /* back pointer */
+	struct regset *set;           /* the set it belongs to */
 	enum reg_state state;         /* see enum reg_state */
 	struct cmon_addr addr;        /* registry address */
 	char name[CMON_ADDRSTR_MAX];  /* registry address for logs */
@@ -44,6 +49,37 @@ struct reglink {
 	bool complained;              /* the "unreachable" warning was logged */
 };
 
+/* Every registry of the list. */
+struct regset {
+	struct reglink *links[CMON_REGISTRIES_MAX];  /* one per registry */
+	size_t n;                     /* how many */
+	size_t ndone;                 /* links finished after reg_leave() */
+	bool auto_wanted;             /* some registry has an auto subscriber for us */
+};
+
+/* Some link still waits for its registry's first answer. */
+static bool first_answer_pending(const struct regset *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const struct reglink *rl = set->links[i];
+		if (!rl->announced && !rl->complained &&
+		    (rl->state == RL_CONNECTING || rl->state == RL_HANDSHAKE))
+			return true;
+	}
+	return false;
+}
+
+/* A link has its first answer (or found its registry unreachable): hold
+ * the log for an auto subscriber if any registry has one; release the
+ * hold once every registry has answered without one. */
+static void first_answers_changed(struct regset *set, struct snarf *s)
+{
+	if (set->auto_wanted || first_answer_pending(set))
+		return;
+	core_hold_release(s, set->n > 1 ? "no auto subscriber at any registry"
+					: "no auto subscriber");
+}
+
 static void reg_connect(struct reglink *rl);
 
 static void timer_set(struct reglink *rl, event_callback_fn fn, unsigned ms)
@@ -55,13 +91,16 @@ static void timer_set(struct reglink *rl, event_callback_fn fn, unsigned ms)
 
 static void finished(struct reglink *rl)
 {
+	if (rl->state == RL_DONE)
+		return;
 	rl->state = RL_DONE;
 	evtimer_del(rl->timer);
 	if (rl->bev) {
 		bufferevent_free(rl->bev);
 		rl->bev = NULL;
 	}
-	core_done(rl->s);
+	if (++rl->set->ndone == rl->set->n)
+		core_done(rl->s);
 }
 
 static void backoff_fire(evutil_socket_t fd, short what, void *arg)
@@ -95,7 +134,7 @@ static void reg_lost(struct reglink *rl, const char *why)
 	rl->state = RL_BACKOFF;
 	timer_set(rl, backoff_fire, ms);
 	if (!rl->announced)
-		core_hold_release(rl->s, "registry unreachable");
+		first_answers_changed(rl->set, rl->s);
 	core_check_done(rl->s);             /* nobody to wait for any more */
 }
 
@@ -168,14 +207,16 @@ static void reg_drive(struct reglink *rl, const Cmon__Msg *m)
 			rl->state = RL_UP;
 			cmon_backoff_reset(&rl->retry);
 			rl->complained = false;
-			if (!rl->announced) {
-				if (ack->has_auto_wanted && ack->auto_wanted)
-					core_hold_start(rl->s, rl->s->opt.hold_s,
-							"an auto subscriber wants the log from the start");
-				else
-					core_hold_release(rl->s, "no auto subscriber");
+			if (!rl->announced && ack->has_auto_wanted && ack->auto_wanted &&
+			    !rl->set->auto_wanted) {
+				rl->set->auto_wanted = true;
+				core_hold_start(rl->s, rl->s->opt.hold_s,
+						"an auto subscriber wants the log from the start");
 			}
-			rl->announced = true;
+			if (!rl->announced) {
+				rl->announced = true;
+				first_answers_changed(rl->set, rl->s);
+			}
 			core_check_done(rl->s);     /* the log may have ended meanwhile */
 			return;
 		}
@@ -259,62 +300,87 @@ static void reg_connect(struct reglink *rl)
 		reg_lost(rl, "out of memory");
 }
 
-int reg_start(struct snarf *s)
+/* A link to the registry at `item`, not connected yet. NULL on ENOMEM. */
+static struct reglink *link_new(struct snarf *s, struct regset *set,
+				const struct cmon_addr_item *item)
 {
 	struct reglink *rl = calloc(1, sizeof *rl);
 
 	if (!rl)
-		return -ENOMEM;
+		return NULL;
 	rl->s = s;
+	rl->set = set;
 	rl->retry = (struct cmon_backoff){ .min_ms = RL_BACKOFF_MIN_MS, .max_ms = RL_BACKOFF_MAX_MS,
 					   .jitter_pct = 20 };
-	if (cmon_addr_parse(s->opt.regmachine, CMON_REGISTRY_PORT, &rl->addr) < 0) {
-		cmon_err("bad registry address '%s'", s->opt.regmachine);
-		free(rl);
-		return -EINVAL;
-	}
+	rl->addr = item->addr;
 	cmon_addr_format(&rl->addr, rl->name, sizeof rl->name);
 	rl->timer = evtimer_new(s->base, backoff_fire, rl);
 	if (!rl->timer) {
 		free(rl);
-		return -ENOMEM;
+		return NULL;
 	}
-	s->reg = rl;
-	/* Until the registry answers we do not know whether an auto subscriber
+	return rl;
+}
+
+int reg_start(struct snarf *s)
+{
+	struct cmon_addr_item items[CMON_REGISTRIES_MAX];
+	struct regset *set;
+	char bad[CMON_ADDRSTR_MAX];
+	size_t n;
+	int r;
+
+	r = cmon_addr_list_parse(s->opt.regmachine, CMON_REGISTRY_PORT, items, CMON_REGISTRIES_MAX,
+				 &n, bad, sizeof bad);
+	if (r == -E2BIG) {
+		cmon_err("more than %d registries in '%s'", CMON_REGISTRIES_MAX, s->opt.regmachine);
+		return r;
+	}
+	if (r < 0) {
+		cmon_err("bad registry address '%s'", bad);
+		return r;
+	}
+	set = calloc(1, sizeof *set);
+	if (!set)
+		return -ENOMEM;
+	s->reg = set;
+	for (size_t i = 0; i < n; i++) {
+		set->links[i] = link_new(s, set, &items[i]);
+		if (!set->links[i])
+			return -ENOMEM;             /* reg_free() cleans up */
+		set->n++;
+	}
+	/* Until a registry answers we do not know whether an auto subscriber
 	 * wants the log from its first record: keep it, briefly. */
 	core_hold_start(s, s->opt.hold_s < SNARF_FIRST_ANSWER_S ? s->opt.hold_s
 							      : SNARF_FIRST_ANSWER_S,
 			"waiting for the registry's answer");
-	reg_connect(rl);
+	for (size_t i = 0; i < set->n; i++)
+		reg_connect(set->links[i]);
 	return 0;
 }
 
 bool reg_first_answer_pending(const struct snarf *s)
 {
-	const struct reglink *rl = s->reg;
-
-	return rl && !rl->announced && !rl->complained &&
-	       (rl->state == RL_CONNECTING || rl->state == RL_HANDSHAKE);
+	return s->reg && first_answer_pending(s->reg);
 }
 
 static void leave_expired(evutil_socket_t fd, short what, void *arg)
 {
 	struct reglink *rl = arg;
 
-	cmon_debug("registry did not take our goodbye in time");
+	cmon_debug("registry at %s did not take our goodbye in time", rl->name);
 	finished(rl);
 }
 
-void reg_leave(struct snarf *s)
+/* Say Leave on one link (or just finish it when it is not up). */
+static void link_leave(struct reglink *rl)
 {
-	struct reglink *rl = s->reg;
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__Leave l = CMON__LEAVE__INIT;
 
-	if (!rl) {
-		core_done(s);
+	if (rl->state == RL_DONE || rl->state == RL_LEAVING)
 		return;
-	}
 	if (rl->state != RL_UP) {
 		cmon_connect_cancel(rl->conn);
 		rl->conn = NULL;
@@ -329,16 +395,33 @@ void reg_leave(struct snarf *s)
 	timer_set(rl, leave_expired, RL_LEAVE_MS);
 }
 
+void reg_leave(struct snarf *s)
+{
+	struct regset *set = s->reg;
+
+	if (!set || set->n == 0) {
+		core_done(s);
+		return;
+	}
+	/* core_done() comes from the last link to finish */
+	for (size_t i = 0; i < set->n; i++)
+		link_leave(set->links[i]);
+}
+
 void reg_free(struct snarf *s)
 {
-	struct reglink *rl = s->reg;
+	struct regset *set = s->reg;
 
-	if (!rl)
+	if (!set)
 		return;
-	cmon_connect_cancel(rl->conn);
-	if (rl->bev)
-		bufferevent_free(rl->bev);
-	event_free(rl->timer);
-	free(rl);
+	for (size_t i = 0; i < set->n; i++) {
+		struct reglink *rl = set->links[i];
+		cmon_connect_cancel(rl->conn);
+		if (rl->bev)
+			bufferevent_free(rl->bev);
+		event_free(rl->timer);
+		free(rl);
+	}
+	free(set);
 	s->reg = NULL;
 }

@@ -111,7 +111,7 @@ enum snarf_phase {
 
 struct stream;
 TAILQ_HEAD(stream_list, stream);
-struct reglink;
+struct regset;
 
 /* The whole program state. */
 struct snarf {
@@ -156,7 +156,7 @@ struct snarf {
 	                                 at end of log, wait -drain for it to return */
 	struct stream_list streams;   /* every data connection */
 	size_t nstreams;              /* their number */
-	struct reglink *reg;          /* registry link, or NULL (standalone) */
+	struct regset *reg;           /* registry links, or NULL (standalone) */
 	pid_t child;                  /* CMD's pid, or 0 */
 	bool child_done;              /* CMD has exited */
 	int child_status;             /* its wait status */

@@ -146,7 +146,7 @@ static void take_token(struct tm_instance *in, const Cmon__InstanceUp *up)
 	memcpy(in->token, up->token.data, CMON_TOKEN_LEN);
 }
 
-void instances_up(struct tmon *tm, const Cmon__InstanceUp *up)
+void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 {
 	const Cmon__Instance *a = up->instance;
 	uint32_t sub_id = up->sub_id;
@@ -205,6 +205,7 @@ void instances_up(struct tmon *tm, const Cmon__InstanceUp *up)
 		take_token(in, up);
 	}
 	in->up = true;
+	in->listed_by |= 1u << link;
 	in->confirmed = true;
 	in->dirty = true;
 	if (in->sess || !c)
@@ -218,7 +219,7 @@ void instances_up(struct tmon *tm, const Cmon__InstanceUp *up)
 	}
 }
 
-void instances_gone(struct tmon *tm, const Cmon__Instance *a, bool clean)
+void instances_gone(struct tmon *tm, unsigned link, const Cmon__Instance *a, bool clean)
 {
 	struct tm_instance *in;
 
@@ -227,6 +228,9 @@ void instances_gone(struct tmon *tm, const Cmon__Instance *a, bool clean)
 	in = find_key(tm, a->program, a->machine, a->pid, a->start_unix_ns);
 	if (!in)
 		return;
+	in->listed_by &= ~(1u << link);
+	if (in->listed_by)
+		return;                 /* another registry still lists it */
 	in->up = false;
 	if (in->sess) {
 		/* a streaming session ends with the log itself (LogEnd); one
@@ -242,6 +246,14 @@ void instances_gone(struct tmon *tm, const Cmon__Instance *a, bool clean)
 	cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " is gone%s", in->id, in->prog,
 		  in->machine, in->pid, clean ? "" : " (its snarflog vanished)");
 	drop(tm, in);
+}
+
+void instances_reg_lost(struct tmon *tm, unsigned link)
+{
+	struct tm_instance *in;
+
+	TAILQ_FOREACH(in, &tm->instances, link)
+		in->listed_by &= ~(1u << link);
 }
 
 void instances_synced(struct tmon *tm)

@@ -238,6 +238,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	tell_status(tm);
 }
 
+/* The registry links report to the instance table. */
+static const struct reg_events registry_events = {
+	.up = instances_up,
+	.gone = instances_gone,
+	.lost = instances_reg_lost,
+	.synced = instances_synced,
+};
+
 int main(int argc, char **argv)
 {
 	static struct tmon tm;
@@ -325,7 +333,7 @@ int main(int argc, char **argv)
 		evsignal_add(ev[i], NULL);
 	event_add(ev[4], &flush);
 	event_add(ev[5], &second);
-	if (instances_load(&tm) < 0 || reg_start(&tm) < 0)
+	if (instances_load(&tm) < 0 || reg_start(&tm, &registry_events) < 0)
 		goto out_events;
 	watchdog = cmon_service_watchdog(tm.base);
 	cmon_service_ready("started");

@@ -1,9 +1,13 @@
-/* The registry link: connect to telemonreg, say Hello, subscribe every
- * class (the subscription id is the class id), and pass on what it says
- * about instances. When the registry goes away the link reconnects with
- * capped exponential backoff and subscribes again; monitoring sessions
- * are direct connections to snarflogs and carry on meanwhile. "Registry
- * unavailable" is logged once per outage, not per attempt. */
+/* The registry links: one per registry of the list (-regmachine /
+ * TELEMONREG_MACHINE, comma-separated). Each connects to its telemonreg,
+ * says Hello, subscribes every class (the subscription id is the class id)
+ * and passes on what it says about instances through the events table its
+ * owner gave (struct reg_events): this file knows nothing of what is done
+ * with them. When a registry goes away its link reconnects with capped
+ * exponential backoff and subscribes again; monitoring sessions are direct
+ * connections to snarflogs and carry on meanwhile, and instances keep
+ * being found while any registry is up. "Registry unavailable" is logged
+ * once per outage, not per attempt. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +30,13 @@ enum rl_state {
 	RL_BACKOFF,       /* waiting before the next attempt */
 };
 
-/* The link. */
+struct regset;
+
+/* One link. */
 struct reglink {
 	struct tmon *tm;                /* the service */
+	struct regset *set;           /* the set it belongs to */
+	unsigned index;               /* its place in the list */
 	enum rl_state state;          /* see enum rl_state */
 	struct cmon_addr addr;        /* where the registry is */
 	char name[CMON_ADDRSTR_MAX];  /* its address as given, for messages */
@@ -40,7 +48,46 @@ struct reglink {
 	bool ever;                    /* connected at least once */
 	size_t pending_acks;          /* SubscribeAcks still expected this round */
 	bool synced;                  /* every subscription of the first round answered */
+	bool failed;                  /* some attempt has failed since the start */
 };
+
+/* Every registry of the list. */
+struct regset {
+	struct reglink *links[CMON_REGISTRIES_MAX];  /* one per registry */
+	size_t n;                     /* how many */
+	const struct reg_events *ev;  /* where reports go (borrowed) */
+	bool synced_told;             /* ev->synced has been called */
+	char status[64];              /* reg_status() text with several registries */
+};
+
+/* Report `synced` once: when every registry has listed its instances, or
+ * at least one has and every other one has failed (a registry that is
+ * down must not keep the others' answer from counting, but a lone one
+ * that is down tells us nothing). */
+static void check_synced(struct regset *set)
+{
+	size_t synced = 0;
+
+	if (set->synced_told)
+		return;
+	for (size_t i = 0; i < set->n; i++) {
+		if (set->links[i]->synced)
+			synced++;
+		else if (!set->links[i]->failed)
+			return;
+	}
+	if (synced == 0)
+		return;
+	set->synced_told = true;
+	set->ev->synced(set->links[0]->tm);
+}
+
+/* Send the subscription of class `c` on a ready link. */
+static void link_subscribe(struct reglink *rl, const struct tm_class *c)
+{
+	cmon_send_subscribe(bufferevent_get_output(rl->bev), c->id, c->prog, c->machine, c->pid,
+			    c->autostart, c->block);
+}
 
 static void attempt(struct reglink *rl);
 
@@ -52,12 +99,16 @@ static void backoff_fire(evutil_socket_t fd, short what, void *arg)
 static void fail(struct reglink *rl, const char *why)
 {
 	unsigned ms;
+	bool was_ready = rl->state == RL_READY;
 
 	if (rl->bev) {
 		bufferevent_free(rl->bev);
 		rl->bev = NULL;
 	}
 	ms = cmon_backoff_next(&rl->retry);
+	rl->failed = true;
+	if (was_ready)
+		rl->set->ev->lost(rl->tm, rl->index);
 	if (!rl->warned) {
 		cmon_warn("registry unavailable at %s: %s; retrying (monitoring goes on)", rl->name,
 			  why);
@@ -67,6 +118,7 @@ static void fail(struct reglink *rl, const char *why)
 	}
 	rl->state = RL_BACKOFF;
 	cmon_timer_arm_ms(rl->timer, ms);
+	check_synced(rl->set);
 }
 
 static void subscribe_all(struct reglink *rl)
@@ -75,12 +127,12 @@ static void subscribe_all(struct reglink *rl)
 
 	rl->pending_acks = 0;
 	TAILQ_FOREACH(c, &rl->tm->classes, link) {
-		reg_subscribe(rl->tm, c);
+		link_subscribe(rl, c);
 		rl->pending_acks++;
 	}
 	if (!rl->pending_acks && !rl->synced) {
 		rl->synced = true;
-		instances_synced(rl->tm);
+		check_synced(rl->set);
 	}
 }
 
@@ -124,16 +176,16 @@ static void drive(struct reglink *rl, const Cmon__Msg *m)
 	case CMON__MSG__KIND_SUBSCRIBE_ACK:
 		if (rl->pending_acks && --rl->pending_acks == 0 && !rl->synced) {
 			rl->synced = true;
-			instances_synced(rl->tm);
+			check_synced(rl->set);
 		}
 		return;
 	case CMON__MSG__KIND_INSTANCE_UP:
 		if (m->instance_up->instance)
-			instances_up(rl->tm, m->instance_up);
+			rl->set->ev->up(rl->tm, rl->index, m->instance_up);
 		return;
 	case CMON__MSG__KIND_INSTANCE_GONE:
-		instances_gone(rl->tm, m->instance_gone->instance,
-			       m->instance_gone->has_clean && m->instance_gone->clean);
+		rl->set->ev->gone(rl->tm, rl->index, m->instance_gone->instance,
+				  m->instance_gone->has_clean && m->instance_gone->clean);
 		return;
 	default:
 		cmon_debug("registry: ignoring %s", cmon_msg_kind_name(m));
@@ -201,78 +253,135 @@ static void attempt(struct reglink *rl)
 		fail(rl, "out of memory");
 }
 
-int reg_start(struct tmon *tm)
+/* A link to the registry at `item`, not connected yet. NULL on ENOMEM. */
+static struct reglink *link_new(struct tmon *tm, struct regset *set, unsigned index,
+				const struct cmon_addr_item *item)
 {
 	struct reglink *rl = calloc(1, sizeof *rl);
 
 	if (!rl)
-		return -ENOMEM;
+		return NULL;
 	rl->tm = tm;
+	rl->set = set;
+	rl->index = index;
 	rl->retry = (struct cmon_backoff){ .min_ms = RL_BACKOFF_MIN_MS, .max_ms = RL_BACKOFF_MAX_MS,
 					   .jitter_pct = 20 };
-	snprintf(rl->name, sizeof rl->name, "%s", tm->opt.regmachine);
-	if (cmon_addr_parse(tm->opt.regmachine, CMON_REGISTRY_PORT, &rl->addr) < 0) {
-		cmon_err("bad registry address '%s'", tm->opt.regmachine);
-		free(rl);
-		return -EINVAL;
-	}
+	rl->addr = item->addr;
+	snprintf(rl->name, sizeof rl->name, "%s", item->text);
 	rl->timer = evtimer_new(tm->base, backoff_fire, rl);
 	if (!rl->timer) {
 		free(rl);
-		return -ENOMEM;
+		return NULL;
 	}
-	tm->reg = rl;
-	attempt(rl);
+	return rl;
+}
+
+int reg_start(struct tmon *tm, const struct reg_events *ev)
+{
+	struct cmon_addr_item items[CMON_REGISTRIES_MAX];
+	struct regset *set;
+	char bad[CMON_ADDRSTR_MAX];
+	size_t n;
+	int r;
+
+	r = cmon_addr_list_parse(tm->opt.regmachine, CMON_REGISTRY_PORT, items, CMON_REGISTRIES_MAX,
+				 &n, bad, sizeof bad);
+	if (r == -E2BIG) {
+		cmon_err("more than %d registries in '%s'", CMON_REGISTRIES_MAX, tm->opt.regmachine);
+		return r;
+	}
+	if (r < 0) {
+		cmon_err("bad registry address '%s'", bad);
+		return r;
+	}
+	set = calloc(1, sizeof *set);
+	if (!set)
+		return -ENOMEM;
+	set->ev = ev;
+	tm->reg = set;
+	for (size_t i = 0; i < n; i++) {
+		set->links[i] = link_new(tm, set, (unsigned)i, &items[i]);
+		if (!set->links[i])
+			return -ENOMEM;              /* reg_free() cleans up */
+		set->n++;
+	}
+	for (size_t i = 0; i < set->n; i++)
+		attempt(set->links[i]);
 	return 0;
 }
 
 void reg_subscribe(struct tmon *tm, const struct tm_class *c)
 {
-	struct reglink *rl = tm->reg;
-
-	if (!rl || rl->state != RL_READY)
-		return;                               /* sent when the link is up */
-	cmon_send_subscribe(bufferevent_get_output(rl->bev), c->id, c->prog, c->machine, c->pid,
-			    c->autostart, c->block);
+	for (size_t i = 0; tm->reg && i < tm->reg->n; i++)
+		if (tm->reg->links[i]->state == RL_READY)   /* else sent when it is up */
+			link_subscribe(tm->reg->links[i], c);
 }
 
 void reg_unsubscribe(struct tmon *tm, uint32_t id)
 {
-	struct reglink *rl = tm->reg;
+	for (size_t i = 0; tm->reg && i < tm->reg->n; i++)
+		if (tm->reg->links[i]->state == RL_READY)
+			cmon_send_unsubscribe(bufferevent_get_output(tm->reg->links[i]->bev), id);
+}
 
-	if (rl && rl->state == RL_READY)
-		cmon_send_unsubscribe(bufferevent_get_output(rl->bev), id);
+/* How many links are up. */
+static size_t links_ready(const struct regset *set)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < set->n; i++)
+		k += set->links[i]->state == RL_READY;
+	return k;
 }
 
 bool reg_connected(const struct tmon *tm)
 {
-	return tm->reg && tm->reg->state == RL_READY;
+	return tm->reg && links_ready(tm->reg) > 0;
 }
 
-const char *reg_status(const struct tmon *tm)
+/* The state of one link, for status output. */
+static const char *link_status(const struct reglink *rl)
 {
-	if (!tm->reg)
-		return "none";
-	switch (tm->reg->state) {
+	switch (rl->state) {
 	case RL_READY: return "connected";
 	case RL_HELLO:
-	case RL_CONNECTING: return tm->reg->ever ? "reconnecting" : "connecting";
+	case RL_CONNECTING: return rl->ever ? "reconnecting" : "connecting";
 	case RL_BACKOFF: return "unavailable (retrying)";
 	}
 	return "?";
 }
 
+const char *reg_status(const struct tmon *tm)
+{
+	struct regset *set = tm->reg;
+	size_t k;
+
+	if (!set || set->n == 0)
+		return "none";
+	if (set->n == 1)
+		return link_status(set->links[0]);
+	k = links_ready(set);
+	if (k == 0)
+		return "unavailable (retrying)";
+	snprintf(set->status, sizeof set->status, "%zu of %zu connected", k, set->n);
+	return set->status;
+}
+
 void reg_free(struct tmon *tm)
 {
-	struct reglink *rl = tm->reg;
+	struct regset *set = tm->reg;
 
-	if (!rl)
+	if (!set)
 		return;
-	if (rl->conn)
-		cmon_connect_cancel(rl->conn);
-	if (rl->bev)
-		bufferevent_free(rl->bev);
-	event_free(rl->timer);
-	free(rl);
+	for (size_t i = 0; i < set->n; i++) {
+		struct reglink *rl = set->links[i];
+		if (rl->conn)
+			cmon_connect_cancel(rl->conn);
+		if (rl->bev)
+			bufferevent_free(rl->bev);
+		event_free(rl->timer);
+		free(rl);
+	}
+	free(set);
 	tm->reg = NULL;
 }

@@ -135,7 +135,8 @@ struct tm_instance {
 	uint8_t token[CMON_TOKEN_LEN]; /* ...shown to its snarflog in Start (kept in the
 	                                 store, so a restart re-attaches at once) */
 	enum inst_state state;        /* see enum inst_state */
-	bool up;                      /* the registry lists it */
+	bool up;                      /* a registry lists it */
+	uint32_t listed_by;           /* bit i: registry i of the list lists it */
 	bool confirmed;               /* seen since we started (registry or data link) */
 	bool want;                    /* monitoring wanted (auto or telemonctl start) */
 	struct session *sess;         /* its session while monitoring, else NULL */
@@ -154,7 +155,7 @@ TAILQ_HEAD(tm_instance_list, tm_instance);
 struct tool;
 TAILQ_HEAD(tool_list, tool);
 struct store;
-struct reglink;
+struct regset;
 struct notify;
 struct control;
 struct hygiene;
@@ -173,7 +174,7 @@ struct tmon {
 	char pcheck[PATH_MAX];        /* the checker binary */
 	char ctl_hint[PATH_MAX + 32]; /* "telemonctl -state DIR", for mails */
 	struct store *store;          /* the database */
-	struct reglink *reg;          /* registry link */
+	struct regset *reg;           /* registry links */
 	struct notify *notify;        /* mail: grouping, queue, sending thread */
 	struct hygiene *hygiene;      /* silences and retention */
 	struct alerts *alerts;        /* Alertmanager: outbox, POSTs on the loop */
@@ -224,27 +225,47 @@ int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errl
 void classes_free(struct tmon *tm);
 
 /* reglink.c */
-/* Start the registry link (connects in the background, reconnects forever). */
-int reg_start(struct tmon *tm);
+/* What the registry links report, to the handlers their owner sets
+ * (main.c wires instances.c's). `link` numbers the registry in the list. */
+struct reg_events {
+	/* A registry lists a running instance matching one of our classes. */
+	void (*up)(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up);
+	/* A registry reports an instance gone (`clean`: it said goodbye). */
+	void (*gone)(struct tmon *tm, unsigned link, const Cmon__Instance *in, bool clean);
+	/* The connection to a registry broke: what it listed is unknown until
+	 * it is back and lists it again. */
+	void (*lost)(struct tmon *tm, unsigned link);
+	/* Once, after start: every registry has listed its instances (or could
+	 * not be reached). */
+	void (*synced)(struct tmon *tm);
+};
+/* Start the links to every registry of -regmachine (a comma-separated list;
+ * each connects in the background and reconnects forever). `ev` is
+ * borrowed and must outlive them. */
+int reg_start(struct tmon *tm, const struct reg_events *ev);
 /* Tell the registry about class `c` (now, or when the link comes up). */
 void reg_subscribe(struct tmon *tm, const struct tm_class *c);
 /* Tell the registry to forget class `id`. */
 void reg_unsubscribe(struct tmon *tm, uint32_t id);
-/* True while the registry link is up. */
+/* True while at least one registry link is up. */
 bool reg_connected(const struct tmon *tm);
-/* "connected", "unavailable (retrying)", ... for status output. */
+/* "connected", "unavailable (retrying)", ... for status output (with
+ * several registries, "2 of 3 connected"). */
 const char *reg_status(const struct tmon *tm);
-/* Close the link. */
+/* Close the links. */
 void reg_free(struct tmon *tm);
 
 /* instances.c */
 /* Read back the instances not ended at the last stop; re-attach monitored ones. */
 int instances_load(struct tmon *tm);
-/* The registry reports instance `in` (matching class `sub_id`) running. */
-void instances_up(struct tmon *tm, const Cmon__InstanceUp *up);
-/* The registry reports instance `in` gone (`clean`: it said goodbye). */
-void instances_gone(struct tmon *tm, const Cmon__Instance *in, bool clean);
-/* The registry has listed every running instance: forget those it did not. */
+/* Registry `link` reports instance `in` (matching class `sub_id`) running. */
+void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up);
+/* Registry `link` reports instance `in` gone (`clean`: it said goodbye);
+ * it is gone once no registry lists it any more. */
+void instances_gone(struct tmon *tm, unsigned link, const Cmon__Instance *in, bool clean);
+/* Registry `link` went away: it no longer vouches for any instance. */
+void instances_reg_lost(struct tmon *tm, unsigned link);
+/* The registries have listed every running instance: forget those they did not. */
 void instances_synced(struct tmon *tm);
 /* The live instance with id `id`, or NULL. */
 struct tm_instance *instances_find(struct tmon *tm, uint64_t id);

@@ -94,6 +94,41 @@ int cmon_addr_parse(const char *text, uint16_t default_port, struct cmon_addr *o
 	return 0;
 }
 
+int cmon_addr_list_parse(const char *text, uint16_t default_port, struct cmon_addr_item *out,
+			 size_t max, size_t *n, char *bad, size_t badlen)
+{
+	const char *p = text ? text : "";
+
+	*n = 0;
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		while (len && (*p == ' ' || *p == '\t'))
+			p++, len--;
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (*n == max) {
+			snprintf(bad, badlen, "%.*s", (int)(len < 200 ? len : 200), p);
+			return -E2BIG;
+		}
+		if (len == 0 || len >= sizeof out[*n].text) {
+			snprintf(bad, badlen, "%.*s", (int)(len < 200 ? len : 200), p);
+			return -EINVAL;
+		}
+		memcpy(out[*n].text, p, len);
+		out[*n].text[len] = '\0';
+		if (cmon_addr_parse(out[*n].text, default_port, &out[*n].addr) < 0) {
+			snprintf(bad, badlen, "%s", out[*n].text);
+			return -EINVAL;
+		}
+		(*n)++;
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
 char *cmon_addr_format(const struct cmon_addr *a, char *buf, size_t size)
 {
 	if (a->kind == CMON_ADDR_UNIX)

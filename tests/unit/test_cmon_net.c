@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <string.h>
 
 #include "cmon/net.h"
@@ -65,6 +66,31 @@ static void locality(void **state)
 	assert_false(cmon_addr_is_local(&a));
 }
 
+static void list_parse(void **state)
+{
+	struct cmon_addr_item it[CMON_REGISTRIES_MAX];
+	char bad[64];
+	size_t n;
+
+	assert_int_equal(cmon_addr_list_parse("a:1, [::1]:2 ,unix:/run/r.sock", 7361, it,
+					      CMON_REGISTRIES_MAX, &n, bad, sizeof bad), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(it[0].text, "a:1");
+	assert_int_equal(it[0].addr.port, 1);
+	assert_string_equal(it[1].addr.host, "::1");
+	assert_string_equal(it[2].addr.path, "/run/r.sock");
+	assert_int_equal(cmon_addr_list_parse("reg", 7361, it, 8, &n, bad, sizeof bad), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(it[0].addr.port, 7361);
+	/* an empty element, a bad one, too many */
+	assert_int_equal(cmon_addr_list_parse("a,,b", 7361, it, 8, &n, bad, sizeof bad), -EINVAL);
+	assert_string_equal(bad, "");
+	assert_int_equal(cmon_addr_list_parse("a,[::1", 7361, it, 8, &n, bad, sizeof bad), -EINVAL);
+	assert_string_equal(bad, "[::1");
+	assert_int_equal(cmon_addr_list_parse("", 7361, it, 8, &n, bad, sizeof bad), -EINVAL);
+	assert_int_equal(cmon_addr_list_parse("a,b,c", 7361, it, 2, &n, bad, sizeof bad), -E2BIG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -72,6 +98,7 @@ int main(void)
 		cmocka_unit_test(parse_unix),
 		cmocka_unit_test(parse_bad),
 		cmocka_unit_test(locality),
+		cmocka_unit_test(list_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,22 @@ struct cmon_addr {
  * Returns 0, or -EINVAL with `out` untouched. */
 int cmon_addr_parse(const char *text, uint16_t default_port, struct cmon_addr *out);
 
+/* Most registries a client announces to or subscribes at. */
+#define CMON_REGISTRIES_MAX 8
+
+/* One element of an address list. */
+struct cmon_addr_item {
+	struct cmon_addr addr;           /* parsed */
+	char text[CMON_ADDRSTR_MAX];     /* as written, for messages */
+};
+
+/* Parse a comma-separated list of addresses (TELEMONREG_MACHINE=a:p,b:p;
+ * blanks around the commas are ignored) into out[0..*n), at most `max`.
+ * Returns 0, or -EINVAL (an empty or bad element, copied into `bad`) or
+ * -E2BIG (more than `max`); `out` and `*n` are then unspecified. */
+int cmon_addr_list_parse(const char *text, uint16_t default_port, struct cmon_addr_item *out,
+			 size_t max, size_t *n, char *bad, size_t badlen);
+
 /* Format `a` back into the syntax above; returns `buf`. */
 char *cmon_addr_format(const struct cmon_addr *a, char *buf, size_t size);
 
