@@ -143,6 +143,7 @@ int main(int argc, char **argv)
 {
 	enum { O_ASCII = 256, O_BINARY, O_BUFFER, O_REG, O_SNARF, O_CERT, O_KEY, O_CA, O_UNDO };
 	static const struct option opts[] = {
+		{ "n", required_argument, NULL, 'n' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "ascii", no_argument, NULL, O_ASCII },
 		{ "binary", no_argument, NULL, O_BINARY },
@@ -155,7 +156,9 @@ int main(int argc, char **argv)
 		{ "undo", no_argument, NULL, O_UNDO },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const struct cmon_cmdline cl = { "cmon-wrap", usage, "n:", opts };
+	/* -n is a long option of its own, not a short one, so that a mistyped
+	 * -no-such-option is not read as -n o-such-option */
+	static const struct cmon_cmdline cl = { "cmon-wrap", usage, "", opts };
 	struct wrap_opts o = { 0 };
 	const char *snarf = NULL;
 	char err[512], *prog, *name = NULL;
