@@ -65,6 +65,8 @@ static int long_matches(const struct option *opts, const char *word, const struc
 	int count = 0;
 
 	*found = NULL;
+	if (len == 0)
+		return 0;       /* "-=value": no name at all */
 	for (const struct option *o = opts; o->name; o++) {
 		if (strncmp(o->name, name, len) != 0)
 			continue;
