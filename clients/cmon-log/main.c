@@ -10,35 +10,36 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cmon/cmdline.h"
 #include "logread.h"
 #include "logwrite.h"
-
-#ifndef CMON_VERSION
-#define CMON_VERSION "unknown"
-#endif
 
 enum { EXIT_WRITE = 1, EXIT_USAGE = 2, EXIT_LOG = 3 };
 
 static const char usage_text[] =
-    "Usage: cmon-log [--ascii|--binary] [-o OUTFILE] [LOG|-]\n"
+    "Usage: cmon-log [-ascii|-binary] [-o OUTFILE] [LOG|-]\n"
     "Convert a CMon monitoring log (cmon-ascii 1 or cmon-bin 1, detected\n"
     "automatically) to ascii (the default) or binary.\n"
     "\n"
-    "  -a, --ascii          write cmon-ascii 1 (default)\n"
-    "  -b, --binary         write cmon-bin 1\n"
-    "  -o, --output=FILE    write to FILE instead of standard output\n"
-    "  -h, --help           show this help and exit\n"
-    "  -V, --version        show the version and exit\n"
+    "  -a, -ascii, --ascii     write cmon-ascii 1 (default)\n"
+    "  -b, -binary, --binary   write cmon-bin 1\n"
+    "  -o, --output FILE       write to FILE instead of standard output\n"
+    "  -h, --help              show this help and exit\n"
+    "  -V, --version           show the version and exit\n"
+    "Long options may be written with one dash or two. LOG defaults to\n"
+    "standard input.\n"
     "\n"
-    "LOG defaults to standard input. Exit status: 0 ok, 1 write error,\n"
-    "2 usage error, 3 the log could not be read.\n";
+    "Exit status:\n"
+    "  0  converted\n"
+    "  1  the output could not be written\n"
+    "  2  bad command line (or a binary log asked for on a terminal)\n"
+    "  3  the log could not be read\n";
 
 /* Print a skipped record: LOG:LINE (ascii) or LOG:@OFFSET (binary). */
 static void on_warn(void *ctx, const char *logname, uint64_t where, const char *msg)
@@ -131,30 +132,21 @@ int main(int argc, char **argv)
         { "ascii", no_argument, NULL, 'a' },
         { "binary", no_argument, NULL, 'b' },
         { "output", required_argument, NULL, 'o' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
+    static const struct cmon_cmdline cl = { "cmon-log", usage_text, "abo:", opts };
     log_format outfmt = LOG_FORMAT_ASCII;
     const char *outpath = NULL;
     int c;
-    while ((c = getopt_long(argc, argv, "abo:hV", opts, NULL)) != -1) {
+    while ((c = cmon_cmdline_next(&cl, argc, argv)) != -1) {
         switch (c) {
         case 'a': outfmt = LOG_FORMAT_ASCII; break;
         case 'b': outfmt = LOG_FORMAT_BIN; break;
         case 'o': outpath = optarg; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        case 'V': printf("cmon-log %s\n", CMON_VERSION); return 0;
-        default:
-            fputs("Try 'cmon-log --help' for more information.\n", stderr);
-            return EXIT_USAGE;
         }
     }
-    if (argc - optind > 1) {
-        fprintf(stderr, "cmon-log: more than one LOG given\n"
-                        "Try 'cmon-log --help' for more information.\n");
-        return EXIT_USAGE;
-    }
+    if (argc - optind > 1)
+        cmon_cmdline_fail(&cl, "more than one LOG given");
     const char *inpath = optind < argc ? argv[optind] : "-";
 
     /* Open the log and read its header. */

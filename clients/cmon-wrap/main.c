@@ -6,18 +6,18 @@
  *
  * Parse the command line, find the files, and hand over to wrap.c. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cmon/cmdline.h"
 #include "cmon/names.h"
 #include "wrap.h"
 
 static const char usage[] =
-	"usage: cmon-wrap [-n NAME] [-ascii|-binary] [-buffer NBYTES] [-regmachine ADDR]\n"
+	"Usage: cmon-wrap [-n NAME] [-ascii|-binary] [-buffer NBYTES] [-regmachine ADDR]\n"
 	"                 [-snarflog PATH] [-tls-cert FILE -tls-key FILE] [-tls-ca FILE]\n"
 	"                 PROGRAM\n"
 	"       cmon-wrap -undo PROGRAM\n"
@@ -25,15 +25,27 @@ static const char usage[] =
 	"Replaces PROGRAM by a script that runs it under snarflog (the original is\n"
 	"kept as PROGRAM.real), so it is monitored wherever it is started.\n"
 	"\n"
-	"  -n NAME            program name to announce (default: PROGRAM's file name)\n"
-	"  -ascii, -binary    log format (default: snarflog detects it)\n"
-	"  -buffer NBYTES     snarflog buffer size\n"
-	"  -regmachine ADDR   registry address baked into the wrapper\n"
-	"  -snarflog PATH     snarflog to use (default: found in $PATH, else next to\n"
-	"                     cmon-wrap, else in its build tree)\n"
-	"  -tls-cert, -tls-key, -tls-ca FILE   TLS files baked into the wrapper\n"
-	"  -undo              put PROGRAM.real back in place of the wrapper\n"
-	"  --help, --version\n";
+	"  -n, --name NAME              program name to announce (default: PROGRAM's\n"
+	"                               file name)\n"
+	"  -ascii, --ascii              log format ascii (default: snarflog detects it)\n"
+	"  -binary, --binary            log format binary\n"
+	"  -buffer, --buffer NBYTES     snarflog buffer size (K, M or G allowed)\n"
+	"  -regmachine, --regmachine ADDR\n"
+	"                               registry address baked into the wrapper\n"
+	"  -snarflog, --snarflog PATH   snarflog to use (default: found in $PATH, else\n"
+	"                               next to cmon-wrap, else in its build tree)\n"
+	"  -tls-cert, --tls-cert FILE   TLS certificate baked into the wrapper\n"
+	"  -tls-key, --tls-key FILE     its private key\n"
+	"  -tls-ca, --tls-ca FILE       the CA\n"
+	"  -undo, --undo                put PROGRAM.real back in place of the wrapper\n"
+	"  -h, --help                   show this help and exit\n"
+	"  -V, --version                show the version and exit\n"
+	"\n"
+	"Exit status:\n"
+	"  0  PROGRAM was wrapped (or restored)\n"
+	"  1  it could not be: not found, not a regular file, setuid, a symbolic\n"
+	"     link, no snarflog, or a file could not be written\n"
+	"  2  bad command line or name\n";
 
 static void die(int code, const char *fmt, const char *arg)
 {
@@ -129,11 +141,10 @@ static bool buffer_ok(const char *s)
 
 int main(int argc, char **argv)
 {
-	enum { O_NAME = 1, O_ASCII, O_BINARY, O_BUFFER, O_REG, O_SNARF, O_CERT, O_KEY, O_CA,
-	       O_UNDO, O_HELP, O_VERSION };
+	enum { O_ASCII = 256, O_BINARY, O_BUFFER, O_REG, O_SNARF, O_CERT, O_KEY, O_CA, O_UNDO };
 	static const struct option opts[] = {
-		{ "n", required_argument, NULL, O_NAME },
-		{ "name", required_argument, NULL, O_NAME },
+		{ "n", required_argument, NULL, 'n' },
+		{ "name", required_argument, NULL, 'n' },
 		{ "ascii", no_argument, NULL, O_ASCII },
 		{ "binary", no_argument, NULL, O_BINARY },
 		{ "buffer", required_argument, NULL, O_BUFFER },
@@ -143,19 +154,20 @@ int main(int argc, char **argv)
 		{ "tls-key", required_argument, NULL, O_KEY },
 		{ "tls-ca", required_argument, NULL, O_CA },
 		{ "undo", no_argument, NULL, O_UNDO },
-		{ "help", no_argument, NULL, O_HELP },
-		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* -n is a long option of its own, not a short one, so that a mistyped
+	 * -no-such-option is not read as -n o-such-option */
+	static const struct cmon_cmdline cl = { "cmon-wrap", usage, "", opts };
 	struct wrap_opts o = { 0 };
 	const char *snarf = NULL;
 	char err[512], *prog, *name = NULL;
 	bool undo = false;
 	int c;
 
-	while ((c = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = cmon_cmdline_next(&cl, argc, argv)) != -1) {
 		switch (c) {
-		case O_NAME: o.name = optarg; break;
+		case 'n': o.name = optarg; break;
 		case O_ASCII: o.format = "-ascii"; break;
 		case O_BINARY: o.format = "-binary"; break;
 		case O_BUFFER: o.buffer = optarg; break;
@@ -165,15 +177,16 @@ int main(int argc, char **argv)
 		case O_KEY: o.tls_key = optarg; break;
 		case O_CA: o.tls_ca = optarg; break;
 		case O_UNDO: undo = true; break;
-		case O_HELP: fputs(usage, stdout); return 0;
-		case O_VERSION: puts("cmon-wrap " CMON_VERSION); return 0;
-		default: fputs(usage, stderr); return 2;
 		}
 	}
-	if (optind + 1 != argc) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (optind == argc)
+		cmon_cmdline_fail(&cl, "no PROGRAM given");
+	if (optind + 1 < argc)
+		cmon_cmdline_fail(&cl, "unexpected argument '%s' (one PROGRAM at a time)", argv[optind + 1]);
+	if (o.buffer && !buffer_ok(o.buffer))
+		cmon_cmdline_fail(&cl, "bad value '%s' for -buffer", o.buffer);
+	if (o.name && !cmon_name_valid(o.name))
+		cmon_cmdline_fail(&cl, "invalid -n name '%s' (up to 64 of A-Z a-z 0-9 . _ + -)", o.name);
 	prog = absolute(argv[optind]);
 	if (undo) {
 		if (unwrap_program(prog, err, sizeof err) < 0)
@@ -185,13 +198,10 @@ int main(int argc, char **argv)
 	if (!o.name) {
 		const char *base = strrchr(prog, '/') + 1;
 		if (!cmon_name_valid(base))
-			die(2, "'%s' is not a valid program name; choose one with -n", base);
+			cmon_cmdline_fail(&cl, "'%s' is not a valid program name; choose one with -n",
+					  base);
 		o.name = base;
-	} else if (!cmon_name_valid(o.name)) {
-		die(2, "invalid -n name '%s' (up to 64 of A-Z a-z 0-9 . _ + -)", o.name);
 	}
-	if (o.buffer && !buffer_ok(o.buffer))
-		die(2, "bad -buffer size '%s'", o.buffer);
 	if (snarf) {
 		name = realpath(snarf, NULL);
 		if (!name || access(name, X_OK) != 0)

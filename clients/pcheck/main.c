@@ -3,7 +3,8 @@
  *   pcheck -s SPEC [-i PATH] [-f] [-cont] [-v INTERVALFILE] [-e EVENTFILE] [--json] [LOG|-]
  *
  * Exit status: 0 every assertion held, 1 some failed or was UNDEFINED,
- * 2 the spec did not parse or type-check, 3 the log could not be read.
+ * 2 the spec did not parse or type-check (or a usage error: CMON_EXIT_USAGE
+ * is the same 2), 3 the log could not be read.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,23 +13,35 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmon/cmdline.h"
 #include "pspec/pspec.h"
 
 static const char usage[] =
-    "usage: pcheck -s SPEC [-i PATH] [-f] [-cont] [-v INTERVALFILE] [-e EVENTFILE] [--json] [LOG|-]\n"
+    "Usage: pcheck -s SPEC [OPTION]... [LOG|-]\n"
     "Check the assertions of the PSpec specification SPEC against a monitoring log\n"
     "(cmon-ascii 1 or cmon-bin 1, detected; standard input when LOG is absent or '-').\n"
-    "  -s SPEC           the specification file\n"
-    "  -i PATH           colon-separated folders searched for imported specs (default: SPEC's folder)\n"
-    "  -f                report failures only\n"
-    "  -cont             continuous mode: report each failing interval or event of an outermost\n"
-    "                    {& ...} assertion as soon as it closes; everything else at end of log\n"
-    "  -v INTERVALFILE   write every interval (uid, type, positions, timestamps, metrics) to the file\n"
-    "  -e EVENTFILE      write every event relevant to the spec to the file ('-': standard output)\n"
-    "  --json            JSON Lines instead of text\n"
-    "  --help, --version\n"
-    "Exit status: 0 all assertions held, 1 some failed or were UNDEFINED,\n"
-    "2 the specification has errors, 3 the log could not be read.\n";
+    "\n"
+    "  -s, --spec SPEC             the specification file\n"
+    "  -i, --path PATH             colon-separated folders searched for imported specs\n"
+    "                              (default: SPEC's folder)\n"
+    "  -f, --failures              report failures only\n"
+    "  -cont, --cont               continuous mode: report each failing interval or event of\n"
+    "                              an outermost {& ...} assertion as soon as it closes;\n"
+    "                              everything else at end of log\n"
+    "  -v, --intervals FILE        write every interval (uid, type, positions, timestamps,\n"
+    "                              metrics) to FILE ('-': standard output)\n"
+    "  -e, --events FILE           write every event relevant to the spec to FILE ('-':\n"
+    "                              standard output)\n"
+    "  -json, --json               JSON Lines instead of text\n"
+    "  -h, --help                  show this help and exit\n"
+    "  -V, --version               show the version and exit\n"
+    "Long options may be written with one dash or two.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  every assertion held\n"
+    "  1  some assertion failed or was UNDEFINED\n"
+    "  2  the specification has errors, or the command line is wrong\n"
+    "  3  the log could not be read\n";
 
 typedef struct offender_list {
     char **lines;
@@ -135,58 +148,39 @@ static FILE *open_out(const char *path)
     return f;
 }
 
-static void need_arg(int i, int argc, const char *flag)
-{
-    if (i + 1 >= argc) {
-        fprintf(stderr, "pcheck: %s needs an argument\n%s", flag, usage);
-        exit(PSPEC_EXIT_SPEC);
-    }
-}
-
 int main(int argc, char **argv)
 {
+    enum { OPT_CONT = 256, OPT_JSON };
+    static const struct option longopts[] = {
+        { "spec", required_argument, NULL, 's' },
+        { "path", required_argument, NULL, 'i' },
+        { "failures", no_argument, NULL, 'f' },
+        { "cont", no_argument, NULL, OPT_CONT },
+        { "intervals", required_argument, NULL, 'v' },
+        { "events", required_argument, NULL, 'e' },
+        { "json", no_argument, NULL, OPT_JSON },
+        { NULL, 0, NULL, 0 },
+    };
+    static const struct cmon_cmdline cl = { "pcheck", usage, "s:i:fv:e:", longopts };
     const char *spec = NULL, *path = NULL, *vpath = NULL, *epath = NULL, *log = NULL;
     out o = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-s") == 0) {
-            need_arg(i, argc, a);
-            spec = argv[++i];
-        } else if (strcmp(a, "-i") == 0) {
-            need_arg(i, argc, a);
-            path = argv[++i];
-        } else if (strcmp(a, "-v") == 0) {
-            need_arg(i, argc, a);
-            vpath = argv[++i];
-        } else if (strcmp(a, "-e") == 0) {
-            need_arg(i, argc, a);
-            epath = argv[++i];
-        } else if (strcmp(a, "-f") == 0) {
-            o.failures_only = true;
-        } else if (strcmp(a, "-cont") == 0 || strcmp(a, "--cont") == 0) {
-            o.cont = true;
-        } else if (strcmp(a, "--json") == 0 || strcmp(a, "-json") == 0) {
-            o.json = true;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--version") == 0) {
-            printf("pcheck (CMon) %s\n", CMON_VERSION);
-            return 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "pcheck: unknown option '%s'\n%s", a, usage);
-            return PSPEC_EXIT_SPEC;
-        } else if (!log) {
-            log = a;
-        } else {
-            fprintf(stderr, "pcheck: more than one log given ('%s' and '%s')\n", log, a);
-            return PSPEC_EXIT_SPEC;
+    int ch;
+    while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
+        switch (ch) {
+        case 's': spec = optarg; break;
+        case 'i': path = optarg; break;
+        case 'f': o.failures_only = true; break;
+        case OPT_CONT: o.cont = true; break;
+        case 'v': vpath = optarg; break;
+        case 'e': epath = optarg; break;
+        case OPT_JSON: o.json = true; break;
         }
     }
-    if (!spec) {
-        fprintf(stderr, "pcheck: no specification given (-s SPEC)\n%s", usage);
-        return PSPEC_EXIT_SPEC;
-    }
+    if (argc - optind > 1)
+        cmon_cmdline_fail(&cl, "more than one log given ('%s' and '%s')", argv[optind], argv[optind + 1]);
+    log = optind < argc ? argv[optind] : NULL;
+    if (!spec)
+        cmon_cmdline_fail(&cl, "no specification given (-s SPEC)");
     pspec *ps = cli_load_spec("pcheck", spec, path);
     if (!ps)
         return PSPEC_EXIT_SPEC;

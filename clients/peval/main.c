@@ -17,18 +17,27 @@
 #include <editline/readline.h>
 
 #include "cli.h"
+#include "cmon/cmdline.h"
 #include "pspec/pspec.h"
 
 static const char usage[] =
-    "usage: peval [-s SPEC] [-i PATH] [-c CMDFILE] [LOG|-]\n"
+    "Usage: peval [-s SPEC] [-i PATH] [-c CMDFILE] [LOG|-]\n"
     "Evaluate PSpec expressions against a monitoring log (cmon-ascii 1 or cmon-bin 1).\n"
-    "  -s SPEC      declarations to start from (its assertions are not checked)\n"
-    "  -i PATH      colon-separated folders searched for imported specs\n"
-    "  -c CMDFILE   read the commands from CMDFILE instead of the terminal\n"
-    "  LOG          the log; '-' for standard input (then -c is needed). Without LOG and with\n"
-    "               -c, a log piped on standard input is used.\n"
+    "\n"
+    "  -s, --spec SPEC         declarations to start from (its assertions are not checked)\n"
+    "  -i, --path PATH         colon-separated folders searched for imported specs\n"
+    "  -c, --commands CMDFILE  read the commands from CMDFILE instead of the terminal\n"
+    "  -h, --help              show this help and exit\n"
+    "  -V, --version           show the version and exit\n"
+    "  LOG                     the log; '-' for standard input (then -c is needed). Without\n"
+    "                          LOG and with -c, a log piped on standard input is used.\n"
+    "Long options may be written with one dash or two.\n"
     "Commands end with ';'. Type help; for the syntax.\n"
-    "Exit status: 0 every command succeeded, 2 some command had an error, 3 the log could not be read.\n";
+    "\n"
+    "Exit status:\n"
+    "  0  every command succeeded\n"
+    "  2  some command had an error, or the command line is wrong\n"
+    "  3  the log could not be read\n";
 
 typedef struct state {
     pspec_session *session;
@@ -146,14 +155,6 @@ static void run_terminal(state *st)
     free(acc);
 }
 
-static void need_arg(int i, int argc, const char *flag)
-{
-    if (i + 1 >= argc) {
-        fprintf(stderr, "peval: %s needs an argument\n%s", flag, usage);
-        exit(2);
-    }
-}
-
 /* True when the seekable fd has no bytes left to read. */
 static bool is_empty(int fd)
 {
@@ -164,39 +165,28 @@ static bool is_empty(int fd)
 
 int main(int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        { "spec", required_argument, NULL, 's' },
+        { "path", required_argument, NULL, 'i' },
+        { "commands", required_argument, NULL, 'c' },
+        { NULL, 0, NULL, 0 },
+    };
+    static const struct cmon_cmdline cl = { "peval", usage, "s:i:c:", longopts };
     const char *spec = NULL, *path = NULL, *cmdfile = NULL, *log = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-s") == 0) {
-            need_arg(i, argc, a);
-            spec = argv[++i];
-        } else if (strcmp(a, "-i") == 0) {
-            need_arg(i, argc, a);
-            path = argv[++i];
-        } else if (strcmp(a, "-c") == 0) {
-            need_arg(i, argc, a);
-            cmdfile = argv[++i];
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--version") == 0) {
-            printf("peval (CMon) %s\n", CMON_VERSION);
-            return 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "peval: unknown option '%s'\n%s", a, usage);
-            return 2;
-        } else if (!log) {
-            log = a;
-        } else {
-            fprintf(stderr, "peval: more than one log given ('%s' and '%s')\n", log, a);
-            return 2;
+    int ch;
+    while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
+        switch (ch) {
+        case 's': spec = optarg; break;
+        case 'i': path = optarg; break;
+        case 'c': cmdfile = optarg; break;
         }
     }
+    if (argc - optind > 1)
+        cmon_cmdline_fail(&cl, "more than one log given ('%s' and '%s')", argv[optind], argv[optind + 1]);
+    log = optind < argc ? argv[optind] : NULL;
     bool log_on_stdin = (log && strcmp(log, "-") == 0) || (!log && cmdfile && !isatty(0));
-    if (log_on_stdin && !cmdfile) {
-        fprintf(stderr, "peval: the log is on standard input, so the commands must come from -c CMDFILE\n");
-        return 2;
-    }
+    if (log_on_stdin && !cmdfile)
+        cmon_cmdline_fail(&cl, "the log is on standard input, so the commands must come from -c CMDFILE");
     pspec *ps;
     if (spec) {
         ps = cli_load_spec("peval", spec, path);

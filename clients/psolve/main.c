@@ -13,22 +13,33 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmon/cmdline.h"
 #include "pspec/pspec.h"
 
 static const char usage[] =
-    "usage: psolve -s SPEC [-i PATH] [-d DATAFILE] [-u NAME ...] [LOG|-]\n"
+    "Usage: psolve -s SPEC [-i PATH] [-d DATAFILE] [-u NAME ...] [LOG|-]\n"
     "Estimate the unknowns (def X = ?) of the PSpec specification SPEC from a monitoring log,\n"
     "following its solve declarations, and print the specification with the estimates filled in.\n"
-    "  -s SPEC       the specification file\n"
-    "  -i PATH       colon-separated folders searched for imported specs (default: SPEC's folder)\n"
-    "  -d DATAFILE   write the data points of every regression to DATAFILE ('-': standard output; for gnuplot:\n"
-    "                'y x1 x2 ...' per line, a '#' header, two blank lines between regressions)\n"
-    "  -u NAME ...   solve only these unknowns, named SPEC.NAME; the names end at the next\n"
-    "                option or '--'\n"
-    "  LOG           the log (cmon-ascii 1 or cmon-bin 1); standard input when absent or '-'\n"
-    "  --help, --version\n"
-    "Exit status: 0 all estimated, 1 some could not be estimated, 2 errors in the specification,\n"
-    "3 the log could not be read.\n";
+    "\n"
+    "  -s, --spec SPEC         the specification file\n"
+    "  -i, --path PATH         colon-separated folders searched for imported specs\n"
+    "                          (default: SPEC's folder)\n"
+    "  -d, --data DATAFILE     write the data points of every regression to DATAFILE ('-':\n"
+    "                          standard output; for gnuplot: 'y x1 x2 ...' per line, a '#'\n"
+    "                          header, two blank lines between regressions)\n"
+    "  -u, --unknowns NAME ... solve only these unknowns, named SPEC.NAME; the names end at\n"
+    "                          the next option or '--'\n"
+    "  -h, --help              show this help and exit\n"
+    "  -V, --version           show the version and exit\n"
+    "  LOG                     the log (cmon-ascii 1 or cmon-bin 1); standard input when\n"
+    "                          absent or '-'\n"
+    "Long options may be written with one dash or two.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  every unknown asked for was estimated\n"
+    "  1  some could not be estimated\n"
+    "  2  errors in the specification or its solve declarations, or the command line is wrong\n"
+    "  3  the log could not be read\n";
 
 typedef struct ctx {
     FILE *data;
@@ -82,55 +93,43 @@ static void on_problem(void *p, const char *msg)
 
 int main(int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        { "spec", required_argument, NULL, 's' },
+        { "path", required_argument, NULL, 'i' },
+        { "data", required_argument, NULL, 'd' },
+        { "unknowns", required_argument, NULL, 'u' },
+        { NULL, 0, NULL, 0 },
+    };
+    static const struct cmon_cmdline cl = { "psolve", usage, "s:i:d:u:", longopts };
     const char *spec = NULL, *path = NULL, *dpath = NULL, *log = NULL;
     const char **only = calloc((size_t)argc + 1, sizeof *only);
     size_t nonly = 0;
+    int ch;
     if (!only)
         return 3;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((strcmp(a, "-s") == 0 || strcmp(a, "-i") == 0 || strcmp(a, "-d") == 0) && i + 1 >= argc) {
-            fprintf(stderr, "psolve: %s needs an argument\n%s", a, usage);
-            return 2;
-        }
-        if (strcmp(a, "-s") == 0) {
-            spec = argv[++i];
-        } else if (strcmp(a, "-i") == 0) {
-            path = argv[++i];
-        } else if (strcmp(a, "-d") == 0) {
-            dpath = argv[++i];
-        } else if (strcmp(a, "-u") == 0) {
-            while (i + 1 < argc && argv[i + 1][0] != '-')
-                only[nonly++] = argv[++i];
-            if (i + 1 < argc && strcmp(argv[i + 1], "--") == 0)
-                i++;
-            if (nonly == 0) {
-                fprintf(stderr, "psolve: -u needs at least one name (SPEC.NAME)\n");
-                return 2;
-            }
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--version") == 0) {
-            printf("psolve (CMon) %s\n", CMON_VERSION);
-            return 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "psolve: unknown option '%s'\n%s", a, usage);
-            return 2;
-        } else if (!log) {
-            log = a;
-        } else {
-            fprintf(stderr, "psolve: more than one log given ('%s' and '%s')\n", log, a);
-            return 2;
+    while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
+        switch (ch) {
+        case 's': spec = optarg; break;
+        case 'i': path = optarg; break;
+        case 'd': dpath = optarg; break;
+        case 'u':
+            /* -u takes names up to the next option or "--" */
+            if (optarg[0] == '-')
+                cmon_cmdline_fail(&cl, "-u needs at least one name (SPEC.NAME)");
+            only[nonly++] = optarg;
+            while (optind < argc && argv[optind][0] != '-')
+                only[nonly++] = argv[optind++];
+            break;
         }
     }
+    if (argc - optind > 1)
+        cmon_cmdline_fail(&cl, "more than one log given ('%s' and '%s')", argv[optind], argv[optind + 1]);
+    log = optind < argc ? argv[optind] : NULL;
     /* `-u a.X b.Y fs.log`: a last "name" that is a readable file is the log. */
     if (!log && nonly > 0 && access(only[nonly - 1], R_OK) == 0)
         log = only[--nonly];
-    if (!spec) {
-        fprintf(stderr, "psolve: no specification given (-s SPEC)\n%s", usage);
-        return 2;
-    }
+    if (!spec)
+        cmon_cmdline_fail(&cl, "no specification given (-s SPEC)");
     pspec *ps = cli_load_spec("psolve", spec, path);
     if (!ps)
         return 2;

@@ -1,10 +1,9 @@
 /* telemonctl's command line: which command, which options each accepts,
  * and turning user spellings (times, relative paths) into what the
- * service expects. Usage errors are one line on standard error and exit
- * status 2. */
+ * service expects. Usage errors are "telemonctl: MESSAGE" and a Try line
+ * on standard error, exit status 2 (cmon/cmdline.h). */
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,10 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmon/cmdline.h"
 #include "telemonctl.h"
 
 static const char usage[] =
-	"usage: telemonctl [-state DIR] [--json] COMMAND [ARGS]\n"
+	"Usage: telemonctl [-state DIR] [-json] COMMAND [ARGS]\n"
 	"\n"
 	"Commands:\n"
 	"  status                          the service: registry, counts, mail, store\n"
@@ -45,25 +45,64 @@ static const char usage[] =
 	"  silence rm ID                   end a silence now\n"
 	"  ack ID [-comment TEXT]          acknowledge failure ID\n"
 	"\n"
-	"  -state DIR   the service's state directory (default $TELEMON_STATE, else\n"
-	"               ~/.telemonitor, else /var/lib/telemonitor)\n"
-	"  --json       JSON output (an array or an object)\n"
-	"  --help, --version\n"
+	"Options (before or after the command; one dash or two, -json or --json):\n"
+	"  -state, --state DIR      the service's state directory (default\n"
+	"                           $TELEMON_STATE, else ~/.telemonitor, else\n"
+	"                           /var/lib/telemonitor)\n"
+	"  -json, --json            JSON output (an array or an object)\n"
+	"  -all, --all              instances: ended ones too\n"
+	"  -limit, --limit N        instances, failures: at most N\n"
+	"  -prog, --prog P          failures, stats: of program P\n"
+	"  -assert, --assert LABEL  failures, stats: of this assertion\n"
+	"  -since, --since T        failures: stored at or after T\n"
+	"  -instance, --instance ID failures: of instance ID\n"
+	"  -before, --before ID     failures: older than failure ID\n"
+	"  -day, --day YYYY-MM-DD   stats: of this day only\n"
+	"  -until, --until T        silence add: until T\n"
+	"  -for, --for DURATION     silence add: for DURATION ('2 hours', '30 min')\n"
+	"  -comment, --comment TEXT silence add, ack: a comment\n"
+	"  -h, --help               show this help and exit\n"
+	"  -V, --version            show the version and exit\n"
 	"\n"
-	"Exit status: 0 done, 1 the service refused (the message says why),\n"
-	"2 bad command line, 3 the service cannot be reached.\n";
+	"Exit status:\n"
+	"  0  done\n"
+	"  1  the service refused (the message says why)\n"
+	"  2  bad command line\n"
+	"  3  the service cannot be reached\n";
 
+/* The command line: these options plus -h/--help and -V/--version; which
+ * command takes which is checked in args_parse. */
+enum { O_STATE = 256, O_JSON, O_ALL, O_PROG, O_ASSERT, O_SINCE, O_LIMIT, O_INSTANCE, O_BEFORE,
+       O_DAY, O_UNTIL, O_FOR, O_COMMENT };
+static const struct option opts[] = {
+	{ "state", required_argument, NULL, O_STATE },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "all", no_argument, NULL, O_ALL },
+	{ "prog", required_argument, NULL, O_PROG },
+	{ "assert", required_argument, NULL, O_ASSERT },
+	{ "since", required_argument, NULL, O_SINCE },
+	{ "limit", required_argument, NULL, O_LIMIT },
+	{ "instance", required_argument, NULL, O_INSTANCE },
+	{ "before", required_argument, NULL, O_BEFORE },
+	{ "day", required_argument, NULL, O_DAY },
+	{ "until", required_argument, NULL, O_UNTIL },
+	{ "for", required_argument, NULL, O_FOR },
+	{ "comment", required_argument, NULL, O_COMMENT },
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cmon_cmdline cmdline = { "telemonctl", usage, "", opts };
+
+/* A usage error: "telemonctl: MESSAGE", the Try line, exit status 2. */
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fprintf(stderr, "telemonctl: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (telemonctl --help)\n");
-	exit(EXIT_USAGE);
+	cmon_cmdline_fail(&cmdline, "%s", msg);
 }
 
 static void word(struct ctl_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -264,34 +303,13 @@ static const char *default_state(void)
 
 void args_parse(int argc, char **argv, struct ctl_cmd *c)
 {
-	enum { O_STATE = 1, O_JSON, O_ALL, O_PROG, O_ASSERT, O_SINCE, O_LIMIT, O_INSTANCE, O_BEFORE,
-	       O_DAY, O_UNTIL, O_FOR, O_COMMENT, O_HELP, O_VERSION };
-	static const struct option opts[] = {
-		{ "state", required_argument, NULL, O_STATE },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "all", no_argument, NULL, O_ALL },
-		{ "prog", required_argument, NULL, O_PROG },
-		{ "assert", required_argument, NULL, O_ASSERT },
-		{ "since", required_argument, NULL, O_SINCE },
-		{ "limit", required_argument, NULL, O_LIMIT },
-		{ "instance", required_argument, NULL, O_INSTANCE },
-		{ "before", required_argument, NULL, O_BEFORE },
-		{ "day", required_argument, NULL, O_DAY },
-		{ "until", required_argument, NULL, O_UNTIL },
-		{ "for", required_argument, NULL, O_FOR },
-		{ "comment", required_argument, NULL, O_COMMENT },
-		{ "help", no_argument, NULL, O_HELP },
-		{ "version", no_argument, NULL, O_VERSION },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *prog = NULL, *assertion = NULL, *since = NULL, *limit = NULL, *inst = NULL;
 	const char *day = NULL, *before = NULL, *until = NULL, *dur = NULL, *comment = NULL, *cmd;
 	bool all = false;
 	int ch, n;
 	char **pos;
 
-	opterr = 0;
-	while ((ch = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
+	while ((ch = cmon_cmdline_next(&cmdline, argc, argv)) != -1) {
 		switch (ch) {
 		case O_STATE: c->state = optarg; break;
 		case O_JSON: c->json = true; break;
@@ -306,12 +324,6 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		case O_UNTIL: until = optarg; break;
 		case O_FOR: dur = optarg; break;
 		case O_COMMENT: comment = optarg; break;
-		case O_HELP: fputs(usage, stdout); exit(EXIT_OK);
-		case O_VERSION: puts("telemonctl " CMON_VERSION); exit(EXIT_OK);
-		default:
-			if (optopt)
-				die("option %s needs a value", argv[optind - 1]);
-			die("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (!c->state || !*c->state)

@@ -2,40 +2,67 @@
  * listening sockets, tell systemd we are ready, run the loop until
  * SIGTERM/SIGINT, clean up. The work happens in conn.c and matcher.c. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
+#include "cmon/cmdline.h"
 #include "cmon/log.h"
 #include "cmon/service.h"
 #include "cmon/tls.h"
 #include "registry.h"
 
 static const char usage[] =
-	"usage: telemonreg [-listen ADDR]... [-portfile FILE] [-debug]\n"
+	"Usage: telemonreg [-listen ADDR]... [-portfile FILE] [-debug]\n"
 	"                  [-tls-cert FILE -tls-key FILE [-tls-ca FILE]]\n"
 	"                  [-max-conns N] [-hello-timeout SECONDS] [-unix-dir DIR]\n"
 	"\n"
 	"The CMon registry: snarflogs announce monitored programs here and\n"
 	"telemonitors subscribe to classes of them.\n"
 	"\n"
-	"  -listen ADDR        HOST:PORT, [V6]:PORT, *:PORT or unix:PATH; repeatable.\n"
-	"                      Default 127.0.0.1 and ::1 port 7361 (every interface\n"
-	"                      when TLS is configured). Ignored under socket activation.\n"
-	"  -portfile FILE      write the bound TCP port to FILE (useful with port 0)\n"
-	"  -debug              log instances and classes as they come and go\n"
-	"  -tls-cert FILE      serve TLS with this certificate (PEM)\n"
-	"  -tls-key FILE       and this private key\n"
-	"  -tls-ca FILE        require client certificates signed by this CA\n"
-	"  -max-conns N        refuse connections beyond N (default: open-file limit)\n"
-	"  -hello-timeout SEC  disconnect peers silent for SEC seconds after\n"
-	"                      connecting (default 10)\n"
-	"  -unix-dir DIR       accept unix:PATH data endpoints from this machine when\n"
-	"                      PATH is a socket directly in DIR (default: refuse them)\n"
-	"  --help, --version\n";
+	"  -listen, --listen ADDR     HOST:PORT, [V6]:PORT, *:PORT or unix:PATH;\n"
+	"                             repeatable. Default 127.0.0.1 and ::1 port 7361\n"
+	"                             (every interface when TLS is configured).\n"
+	"                             Ignored under socket activation.\n"
+	"  -portfile, --portfile FILE write the bound TCP port to FILE (useful with\n"
+	"                             port 0)\n"
+	"  -debug, --debug            log instances and classes as they come and go\n"
+	"  -tls-cert, --tls-cert FILE serve TLS with this certificate (PEM)\n"
+	"  -tls-key, --tls-key FILE   and this private key\n"
+	"  -tls-ca, --tls-ca FILE     require client certificates signed by this CA\n"
+	"  -max-conns, --max-conns N  refuse connections beyond N (default: open-file\n"
+	"                             limit)\n"
+	"  -hello-timeout, --hello-timeout SEC\n"
+	"                             disconnect peers silent for SEC seconds after\n"
+	"                             connecting (default 10)\n"
+	"  -unix-dir, --unix-dir DIR  accept unix:PATH data endpoints from this machine\n"
+	"                             when PATH is a socket directly in DIR (default:\n"
+	"                             refuse them)\n"
+	"  -h, --help                 show this help and exit\n"
+	"  -V, --version              show the version and exit\n"
+	"\n"
+	"Exit status:\n"
+	"  0  stopped by SIGTERM or SIGINT\n"
+	"  1  could not start (a socket, the TLS files)\n"
+	"  2  bad command line\n";
+
+/* The command line: these options plus -h/--help and -V/--version. */
+enum { O_LISTEN = 256, O_PORTFILE, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXC, O_HELLO, O_UNIXDIR };
+static const struct option opts[] = {
+	{ "listen", required_argument, NULL, O_LISTEN },
+	{ "portfile", required_argument, NULL, O_PORTFILE },
+	{ "debug", no_argument, NULL, O_DEBUG },
+	{ "tls-cert", required_argument, NULL, O_CERT },
+	{ "tls-key", required_argument, NULL, O_KEY },
+	{ "tls-ca", required_argument, NULL, O_CA },
+	{ "max-conns", required_argument, NULL, O_MAXC },
+	{ "hello-timeout", required_argument, NULL, O_HELLO },
+	{ "unix-dir", required_argument, NULL, O_UNIXDIR },
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cmon_cmdline cmdline = { "telemonreg", usage, "", opts };
 
 /* Command-line settings. */
 struct options {
@@ -56,41 +83,22 @@ static long parse_long(const char *s, const char *opt, long lo, long hi)
 
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno || *end || end == s || v < lo || v > hi) {
-		fprintf(stderr, "telemonreg: bad value '%s' for %s\n", s, opt);
-		exit(2);
-	}
+	if (errno || *end || end == s || v < lo || v > hi)
+		cmon_cmdline_fail(&cmdline, "bad value '%s' for %s", s, opt);
 	return v;
 }
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	enum { O_LISTEN = 1, O_PORTFILE, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXC, O_HELLO,
-	       O_UNIXDIR, O_HELP, O_VERSION };
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, O_LISTEN },
-		{ "portfile", required_argument, NULL, O_PORTFILE },
-		{ "debug", no_argument, NULL, O_DEBUG },
-		{ "tls-cert", required_argument, NULL, O_CERT },
-		{ "tls-key", required_argument, NULL, O_KEY },
-		{ "tls-ca", required_argument, NULL, O_CA },
-		{ "max-conns", required_argument, NULL, O_MAXC },
-		{ "hello-timeout", required_argument, NULL, O_HELLO },
-		{ "unix-dir", required_argument, NULL, O_UNIXDIR },
-		{ "help", no_argument, NULL, O_HELP },
-		{ "version", no_argument, NULL, O_VERSION },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
 	o->hello_timeout = 10;
-	while ((c = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = cmon_cmdline_next(&cmdline, argc, argv)) != -1) {
 		switch (c) {
 		case O_LISTEN:
-			if (o->nlisten == REG_MAX_LISTENERS) {
-				fprintf(stderr, "telemonreg: too many -listen options\n");
-				exit(2);
-			}
+			if (o->nlisten == REG_MAX_LISTENERS)
+				cmon_cmdline_fail(&cmdline, "too many -listen options (at most %d)",
+						  REG_MAX_LISTENERS);
 			o->listen[o->nlisten++] = optarg;
 			break;
 		case O_PORTFILE: o->portfile = optarg; break;
@@ -109,29 +117,17 @@ static void parse_args(int argc, char **argv, struct options *o)
 			if (optarg[0] != '/' || n < 2 || strstr(optarg, "//") ||
 			    strstr(optarg, "/./") || strstr(optarg, "/../") ||
 			    strcmp(optarg + n - 2, "/.") == 0 ||
-			    (n >= 3 && strcmp(optarg + n - 3, "/..") == 0)) {
-				fprintf(stderr, "telemonreg: -unix-dir needs an absolute directory "
-					"other than / (without . or .. components), not '%s'\n", optarg);
-				exit(2);
-			}
+			    (n >= 3 && strcmp(optarg + n - 3, "/..") == 0))
+				cmon_cmdline_fail(&cmdline, "-unix-dir needs an absolute directory "
+						  "other than / (without . or .. components), not '%s'",
+						  optarg);
 			o->unix_dir = optarg;
 			break;
 		}
-		case O_HELP:
-			fputs(usage, stdout);
-			exit(0);
-		case O_VERSION:
-			puts("telemonreg " CMON_VERSION);
-			exit(0);
-		default:
-			fputs(usage, stderr);
-			exit(2);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "telemonreg: unexpected argument '%s'\n%s", argv[optind], usage);
-		exit(2);
-	}
+	if (optind < argc)
+		cmon_cmdline_fail(&cmdline, "unexpected argument '%s'", argv[optind]);
 }
 
 /* Raise the open-file limit as far as allowed and derive the connection cap. */

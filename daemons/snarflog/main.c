@@ -5,7 +5,6 @@
  * been delivered. Exit the way CMD exited. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmon/cmdline.h"
 #include "cmon/log.h"
 #include "snarflog.h"
 
 static const char usage[] =
-	"usage: snarflog PROGNAME [-ascii|-binary] [-buffer NBYTES] [-fifo PATH] [-debug]\n"
+	"Usage: snarflog PROGNAME [-ascii|-binary] [-buffer NBYTES] [-fifo PATH] [-debug]\n"
 	"                [-regmachine HOST[:PORT]] [-standalone] [-data-listen ADDR]\n"
 	"                [-machine NAME] [-hold SECONDS] [-drain SECONDS] [-maxblock SECONDS]\n"
 	"                [-portfile FILE] [-token-file FILE]\n"
@@ -28,39 +28,84 @@ static const char usage[] =
 	"Reads a monitoring log from standard input, from the named pipe PATH, or\n"
 	"from CMD (through the pipe in CMON_LOG_FD / CMON_LOG), keeps the last\n"
 	"NBYTES of whole records, and forwards the log to one telemonitor at a time.\n"
+	"Options come before \"--\"; everything after it is CMD and its arguments.\n"
 	"\n"
-	"  -ascii, -binary     log format (default: detected from the first bytes)\n"
-	"  -buffer NBYTES      record buffer size, suffix K, M or G allowed (default 2M)\n"
-	"  -fifo PATH          read the log from named pipe PATH (created if missing)\n"
-	"  -debug              report forwarding, drops and registry traffic\n"
-	"  -regmachine ADDR    registry HOST or HOST:PORT (default $TELEMONREG_MACHINE,\n"
-	"                      else localhost:7361)\n"
-	"  -regname NAME       accepted for compatibility ($TELEMONREG_NAME); no effect\n"
-	"  -standalone         do not use a registry; consumers connect directly\n"
-	"  -data-listen ADDR   data endpoint address (default $CMON_DATA_LISTEN, else\n"
-	"                      127.0.0.1:0, or *:0 with TLS)\n"
-	"  -machine NAME       machine name to announce (default: host name)\n"
-	"  -hold SECONDS       keep the first records (while there is room) and, at\n"
-	"                      end of log, wait this long for an auto subscriber (default 5)\n"
-	"  -drain SECONDS      at end of log, wait this long for the consumer to take\n"
-	"                      the rest (default 5)\n"
-	"  -maxblock SECONDS   longest a blocking consumer may hold the program up\n"
-	"                      before the oldest records are dropped (default 1)\n"
-	"  -portfile FILE      write the data endpoint's port to FILE\n"
-	"  -token-file FILE    write the token a consumer must show to FILE (mode 0600),\n"
-	"                      for consumers that do not come through the registry\n"
-	"  -hello-timeout SEC  drop data connections that have not sent Hello and\n"
-	"                      Start within SEC seconds (default 10)\n"
-	"  -tls-cert, -tls-key, -tls-ca FILE   TLS (default $CMON_TLS_CERT, ...)\n"
-	"  --help, --version\n";
+	"  -ascii, --ascii            log format ascii (default: detected from the\n"
+	"                             first bytes)\n"
+	"  -binary, --binary          log format binary\n"
+	"  -buffer, --buffer NBYTES   record buffer size, suffix K, M or G allowed\n"
+	"                             (default 2M)\n"
+	"  -fifo, --fifo PATH         read the log from named pipe PATH (created if\n"
+	"                             missing)\n"
+	"  -debug, --debug            report forwarding, drops and registry traffic\n"
+	"  -regmachine, --regmachine ADDR\n"
+	"                             registry HOST or HOST:PORT (default\n"
+	"                             $TELEMONREG_MACHINE, else localhost:7361)\n"
+	"  -regname, --regname NAME   accepted for compatibility ($TELEMONREG_NAME);\n"
+	"                             no effect\n"
+	"  -standalone, --standalone  do not use a registry; consumers connect directly\n"
+	"  -data-listen, --data-listen ADDR\n"
+	"                             data endpoint address (default $CMON_DATA_LISTEN,\n"
+	"                             else 127.0.0.1:0, or *:0 with TLS)\n"
+	"  -machine, --machine NAME   machine name to announce (default: host name)\n"
+	"  -hold, --hold SECONDS      keep the first records (while there is room) and,\n"
+	"                             at end of log, wait this long for an auto\n"
+	"                             subscriber (default 5)\n"
+	"  -drain, --drain SECONDS    at end of log, wait this long for the consumer to\n"
+	"                             take the rest (default 5)\n"
+	"  -maxblock, --maxblock SECONDS\n"
+	"                             longest a blocking consumer may hold the program\n"
+	"                             up before the oldest records are dropped (default 1)\n"
+	"  -portfile, --portfile FILE write the data endpoint's port to FILE\n"
+	"  -token-file, --token-file FILE\n"
+	"                             write the token a consumer must show to FILE (mode\n"
+	"                             0600), for consumers that do not come through the\n"
+	"                             registry\n"
+	"  -hello-timeout, --hello-timeout SECONDS\n"
+	"                             drop data connections that have not sent Hello and\n"
+	"                             Start within SECONDS (default 10)\n"
+	"  -tls-cert, --tls-cert FILE\n"
+	"  -tls-key, --tls-key FILE\n"
+	"  -tls-ca, --tls-ca FILE     TLS (default $CMON_TLS_CERT, $CMON_TLS_KEY,\n"
+	"                             $CMON_TLS_CA)\n"
+	"  -h, --help                 show this help and exit\n"
+	"  -V, --version              show the version and exit\n"
+	"\n"
+	"Exit status:\n"
+	"  With CMD: CMD's own status, whatever became of forwarding (killed by a\n"
+	"  signal: snarflog dies of the same signal, else 128+N); 126 CMD could not\n"
+	"  be run, 127 CMD was not found.\n"
+	"  Without CMD: 0 the log was read to its end, 1 it could not be read or\n"
+	"  forwarding could not be set up.\n"
+	"  2  bad command line (CMD is not started)\n";
 
-static void die_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "snarflog: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
-	exit(2);
-}
+/* The command line: these options plus -h/--help and -V/--version. */
+enum { O_ASCII = 256, O_BINARY, O_BUFFER, O_FIFO, O_DEBUG, O_REG, O_REGNAME, O_STANDALONE,
+       O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_MAXBLOCK, O_HELLO, O_PORTFILE, O_TOKENFILE,
+       O_CERT, O_KEY, O_CA };
+static const struct option opts[] = {
+	{ "ascii", no_argument, NULL, O_ASCII },
+	{ "binary", no_argument, NULL, O_BINARY },
+	{ "buffer", required_argument, NULL, O_BUFFER },
+	{ "fifo", required_argument, NULL, O_FIFO },
+	{ "debug", no_argument, NULL, O_DEBUG },
+	{ "regmachine", required_argument, NULL, O_REG },
+	{ "regname", required_argument, NULL, O_REGNAME },
+	{ "standalone", no_argument, NULL, O_STANDALONE },
+	{ "data-listen", required_argument, NULL, O_LISTEN },
+	{ "machine", required_argument, NULL, O_MACHINE },
+	{ "hold", required_argument, NULL, O_HOLD },
+	{ "drain", required_argument, NULL, O_DRAIN },
+	{ "maxblock", required_argument, NULL, O_MAXBLOCK },
+	{ "hello-timeout", required_argument, NULL, O_HELLO },
+	{ "portfile", required_argument, NULL, O_PORTFILE },
+	{ "token-file", required_argument, NULL, O_TOKENFILE },
+	{ "tls-cert", required_argument, NULL, O_CERT },
+	{ "tls-key", required_argument, NULL, O_KEY },
+	{ "tls-ca", required_argument, NULL, O_CA },
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cmon_cmdline cmdline = { "snarflog", usage, "", opts };
 
 static size_t parse_size(const char *s)
 {
@@ -70,7 +115,7 @@ static size_t parse_size(const char *s)
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || end == s || *s == '-')
-		die_usage("bad -buffer size '%s'", s);
+		cmon_cmdline_fail(&cmdline, "bad value '%s' for -buffer", s);
 	switch (*end) {
 	case 'k': case 'K': v <<= 10; end++; break;
 	case 'm': case 'M': v <<= 20; end++; break;
@@ -80,7 +125,8 @@ static size_t parse_size(const char *s)
 	if (*end == 'i' || *end == 'B' || *end == 'b')
 		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
 	if (*end || v > SNARF_MAX_BUFFER)
-		die_usage("-buffer must be a size up to 1G, such as 64K or 2M, not '%s'", s);
+		cmon_cmdline_fail(&cmdline, "bad value '%s' for -buffer (a size up to 1G, such as "
+				  "64K or 2M)", s);
 	if (v < SNARF_MIN_BUFFER) {
 		fprintf(stderr, "snarflog: -buffer %s is below the smallest buffer; using 4K\n", s);
 		v = SNARF_MIN_BUFFER;
@@ -94,39 +140,12 @@ static double parse_seconds(const char *s, const char *opt)
 	double v = strtod(s, &end);
 
 	if (end == s || *end || !(v >= 0 && v <= 86400))
-		die_usage("bad number of seconds for %s", opt);
+		cmon_cmdline_fail(&cmdline, "bad value '%s' for %s (seconds, 0 to 86400)", s, opt);
 	return v;
 }
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	enum { O_ASCII = 1, O_BINARY, O_BUFFER, O_FIFO, O_DEBUG, O_REG, O_REGNAME, O_STANDALONE,
-	       O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_MAXBLOCK, O_HELLO, O_PORTFILE, O_TOKENFILE, O_CERT, O_KEY, O_CA, O_HELP,
-	       O_VERSION };
-	static const struct option opts[] = {
-		{ "ascii", no_argument, NULL, O_ASCII },
-		{ "binary", no_argument, NULL, O_BINARY },
-		{ "buffer", required_argument, NULL, O_BUFFER },
-		{ "fifo", required_argument, NULL, O_FIFO },
-		{ "debug", no_argument, NULL, O_DEBUG },
-		{ "regmachine", required_argument, NULL, O_REG },
-		{ "regname", required_argument, NULL, O_REGNAME },
-		{ "standalone", no_argument, NULL, O_STANDALONE },
-		{ "data-listen", required_argument, NULL, O_LISTEN },
-		{ "machine", required_argument, NULL, O_MACHINE },
-		{ "hold", required_argument, NULL, O_HOLD },
-		{ "drain", required_argument, NULL, O_DRAIN },
-		{ "maxblock", required_argument, NULL, O_MAXBLOCK },
-		{ "hello-timeout", required_argument, NULL, O_HELLO },
-		{ "portfile", required_argument, NULL, O_PORTFILE },
-		{ "token-file", required_argument, NULL, O_TOKENFILE },
-		{ "tls-cert", required_argument, NULL, O_CERT },
-		{ "tls-key", required_argument, NULL, O_KEY },
-		{ "tls-ca", required_argument, NULL, O_CA },
-		{ "help", no_argument, NULL, O_HELP },
-		{ "version", no_argument, NULL, O_VERSION },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c, nopt = argc;
 
 	/* Everything after "--" is CMD; options come before it. */
@@ -135,7 +154,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 			nopt = i;
 			o->cmd = argv + i + 1;
 			if (!o->cmd[0])
-				die_usage("%s", "no command after --");
+				cmon_cmdline_fail(&cmdline, "no command after --");
 			break;
 		}
 	o->buffer = SNARF_DEFAULT_BUFFER;
@@ -143,7 +162,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	o->drain_s = 5;
 	o->maxblock_s = SNARF_DEFAULT_MAXBLOCK_S;
 	o->hello_s = 10;
-	while ((c = getopt_long_only(nopt, argv, "", opts, NULL)) != -1) {
+	while ((c = cmon_cmdline_next(&cmdline, nopt, argv)) != -1) {
 		switch (c) {
 		case O_ASCII: o->format = CMON__FORMAT__FORMAT_ASCII; break;
 		case O_BINARY: o->format = CMON__FORMAT__FORMAT_BINARY; break;
@@ -160,35 +179,35 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case O_MAXBLOCK:
 			o->maxblock_s = parse_seconds(optarg, "-maxblock");
 			if (o->maxblock_s > 3600)
-				die_usage("%s", "-maxblock must be at most 3600 seconds");
+				cmon_cmdline_fail(&cmdline, "bad value '%s' for -maxblock (at most "
+						  "3600 seconds)", optarg);
 			break;
 		case O_HELLO:
 			o->hello_s = (int)parse_seconds(optarg, "-hello-timeout");
 			if (o->hello_s < 1)
-				die_usage("%s", "-hello-timeout must be at least 1");
+				cmon_cmdline_fail(&cmdline, "bad value '%s' for -hello-timeout (at "
+						  "least 1 second)", optarg);
 			break;
 		case O_PORTFILE: o->portfile = optarg; break;
 		case O_TOKENFILE: o->token_file = optarg; break;
 		case O_CERT: o->tls.cert = optarg; break;
 		case O_KEY: o->tls.key = optarg; break;
 		case O_CA: o->tls.ca = optarg; break;
-		case O_HELP: fputs(usage, stdout); exit(0);
-		case O_VERSION: puts("snarflog " CMON_VERSION); exit(0);
-		default: fputs(usage, stderr); exit(2);
 		}
 	}
 	if (optind >= nopt)
-		die_usage("%s", "missing PROGNAME");
+		cmon_cmdline_fail(&cmdline, "missing PROGNAME");
 	if (optind + 1 < nopt)
-		die_usage("unexpected argument '%s' (put the command after --)", argv[optind + 1]);
+		cmon_cmdline_fail(&cmdline, "unexpected argument '%s' (put the command after --)",
+				  argv[optind + 1]);
 	o->program = argv[optind];
 	if (!cmon_name_valid(o->program))
-		die_usage("invalid PROGNAME '%s': use up to 64 of A-Z a-z 0-9 . _ + -, "
-			  "starting with a letter or digit", o->program);
+		cmon_cmdline_fail(&cmdline, "invalid PROGNAME '%s': use up to 64 of A-Z a-z 0-9 . _ "
+				  "+ -, starting with a letter or digit", o->program);
 	if (o->machine && !cmon_name_valid(o->machine))
-		die_usage("invalid -machine name '%s'", o->machine);
+		cmon_cmdline_fail(&cmdline, "invalid -machine name '%s'", o->machine);
 	if (o->fifo && o->cmd)
-		die_usage("%s", "-fifo and a command cannot be combined");
+		cmon_cmdline_fail(&cmdline, "-fifo and a command cannot be combined");
 	if (!o->regmachine)
 		o->regmachine = getenv("TELEMONREG_MACHINE");
 	if (!o->regmachine || !*o->regmachine)

@@ -6,7 +6,6 @@
  * SIGTERM; then stop the tools and commit. The work is in the modules
  * listed in telemonitor.h. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include <curl/curl.h>
 
+#include "cmon/cmdline.h"
 #include "cmon/log.h"
 #include "cmon/service.h"
 #include "alerts.h"
@@ -31,7 +31,7 @@
 #define STR(x) STR_(x)
 
 static const char usage[] =
-	"usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
+	"Usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
 	"                   [-pcheck PATH] [-store-backlog N] [-http ADDR] [-web DIR] [-check]\n"
 	"                   [-finish-tools]\n"
 	"                   [-debug]\n"
@@ -42,61 +42,75 @@ static const char usage[] =
 	"on their logs, stores failures with a window of the log around them, mails\n"
 	"the people who asked, and answers telemonctl.\n"
 	"\n"
-	"  -rc FILE           configuration (default $TELEMONRC, else ~/.telemonrc)\n"
-	"  -state DIR         state directory: database, typescripts, control socket\n"
-	"                     (default $TELEMON_STATE, else $STATE_DIRECTORY, else\n"
-	"                     ~/.telemonitor)\n"
-	"  -regmachine ADDR   registry HOST or HOST:PORT (default $TELEMONREG_MACHINE,\n"
-	"                     else localhost:7361)\n"
-	"  -regname NAME      accepted for compatibility; has no effect\n"
-	"  -pcheck PATH       the checker (default: pcheck next to this program, then\n"
-	"                     in the build tree, then on $PATH)\n"
-	"  -store-backlog N   while the database cannot be written (disk full,\n"
-	"                     read-only, deleted), hold at most N failures in memory\n"
-	"                     (default: the configuration's store-backlog, else "
-	STR(STORE_BACKLOG_DEFAULT) ")\n"
-	"  -http ADDR         serve the HTTP API, /metrics and /healthz on ADDR\n"
-	"                     (HOST:PORT, default the configuration's http, else off);\n"
-	"                     only loopback unless TLS is configured (docs/http.md)\n"
-	"  -web DIR           the web dashboard's files (default: the installed ones)\n"
-	"  -check             check the configuration and its specs, then exit\n"
-	"  -finish-tools      let the tools a killed telemonitor left running finish\n"
-	"                     their input (or kill them), correct what they are counted\n"
-	"                     as having received, then exit (systemd's ExecStopPost)\n"
-	"  -debug             log every connection, instance and tool\n"
-	"  -tls-cert, -tls-key, -tls-ca FILE   TLS (default $CMON_TLS_CERT, ...)\n"
-	"  --help, --version\n"
+	"  -rc, --rc FILE             configuration (default $TELEMONRC, else\n"
+	"                             ~/.telemonrc)\n"
+	"  -state, --state DIR        state directory: database, typescripts, control\n"
+	"                             socket (default $TELEMON_STATE, else\n"
+	"                             $STATE_DIRECTORY, else ~/.telemonitor)\n"
+	"  -regmachine, --regmachine ADDR\n"
+	"                             registry HOST or HOST:PORT (default\n"
+	"                             $TELEMONREG_MACHINE, else localhost:7361)\n"
+	"  -regname, --regname NAME   accepted for compatibility; has no effect\n"
+	"  -pcheck, --pcheck PATH     the checker (default: pcheck next to this program,\n"
+	"                             then in the build tree, then on $PATH)\n"
+	"  -store-backlog, --store-backlog N\n"
+	"                             while the database cannot be written (disk full,\n"
+	"                             read-only, deleted), hold at most N failures in\n"
+	"                             memory (default: the configuration's\n"
+	"                             store-backlog, else " STR(STORE_BACKLOG_DEFAULT) ")\n"
+	"  -http, --http ADDR         serve the HTTP API, /metrics and /healthz on ADDR\n"
+	"                             (HOST:PORT, default the configuration's http, else\n"
+	"                             off); only loopback unless TLS is configured\n"
+	"                             (docs/http.md)\n"
+	"  -web, --web DIR            the web dashboard's files (default: the installed\n"
+	"                             ones)\n"
+	"  -check, --check            check the configuration and its specs, then exit\n"
+	"  -finish-tools, --finish-tools\n"
+	"                             let the tools a killed telemonitor left running\n"
+	"                             finish their input (or kill them), correct what\n"
+	"                             they are counted as having received, then exit\n"
+	"                             (systemd's ExecStopPost)\n"
+	"  -debug, --debug            log every connection, instance and tool\n"
+	"  -tls-cert, --tls-cert FILE\n"
+	"  -tls-key, --tls-key FILE\n"
+	"  -tls-ca, --tls-ca FILE     TLS (default $CMON_TLS_CERT, $CMON_TLS_KEY,\n"
+	"                             $CMON_TLS_CA)\n"
+	"  -h, --help                 show this help and exit\n"
+	"  -V, --version              show the version and exit\n"
 	"\n"
-	"Exit status: 0 stopped by a signal (or -check passed), 1 could not start,\n"
-	"2 bad command line or configuration.\n";
+	"Exit status:\n"
+	"  0  stopped by a signal (or -check passed, or -finish-tools done)\n"
+	"  1  could not start\n"
+	"  2  bad command line or configuration\n";
+
+/* The command line: these options plus -h/--help and -V/--version. */
+enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_BACKLOG, O_HTTP, O_WEB, O_CHECK,
+       O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA };
+static const struct option opts[] = {
+	{ "rc", required_argument, NULL, O_RC },
+	{ "state", required_argument, NULL, O_STATE },
+	{ "regmachine", required_argument, NULL, O_REG },
+	{ "regname", required_argument, NULL, O_REGNAME },
+	{ "pcheck", required_argument, NULL, O_PCHECK },
+	{ "store-backlog", required_argument, NULL, O_BACKLOG },
+	{ "http", required_argument, NULL, O_HTTP },
+	{ "web", required_argument, NULL, O_WEB },
+	{ "check", no_argument, NULL, O_CHECK },
+	{ "finish-tools", no_argument, NULL, O_FINISH },
+	{ "debug", no_argument, NULL, O_DEBUG },
+	{ "tls-cert", required_argument, NULL, O_CERT },
+	{ "tls-key", required_argument, NULL, O_KEY },
+	{ "tls-ca", required_argument, NULL, O_CA },
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cmon_cmdline cmdline = { "telemonitor", usage, "", opts };
 
 static void parse_args(int argc, char **argv, struct tm_options *o)
 {
-	enum { O_RC = 1, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_BACKLOG, O_HTTP, O_WEB, O_CHECK, O_FINISH,
-	       O_DEBUG, O_CERT, O_KEY, O_CA, O_HELP, O_VERSION };
-	static const struct option opts[] = {
-		{ "rc", required_argument, NULL, O_RC },
-		{ "state", required_argument, NULL, O_STATE },
-		{ "regmachine", required_argument, NULL, O_REG },
-		{ "regname", required_argument, NULL, O_REGNAME },
-		{ "pcheck", required_argument, NULL, O_PCHECK },
-		{ "store-backlog", required_argument, NULL, O_BACKLOG },
-		{ "http", required_argument, NULL, O_HTTP },
-		{ "web", required_argument, NULL, O_WEB },
-		{ "check", no_argument, NULL, O_CHECK },
-		{ "finish-tools", no_argument, NULL, O_FINISH },
-		{ "debug", no_argument, NULL, O_DEBUG },
-		{ "tls-cert", required_argument, NULL, O_CERT },
-		{ "tls-key", required_argument, NULL, O_KEY },
-		{ "tls-ca", required_argument, NULL, O_CA },
-		{ "help", no_argument, NULL, O_HELP },
-		{ "version", no_argument, NULL, O_VERSION },
-		{ NULL, 0, NULL, 0 },
-	};
 	char *end;
 	int c;
 
-	while ((c = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = cmon_cmdline_next(&cmdline, argc, argv)) != -1) {
 		switch (c) {
 		case O_RC: o->rc = optarg; break;
 		case O_STATE: o->state = optarg; break;
@@ -106,11 +120,9 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		case O_BACKLOG:
 			o->store_backlog = strtoul(optarg, &end, 10);
 			if (*optarg < '0' || *optarg > '9' || *end || o->store_backlog < 1 ||
-			    o->store_backlog > RC_STORE_BACKLOG_MAX) {
-				fprintf(stderr, "telemonitor: -store-backlog: expected 1 to %d, not "
-					"'%s'\n", RC_STORE_BACKLOG_MAX, optarg);
-				exit(2);
-			}
+			    o->store_backlog > RC_STORE_BACKLOG_MAX)
+				cmon_cmdline_fail(&cmdline, "bad value '%s' for -store-backlog "
+						  "(1 to %d)", optarg, RC_STORE_BACKLOG_MAX);
 			break;
 		case O_HTTP: o->http = optarg; break;
 		case O_WEB: o->web = optarg; break;
@@ -120,15 +132,10 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		case O_CERT: o->tls.cert = optarg; break;
 		case O_KEY: o->tls.key = optarg; break;
 		case O_CA: o->tls.ca = optarg; break;
-		case O_HELP: fputs(usage, stdout); exit(0);
-		case O_VERSION: puts("telemonitor " CMON_VERSION); exit(0);
-		default: fputs(usage, stderr); exit(2);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "telemonitor: unexpected argument '%s'\n%s", argv[optind], usage);
-		exit(2);
-	}
+	if (optind < argc)
+		cmon_cmdline_fail(&cmdline, "unexpected argument '%s'", argv[optind]);
 	if (!o->regmachine)
 		o->regmachine = getenv("TELEMONREG_MACHINE");
 	if (!o->regmachine || !*o->regmachine)

@@ -109,7 +109,8 @@ def main():
               "two-pass spec: %d %r %r", p.returncode, p.stdout, p.stderr)
         # command line mistakes
         p = subprocess.run([ct.binary("telemonitor"), "-nosuch"], stderr=subprocess.PIPE)
-        check(p.returncode == 2 and b"usage:" in p.stderr, "bad option: %r", p.stderr)
+        check(p.returncode == 2 and p.stderr == b"telemonitor: unrecognized option '-nosuch'\n"
+              b"Try 'telemonitor --help' for more information.\n", "bad option: %r", p.stderr)
         p = subprocess.run([ct.binary("telemonitor"), "--version"], stdout=subprocess.PIPE)
         check(p.returncode == 0 and p.stdout.startswith(b"telemonitor "), "--version")
 

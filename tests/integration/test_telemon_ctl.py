@@ -25,7 +25,12 @@ def expect(state, status, fragment, *args, cwd=None):
     rc, out, err = run(state, *args, cwd=cwd)
     check(rc == status, "telemonctl %s: exit %d, expected %d (%r)", " ".join(args), rc,
           status, err)
-    if status:
+    if status == 2:
+        # usage errors: the message and the Try line (cmon/cmdline.h), nothing on stdout
+        check(err.startswith("telemonctl: ") and err.count("\n") == 2 and out == "" and
+              err.endswith("\nTry 'telemonctl --help' for more information.\n"),
+              "usage error shape: %r %r", out, err)
+    elif status:
         check(err.startswith("telemonctl: ") and err.count("\n") == 1,
               "one line on stderr: %r", err)
         check(fragment in err, "telemonctl %s: %r lacks %r", " ".join(args), err, fragment)
@@ -50,7 +55,7 @@ def main():
                            (("failures", "--since", "soonish"), "--since: 'soonish'"),
                            (("failures", "--limit", "0"), "--limit"),
                            (("classes", "extra"), "takes no arguments"),
-                           (("status", "--frobnicate"), "unknown option"),
+                           (("status", "--frobnicate"), "unrecognized option '--frobnicate'"),
                            (("class",), "expected add, set or rm"),
                            (("class", "add"), "give PROPERTY=VALUE"),
                            (("class", "add", "noequals"), "expected PROPERTY=VALUE"),
@@ -60,7 +65,8 @@ def main():
                            (("instances", "--prog", "x"), "only --all and --limit"),
                            (("typescript", ""), "empty argument")]:
             expect(st, 2, frag, *args)
-        check(run(st, "--help")[0] == 0 and "usage:" in run(st, "--help")[1], "--help")
+        check(run(st, "--help")[0] == 0 and run(st, "--help")[1].startswith("Usage: telemonctl"),
+              "--help")
 
         # refused by the service: exit 1
         for args, frag in [(("start", "999"), "no running instance 999"),
