@@ -362,7 +362,7 @@ static int cmd_class(struct tmon *tm, const struct ctl_request *r, struct evbuff
 	else
 		sb_printf(&b, "class %" PRIu64 " %s; saved to %s\n", id,
 			  !strcmp(sub, "add") ? "added" : !strcmp(sub, "rm") ? "removed" : "changed",
-			  tm->rc->path ? tm->rc->path : "?");
+			  tm->classes_rc);
 	emit(out, &b);
 	return 0;
 }
