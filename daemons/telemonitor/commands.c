@@ -301,7 +301,8 @@ static int cmd_classes(struct tmon *tm, const struct ctl_request *r, struct evbu
 	}
 	table_print(&t, &b, r->width);
 	if (!tm->nclasses)
-		sb_printf(&b, "(no classes; add one with telemonctl class add prog=NAME spec=FILE)\n");
+		sb_printf(&b, "(no classes)\n" CTL_HINT "Add one with: telemonctl class add "
+			  "prog=NAME spec=FILE\n");
 	emit(out, &b);
 	return 0;
 }
@@ -750,7 +751,8 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	} else {
 		table_print(&t, &b, r->width);
 		if (rows)
-			sb_printf(&b, "\nThe log around a failure: %s window ID\n", tm->ctl_hint);
+			sb_printf(&b, CTL_HINT "The log around a failure: %s window ID\n",
+				  tm->ctl_hint);
 		else
 			sb_printf(&b, "(no failures)\n");
 	}
