@@ -197,5 +197,25 @@ def main():
         c.close()
         tm.stop()
 
+        # a classes.rc the service cannot read stops it at start, naming the file
+        with open(classes_rc, "a") as f:
+            f.write('(class (prog "x") (colour "red"))\n')
+        p = subprocess.run([ct.binary("telemonitor"), "-check", "-rc", tm.rc, "-state", st],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        err = p.stderr.decode()
+        check(p.returncode == 2 and classes_rc + ":" in err and "colour: unknown property" in err,
+              "bad classes.rc: %d %r", p.returncode, err)
+        with open(classes_rc, "w") as f:
+            f.write('(defaults (block TRUE))\n')
+        p = subprocess.run([ct.binary("telemonitor"), "-check", "-rc", tm.rc, "-state", st],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        check(p.returncode == 2 and "defaults: not allowed here" in p.stderr.decode(),
+              "defaults in classes.rc: %d %r", p.returncode, p.stderr)
+        os.unlink(classes_rc)
+        p = subprocess.run([ct.binary("telemonitor"), "-check", "-rc", tm.rc, "-state", st],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        check(p.returncode == 0 and "(1 classes)" in p.stdout.decode(),
+              "without classes.rc, the telemonrc alone: %r", p.stdout)
+
 
 ct.run_test(main)
