@@ -160,9 +160,13 @@ int setup_config(struct tmon *tm)
 		return -1;
 	}
 	tm->rc = rc_clone(tm->rc_file);
-	if (!tm->rc)
+	if (!tm->rc || load_classes_rc(tm) < 0) {
+		rc_free(tm->rc);
+		rc_free(tm->rc_file);
+		tm->rc = tm->rc_file = NULL;
 		return -1;
-	return load_classes_rc(tm);
+	}
+	return 0;
 }
 
 static bool executable(const char *path)
