@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <editline/readline.h>
 
@@ -26,11 +27,30 @@ static const char repl_help[] =
     "Up and down arrows recall earlier commands, kept in the history file%s%s.\n";
 
 static volatile sig_atomic_t interrupted;   /* SIGINT since we last looked */
+static volatile sig_atomic_t evaluating;    /* a command is running */
 
+/* Ctrl-C: at the prompt, cancel the input (readline returns); while a
+ * command runs (evaluation cannot be cut short), the first one says so
+ * and a second one ends peval, as Ctrl-C used to. */
 static void on_sigint(int sig)
 {
+	static const char msg[] = "\n(evaluating; Ctrl-C again to quit peval)\n";
+
 	(void)sig;
+	if (evaluating && interrupted)
+		_exit(130);
+	if (evaluating && write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+		/* nothing to do about it in a signal handler */
+	}
 	interrupted = 1;
+}
+
+static void run_one(repl_run_fn *run, void *ctx, const char *text)
+{
+	interrupted = 0;
+	evaluating = 1;
+	run(ctx, text);
+	evaluating = 0;
 }
 
 /* mkdir -p `path` with mode 0700 for what is created. */
@@ -130,7 +150,7 @@ void repl_run(repl_run_fn *run, void *ctx)
 		if (acclen == 0 && (is_word(line, "help") || is_word(line, "?"))) {
 			remember(line, have_hist ? hist : NULL);
 			free(line);
-			run(ctx, "help;");
+			run_one(run, ctx, "help;");
 			printf(repl_help, have_hist ? " " : "", have_hist ? hist : " (none: no home)");
 			fflush(stdout);
 			continue;
@@ -156,7 +176,7 @@ void repl_run(repl_run_fn *run, void *ctx)
 			acc[acclen - 1] = '\0';
 			remember(acc, have_hist ? hist : NULL);
 			acc[acclen - 1] = '\n';
-			run(ctx, acc);
+			run_one(run, ctx, acc);
 			acclen = 0;
 			acc[0] = '\0';
 		}
