@@ -167,7 +167,7 @@ void repl_run(repl_run_fn *run, void *ctx)
 		acc[acclen++] = '\n';
 		acc[acclen] = '\0';
 		free(line);
-		if (acclen == 1) {                /* an empty line before any command */
+		if (strspn(acc, " \t\n") == acclen) {   /* blank lines before any command */
 			acclen = 0;
 			acc[0] = '\0';
 			continue;
