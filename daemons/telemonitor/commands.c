@@ -198,6 +198,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 		sb_json_str(&b, tm->state_dir);
 		sb_printf(&b, ",\"config\":");
 		sb_json_str(&b, tm->rc->path);
+		sb_printf(&b, ",\"classes_rc\":");
+		sb_json_str(&b, tm->classes_rc);
 		sb_printf(&b, ",\"classes\":%zu,\"registry\":", tm->nclasses);
 		sb_json_str(&b, tm->opt.regmachine);
 		sb_printf(&b, ",\"registry_state\":\"%s\",\"instances\":%zu,\"monitored\":%zu,"
@@ -226,6 +228,7 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 		sb_printf(&b, "telemonitor %s, pid %ld, running since %s\n"
 			      "state directory:  %s\n"
 			      "configuration:    %s (%zu classes)\n"
+			      "live classes:     %s%s\n"
 			      "registry:         %s (%s)\n"
 			      "instances:        %zu known, %zu monitored\n"
 			      "failures:         %" PRIu64 " %s since start\n"
@@ -236,7 +239,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			      "http:             %s\n"
 			      "store:            ",
 			  CMON_VERSION, (long)getpid(), since, tm->state_dir,
-			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->opt.regmachine,
+			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->classes_rc,
+			  access(tm->classes_rc, F_OK) == 0 ? "" : " (none yet)", tm->opt.regmachine,
 			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
 			  h.degraded ? "reported (some held in memory, see store)" : "stored", mail,
 			  tm->pcheck, am, keep, http_address(tm) ? http_address(tm) : "off");

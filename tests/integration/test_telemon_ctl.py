@@ -93,6 +93,8 @@ def main():
             expect(st, 1, frag, *args)
         check(rc_sum() == rc_before and not os.path.exists(classes_rc),
               "refused changes are not saved")
+        check("live classes:     %s (none yet)" % classes_rc in tm.ctl("status"), "status: %r",
+              tm.ctl("status"))
 
         # live changes, saved; the spec path is made absolute by telemonctl
         shutil.copy(tt.FSREAD_SPEC, env.path("my.pspec"))
@@ -107,6 +109,8 @@ def main():
               "written by telemonitor" in saved, "header: %r", saved)
         check(rc_sum() == rc_before and not os.path.exists(tm.rc + "~"),
               "the telemonrc is not written, no backup made")
+        check(tm.json("status")["classes_rc"] == classes_rc and
+              "live classes:     %s\n" % classes_rc in tm.ctl("status"), "status names classes.rc")
         s = env.snarflog("other", reg=reg, cmd=tt.writer_cmd("--reads", 20, "--slow", "3"))
         check(s.wait(30) == 0, "snarflog: %s", s.stderr())
         check(len(tm.wait_failures(1, "--prog", "other")) == 1, "monitored at once")
