@@ -1,8 +1,8 @@
 /* Where things are: the configuration file (-rc, $TELEMONRC,
- * ~/.telemonrc), the state directory (-state, $TELEMON_STATE,
- * $STATE_DIRECTORY, ~/.telemonitor) and the checker (-pcheck, next to
- * this program, in the build tree, on $PATH). Messages go to standard
- * error: this runs before the service starts. */
+ * ~/.telemonrc) and the classes changed live (STATE/classes.rc), the state
+ * directory (-state, $TELEMON_STATE, $STATE_DIRECTORY, ~/.telemonitor) and
+ * the checker (-pcheck, next to this program, in the build tree, on $PATH).
+ * Messages go to standard error: this runs before the service starts. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
