@@ -42,6 +42,13 @@ def main():
         expect(env.path("empty"), 3, "cannot reach the telemonitor", "status")
 
         reg = env.registry()
+        # no classes: the listing says so on stdout, the hint goes to stderr
+        tm0 = tt.Telemonitor(env, reg, "; nothing yet\n", name="tm0")
+        rc, out, err = run(tm0.state, "classes")
+        check(rc == 0 and out.endswith("\n(no classes)\n") and "Add one" not in out and
+              "Add one with: telemonctl class add prog=NAME spec=FILE" in err,
+              "no classes: %r %r", out, err)
+        tm0.stop()
         tm = tt.Telemonitor(env, reg, "; the configuration\n" +
                             tt.rc_class("fsread", tool="cat >/dev/null", auto=False))
         st = tm.state
