@@ -4,7 +4,7 @@
  *
  * Commands end in ';': expressions (their values are printed), def, event,
  * timed event, interval, nested interval, proc, import, echo "...", help.
- * On a terminal there is line editing and history (libedit). A log on
+ * On a terminal the loop of repl.c reads them, with line editing and history. A log on
  * standard input is copied to a temporary file, so that new declarations can
  * be evaluated by reading it again.
  */
@@ -14,11 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <editline/readline.h>
-
 #include "cli.h"
 #include "cmon/cmdline.h"
 #include "pspec/pspec.h"
+#include "repl.h"
 
 static const char usage[] =
     "Usage: peval [-s SPEC] [-i PATH] [-c CMDFILE] [LOG|-]\n"
@@ -119,40 +118,10 @@ static void run_stream(state *st, FILE *f, const char *source)
     free(line);
 }
 
-/* The interactive loop: prompt "-> ", continuation prompt "   ". */
-static void run_terminal(state *st)
+/* The interactive loop (repl.c) runs each command it reads here. */
+static void run_input(void *ctx, const char *text)
 {
-    printf("PSpec Evaluator. Type \"help\" or \"?\" for syntax.\n");
-    using_history();
-    char *acc = NULL;
-    size_t acclen = 0;
-    for (;;) {
-        char *line = readline(acclen ? "   " : "-> ");
-        if (!line)
-            break;
-        size_t n = strlen(line);
-        char *na = realloc(acc, acclen + n + 2);
-        if (!na) {
-            free(line);
-            break;
-        }
-        acc = na;
-        memcpy(acc + acclen, line, n);
-        acclen += n;
-        acc[acclen++] = '\n';
-        acc[acclen] = '\0';
-        free(line);
-        if (strcmp(acc, "?\n") == 0 || pspec_command_complete(acc)) {
-            acc[acclen - 1] = '\0';
-            add_history(acc);
-            acc[acclen - 1] = '\n';
-            run_chunk(st, strcmp(acc, "?\n") == 0 ? "help;" : acc, "<input>", 1);
-            acclen = 0;
-            acc[0] = '\0';
-        }
-    }
-    putchar('\n');
-    free(acc);
+    run_chunk(ctx, text, "<input>", 1);
 }
 
 /* True when the seekable fd has no bytes left to read. */
@@ -232,7 +201,7 @@ int main(int argc, char **argv)
             fclose(f);
         }
     } else if (isatty(0)) {
-        run_terminal(&st);
+        repl_run(run_input, &st);
     } else {
         run_stream(&st, stdin, "<stdin>");
     }

@@ -1,6 +1,8 @@
 /* Talking to the service: connect to DIR/control.sock, send the request
  * (NUL-terminated strings, an empty one last), copy the answer out. The
- * first line of the answer is "ok" or "error MESSAGE". */
+ * first line of the answer is "ok" or "error MESSAGE"; in the output, a
+ * line starting with HINT_MARK is a hint for a person and goes to
+ * standard error (so a pipe gets only data). */
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -15,6 +17,7 @@
 #include "telemonctl.h"
 
 #define REPLY_TIMEOUT_S 60        /* the service answers well within this */
+#define HINT_MARK '\002'          /* CTL_HINT of the telemonitor's control.h */
 
 static int width(void)
 {
@@ -59,6 +62,43 @@ static bool write_all(int fd, const char *p, size_t n)
 	return true;
 }
 
+/* Where the answer's bytes go: data lines to standard output, hint lines
+ * (HINT_MARK first) to standard error, without the mark. */
+struct copy_state {
+	bool line_start;         /* the next byte starts a line */
+	bool in_hint;            /* inside a hint line */
+	bool hinted;             /* a hint was written already */
+};
+
+static bool copy_out(struct copy_state *co, const char *p, size_t n)
+{
+	while (n > 0) {
+		if (co->line_start && *p == HINT_MARK) {
+			co->in_hint = true;
+			/* on a terminal, set the hint apart from the table above it */
+			if (!co->hinted && isatty(2) && isatty(1))
+				(void)write_all(2, "\n", 1);
+			co->hinted = true;
+			p++;
+			n--;
+			co->line_start = false;
+			continue;
+		}
+		const char *nl = memchr(p, '\n', n);
+		size_t take = nl ? (size_t)(nl - p) + 1 : n;
+		if (co->in_hint)
+			(void)write_all(2, p, take);    /* a hint lost is no error */
+		else if (!write_all(1, p, take))
+			return false;
+		co->line_start = nl != NULL;
+		if (nl)
+			co->in_hint = false;
+		p += take;
+		n -= take;
+	}
+	return true;
+}
+
 int request_run(const struct ctl_cmd *c)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -66,6 +106,7 @@ int request_run(const struct ctl_cmd *c)
 	char head[32], buf[65536], first[1024];
 	size_t flen = 0;
 	bool have_status = false, ok = false;
+	struct copy_state co = { .line_start = true };
 	ssize_t n;
 	int fd;
 
@@ -115,7 +156,7 @@ int request_run(const struct ctl_cmd *c)
 			p = nl + 1;
 			n -= (ssize_t)(nl + 1 - buf);
 		}
-		if (ok && n > 0 && !write_all(1, p, (size_t)n)) {
+		if (ok && n > 0 && !copy_out(&co, p, (size_t)n)) {
 			close(fd);
 			return EXIT_REFUSED;           /* our stdout went away */
 		}

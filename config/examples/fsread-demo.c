@@ -284,10 +284,10 @@ int main(int argc, char **argv)
 	cmon_get_stats(&st);
 	if (!opt.quiet)
 		fprintf(stderr,
-		        "fsread-demo: %lu reads (%lu hits, %lu slow) by %u threads, seed %u; "
+		        "fsread-demo: %lu reads (%lu hits, %lu slow) by %u thread%s, seed %u; "
 		        "log: %llu events written, %llu dropped\n",
 		        (unsigned long)total_reads, (unsigned long)total_hits,
-		        (unsigned long)total_slow, opt.threads, opt.seed,
+		        (unsigned long)total_slow, opt.threads, opt.threads == 1 ? "" : "s", opt.seed,
 		        (unsigned long long)st.events_written,
 		        (unsigned long long)st.events_dropped);
 	return 0;       /* exit() writes what the library still holds */

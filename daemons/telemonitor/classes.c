@@ -3,8 +3,8 @@
  * service before it starts half-configured), matched against instances in
  * configuration order (the first matching class is the one used), and
  * changed live by telemonctl: a change is made on a copy of the
- * configuration, checked, saved to the file, and only then applied and
- * sent to the registry. */
+ * configuration, checked, saved to STATE/classes.rc (never to the
+ * admin's telemonrc), and only then applied and sent to the registry. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -250,10 +250,11 @@ static int apply_pairs(struct rc_props *props, char **pairs, size_t n, char *err
 	return 0;
 }
 
-/* Make `next` the configuration: save it, then replace tm->rc. */
+/* Make `next` the configuration: save how it differs from the telemonrc
+ * file to STATE/classes.rc, then replace tm->rc. */
 static int commit_config(struct tmon *tm, struct rc_config *next, char *err, size_t errlen)
 {
-	if (rc_save(next, err, errlen) < 0)
+	if (rc_overlay_save(tm->classes_rc, tm->rc_file, next, err, errlen) < 0)
 		return -EIO;
 	rc_free(tm->rc);
 	tm->rc = next;

@@ -198,6 +198,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 		sb_json_str(&b, tm->state_dir);
 		sb_printf(&b, ",\"config\":");
 		sb_json_str(&b, tm->rc->path);
+		sb_printf(&b, ",\"classes_rc\":");
+		sb_json_str(&b, tm->classes_rc);
 		sb_printf(&b, ",\"classes\":%zu,\"registry\":", tm->nclasses);
 		sb_json_str(&b, tm->opt.regmachine);
 		sb_printf(&b, ",\"registry_state\":\"%s\",\"instances\":%zu,\"monitored\":%zu,"
@@ -226,6 +228,7 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 		sb_printf(&b, "telemonitor %s, pid %ld, running since %s\n"
 			      "state directory:  %s\n"
 			      "configuration:    %s (%zu classes)\n"
+			      "live classes:     %s%s\n"
 			      "registry:         %s (%s)\n"
 			      "instances:        %zu known, %zu monitored\n"
 			      "failures:         %" PRIu64 " %s since start\n"
@@ -236,7 +239,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			      "http:             %s\n"
 			      "store:            ",
 			  CMON_VERSION, (long)getpid(), since, tm->state_dir,
-			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->opt.regmachine,
+			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->classes_rc,
+			  access(tm->classes_rc, F_OK) == 0 ? "" : " (none yet)", tm->opt.regmachine,
 			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
 			  h.degraded ? "reported (some held in memory, see store)" : "stored", mail,
 			  tm->pcheck, am, keep, http_address(tm) ? http_address(tm) : "off");
@@ -301,7 +305,8 @@ static int cmd_classes(struct tmon *tm, const struct ctl_request *r, struct evbu
 	}
 	table_print(&t, &b, r->width);
 	if (!tm->nclasses)
-		sb_printf(&b, "(no classes; add one with telemonctl class add prog=NAME spec=FILE)\n");
+		sb_printf(&b, "(no classes)\n" CTL_HINT "Add one with: telemonctl class add "
+			  "prog=NAME spec=FILE\n");
 	emit(out, &b);
 	return 0;
 }
@@ -362,7 +367,7 @@ static int cmd_class(struct tmon *tm, const struct ctl_request *r, struct evbuff
 	else
 		sb_printf(&b, "class %" PRIu64 " %s; saved to %s\n", id,
 			  !strcmp(sub, "add") ? "added" : !strcmp(sub, "rm") ? "removed" : "changed",
-			  tm->rc->path ? tm->rc->path : "?");
+			  tm->classes_rc);
 	emit(out, &b);
 	return 0;
 }
@@ -750,7 +755,8 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	} else {
 		table_print(&t, &b, r->width);
 		if (rows)
-			sb_printf(&b, "\nThe log around a failure: %s window ID\n", tm->ctl_hint);
+			sb_printf(&b, CTL_HINT "The log around a failure: %s window ID\n",
+				  tm->ctl_hint);
 		else
 			sb_printf(&b, "(no failures)\n");
 	}

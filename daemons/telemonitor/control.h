@@ -9,7 +9,11 @@
  *             at the end; at most TM_CTL_REQUEST_MAX bytes and CTL_ARGS_MAX
  *             strings.
  *   response  "ok\n" followed by the output, or "error MESSAGE\n" (one
- *             line); the service then closes the connection.
+ *             line); the service then closes the connection. In the
+ *             output, a line starting with CTL_HINT is a hint for a
+ *             person (what to type next), not data: telemonctl writes it
+ *             to standard error without the mark, so piped standard
+ *             output carries only data.
  * The service answers from its loop: commands only read the store or
  * change in-memory state, and listings are bounded (CTL_LIST_MAX rows). */
 #ifndef TELEMON_CONTROL_H
@@ -30,6 +34,9 @@
 
 /* The protocol's first string. */
 #define CTL_MAGIC "telemonctl/1"
+
+/* The first byte of a hint line in a text answer (ASCII STX). */
+#define CTL_HINT "\002"
 
 /* A parsed request. */
 struct ctl_request {

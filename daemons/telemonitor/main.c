@@ -379,6 +379,7 @@ out_store:
 	classes_free(&tm);
 	store_close(tm.store);
 	rc_free(tm.rc);
+	rc_free(tm.rc_file);
 	if (tm.lock_fd >= 0)
 		close(tm.lock_fd);
 	return rc;

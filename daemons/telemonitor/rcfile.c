@@ -321,6 +321,7 @@ struct parser {
 	char buf[RC_TEXT_MAX + 2]; /* its text (words and unescaped texts) */
 	char *err;               /* message buffer */
 	size_t errlen;           /* its size */
+	bool overlay;            /* parsing the service's classes.rc: (removed ...), no defaults */
 };
 
 static int rc_fail(struct parser *ps, int line, const char *what, const char *fmt, ...)
@@ -495,7 +496,8 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 	return 0;
 }
 
-/* description ::= '(' ('defaults' | 'class') property* ')' */
+/* description ::= '(' ('defaults' | 'class') property* ')'
+ *               | '(' 'removed' property* ')'      (classes.rc only) */
 static int parse_description(struct parser *ps, struct rc_config *c)
 {
 	struct rc_class k = { 0 };
@@ -507,9 +509,16 @@ static int parse_description(struct parser *ps, struct rc_config *c)
 		return rc_fail(ps, ps->tok_line, NULL, "expected '(' to start (defaults ...) or "
 			    "(class ...), found %s", tok_desc(ps, d, sizeof d));
 	next(ps);
-	if (ps->kind != TOK_WORD || (strcmp(ps->buf, "defaults") && strcmp(ps->buf, "class")))
+	if (ps->overlay && ps->kind == TOK_WORD && !strcmp(ps->buf, "removed")) {
+		k.removed = true;
+	} else if (ps->overlay && ps->kind == TOK_WORD && !strcmp(ps->buf, "defaults")) {
+		return rc_fail(ps, ps->tok_line, "defaults", "not allowed here (only classes and "
+			    "removed classes; defaults belong in the telemonrc file)");
+	} else if (ps->kind != TOK_WORD ||
+		   (strcmp(ps->buf, "defaults") && strcmp(ps->buf, "class"))) {
 		return rc_fail(ps, ps->tok_line, NULL, "expected 'defaults' or 'class' after '(', "
 			    "found %s", tok_desc(ps, d, sizeof d));
+	}
 	is_defaults = strcmp(ps->buf, "defaults") == 0;
 	if (is_defaults && c->has_defaults)
 		return rc_fail(ps, line, "defaults", "given twice (first on line %d)",
@@ -544,6 +553,14 @@ static int parse_description(struct parser *ps, struct rc_config *c)
 		c->defaults_line = line;
 		return 0;
 	}
+	if (k.removed) {
+		for (int i = 0; i < RC_NPROPS; i++)
+			if (k.p.set[i] && i != RC_PROG && i != RC_MACHINE && i != RC_PID) {
+				rc_props_clear(&k.p);
+				return rc_fail(ps, line, props[i].name, "a (removed ...) entry has only "
+					    "prog, machine and pid");
+			}
+	}
 	r = rc_add_class(c, &k);
 	rc_props_clear(&k.p);
 	return r < 0 ? rc_fail(ps, line, "class", "out of memory") : 0;
@@ -575,11 +592,12 @@ struct rc_config *rc_new(const char *path)
 	return c;
 }
 
-int rc_parse(const char *text, size_t len, const char *name, const char *dir,
-	     struct rc_config **out, char *err, size_t errlen)
+/* rc_parse(), or with `overlay` the grammar of classes.rc. */
+static int parse_text(const char *text, size_t len, const char *name, const char *dir,
+		      bool overlay, struct rc_config **out, char *err, size_t errlen)
 {
 	struct parser ps = { .p = text, .end = text + len, .name = name, .line = 1,
-			     .err = err, .errlen = errlen };
+			     .err = err, .errlen = errlen, .overlay = overlay };
 	struct rc_config *c = calloc(1, sizeof *c);
 	int r = 0;
 
@@ -613,7 +631,8 @@ int rc_parse(const char *text, size_t len, const char *name, const char *dir,
 			break;
 		next(&ps);
 	}
-	for (size_t i = 0; r == 0 && i < c->nclasses; i++)
+	/* an overlay's classes are checked once merged (rc_overlay_apply) */
+	for (size_t i = 0; r == 0 && !overlay && i < c->nclasses; i++)
 		r = rc_check_class(c, &c->classes[i], err, errlen);
 	if (r < 0) {
 		rc_free(c);
@@ -623,11 +642,18 @@ int rc_parse(const char *text, size_t len, const char *name, const char *dir,
 	return 0;
 }
 
-int rc_load(const char *path, struct rc_config **out, char *err, size_t errlen)
+int rc_parse(const char *text, size_t len, const char *name, const char *dir,
+	     struct rc_config **out, char *err, size_t errlen)
 {
-	struct rc_config *c = NULL;
+	return parse_text(text, len, name, dir, false, out, err, errlen);
+}
+
+/* Read the whole regular file at `path` (at most RC_FILE_MAX bytes) into
+ * a heap string *text of *lenp bytes. 0, or a negative errno with a message. */
+static int read_file(const char *path, char **textp, size_t *lenp, char *err, size_t errlen)
+{
 	struct stat st;
-	char *text = NULL, *slash, dir[PATH_MAX];
+	char *text;
 	ssize_t got;
 	size_t len = 0;
 	int fd, r;
@@ -660,6 +686,22 @@ int rc_load(const char *path, struct rc_config **out, char *err, size_t errlen)
 		if (got > 0)
 			len += (size_t)got;
 	close(fd);
+	text[len] = '\0';
+	*textp = text;
+	*lenp = len;
+	return 0;
+}
+
+int rc_load(const char *path, struct rc_config **out, char *err, size_t errlen)
+{
+	struct rc_config *c = NULL;
+	char *text = NULL, *slash, dir[PATH_MAX];
+	size_t len = 0;
+	int r;
+
+	r = read_file(path, &text, &len, err, errlen);
+	if (r < 0)
+		return r;
 	if (!realpath(path, dir))
 		snprintf(dir, sizeof dir, "%s", path);
 	slash = strrchr(dir, '/');
@@ -809,6 +851,7 @@ int rc_add_class(struct rc_config *c, const struct rc_class *k)
 		return -ENOMEM;
 	c->classes = grown;
 	grown[c->nclasses].line = k->line;
+	grown[c->nclasses].removed = k->removed;
 	if (rc_props_copy(&grown[c->nclasses].p, &k->p) < 0)
 		return -ENOMEM;
 	return (int)c->nclasses++;
@@ -901,9 +944,7 @@ char *rc_format(const struct rc_config *c)
 
 	gmtime_r(&now, &tm);
 	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
-	sb_add(&b, "; telemonitor configuration (see telemonrc(5)).\n"
-		   "; Saved by telemonitor at %s after a change made with telemonctl;\n"
-		   "; the previous version of this file is kept with a '~' appended.\n", when);
+	sb_add(&b, "; telemonitor configuration (see telemonrc(5)), written %s.\n", when);
 	if (c->has_defaults) {
 		sb_add(&b, "\n(defaults");
 		sb_props(&b, &c->defaults);
@@ -921,30 +962,19 @@ char *rc_format(const struct rc_config *c)
 	return b.s;
 }
 
-int rc_save(const struct rc_config *c, char *err, size_t errlen)
+/* Write `len` bytes of `text` to `path` atomically (a temporary file in the
+ * same directory, fsync, rename; mode 0640). 0 or a negative errno. */
+static int write_atomic(const char *path, const char *text, size_t len)
 {
-	char tmp[PATH_MAX], old[PATH_MAX];
-	char *text;
-	size_t len, off = 0;
+	char tmp[PATH_MAX];
+	size_t off = 0;
 	int fd, r = 0;
 
-	if (!c->path) {
-		snprintf(err, errlen, "no configuration file to save to");
-		return -EINVAL;
-	}
-	text = rc_format(c);
-	if (!text) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	len = strlen(text);
-	snprintf(tmp, sizeof tmp, "%s.tmp%ld", c->path, (long)getpid());
-	snprintf(old, sizeof old, "%s~", c->path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= sizeof tmp)
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
 		if (w < 0 && errno == EINTR)
@@ -959,21 +989,164 @@ int rc_save(const struct rc_config *c, char *err, size_t errlen)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0) {
-		if (link(c->path, old) < 0 && errno == EEXIST) {
-			unlink(old);
-			if (link(c->path, old) < 0) {
-				/* keeping a backup is best effort */
-			}
-		}
-		if (rename(tmp, c->path) < 0)
-			r = -errno;
-	}
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
 	if (r < 0)
 		unlink(tmp);
-out:
+	return r;
+}
+
+/* --- classes.rc: the live class changes ------------------------------------ */
+
+/* True if class `a` of `ca` and class `b` of `cb` describe the same
+ * instances (the same prog, machine and pid patterns). */
+static bool same_key(const struct rc_config *ca, const struct rc_class *a,
+		     const struct rc_config *cb, const struct rc_class *b)
+{
+	static const enum rc_prop key[] = { RC_PROG, RC_MACHINE, RC_PID };
+
+	for (size_t i = 0; i < sizeof key / sizeof key[0]; i++)
+		if (strcmp(pattern_key(rc_text(ca, a, key[i])), pattern_key(rc_text(cb, b, key[i]))))
+			return false;
+	return true;
+}
+
+/* The index of the class of `c` with the key of class `k` of `ck`, or -1. */
+static long find_key(const struct rc_config *c, const struct rc_config *ck,
+		     const struct rc_class *k)
+{
+	for (size_t i = 0; i < c->nclasses; i++)
+		if (!c->classes[i].removed && same_key(c, &c->classes[i], ck, k))
+			return (long)i;
+	return -1;
+}
+
+static bool same_props(const struct rc_props *a, const struct rc_props *b)
+{
+	for (int i = 0; i < RC_NPROPS; i++) {
+		if (a->set[i] != b->set[i])
+			return false;
+		if (!a->set[i])
+			continue;
+		if (props[i].is_bool ? a->flag[i] != b->flag[i]
+				     : strcmp(a->text[i] ? a->text[i] : "", b->text[i] ? b->text[i] : ""))
+			return false;
+	}
+	return true;
+}
+
+int rc_overlay_load(const char *path, struct rc_config **out, char *err, size_t errlen)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	r = read_file(path, &text, &len, err, errlen);
+	if (r < 0)
+		return r;
+	r = parse_text(text, len, path, NULL, true, out, err, errlen);
+	free(text);
+	return r;
+}
+
+int rc_overlay_apply(struct rc_config *c, const struct rc_config *ov, char *err, size_t errlen)
+{
+	char why[1000];
+
+	for (size_t i = 0; i < ov->nclasses; i++) {
+		const struct rc_class *k = &ov->classes[i];
+		long at = find_key(c, c, k);
+		if (k->removed) {
+			if (at >= 0)
+				rc_remove_class(c, (size_t)at);
+			continue;
+		}
+		if (at >= 0) {
+			struct rc_props copy;
+			if (rc_props_copy(&copy, &k->p) < 0)
+				goto oom;
+			rc_props_clear(&c->classes[at].p);
+			c->classes[at].p = copy;
+			memset(c->classes[at].p.line, 0, sizeof c->classes[at].p.line);
+			c->classes[at].line = 0;
+			continue;
+		}
+		int idx = rc_add_class(c, k);
+		if (idx < 0) {
+			if (idx == -ENOSPC) {
+				snprintf(err, errlen, "%s: more than %d classes", ov->name ? ov->name : "?",
+					 RC_CLASSES_MAX);
+				return -EINVAL;
+			}
+			goto oom;
+		}
+		c->classes[idx].line = 0;
+		memset(c->classes[idx].p.line, 0, sizeof c->classes[idx].p.line);
+	}
+	for (size_t i = 0; i < c->nclasses; i++)
+		if (rc_check_class(c, &c->classes[i], why, sizeof why) < 0) {
+			snprintf(err, errlen, "%s (after the changes in %s)", why,
+				 ov->name ? ov->name : "?");
+			return -EINVAL;
+		}
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+char *rc_overlay_format(const struct rc_config *base, const struct rc_config *live)
+{
+	static const enum rc_prop key[] = { RC_PROG, RC_MACHINE, RC_PID };
+	struct sbuf b = { 0 };
+
+	sb_add(&b, "; Classes changed with telemonctl class add|set|rm, written by telemonitor\n"
+		   "; (see telemonrc(5)). Read after the telemonrc file at startup: a (class ...)\n"
+		   "; here replaces the telemonrc class with the same prog, machine and pid or\n"
+		   "; adds one, a (removed ...) removes it. The telemonrc file is never written.\n");
+	for (size_t i = 0; i < base->nclasses; i++) {
+		const struct rc_class *k = &base->classes[i];
+		long at = find_key(live, base, k);
+		if (at < 0) {
+			sb_add(&b, "\n(removed");
+			for (size_t j = 0; j < sizeof key / sizeof key[0]; j++) {
+				sb_add(&b, "\n  (%s ", props[key[j]].name);
+				sb_text(&b, rc_text(base, k, key[j]));
+				sb_add(&b, ")");
+			}
+			sb_add(&b, ")\n");
+		} else if (!same_props(&k->p, &live->classes[at].p)) {
+			sb_add(&b, "\n(class");
+			sb_props(&b, &live->classes[at].p);
+			sb_add(&b, ")\n");
+		}
+	}
+	for (size_t i = 0; i < live->nclasses; i++)
+		if (find_key(base, live, &live->classes[i]) < 0) {
+			sb_add(&b, "\n(class");
+			sb_props(&b, &live->classes[i].p);
+			sb_add(&b, ")\n");
+		}
+	if (b.oom) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
+
+int rc_overlay_save(const char *path, const struct rc_config *base, const struct rc_config *live,
+		    char *err, size_t errlen)
+{
+	char *text = rc_overlay_format(base, live);
+	int r;
+
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = write_atomic(path, text, strlen(text));
 	free(text);
 	if (r < 0)
-		snprintf(err, errlen, "cannot save %s: %s", c->path, strerror(-r));
+		snprintf(err, errlen, "cannot save %s: %s", path, strerror(-r));
 	return r;
 }

@@ -67,6 +67,7 @@ struct rc_props {
 /* One (class ...) description. */
 struct rc_class {
 	int line;                /* line of its opening parenthesis (0 = added live) */
+	bool removed;            /* a (removed ...) entry of classes.rc: prog, machine, pid only */
 	struct rc_props p;       /* its own properties */
 };
 
@@ -150,8 +151,32 @@ void rc_spec_path(const struct rc_config *c, const char *spec, char *out, size_t
 /* The configuration in canonical form (heap string, NULL on ENOMEM). */
 char *rc_format(const struct rc_config *c);
 
-/* Write rc_format() to c->path atomically, keeping the previous file as
- * PATH~. 0 or a negative errno with a message. */
-int rc_save(const struct rc_config *c, char *err, size_t errlen);
+/* classes.rc, the file in the state directory where the telemonitor keeps
+ * the classes changed with telemonctl (the telemonrc file is never
+ * written). Same S-expression format, classes only, plus tombstones:
+ *
+ *   entry ::= '(' 'class' property* ')'     replaces the telemonrc class with
+ *                                           the same prog, machine and pid, or adds one
+ *           | '(' 'removed' key* ')'        removes that telemonrc class
+ *   key   ::= '(' ('prog' | 'machine' | 'pid') text ')'
+ */
+
+/* Read and parse classes.rc at `path` (not merged, not checked). 0,
+ * -ENOENT (missing), or another negative errno with a message in `err`. */
+int rc_overlay_load(const char *path, struct rc_config **out, char *err, size_t errlen);
+
+/* Merge overlay `ov` into `c` in file order (replace, remove, or append),
+ * then check every class of `c`. 0 or a negative errno with a message. */
+int rc_overlay_apply(struct rc_config *c, const struct rc_config *ov, char *err, size_t errlen);
+
+/* The classes.rc text that turns `base` (the telemonrc file) into `live`:
+ * a tombstone for each base class gone, the changed classes, then the
+ * added ones. Heap string, NULL on ENOMEM. */
+char *rc_overlay_format(const struct rc_config *base, const struct rc_config *live);
+
+/* Write rc_overlay_format() to `path` atomically. 0 or a negative errno
+ * with a message. */
+int rc_overlay_save(const char *path, const struct rc_config *base, const struct rc_config *live,
+		    char *err, size_t errlen);
 
 #endif

@@ -1,8 +1,8 @@
 /* Where things are: the configuration file (-rc, $TELEMONRC,
- * ~/.telemonrc), the state directory (-state, $TELEMON_STATE,
- * $STATE_DIRECTORY, ~/.telemonitor) and the checker (-pcheck, next to
- * this program, in the build tree, on $PATH). Messages go to standard
- * error: this runs before the service starts. */
+ * ~/.telemonrc) and the classes changed live (STATE/classes.rc), the state
+ * directory (-state, $TELEMON_STATE, $STATE_DIRECTORY, ~/.telemonitor) and
+ * the checker (-pcheck, next to this program, in the build tree, on $PATH).
+ * Messages go to standard error: this runs before the service starts. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,11 +70,11 @@ static int lock_state_dir(struct tmon *tm)
 	return 0;
 }
 
-int setup_state_dir(struct tmon *tm)
+/* The state directory asked for: -state, $TELEMON_STATE,
+ * $STATE_DIRECTORY, ~/.telemonitor (`buf` holds the last). */
+static const char *state_dir_wanted(const struct tmon *tm, char *buf, size_t size)
 {
 	const char *d = tm->opt.state, *home = getenv("HOME");
-	char buf[PATH_MAX];
-	int r;
 
 	if (!d || !*d)
 		d = getenv("TELEMON_STATE");
@@ -84,9 +84,18 @@ int setup_state_dir(struct tmon *tm)
 			d = NULL;
 	}
 	if (!d || !*d) {
-		snprintf(buf, sizeof buf, "%s/.telemonitor", home && *home ? home : ".");
+		snprintf(buf, size, "%s/.telemonitor", home && *home ? home : ".");
 		d = buf;
 	}
+	return d;
+}
+
+int setup_state_dir(struct tmon *tm)
+{
+	char buf[PATH_MAX];
+	const char *d = state_dir_wanted(tm, buf, sizeof buf);
+	int r;
+
 	r = make_dirs(d);
 	if (r < 0 || !realpath(d, tm->state_dir)) {
 		fprintf(stderr, "telemonitor: state directory %s: %s\n", d,
@@ -94,10 +103,35 @@ int setup_state_dir(struct tmon *tm)
 		return -1;
 	}
 	snprintf(tm->ctl_hint, sizeof tm->ctl_hint, "telemonctl -state %s", tm->state_dir);
+	snprintf(tm->classes_rc, sizeof tm->classes_rc, "%s/classes.rc", tm->state_dir);
 	return lock_state_dir(tm);
 }
 
-/* -rc, $TELEMONRC, ~/.telemonrc; only the last may be missing. */
+/* STATE/classes.rc, if there is one, merged into tm->rc. */
+static int load_classes_rc(struct tmon *tm)
+{
+	char buf[PATH_MAX], dir[PATH_MAX], err[1200];
+	const char *d = state_dir_wanted(tm, buf, sizeof buf);
+	struct rc_config *ov = NULL;
+	int r;
+
+	snprintf(tm->classes_rc, sizeof tm->classes_rc, "%s/classes.rc",
+		 realpath(d, dir) ? dir : d);
+	r = rc_overlay_load(tm->classes_rc, &ov, err, sizeof err);
+	if (r == -ENOENT)
+		return 0;
+	if (r == 0)
+		r = rc_overlay_apply(tm->rc, ov, err, sizeof err);
+	rc_free(ov);
+	if (r < 0) {
+		fprintf(stderr, "telemonitor: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* -rc, $TELEMONRC, ~/.telemonrc; only the last may be missing. The file is
+ * kept as read (tm->rc_file); tm->rc is it plus STATE/classes.rc. */
 int setup_config(struct tmon *tm)
 {
 	const char *path = tm->opt.rc, *home = getenv("HOME");
@@ -114,17 +148,22 @@ int setup_config(struct tmon *tm)
 	}
 	if (realpath(path, abs_path))
 		path = abs_path;
-	r = rc_load(path, &tm->rc, err, sizeof err);
+	r = rc_load(path, &tm->rc_file, err, sizeof err);
 	if (r == -ENOENT && !named) {
-		tm->rc = rc_new(path);
-		if (!tm->rc)
+		tm->rc_file = rc_new(path);
+		if (!tm->rc_file)
 			return -1;
-		cmon_notice("no configuration at %s: starting without classes (telemonctl class "
-			    "add saves one there)", path);
-		return 0;
-	}
-	if (r < 0) {
+		cmon_notice("no configuration at %s: starting without it (classes added with "
+			    "telemonctl are kept in the state directory)", path);
+	} else if (r < 0) {
 		fprintf(stderr, "telemonitor: %s\n", err);
+		return -1;
+	}
+	tm->rc = rc_clone(tm->rc_file);
+	if (!tm->rc || load_classes_rc(tm) < 0) {
+		rc_free(tm->rc);
+		rc_free(tm->rc_file);
+		tm->rc = tm->rc_file = NULL;
 		return -1;
 	}
 	return 0;

@@ -349,11 +349,13 @@ static int exec(sqlite3 *db, const char *sql, const char *what)
 
 /* --- the connection ------------------------------------------------------------ */
 
-/* Bring the schema up to STORE_SCHEMA_VERSION. */
-static int migrate(struct conn *c, char *err, size_t errlen)
+/* Bring the schema up to STORE_SCHEMA_VERSION: a new database is created
+ * at the current schema in one transaction, an older one is upgraded one
+ * migration per transaction; either is logged once. */
+static int migrate(struct conn *c, const char *path, char *err, size_t errlen)
 {
 	sqlite3_stmt *q;
-	int v = 0;
+	int v = 0, from;
 
 	if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
 		goto fail;
@@ -366,19 +368,28 @@ static int migrate(struct conn *c, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	c->fresh = v == 0;
+	from = v;
+	if (c->fresh && exec(c->db, "BEGIN IMMEDIATE", "creation") < 0)
+		goto fail;
 	for (; v < STORE_SCHEMA_VERSION; v++) {
 		char bump[64];
 		snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
-		if (exec(c->db, "BEGIN IMMEDIATE", "migration") < 0)
+		if (!c->fresh && exec(c->db, "BEGIN IMMEDIATE", "migration") < 0)
 			goto fail;
 		if (exec(c->db, migrations[v], "migration") < 0 || exec(c->db, bump, "migration") < 0 ||
-		    exec(c->db, "COMMIT", "migration") < 0) {
+		    (!c->fresh && exec(c->db, "COMMIT", "migration") < 0)) {
 			exec(c->db, "ROLLBACK", NULL);
 			goto fail;
 		}
-		if (!c->fresh)
-			cmon_info("store: schema upgraded to version %d", v + 1);
 	}
+	if (c->fresh && exec(c->db, "COMMIT", "creation") < 0) {
+		exec(c->db, "ROLLBACK", NULL);
+		goto fail;
+	}
+	if (c->fresh)
+		cmon_info("store: created %s (schema %d)", path, v);
+	else if (from < v)
+		cmon_info("store: schema upgraded from version %d to %d", from, v);
 	c->version = v;
 	return 0;
 fail:
@@ -425,7 +436,7 @@ static int conn_open(struct conn *c, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(c->db));
 		goto out_close;
 	}
-	if (migrate(c, err, errlen) < 0)
+	if (migrate(c, path, err, errlen) < 0)
 		goto out_close;
 	for (int i = 0; i < ST_COUNT; i++)
 		if (sqlite3_prepare_v3(c->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,

@@ -168,7 +168,9 @@ struct tmon {
 	struct event_base *base;      /* the loop */
 	struct evdns_base *dns;       /* asynchronous resolver */
 	SSL_CTX *tls;                 /* client TLS context, or NULL */
-	struct rc_config *rc;         /* the configuration */
+	struct rc_config *rc;         /* the configuration in force (telemonrc + classes.rc) */
+	struct rc_config *rc_file;    /* the telemonrc file as read (never written) */
+	char classes_rc[PATH_MAX + 16]; /* STATE/classes.rc: the classes changed with telemonctl */
 	char state_dir[PATH_MAX];     /* -state DIR */
 	int lock_fd;                  /* DIR/telemonitor.lock, held while we run, or -1 */
 	char pcheck[PATH_MAX];        /* the checker binary */
@@ -196,7 +198,8 @@ struct tmon {
 };
 
 /* setup.c */
-/* Read the configuration file (a missing ~/.telemonrc gives an empty one). */
+/* Read the configuration file (a missing ~/.telemonrc gives an empty one),
+ * then the class changes kept in STATE/classes.rc. */
 int setup_config(struct tmon *tm);
 /* Create and resolve the state directory, and take its lock (one
  * telemonitor per state directory); -1 with a message if either fails. */

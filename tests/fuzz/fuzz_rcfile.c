@@ -1,7 +1,9 @@
 /* fuzz_rcfile — the telemonitor's configuration parser (telemonrc, the
  * S-expressions of the report's appendix C.1 plus spec/mail/window/smtp) on
  * arbitrary text: a configuration or one clear error, never a crash, hang or
- * leak. Specs are resolved in a folder that does not exist. The telemonitor
+ * leak. The same text is also read as the service's classes.rc (classes and
+ * (removed ...) tombstones), merged into an empty configuration and written
+ * back. Specs are resolved in a folder that does not exist. The telemonitor
  * is a program, not a library, so its sources are compiled in here. */
 #include <stddef.h>
 #include <stdint.h>
@@ -26,8 +28,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             (void)rc_check_class(cfg, &cfg->classes[i], err, sizeof err);
         }
+        if (copy)
+            free(rc_overlay_format(cfg, copy));     /* no difference: the header alone */
         rc_free(copy);
         rc_free(cfg);
     }
+    struct rc_config *ov = NULL, *base = rc_new(NULL);
+    if (base && parse_text((const char *)data, size, "classes.rc", NULL, true, &ov, err,
+                           sizeof err) == 0) {
+        struct rc_config *empty = rc_new(NULL);
+        if (empty && rc_overlay_apply(base, ov, err, sizeof err) == 0)
+            free(rc_overlay_format(empty, base));
+        rc_free(empty);
+        rc_free(ov);
+    }
+    rc_free(base);
     return 0;
 }

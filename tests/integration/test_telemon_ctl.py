@@ -1,9 +1,12 @@
 """telemonctl: bad input of every kind gets one clear line on standard
 error and a defined exit status (2: bad command line, 1: the service
 refused, 3: no service); classes added, changed and removed live are
-saved to the telemonrc file (the old one kept as FILE~), sent to the
-registry at once, and still there after a restart; --json gives JSON for
+saved to STATE/classes.rc (the admin's telemonrc is never written: it
+stays byte for byte what it was, comments and all, with no FILE~), sent
+to the registry at once, and still there after a restart (a class of the
+telemonrc changed or removed live stays changed or removed); --json gives JSON for
 every listing; garbage on the control socket harms nobody."""
+import hashlib
 import json
 import os
 import shutil
@@ -44,9 +47,22 @@ def main():
         expect(env.path("empty"), 3, "cannot reach the telemonitor", "status")
 
         reg = env.registry()
+        # no classes: the listing says so on stdout, the hint goes to stderr
+        tm0 = tt.Telemonitor(env, reg, "; nothing yet\n", name="tm0")
+        rc, out, err = run(tm0.state, "classes")
+        check(rc == 0 and out.endswith("\n(no classes)\n") and "Add one" not in out and
+              "Add one with: telemonctl class add prog=NAME spec=FILE" in err,
+              "no classes: %r %r", out, err)
+        tm0.stop()
         tm = tt.Telemonitor(env, reg, "; the configuration\n" +
                             tt.rc_class("fsread", tool="cat >/dev/null", auto=False))
         st = tm.state
+        classes_rc = os.path.join(st, "classes.rc")
+
+        def rc_sum():
+            with open(tm.rc, "rb") as f:
+                return hashlib.sha256(f.read()).hexdigest()
+        rc_before = rc_sum()
         # usage errors: exit 2
         for args, frag in [((), "no command given"), (("frobnicate",), "unknown command"),
                            (("start",), "an id is missing"), (("start", "abc"), "not an id"),
@@ -88,19 +104,26 @@ def main():
                             "spec: cannot read /nonexistent.pspec"),
                            (("class", "set", "1", "window=forever"), "window: \"forever\"")]:
             expect(st, 1, frag, *args)
-        with open(tm.rc) as f:
-            check(f.read().startswith("; the configuration"), "refused changes are not saved")
+        check(rc_sum() == rc_before and not os.path.exists(classes_rc),
+              "refused changes are not saved")
+        check("live classes:     %s (none yet)" % classes_rc in tm.ctl("status"), "status: %r",
+              tm.ctl("status"))
 
         # live changes, saved; the spec path is made absolute by telemonctl
         shutil.copy(tt.FSREAD_SPEC, env.path("my.pspec"))
         out = expect(st, 0, "", "class", "add", "prog=other", "spec=my.pspec",
                      "window=100 after 10", cwd=env.dir)
-        check("class 2 added; saved to %s" % tm.rc in out, "add: %r", out)
-        with open(tm.rc) as f:
+        check("class 2 added; saved to %s" % classes_rc in out, "add: %r", out)
+        with open(classes_rc) as f:
             saved = f.read()
         check('(prog "other")' in saved and '(spec "%s")' % env.path("my.pspec") in saved,
               "saved: %r", saved)
-        check(open(tm.rc + "~").read().startswith("; the configuration"), "backup kept")
+        check(saved.startswith("; Classes changed with telemonctl") and
+              "written by telemonitor" in saved, "header: %r", saved)
+        check(rc_sum() == rc_before and not os.path.exists(tm.rc + "~"),
+              "the telemonrc is not written, no backup made")
+        check(tm.json("status")["classes_rc"] == classes_rc and
+              "live classes:     %s\n" % classes_rc in tm.ctl("status"), "status names classes.rc")
         s = env.snarflog("other", reg=reg, cmd=tt.writer_cmd("--reads", 20, "--slow", "3"))
         check(s.wait(30) == 0, "snarflog: %s", s.stderr())
         check(len(tm.wait_failures(1, "--prog", "other")) == 1, "monitored at once")
@@ -109,14 +132,14 @@ def main():
         c2 = [c for c in tm.json("classes") if c["id"] == 2][0]
         check(not c2["auto"] and c2["mail"] == "ops@example.org" and
               c2["window"] == "100 after 10", "set: %r", c2)
-        check("(auto FALSE)" in open(tm.rc).read(), "set saved")
+        check("(auto FALSE)" in open(classes_rc).read(), "set saved")
         check(c2["notify_reports"] is False and c2["alertmanager"] is None, "defaults: %r", c2)
         expect(st, 0, "", "class", "set", "2", "notify-reports=TRUE",
                "alertmanager=http://127.0.0.1:9/")
         c2 = [c for c in tm.json("classes") if c["id"] == 2][0]
         check(c2["notify_reports"] is True and c2["alertmanager"] == "http://127.0.0.1:9/",
               "notify-reports and alertmanager set: %r", c2)
-        text = open(tm.rc).read()
+        text = open(classes_rc).read()
         check("(notify-reports TRUE)" in text and '(alertmanager "http://127.0.0.1:9/")' in text,
               "saved: %r", text)
         s = env.snarflog("other", reg=reg, cmd=tt.writer_cmd("--reads", 5, "--linger", 1))
@@ -127,7 +150,7 @@ def main():
         out = expect(st, 0, "", "class", "rm", "2", "--json")
         check(json.loads(out) == {"id": 2, "result": "removed"}, "rm --json: %r", out)
         check([c["id"] for c in tm.json("classes")] == [1], "removed")
-        check('"other"' not in open(tm.rc).read(), "rm saved")
+        check('"other"' not in open(classes_rc).read(), "rm saved")
 
         # the saved file is what a restart reads
         expect(st, 0, "", "class", "add", "prog=third", "tool=cat >/dev/null")
@@ -136,6 +159,25 @@ def main():
         tm.start()
         check([c["prog"] for c in tm.json("classes")] == ["fsread", "third"],
               "classes after a restart: %r", tm.json("classes"))
+        # a telemonrc class changed, then removed, stays so across restarts
+        expect(st, 0, "", "class", "set", "1", "tool=cat >/dev/null 2>&1")
+        tm.proc.signal(15)
+        tm.proc.wait(10)
+        tm.start()
+        got = [(c["prog"], c["tool"]) for c in tm.json("classes")]
+        check(got == [("fsread", "cat >/dev/null 2>&1"), ("third", "cat >/dev/null")],
+              "telemonrc class changed, after a restart: %r", got)
+        fs_id = [c["id"] for c in tm.json("classes") if c["prog"] == "fsread"][0]
+        expect(st, 0, "", "class", "rm", str(fs_id))
+        check("(removed" in open(classes_rc).read(), "tombstone: %r", open(classes_rc).read())
+        tm.proc.signal(15)
+        tm.proc.wait(10)
+        tm.start()
+        check([c["prog"] for c in tm.json("classes")] == ["third"],
+              "telemonrc class removed, after a restart: %r", tm.json("classes"))
+        check(rc_sum() == rc_before and not os.path.exists(tm.rc + "~") and
+              open(tm.rc).read().startswith("; the configuration"),
+              "telemonrc byte-identical, with its comment, after add, set and rm")
 
         # every listing has --json
         for args in (["status"], ["classes"], ["instances", "--all"], ["failures"],
@@ -168,9 +210,29 @@ def main():
         c = socket.socket(socket.AF_UNIX)
         c.connect(path)
         c.sendall(b"telemonctl/1\0")              # and then silence: it must not matter
-        check(tm.json("status")["classes"] == 2, "still answering")
+        check(tm.json("status")["classes"] == 1, "still answering")
         c.close()
         tm.stop()
+
+        # a classes.rc the service cannot read stops it at start, naming the file
+        with open(classes_rc, "a") as f:
+            f.write('(class (prog "x") (colour "red"))\n')
+        p = subprocess.run([ct.binary("telemonitor"), "-check", "-rc", tm.rc, "-state", st],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        err = p.stderr.decode()
+        check(p.returncode == 2 and classes_rc + ":" in err and "colour: unknown property" in err,
+              "bad classes.rc: %d %r", p.returncode, err)
+        with open(classes_rc, "w") as f:
+            f.write('(defaults (block TRUE))\n')
+        p = subprocess.run([ct.binary("telemonitor"), "-check", "-rc", tm.rc, "-state", st],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        check(p.returncode == 2 and "defaults: not allowed here" in p.stderr.decode(),
+              "defaults in classes.rc: %d %r", p.returncode, p.stderr)
+        os.unlink(classes_rc)
+        p = subprocess.run([ct.binary("telemonitor"), "-check", "-rc", tm.rc, "-state", st],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        check(p.returncode == 0 and "(1 classes)" in p.stdout.decode(),
+              "without classes.rc, the telemonrc alone: %r", p.stdout)
 
 
 ct.run_test(main)

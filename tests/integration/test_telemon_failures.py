@@ -100,7 +100,10 @@ def main():
               "table header: %r", lines[0])
         check(sum("read at most 10 ms" in l for l in lines) == 3, "table rows: %r", table)
         check("size = 8192, hit = true" in table, "metrics as text: %r", table)
-        check("window ID" in table, "the hint to see a window: %r", table)
+        check("window ID" not in table, "no hint in piped data: %r", table)
+        rc, out, err = tm.ctl_rc("failures")
+        check(rc == 0 and out == table and "The log around a failure: telemonctl -state %s "
+              "window ID" % tm.state in err, "the hint to see a window, on stderr: %r", err)
 
         # a binary log: windows are still cmon-ascii 1 and re-check
         lines_, _ = tt.fsread_records(30, [7])

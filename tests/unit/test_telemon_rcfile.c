@@ -295,30 +295,69 @@ static void props_set_and_format(void **state)
 	rc_free(c);
 }
 
-static void save_and_load(void **state)
+/* classes.rc: the live changes to a telemonrc, saved and merged back. */
+static void overlay_save_and_load(void **state)
 {
-	char dir[] = "/tmp/telemon-rcdir-XXXXXX", path[300], old[310], err[300];
-	struct rc_config *c, *d;
+	char dir[] = "/tmp/telemon-rcdir-XXXXXX", path[300], ov_path[300], err[300];
+	const char *rc = "; the admin's comment\n(class (prog \"a\") (tool \"cat\"))\n"
+			 "(class (prog \"b\") (tool \"cat\"))\n(class (prog \"c\") (tool \"cat\"))\n";
+	struct rc_config *base, *live, *again, *ov;
+	struct rc_class k = { 0 };
+	char *text;
 	FILE *f;
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/telemonrc", dir);
-	snprintf(old, sizeof old, "%s~", path);
-	assert_int_equal(rc_load(path, &c, err, sizeof err), -ENOENT);
+	snprintf(ov_path, sizeof ov_path, "%s/classes.rc", dir);
 	f = fopen(path, "w");
-	fputs("(class (prog \"a\") (tool \"cat\"))\n", f);
+	fputs(rc, f);
 	fclose(f);
-	assert_int_equal(rc_load(path, &c, err, sizeof err), 0);
-	assert_string_equal(c->dir, dir);
-	rc_remove_class(c, 0);
-	assert_int_equal(rc_save(c, err, sizeof err), 0);
-	assert_int_equal(access(old, R_OK), 0);
-	assert_int_equal(rc_load(path, &d, err, sizeof err), 0);
-	assert_int_equal(d->nclasses, 0);
-	rc_free(c);
-	rc_free(d);
+	assert_int_equal(rc_load(path, &base, err, sizeof err), 0);
+	live = rc_clone(base);
+	rc_remove_class(live, 0);                                      /* rm a */
+	assert_int_equal(rc_props_set(&live->classes[0].p, "auto", "FALSE", false, err,
+				      sizeof err), 0);                 /* set b */
+	assert_int_equal(rc_props_set(&k.p, "prog", "d", false, err, sizeof err), 0);
+	assert_int_equal(rc_add_class(live, &k), 2);                   /* add d */
+	rc_props_clear(&k.p);
+	text = rc_overlay_format(base, live);
+	assert_non_null(strstr(text, "(removed\n  (prog \"a\")"));
+	assert_non_null(strstr(text, "(auto FALSE)"));
+	assert_null(strstr(text, "\"c\""));                            /* unchanged: not written */
+	free(text);
+	assert_int_equal(rc_overlay_save(ov_path, base, live, err, sizeof err), 0);
+
+	/* the telemonrc file is as it was; merging classes.rc gives the live classes */
+	rc_free(base);
+	assert_int_equal(rc_load(path, &base, err, sizeof err), 0);
+	assert_int_equal(base->nclasses, 3);
+	assert_int_equal(rc_overlay_load(ov_path, &ov, err, sizeof err), 0);
+	again = rc_clone(base);
+	assert_int_equal(rc_overlay_apply(again, ov, err, sizeof err), 0);
+	assert_int_equal(again->nclasses, 3);
+	assert_string_equal(rc_text(again, &again->classes[0], RC_PROG), "b");
+	assert_false(rc_flag(again, &again->classes[0], RC_AUTO));
+	assert_string_equal(rc_text(again, &again->classes[1], RC_PROG), "c");
+	assert_string_equal(rc_text(again, &again->classes[2], RC_PROG), "d");
+	rc_free(ov);
+
+	/* a (removed ...) has only the key; classes.rc has no defaults */
+	assert_int_equal(rc_parse("(removed (prog \"a\"))", 20, "x", NULL, &ov, err, sizeof err),
+			 -EINVAL);
+	f = fopen(ov_path, "w");
+	fputs("(removed (prog \"a\") (tool \"cat\"))\n", f);
+	fclose(f);
+	assert_int_equal(rc_overlay_load(ov_path, &ov, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "tool: a (removed ...) entry has only prog, machine and pid"));
+	f = fopen(ov_path, "w");
+	fputs("(defaults (tool \"cat\"))\n", f);
+	fclose(f);
+	assert_int_equal(rc_overlay_load(ov_path, &ov, err, sizeof err), -EINVAL);
+	rc_free(base);
+	rc_free(live);
+	rc_free(again);
 	unlink(path);
-	unlink(old);
+	unlink(ov_path);
 	rmdir(dir);
 }
 
@@ -334,7 +373,7 @@ int main(void)
 		cmocka_unit_test(errors),
 		cmocka_unit_test(limits),
 		cmocka_unit_test(props_set_and_format),
-		cmocka_unit_test(save_and_load),
+		cmocka_unit_test(overlay_save_and_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
