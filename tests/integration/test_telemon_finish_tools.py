@@ -14,6 +14,7 @@ anything else is written to them.
 Exit status 0; nothing is left running; a second run has nothing to do."""
 import os
 import signal
+import struct
 
 import cmontest as ct
 import telemontest as tt
@@ -33,6 +34,16 @@ def gone(pid):
         return True
 
 
+def given(path):
+    """Event records the tool ledger at `path` says were delivered."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(56)
+    except FileNotFoundError:
+        return -1
+    return struct.unpack_from("<Q", head, 48)[0] if len(head) == 56 else -1
+
+
 def main():
     with ct.Env("telemon_finish_tools") as env:
         reg = env.registry()
@@ -50,6 +61,13 @@ def main():
         for prog in ("fin", "stuck"):
             tm.instance(lambda i, p=prog: i["prog"] == p and i["records"] == 600,
                         what="%s's records" % prog, timeout=60)
+        # the telemonitor writes to a tool from its loop, a moment after it
+        # took the records in: wait until each tool's ledger (the mmap'd
+        # struct ledger_file, `events` at byte 48) says all 600 were given
+        for prog in ("fin", "stuck"):
+            iid = [i["id"] for i in tm.instances() if i["prog"] == prog][0]
+            ct.wait_for(lambda p=os.path.join(tm.state, "tools", "%d-tool.ledger" % iid):
+                        given(p) == 600, 30, "%s's tool to be given every record" % prog)
         fpid = int(ct.wait_file(fin_pid).strip())
         spid = int(ct.wait_file(stuck_pid).strip())
         os.killpg(fpid, signal.SIGSTOP)
