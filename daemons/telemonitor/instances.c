@@ -66,14 +66,16 @@ static void drop(struct tmon *tm, struct tm_instance *in)
 	free(in);
 }
 
-/* Begin monitoring `in`; `from_start`: it was just announced. */
-static void monitor(struct tmon *tm, struct tm_instance *in, bool from_start)
+/* Begin monitoring `in` as class `c` (NULL: none matches it any more);
+ * `from_start`: it was just announced. */
+static void monitor(struct tmon *tm, struct tm_instance *in, const struct tm_class *c,
+		    bool from_start)
 {
 	int r;
 
 	in->want = true;
 	in->dirty = true;
-	r = session_start(tm, in, from_start);
+	r = c ? session_start(tm, in, c, from_start) : -ENOENT;
 	if (r < 0) {
 		instances_set_status(in, "cannot monitor: %s",
 				     r == -ENOSPC ? "too many instances monitored at once"
@@ -122,7 +124,7 @@ int instances_load(struct tmon *tm)
 		if (in->want && in->class_id && (in->state == IS_MONITORING ||
 						 in->state == IS_RETRYING || in->state == IS_BUSY)) {
 			instances_set_status(in, "re-attaching after a restart");
-			monitor(tm, in, false);
+			monitor(tm, in, classes_find(tm, in->class_id), false);
 			again++;
 		} else if (in->state == IS_MONITORING || in->state == IS_RETRYING) {
 			in->state = IS_LISTED;
@@ -212,7 +214,7 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 		return;
 	if (c->autostart || (in->want && in->state != IS_STOPPED)) {
 		/* an auto class wants every record: what went before us is a gap */
-		monitor(tm, in, is_new || c->autostart);
+		monitor(tm, in, c, is_new || c->autostart);
 	} else if (in->state != IS_STOPPED) {
 		in->state = IS_LISTED;
 		instances_set_status(in, "listed; start it with telemonctl start %" PRIu64, in->id);
@@ -304,7 +306,7 @@ int instances_start(struct tmon *tm, uint64_t id, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	in->state = IS_LISTED;
-	monitor(tm, in, false);
+	monitor(tm, in, c, false);
 	if (!in->sess) {
 		snprintf(err, errlen, "%s", in->status);
 		return -EIO;

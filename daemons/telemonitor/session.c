@@ -877,15 +877,13 @@ static int ledgers_open(struct session *s)
 	return 0;
 }
 
-int session_start(struct tmon *tm, struct tm_instance *in, bool from_start)
+int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class *c,
+		  bool from_start)
 {
-	struct tm_class *c = classes_find(tm, in->class_id);
 	struct session *s;
 	struct window_spec ws;
 	char err[200];
 
-	if (!c)
-		return -ENOENT;
 	if (tm->nsessions >= TM_SESSIONS_MAX)
 		return -ENOSPC;
 	s = calloc(1, sizeof *s);

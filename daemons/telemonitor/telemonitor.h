@@ -293,8 +293,10 @@ void instances_free(struct tmon *tm);
 const char *inst_state_name(enum inst_state st);
 
 /* session.c */
-/* Start monitoring `in` (`from_start`: it was just announced). */
-int session_start(struct tmon *tm, struct tm_instance *in, bool from_start);
+/* Start monitoring `in` as class `c` (`from_start`: it was just
+ * announced); the session copies what it needs of `c`. */
+int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class *c,
+		  bool from_start);
 /* Stop monitoring: Stop to snarflog, the tools finish their input. */
 void session_stop(struct session *s, const char *why);
 /* Once a second: window deadlines, stalled tools. */
