@@ -319,7 +319,6 @@ int classes_add(struct tmon *tm, char **pairs, size_t n, uint32_t *id, char *err
 	*id = c->id;
 	cmon_notice("class %u added with telemonctl: prog '%s' machine '%s' pid '%s'", c->id,
 		    c->prog, c->machine, c->pid);
-	reg_subscribe(tm, c);
 	c = NULL;
 	r = 0;
 out:
@@ -366,11 +365,6 @@ int classes_set(struct tmon *tm, uint32_t id, char **pairs, size_t n, char *err,
 	TAILQ_INSERT_BEFORE(old, c, link);
 	TAILQ_REMOVE(&tm->classes, old, link);
 	cmon_notice("class %u changed with telemonctl", c->id);
-	/* the registry learns the new patterns and flags, and lists the
-	 * running instances again (an instance of a class now `auto` gets
-	 * monitored) */
-	reg_unsubscribe(tm, c->id);
-	reg_subscribe(tm, c);
 	class_free(old);
 	c = NULL;
 	r = 0;
@@ -404,8 +398,6 @@ int classes_rm(struct tmon *tm, uint32_t id, char *err, size_t errlen)
 	tm->nclasses--;
 	reindex(tm);
 	deactivate_removed(tm);
-	reg_unsubscribe(tm, id);
-	instances_class_removed(tm, id);
 	cmon_notice("class %u removed with telemonctl (instances being monitored go on until "
 		    "they end or are stopped)", id);
 	class_free(c);

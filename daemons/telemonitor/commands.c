@@ -330,6 +330,7 @@ static int cmd_class(struct tmon *tm, const struct ctl_request *r, struct evbuff
 		if (rc < 0)
 			return rc;
 		id = nid;
+		reg_subscribe(tm, classes_find(tm, nid));
 	} else if (!strcmp(sub, "set") || !strcmp(sub, "rm")) {
 		if (r->argc < 3 || parse_id(r->argv[2], &id, "class", err, errlen) < 0) {
 			if (r->argc < 3)
@@ -347,6 +348,10 @@ static int cmd_class(struct tmon *tm, const struct ctl_request *r, struct evbuff
 				return -EINVAL;
 			}
 			rc = classes_rm(tm, (uint32_t)id, err, errlen);
+			if (rc == 0) {
+				reg_unsubscribe(tm, (uint32_t)id);
+				instances_class_removed(tm, (uint32_t)id);
+			}
 		} else {
 			if (r->argc < 4) {
 				snprintf(err, errlen, "class set: give PROPERTY=VALUE pairs");
@@ -354,6 +359,13 @@ static int cmd_class(struct tmon *tm, const struct ctl_request *r, struct evbuff
 			}
 			rc = classes_set(tm, (uint32_t)id, r->argv + 3, (size_t)(r->argc - 3), err,
 					 errlen);
+			/* the registry learns the new patterns and flags, and lists
+			 * the running instances again (an instance of a class now
+			 * `auto` gets monitored) */
+			if (rc == 0) {
+				reg_unsubscribe(tm, (uint32_t)id);
+				reg_subscribe(tm, classes_find(tm, (uint32_t)id));
+			}
 		}
 		if (rc < 0)
 			return rc;

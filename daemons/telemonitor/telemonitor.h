@@ -216,11 +216,12 @@ int classes_record(struct tmon *tm, char *err, size_t errlen);
 struct tm_class *classes_find(struct tmon *tm, uint32_t id);
 /* The first class in configuration order that matches an instance, or NULL. */
 struct tm_class *classes_match(struct tmon *tm, const char *prog, const char *machine, int64_t pid);
-/* Add a class from "prop=value" pairs: check, save the file, subscribe. */
+/* Add a class from "prop=value" pairs: check, save (classes.rc and the
+ * store), make it live. Telling the registry is the caller's. */
 int classes_add(struct tmon *tm, char **pairs, size_t n, uint32_t *id, char *err, size_t errlen);
-/* Change class `id` from "prop=value" pairs: check, save, subscribe again. */
+/* Change class `id` from "prop=value" pairs: check, save, make it live. */
 int classes_set(struct tmon *tm, uint32_t id, char **pairs, size_t n, char *err, size_t errlen);
-/* Remove class `id`: save, unsubscribe. */
+/* Remove class `id`: save, forget it. */
 int classes_rm(struct tmon *tm, uint32_t id, char *err, size_t errlen);
 /* Run the checker on an empty log to check `spec`; 0 or a message. */
 int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errlen);
