@@ -180,6 +180,8 @@ int main(int argc, char **argv)
     log = optind < argc ? argv[optind] : NULL;
     if (!spec)
         cmon_cmdline_fail(&cl, "no specification given (-s SPEC)");
+    if (cli_spec_on_stdin(spec) && (!log || strcmp(log, "-") == 0))
+        cmon_cmdline_fail(&cl, "the specification is on standard input (-s -), so the log must be a named file");
     pspec *ps = cli_load_spec("pcheck", spec, path);
     if (!ps)
         return PSPEC_EXIT_SPEC;
