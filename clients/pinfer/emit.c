@@ -199,6 +199,12 @@ static char *interval_name(emitter *em, const pi_interval *iv)
 static void split_metric(const emitter *em, const pi_interval *iv, char *out, size_t cap)
 {
     char b[16];
+    if (iv->split.inside >= 0) {
+        char *id = ident(em->m->types[iv->split.inside].name);
+        snprintf(out, cap, "has_%s", id);
+        free(id);
+        return;
+    }
     const pi_type *t = &em->m->types[iv->split.end ? iv->end : iv->start];
     snprintf(out, cap, "%s%s", iv->split.end ? "e_" : "", attr_name(t, iv->split.attr, b));
 }
@@ -241,19 +247,29 @@ static void explain(emitter *em, const pi_interval *iv)
     fmt_dur(d2, sizeof d2, iv->min, em->m->tick_ns);
     fmt_dur(d3, sizeof d3, iv->max, em->m->tick_ns);
     fprintf(f, "  %%   Duration: mean %s, min %s, max %s.\n", d1, d2, d3);
-    if (iv->split.ngroups) {
+    if (iv->split.ngroups && iv->split.inside >= 0) {
+        const char *c = em->m->types[iv->split.inside].name;
+        fprintf(f, "  %%   Split by whether a %s with the same key occurs inside: that explains %.0f%% of\n"
+                   "  %%   the variance of the duration (adjusted for the number of groups):", c, 100 * iv->split.eta2);
+        for (uint32_t g = 0; g < 2; g++) {
+            fmt_dur(d1, sizeof d1, iv->split.mean[g], em->m->tick_ns);
+            fprintf(f, "\n  %%     %s %s: %llu, mean %s", g ? "with" : "without", c,
+                    (unsigned long long)iv->split.n[g], d1);
+        }
+        fprintf(f, "\n");
+    } else if (iv->split.ngroups) {
         char metric[40];
         split_metric(em, iv, metric, sizeof metric);
         fprintf(f, "  %%   Split by %s.%s (%s event attribute %d): the groups' means explain %.0f%% of the\n"
-                   "  %%   variance of the duration:",
+                   "  %%   variance of the duration (adjusted for the number of groups):",
                 iv->split.end ? "e" : "s", attr_name(iv->split.end ? B : A, iv->split.attr, b1),
                 iv->split.end ? "end" : "start", iv->split.attr + 1, 100 * iv->split.eta2);
         for (uint32_t g = 0; g < iv->split.ngroups; g++) {
             fmt_dur(d1, sizeof d1, iv->split.mean[g], em->m->tick_ns);
-            fprintf(f, "%s %s = %g: %llu, mean %s", g ? ";" : "", metric, iv->split.value[g],
+            fprintf(f, "\n  %%     %s = %g: %llu, mean %s", metric, iv->split.value[g],
                     (unsigned long long)iv->split.n[g], d1);
         }
-        fprintf(f, ".\n");
+        fprintf(f, "\n");
     }
     if (iv->reg.attr >= 0) {
         fprintf(f, "  %%   Duration against s.%s: a straight line explains %.0f%% of the variance",
@@ -281,7 +297,16 @@ static void declare_interval(emitter *em, const pi_interval *iv)
         if (n && A->attr[i].n)
             fprintf(f, ",\n    %s = s.%s", n, n);
     }
-    if (iv->split.ngroups && iv->split.end) {
+    if (iv->split.ngroups && iv->split.inside >= 0) {
+        const pi_type *C = &em->m->types[iv->split.inside];
+        char metric[300], b2[16];
+        split_metric(em, iv, metric, sizeof metric);
+        if (iv->split.inside_key == PI_THREAD)
+            fprintf(f, ",\n    %s = {count c : %s where thread(c) = thread(s)} != 0", metric, C->name);
+        else
+            fprintf(f, ",\n    %s = {count c : %s where c.%s = s.%s} != 0", metric, C->name,
+                    attr_name(C, iv->split.inside_key, b), attr_name(A, iv->kstart, b2));
+    } else if (iv->split.ngroups && iv->split.end) {
         const char *n = attr_name(B, iv->split.attr, b);
         fprintf(f, ",\n    e_%s = e.%s", n, n);
     }
@@ -294,7 +319,15 @@ static void group_bounds(emitter *em, const pi_interval *iv, int g)
     FILE *f = em->f;
     double P = em->opt->percentile, F = P / 100;
     char base[600], where[200], and_[200], label[300], metric[40], vs[40], b[16], pname[40];
-    if (g >= 0) {
+    if (g >= 0 && iv->split.inside >= 0) {
+        split_metric(em, iv, metric, sizeof metric);
+        char *id = ident(em->m->types[iv->split.inside].name);
+        snprintf(base, sizeof base, "%s_%s_%s", iv->name, g ? "has" : "no", id);
+        snprintf(where, sizeof where, " where %sx.%s", g ? "" : "!", metric);
+        snprintf(and_, sizeof and_, "%sx.%s & ", g ? "" : "!", metric);
+        snprintf(label, sizeof label, "%s %s %s", iv->name, g ? "with" : "without", em->m->types[iv->split.inside].name);
+        free(id);
+    } else if (g >= 0) {
         split_metric(em, iv, metric, sizeof metric);
         value_suffix(vs, sizeof vs, iv->split.value[g]);
         snprintf(base, sizeof base, "%s_%s_%s", iv->name, metric, vs);
@@ -404,7 +437,7 @@ int pi_emit(FILE *f, pi_model *m, const struct pi_emit_options *opt)
             ts[nu++] = &m->types[t];
     qsort(ts, nu, sizeof *ts, cmp_type_name);
     if (nu) {
-        fprintf(f, "%% Event types in no interval:");
+        fprintf(f, "%% Event types that start or end no interval:");
         for (uint32_t i = 0; i < nu; i++)
             fprintf(f, "%s %s (%llu)", i ? "," : "", ts[i]->name, (unsigned long long)ts[i]->count);
         fprintf(f, ".\n");
@@ -424,7 +457,7 @@ int pi_emit(FILE *f, pi_model *m, const struct pi_emit_options *opt)
     /* events (not call@/ret@), sorted */
     uint32_t nd = 0;
     for (uint32_t t = 0; t < m->ntypes; t++)
-        if (m->types[t].used && !proc_of(m->types[t].name))
+        if ((m->types[t].used || m->types[t].watched) && !proc_of(m->types[t].name))
             ts[nd++] = &m->types[t];
     qsort(ts, nd, sizeof *ts, cmp_type_name);
     for (uint32_t i = 0; i < nd; i++) {
@@ -441,7 +474,7 @@ int pi_emit(FILE *f, pi_model *m, const struct pi_emit_options *opt)
         bool dup = false;
         for (uint32_t k = 0; k < np && p; k++)
             dup |= strcmp(procs[k], p) == 0;
-        if (m->types[t].used && p && !dup)
+        if ((m->types[t].used || m->types[t].watched) && p && !dup)
             procs[np++] = (char *)p;
     }
     qsort(procs, np, sizeof *procs, cmp_str);

@@ -116,6 +116,7 @@ typedef struct open_entry {
     int64_t ts;
     double vals[PI_MAX_ATTRS];   /* start attributes (pass 3) */
     uint32_t nvals;
+    uint64_t seen;               /* pass 3: bit p set when watched type p occurred inside */
 } open_entry;
 
 typedef struct open_table {
@@ -194,6 +195,7 @@ static uint32_t ot_push(open_table *t, uint32_t cand, int64_t key, int64_t ts, c
     for (uint32_t y = t->bucket[h]; y != NIL; y = t->e[y].next)
         depth += t->e[y].cand == cand && t->e[y].key == key;
     open_entry *e = &t->e[x];
+    e->seen = 0;
     e->cand = cand;
     e->key = key;
     e->ts = ts;
@@ -231,6 +233,15 @@ static bool ot_pop(open_table *t, uint32_t cand, int64_t key, open_entry *out, b
         return true;
     }
     return false;
+}
+
+/* Mark every open start of (cand, key) as containing watched type `bit`. */
+static void ot_mark(open_table *t, uint32_t cand, int64_t key, uint64_t bit)
+{
+    uint32_t h = hkey(cand, key) & (t->nbucket - 1);
+    for (uint32_t y = t->bucket[h]; y != NIL; y = t->e[y].next)
+        if (t->e[y].cand == cand && t->e[y].key == key)
+            t->e[y].seen |= bit;
 }
 
 /* ---- candidates ---------------------------------------------------------------------- */
@@ -438,13 +449,25 @@ static void index_candidates(cand_index *ci, const cand *c, uint32_t n, uint32_t
     }
 }
 
+/* Pass 3: per event type, the intervals that watch it (path split). */
+typedef struct watch {
+    uint32_t iv;                 /* interval (candidate) id */
+    uint32_t bit;                /* its watched-type index */
+    int key;                     /* how the type carries the key */
+} watch;
+
+typedef struct watch_index {
+    watch **w;                   /* per type */
+    uint32_t *n;
+} watch_index;
+
 /* What a match callback gets. */
 typedef void (*match_fn)(void *ctx, uint32_t cand, const open_entry *start, const log_record *end, bool others);
 
 /* One pass pairing the candidates' starts and ends (ends first: an event
  * that ends one interval and starts another closes before it opens). */
-static int pass_pairs(miner *mi, cand *c, const cand_index *ci, bool keep_vals, match_fn on_match, void *ctx,
-                      char **errmsg)
+static int pass_pairs(miner *mi, cand *c, const cand_index *ci, const watch_index *wi, bool keep_vals,
+                      match_fn on_match, void *ctx, char **errmsg)
 {
     open_table ot;
     ot_init(&ot);
@@ -456,6 +479,12 @@ static int pass_pairs(miner *mi, cand *c, const cand_index *ci, bool keep_vals, 
         uint32_t t = type_index(mi, &rec, false);
         if (t == UINT32_MAX)
             continue;
+        for (uint32_t i = 0; wi && i < wi->n[t]; i++) {
+            const watch *w = &wi->w[t][i];
+            int64_t key;
+            if (key_of(&rec, w->key, &key))
+                ot_mark(&ot, w->iv, key, 1ull << w->bit);
+        }
         for (uint32_t i = 0; i < ci->nend[t]; i++) {
             uint32_t id = ci->end[t][i];
             int64_t key;
@@ -597,6 +626,11 @@ typedef struct ivstats {
     double gn[NSPLIT][PI_MAX_VALUES], gs[NSPLIT][PI_MAX_VALUES], gss[NSPLIT][PI_MAX_VALUES];
     bool gbad[NSPLIT];               /* a value outside the attribute's known ones, or missing */
     mom reg[NSPLIT + 1][PI_MAX_VALUES][PI_MAX_ATTRS];   /* [split or NSPLIT: none][group][x] */
+    uint32_t npath;                  /* watched event types */
+    uint32_t path_type[PI_MAX_PATHS];
+    int path_key[PI_MAX_PATHS];
+    double pn[PI_MAX_PATHS][2], ps[PI_MAX_PATHS][2], pss[PI_MAX_PATHS][2];   /* [type][inside?] */
+    mom preg[PI_MAX_PATHS][2][PI_MAX_ATTRS];
 } ivstats;
 
 typedef struct stats_ctx {
@@ -653,12 +687,44 @@ static void on_stats_match(void *ctx, uint32_t id, const open_entry *s, const lo
         st->gss[k][group[k]] += d * d;
     }
     group[NSPLIT] = 0;
+    for (uint32_t p = 0; p < st->npath; p++) {
+        int in = (int)((s->seen >> p) & 1);
+        st->pn[p][in]++;
+        st->ps[p][in] += d;
+        st->pss[p][in] += d * d;
+    }
     for (uint32_t x = 0; x < s->nvals; x++) {
         if (!A->attr[x].many || !isfinite(s->vals[x]))
             continue;
         for (int k = 0; k <= NSPLIT; k++)
             if (group[k] >= 0)
                 mom_add(&st->reg[k][group[k]][x], s->vals[x], d);
+        for (uint32_t p = 0; p < st->npath; p++)
+            mom_add(&st->preg[p][(s->seen >> p) & 1][x], s->vals[x], d);
+    }
+}
+
+/* The event types interval `iv` watches for the path split: every type
+ * seen min_count times but its own start and end that carries its key (the
+ * thread, or an attribute at the position of the end's key or the start's). */
+static void watch_types(const pi_model *m, const pi_interval *iv, ivstats *st, uint64_t min_count)
+{
+    const pi_attr *ka = iv->kstart == PI_THREAD ? NULL : &m->types[iv->start].attr[iv->kstart];
+    for (uint32_t t = 0; t < m->ntypes && st->npath < PI_MAX_PATHS; t++) {
+        const pi_type *C = &m->types[t];
+        if (t == iv->start || t == iv->end || C->count < min_count)
+            continue;
+        int key = PI_THREAD;
+        if (ka) {
+            if (C->nvalues > (uint32_t)iv->kend && keyable(ka, &C->attr[iv->kend]))
+                key = iv->kend;
+            else if (C->nvalues > (uint32_t)iv->kstart && keyable(ka, &C->attr[iv->kstart]))
+                key = iv->kstart;
+            else
+                continue;
+        }
+        st->path_type[st->npath] = t;
+        st->path_key[st->npath++] = key;
     }
 }
 
@@ -669,6 +735,17 @@ static double r2_of(const mom *o)
     if (o->n < 4 || vx <= 1e-12 * fabs(o->n * o->sxx) || vy <= 0)
         return -1;
     return cxy * cxy / (vx * vy);
+}
+
+/* The share of the variance (total sst over n intervals) that k groups
+ * explain when their means differ by ssb, adjusted for the number of groups
+ * (epsilon squared: many small groups explain much by chance). */
+static double explained(double ssb, double sst, double n, uint32_t k)
+{
+    if (n <= k || sst <= 0)
+        return 0;
+    double msw = (sst - ssb) / (n - k), mst = sst / (n - 1);
+    return 1 - msw / mst;
 }
 
 /* Decide the split and the regression of one interval from its statistics. */
@@ -690,20 +767,54 @@ static void conclude(pi_model *m, pi_interval *iv, const ivstats *st, uint64_t m
         double ssb = 0;
         bool ok = true;
         for (uint32_t g = 0; g < a->nvals; g++) {
-            if (st->gn[k][g] < (double)min_count) {
+            if (st->gn[k][g] < (double)min_count || st->gn[k][g] < 2) {
                 ok = false;
                 break;
             }
             double mg = st->gs[k][g] / st->gn[k][g];
             ssb += st->gn[k][g] * (mg - iv->mean) * (mg - iv->mean);
         }
-        if (ok && ssb / sst > best_eta) {
-            best_eta = ssb / sst;
+        double e2 = ok ? explained(ssb, sst, st->n, a->nvals) : 0;
+        if (e2 > best_eta) {
+            best_eta = e2;
             best = k;
+        }
+    }
+    int best_path = -1;
+    for (uint32_t p = 0; p < st->npath && sst > 0; p++) {
+        if (st->pn[p][0] < (double)min_count || st->pn[p][1] < (double)min_count || st->pn[p][0] < 2 ||
+            st->pn[p][1] < 2)
+            continue;
+        double ssb = 0;
+        for (int g = 0; g < 2; g++) {
+            double mg = st->ps[p][g] / st->pn[p][g];
+            ssb += st->pn[p][g] * (mg - iv->mean) * (mg - iv->mean);
+        }
+        double e2 = explained(ssb, sst, st->n, 2);
+        if (e2 > best_eta) {
+            best_eta = e2;
+            best_path = (int)p;
         }
     }
     uint32_t ng = 1;
     int rk = NSPLIT;
+    iv->split.inside = -1;
+    const mom(*regm)[PI_MAX_ATTRS] = st->reg[NSPLIT];
+    if (best_path >= 0) {
+        pi_split *sp = &iv->split;
+        sp->inside = (int)st->path_type[best_path];
+        sp->inside_key = st->path_key[best_path];
+        m->types[sp->inside].watched = true;
+        sp->ngroups = ng = 2;
+        sp->eta2 = best_eta;
+        for (int g = 0; g < 2; g++) {
+            sp->value[g] = g;
+            sp->n[g] = (uint64_t)st->pn[best_path][g];
+            sp->mean[g] = st->ps[best_path][g] / st->pn[best_path][g];
+        }
+        regm = st->preg[best_path];
+        best = -1;
+    }
     if (best >= 0) {
         pi_split *sp = &iv->split;
         sp->end = best >= (int)PI_MAX_ATTRS;
@@ -718,6 +829,7 @@ static void conclude(pi_model *m, pi_interval *iv, const ivstats *st, uint64_t m
         }
         ng = a->nvals;
         rk = best;
+        regm = st->reg[rk];
     }
     /* the regression: the start attribute that best explains the durations in every group */
     double best_r2 = PI_REGRESS_R2;
@@ -727,10 +839,10 @@ static void conclude(pi_model *m, pi_interval *iv, const ivstats *st, uint64_t m
         double tot = 0, w = 0;
         bool ok = true;
         for (uint32_t g = 0; g < ng && ok; g++) {
-            double r2 = r2_of(&st->reg[rk][g][x]);
+            double r2 = r2_of(&regm[g][x]);
             ok = r2 >= 0;
-            tot += r2 * st->reg[rk][g][x].n;
-            w += st->reg[rk][g][x].n;
+            tot += r2 * regm[g][x].n;
+            w += regm[g][x].n;
         }
         if (!ok || w < st->n)      /* some intervals lack the attribute */
             continue;
@@ -739,7 +851,7 @@ static void conclude(pi_model *m, pi_interval *iv, const ivstats *st, uint64_t m
             iv->reg.attr = (int)x;
             iv->reg.r2_all = tot / w;
             for (uint32_t g = 0; g < ng; g++) {
-                const mom *o = &st->reg[rk][g][x];
+                const mom *o = &regm[g][x];
                 iv->reg.r2[g] = r2_of(o);
                 iv->reg.slope[g] = (o->n * o->sxy - o->sx * o->sy) / (o->n * o->sxx - o->sx * o->sx);
             }
@@ -790,7 +902,7 @@ pi_model *pi_infer(int fd, const char *logname, const pi_options *opt, char **er
         index_candidates(&ci, c, nc, m->ntypes);
         int rc = rewind_or_fail(mi.r, errmsg);
         if (rc == 0)
-            rc = pass_pairs(&mi, c, &ci, false, on_candidate_match, c, errmsg);
+            rc = pass_pairs(&mi, c, &ci, NULL, false, on_candidate_match, c, errmsg);
         ci_free(&ci, m->ntypes);
         if (rc < 0) {
             free(c);
@@ -808,10 +920,23 @@ pi_model *pi_infer(int fd, const char *logname, const pi_options *opt, char **er
         cand_index ci;
         index_candidates(&ci, k, m->niv, m->ntypes);
         stats_ctx sc = { m, xcalloc(m->niv, sizeof(ivstats)) };
+        watch_index wi = { xcalloc(m->ntypes, sizeof *wi.w), xcalloc(m->ntypes, sizeof *wi.n) };
+        for (uint32_t i = 0; i < m->niv; i++) {
+            watch_types(m, &m->iv[i], &sc.st[i], opt->min_count);
+            for (uint32_t p = 0; p < sc.st[i].npath; p++) {
+                uint32_t t = sc.st[i].path_type[p];
+                wi.w[t] = xrealloc(wi.w[t], (wi.n[t] + 1) * sizeof **wi.w);
+                wi.w[t][wi.n[t]++] = (watch){ i, p, sc.st[i].path_key[p] };
+            }
+        }
         int rc = rewind_or_fail(mi.r, errmsg);
         if (rc == 0)
-            rc = pass_pairs(&mi, k, &ci, true, on_stats_match, &sc, errmsg);
+            rc = pass_pairs(&mi, k, &ci, &wi, true, on_stats_match, &sc, errmsg);
         ci_free(&ci, m->ntypes);
+        for (uint32_t t = 0; t < m->ntypes; t++)
+            free(wi.w[t]);
+        free(wi.w);
+        free(wi.n);
         free(k);
         if (rc < 0) {
             free(sc.st);

@@ -10,8 +10,9 @@
  *      candidate per event type is kept (name affinity, then how well it
  *      pairs, then the longest durations: the outermost interval);
  *   3. statistics of the kept intervals: durations grouped by each
- *      small-domain attribute (to find the attribute that splits them) and
- *      the regression of duration on each numeric attribute of the start.
+ *      small-domain attribute and by whether each other event type occurs
+ *      inside with the interval's key (to find what splits them), and the
+ *      regression of duration on each numeric attribute of the start.
  *
  * Everything is streaming; memory is bounded by the limits below.
  */
@@ -26,6 +27,7 @@
 #define PI_MAX_TYPES 256u        /* distinct event types considered; later ones are ignored */
 #define PI_MAX_ATTRS 8u          /* attribute positions considered per type (keys, metrics) */
 #define PI_MAX_VALUES 8u         /* distinct values a split attribute may have */
+#define PI_MAX_PATHS 64u         /* event types watched inside each interval type (path split) */
 #define PI_MAX_CANDIDATES 8192u  /* (start, end, key) candidates simulated in pass 2 */
 #define PI_MAX_OPEN (1u << 18)   /* open starts held at once over all candidates; past it a
                                     start is not recorded and its candidate is marked overflowed */
@@ -58,12 +60,17 @@ typedef struct pi_type {
     uint32_t nvalues;            /* most values a record of it carried */
     pi_attr attr[PI_MAX_ATTRS];
     bool used;                   /* start or end of an inferred interval */
+    bool watched;                /* splits an interval type by occurring inside it */
 } pi_type;
 
 /* A split of an interval type's durations by one small-domain attribute. */
 typedef struct pi_split {
     bool end;                    /* attribute of the end event (else of the start) */
     int attr;                    /* its position (0-based) */
+    int inside;                  /* >= 0: not an attribute but whether an event of this type
+                                    (index) occurs inside with the interval's key; groups 0
+                                    (none inside) and 1 */
+    int inside_key;              /* how that event carries the key: PI_THREAD or its attribute */
     uint32_t ngroups;
     double value[PI_MAX_VALUES]; /* each group's value, ascending */
     uint64_t n[PI_MAX_VALUES];

@@ -8,6 +8,7 @@ log, and the solved specification holds on that log (DESIGN.md §8):
   on another thread half the time, with a db call nested in every miss;
   durations linear in `size`, very different for hits and misses): exactly
   the true interval types, the split by `hit`, the regression on `size`;
+- a log where reads that log a CacheHit inside are fast: split by the path;
 - standard input, a binary log, an empty log, garbage, the options."""
 import os
 import random
@@ -91,6 +92,45 @@ def generate(seed, workers=4, per_worker=60):
     lines = ["#cmon-ascii 1", "#program gen", "#tick-ns 1000"]
     lines += ["%d %d %s %s" % (ts, th, n, " ".join(str(v) for v in vals)) for ts, th, n, vals in recs]
     return "\n".join(lines) + "\n"
+
+
+def generate_fs(seed, threads=4, per_thread=50):
+    """Figure 3's file system: StartRead(tid, size) .. EndRead(tid) per
+    thread; 70% of the reads log a CacheHit(tid) inside and take 200 +
+    size/100 ticks, the others 5000 + size/10. No attribute says which."""
+    rnd = random.Random(seed)
+    recs = []
+    for th in range(1, threads + 1):
+        t = rnd.randrange(0, 100)
+        for _ in range(per_thread):
+            size = rnd.choice([512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]) + rnd.randrange(0, 8)
+            recs.append((t, th, "StartRead", [th, size]))
+            if rnd.random() < 0.7:
+                recs.append((t + 10, th, "CacheHit", [th]))
+                dur = 200 + size // 100 + rnd.randrange(0, 10)
+            else:
+                dur = 5000 + size // 10 + rnd.randrange(0, 100)
+            recs.append((t + dur, th, "EndRead", [th]))
+            t += dur + rnd.randrange(5, 50)
+    recs.sort(key=lambda r: (r[0], r[1]))
+    lines = ["#cmon-ascii 1", "#program fs", "#tick-ns 1000"]
+    lines += ["%d %d %s %s" % (ts, th, n, " ".join(str(v) for v in vals)) for ts, th, n, vals in recs]
+    return "\n".join(lines) + "\n"
+
+
+def path_split(tmp):
+    """Durations that depend on an event inside the interval (a cache hit
+    logged on its own) split by whether it occurs, keyed like the interval."""
+    log = os.path.join(tmp, "fs.log")
+    with open(log, "w") as f:
+        f.write(generate_fs(3))
+    spec, solved = roundtrip(tmp, log)
+    check(intervals(spec) == {("StartRead", "EndRead", "e.a1 = s.a1")}, "fs: %s\n%s", intervals(spec), spec)
+    check("has_CacheHit = {count c : CacheHit where c.a1 = s.a1} != 0" in spec, "no CacheHit metric:\n%s", spec)
+    check("Split by whether a CacheHit with the same key occurs inside" in spec, "no path split:\n%s", spec)
+    for cond in ("!x.has_CacheHit", "x.has_CacheHit"):
+        check(re.search(r"solve data x : Read where %s : x\.time\.v = \w+ \* x\.a2 \+ \w+" % re.escape(cond), spec),
+              "no regression on size where %s:\n%s", cond, spec)
 
 
 def without_source(spec):
@@ -226,6 +266,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         report_logs(tmp)
         log, spec = known_structure(tmp)
+        path_split(tmp)
         inputs(tmp, log, spec)
         nothing_or_garbage(tmp, log)
 
