@@ -374,8 +374,8 @@ static void group_bounds(emitter *em, const pi_interval *iv, int g)
     else
         fprintf(f, "  assert \"%s: none takes longer than %s ticks\":\n    {& x : %s%s : x.time <= %s};\n", label,
                 bound, iv->name, where, bound);
-    fprintf(f, "    \"%s: mean at most 10%% above %s\":\n    {mean x : %s%s : x.time} <= %s * 1.1;\n", label, mean,
-            iv->name, where, mean);
+    fprintf(f, "    \"%s: mean at most 10%% above %s\":\n    {mean x : %s%s : x.time} <= %s + abs(%s) * 0.1;\n",
+            label, mean, iv->name, where, mean, mean);
     if (iv->reg.attr >= 0) {
         const char *xa = attr_name(&em->m->types[iv->start], iv->reg.attr, b);
         snprintf(buf, sizeof buf, "%s_per_%s", base, xa);
@@ -437,19 +437,30 @@ int pi_emit(FILE *f, pi_model *m, const struct pi_emit_options *opt)
             ts[nu++] = &m->types[t];
     qsort(ts, nu, sizeof *ts, cmp_type_name);
     if (nu) {
-        fprintf(f, "%% Event types that start or end no interval:");
-        for (uint32_t i = 0; i < nu; i++)
-            fprintf(f, "%s %s (%llu)", i ? "," : "", ts[i]->name, (unsigned long long)ts[i]->count);
-        fprintf(f, ".\n");
+        int col = fprintf(f, "%% Event types that start or end no interval:");
+        for (uint32_t i = 0; i < nu; i++) {
+            char item[300];
+            int len = snprintf(item, sizeof item, " %s (%llu)%s", ts[i]->name, (unsigned long long)ts[i]->count,
+                               i + 1 < nu ? "," : ".");
+            if (col + len > 80) {
+                fprintf(f, "\n%%");
+                col = 1;
+            }
+            col += fprintf(f, "%s", item);
+        }
+        fputc('\n', f);
     }
     if (m->types_ignored)
-        fprintf(f, "%% %llu records of further event types were ignored (limit: %u types, reserved words).\n",
+        fprintf(f, "%% %llu records of further event types were ignored (limit: %u types).\n",
                 (unsigned long long)m->types_ignored, PI_MAX_TYPES);
+    if (m->types_reserved)
+        fprintf(f, "%% %llu records of event types named by PSpec reserved words were ignored.\n",
+                (unsigned long long)m->types_reserved);
     if (m->candidates_capped)
         fprintf(f, "%% Only the first %u candidate pairs were tried (limit).\n", PI_MAX_CANDIDATES);
     if (m->overflowed)
-        fprintf(f, "%% %u candidate pairs were given up: more than %u starts open at once (limit).\n", m->overflowed,
-                PI_MAX_OPEN);
+        fprintf(f, "%% %u candidate pairs were given up: too many starts open at once (limits: %u for one,\n"
+                   "%% %u for all).\n", m->overflowed, PI_MAX_OPEN_PER, PI_MAX_OPEN);
     if (m->malformed)
         fprintf(f, "%% %llu malformed records were skipped.\n", (unsigned long long)m->malformed);
     fprintf(f, "perfspec %s\n", spec);

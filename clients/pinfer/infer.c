@@ -244,6 +244,32 @@ static void ot_mark(open_table *t, uint32_t cand, int64_t key, uint64_t bit)
             t->e[y].seen |= bit;
 }
 
+/* Remove the open starts of candidates given up; returns how many. */
+static uint32_t ot_sweep(open_table *t, const bool *given_up)
+{
+    uint32_t freed = 0;
+    for (uint32_t b = 0; b < t->nbucket; b++) {
+        uint32_t prev = NIL;
+        for (uint32_t y = t->bucket[b]; y != NIL;) {
+            uint32_t next = t->e[y].next;
+            if (given_up[t->e[y].cand]) {
+                if (prev == NIL)
+                    t->bucket[b] = next;
+                else
+                    t->e[prev].next = next;
+                t->e[y].next = t->free_head;
+                t->free_head = y;
+                t->live--;
+                freed++;
+            } else {
+                prev = y;
+            }
+            y = next;
+        }
+    }
+    return freed;
+}
+
 /* ---- candidates ---------------------------------------------------------------------- */
 
 typedef struct cand {
@@ -252,7 +278,8 @@ typedef struct cand {
     uint64_t matched, ambig;
     uint32_t max_depth;
     double sumdur;
-    bool overflow;
+    uint32_t open;               /* starts open now */
+    bool overflow;               /* given up: too many open starts */
     bool valid;
 } cand;
 
@@ -260,6 +287,7 @@ typedef struct cand {
 typedef struct cand_index {
     uint32_t **start, **end;     /* per type: candidate ids */
     uint32_t *nstart, *nend;
+    uint32_t ncand;
 } cand_index;
 
 static void ci_add(uint32_t **v, uint32_t *n, uint32_t id)
@@ -317,14 +345,21 @@ static uint32_t type_index(miner *mi, const log_record *rec, bool add)
         mi->ntype_of = n;
     }
     uint32_t t = mi->type_of[rec->name_id];
+    if (t == UINT32_MAX - 1 && add)
+        mi->m->types_reserved++;
+    if (t == UINT32_MAX || t == UINT32_MAX - 1) {
+        if (t == UINT32_MAX && add)
+            mi->m->types_ignored++;
+        return UINT32_MAX;
+    }
     if (t)
-        return t == UINT32_MAX ? UINT32_MAX : t - 1;
+        return t - 1;
     if (!add)
         return UINT32_MAX;
     pi_model *m = mi->m;
     if (m->ntypes == PI_MAX_TYPES || reserved(rec->name)) {
-        mi->type_of[rec->name_id] = UINT32_MAX;
-        return UINT32_MAX;
+        mi->type_of[rec->name_id] = reserved(rec->name) ? UINT32_MAX - 1 : UINT32_MAX;
+        return type_index(mi, rec, add);
     }
     m->types = xrealloc(m->types, (m->ntypes + 1) * sizeof *m->types);
     pi_type *ty = &m->types[m->ntypes];
@@ -345,10 +380,8 @@ static int pass_types(miner *mi, char **errmsg)
         if (rec.kind != LOG_REC_EVENT)
             continue;
         uint32_t t = type_index(mi, &rec, true);
-        if (t == UINT32_MAX) {
-            mi->m->types_ignored++;
+        if (t == UINT32_MAX)
             continue;
-        }
         pi_type *ty = &mi->m->types[t];
         ty->count++;
         if (rec.nvalues > ty->nvalues)
@@ -405,10 +438,14 @@ static cand *make_candidates(pi_model *m, uint64_t min_count, uint32_t *ncand)
 {
     cand *c = NULL;
     uint32_t n = 0, cap = 0;
+    /* tier 0: pairs whose names match; tier 1: the others */
+    for (int tier = 0; tier < 2; tier++)
     for (uint32_t a = 0; a < m->ntypes; a++) {
         for (uint32_t b = 0; b < m->ntypes; b++) {
             const pi_type *A = &m->types[a], *B = &m->types[b];
             if (a == b || A->count < min_count || B->count < min_count)
+                continue;
+            if ((affinity(A->name, B->name) > 0) != (tier == 0))
                 continue;
             if (!pairs_enough(A->count < B->count ? A->count : B->count, A->count) ||
                 !pairs_enough(A->count < B->count ? A->count : B->count, B->count))
@@ -443,6 +480,7 @@ static void index_candidates(cand_index *ci, const cand *c, uint32_t n, uint32_t
     ci->end = xcalloc(ntypes, sizeof *ci->end);
     ci->nstart = xcalloc(ntypes, sizeof *ci->nstart);
     ci->nend = xcalloc(ntypes, sizeof *ci->nend);
+    ci->ncand = n;
     for (uint32_t i = 0; i < n; i++) {
         ci_add(&ci->start[c[i].a], &ci->nstart[c[i].a], i);
         ci_add(&ci->end[c[i].b], &ci->nend[c[i].b], i);
@@ -471,6 +509,8 @@ static int pass_pairs(miner *mi, cand *c, const cand_index *ci, const watch_inde
 {
     open_table ot;
     ot_init(&ot);
+    bool *given_up = xcalloc(ci->ncand, sizeof *given_up);
+    uint64_t reclaimable = 0;    /* starts held by candidates given up since the last sweep */
     log_record rec;
     int rc;
     while ((rc = log_reader_next(mi->r, &rec, errmsg)) == 1) {
@@ -492,6 +532,7 @@ static int pass_pairs(miner *mi, cand *c, const cand_index *ci, const watch_inde
             bool others;
             if (c[id].overflow || !key_of(&rec, c[id].kb, &key) || !ot_pop(&ot, id, key, &s, &others))
                 continue;
+            c[id].open--;
             on_match(ctx, id, &s, &rec, others);
         }
         for (uint32_t i = 0; i < ci->nstart[t]; i++) {
@@ -499,9 +540,20 @@ static int pass_pairs(miner *mi, cand *c, const cand_index *ci, const watch_inde
             int64_t key;
             if (c[id].overflow || !key_of(&rec, c[id].ka, &key))
                 continue;
-            uint32_t depth = ot_push(&ot, id, key, rec.ts, keep_vals ? rec.values : NULL, keep_vals ? rec.nvalues : 0);
+            const double *vals = keep_vals ? rec.values : NULL;
+            uint32_t nvals = keep_vals ? rec.nvalues : 0;
+            uint32_t depth = ot_push(&ot, id, key, rec.ts, vals, nvals);
+            /* a sweep costs the whole table: only when it frees a good part of it */
+            if (depth == 0 && reclaimable >= PI_MAX_OPEN / 16) {
+                ot_sweep(&ot, given_up);
+                reclaimable = 0;
+                depth = ot_push(&ot, id, key, rec.ts, vals, nvals);
+            }
+            if (depth > 0 && ++c[id].open > PI_MAX_OPEN_PER && c[id].open > c[id].matched)
+                depth = 0;
             if (depth == 0) {
-                c[id].overflow = true;
+                c[id].overflow = given_up[id] = true;
+                reclaimable += c[id].open;
                 mi->m->overflowed++;
             } else if (depth > c[id].max_depth) {
                 c[id].max_depth = depth;
@@ -509,6 +561,7 @@ static int pass_pairs(miner *mi, cand *c, const cand_index *ci, const watch_inde
         }
     }
     ot_free(&ot);
+    free(given_up);
     return rc;
 }
 

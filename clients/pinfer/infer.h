@@ -28,9 +28,13 @@
 #define PI_MAX_ATTRS 8u          /* attribute positions considered per type (keys, metrics) */
 #define PI_MAX_VALUES 8u         /* distinct values a split attribute may have */
 #define PI_MAX_PATHS 64u         /* event types watched inside each interval type (path split) */
-#define PI_MAX_CANDIDATES 8192u  /* (start, end, key) candidates simulated in pass 2 */
-#define PI_MAX_OPEN (1u << 18)   /* open starts held at once over all candidates; past it a
-                                    start is not recorded and its candidate is marked overflowed */
+#define PI_MAX_CANDIDATES 65536u /* (start, end, key) candidates simulated in pass 2; pairs with
+                                    names that match (call@P/ret@P, StartX/EndX) come first */
+#define PI_MAX_OPEN (1u << 18)   /* open starts held at once over all candidates; when full, the
+                                    starts of given-up candidates are reclaimed, and if none
+                                    are, the candidate that cannot push is given up */
+#define PI_MAX_OPEN_PER 4096u    /* a candidate with more starts open than this, and more than it
+                                    has paired so far, is not consistent: given up */
 
 /* Thresholds. */
 #define PI_MATCH_MIN 0.9         /* a pair must pair this share of its start and of its end events */
@@ -111,9 +115,10 @@ typedef struct pi_model {
     pi_type *types;
     uint32_t ntypes;
     uint64_t types_ignored;      /* records of types past PI_MAX_TYPES */
+    uint64_t types_reserved;     /* records of types named by a PSpec reserved word */
     uint32_t candidates;         /* simulated in pass 2 */
     bool candidates_capped;      /* more than PI_MAX_CANDIDATES were possible */
-    uint32_t overflowed;         /* candidates dropped because PI_MAX_OPEN was reached */
+    uint32_t overflowed;         /* candidates given up for too many open starts */
     pi_interval *iv;
     uint32_t niv;
 } pi_model;
