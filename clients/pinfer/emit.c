@@ -459,8 +459,9 @@ int pi_emit(FILE *f, pi_model *m, const struct pi_emit_options *opt)
     if (m->candidates_capped)
         fprintf(f, "%% Only the first %u candidate pairs were tried (limit).\n", PI_MAX_CANDIDATES);
     if (m->overflowed)
-        fprintf(f, "%% %u candidate pairs were given up: too many starts open at once (limits: %u for one,\n"
-                   "%% %u for all).\n", m->overflowed, PI_MAX_OPEN_PER, PI_MAX_OPEN);
+        fprintf(f, "%% %u candidate pairs were given up: too many starts open at once (limits: %u with one\n"
+                   "%% key value, %u for one candidate, %u for all).\n", m->overflowed, PI_MAX_DEPTH,
+                PI_MAX_OPEN_PER, PI_MAX_OPEN);
     if (m->malformed)
         fprintf(f, "%% %llu malformed records were skipped.\n", (unsigned long long)m->malformed);
     fprintf(f, "perfspec %s\n", spec);

@@ -107,23 +107,32 @@ static int affinity(const char *a, const char *b)
     return 0;
 }
 
-/* ---- open starts: a chained hash on (candidate, key value) -------------------------- */
+/* ---- open starts: a stack per (candidate, key value), found by a chained hash ------- */
 
+/* An open start. */
 typedef struct open_entry {
-    uint32_t cand;
-    uint32_t next;               /* next in bucket chain, or free list; UINT32_MAX: none */
-    int64_t key;
     int64_t ts;
-    double vals[PI_MAX_ATTRS];   /* start attributes (pass 3) */
+    uint32_t below;              /* the start opened before it with the same key; free list */
     uint32_t nvals;
     uint64_t seen;               /* pass 3: bit p set when watched type p occurred inside */
+    double vals[PI_MAX_ATTRS];   /* start attributes (pass 3) */
 } open_entry;
+
+/* The open starts of one (candidate, key value). */
+typedef struct open_key {
+    uint32_t cand;
+    uint32_t next;               /* next in bucket chain, or free list */
+    int64_t key;
+    uint32_t top;                /* latest open start */
+    uint32_t depth;              /* how many are open */
+} open_key;
 
 typedef struct open_table {
     open_entry *e;
-    uint32_t n, cap;             /* entries allocated from e[] so far, capacity */
-    uint32_t free_head;
-    uint32_t live;
+    uint32_t ne, cape, free_e;   /* entries allocated, capacity, free list */
+    open_key *k;
+    uint32_t nk, capk, free_k;
+    uint32_t live_k;             /* keys in use */
     uint32_t *bucket;
     uint32_t nbucket;            /* a power of 2 */
 } open_table;
@@ -140,7 +149,7 @@ static uint32_t hkey(uint32_t cand, int64_t key)
 static void ot_init(open_table *t)
 {
     memset(t, 0, sizeof *t);
-    t->free_head = NIL;
+    t->free_e = t->free_k = NIL;
     t->nbucket = 1024;
     t->bucket = xcalloc(t->nbucket, sizeof *t->bucket);
     memset(t->bucket, 0xff, t->nbucket * sizeof *t->bucket);
@@ -149,6 +158,7 @@ static void ot_init(open_table *t)
 static void ot_free(open_table *t)
 {
     free(t->e);
+    free(t->k);
     free(t->bucket);
 }
 
@@ -159,9 +169,9 @@ static void ot_rehash(open_table *t)
     memset(b, 0xff, nb * sizeof *b);
     for (uint32_t i = 0; i < t->nbucket; i++) {
         for (uint32_t x = t->bucket[i]; x != NIL;) {
-            uint32_t nx = t->e[x].next;
-            uint32_t h = hkey(t->e[x].cand, t->e[x].key) & (nb - 1);
-            t->e[x].next = b[h];
+            uint32_t nx = t->k[x].next;
+            uint32_t h = hkey(t->k[x].cand, t->k[x].key) & (nb - 1);
+            t->k[x].next = b[h];
             b[h] = x;
             x = nx;
         }
@@ -171,77 +181,103 @@ static void ot_rehash(open_table *t)
     t->nbucket = nb;
 }
 
-/* Push an open start; returns its depth (1 + how many were open with the
- * same candidate and key), or 0 when the table is full. */
+/* The key node of (cand, key), or NIL; *prev gets its predecessor in the chain. */
+static uint32_t ot_find(const open_table *t, uint32_t cand, int64_t key, uint32_t *prev)
+{
+    uint32_t h = hkey(cand, key) & (t->nbucket - 1), p = NIL;
+    for (uint32_t y = t->bucket[h]; y != NIL; p = y, y = t->k[y].next)
+        if (t->k[y].cand == cand && t->k[y].key == key) {
+            if (prev)
+                *prev = p;
+            return y;
+        }
+    return NIL;
+}
+
+static void ot_unlink_key(open_table *t, uint32_t x, uint32_t prev)
+{
+    uint32_t h = hkey(t->k[x].cand, t->k[x].key) & (t->nbucket - 1);
+    if (prev == NIL)
+        t->bucket[h] = t->k[x].next;
+    else
+        t->k[prev].next = t->k[x].next;
+    t->k[x].next = t->free_k;
+    t->free_k = x;
+    t->live_k--;
+}
+
+/* Push an open start; returns its depth (how many are now open with the
+ * same candidate and key), or 0 when PI_MAX_OPEN starts are open. */
 static uint32_t ot_push(open_table *t, uint32_t cand, int64_t key, int64_t ts, const double *vals, uint32_t nvals)
 {
     uint32_t x;
-    if (t->free_head != NIL) {
-        x = t->free_head;
-        t->free_head = t->e[x].next;
+    if (t->free_e != NIL) {
+        x = t->free_e;
+        t->free_e = t->e[x].below;
     } else {
-        if (t->n == PI_MAX_OPEN)
+        if (t->ne == PI_MAX_OPEN)
             return 0;
-        if (t->n == t->cap) {
-            t->cap = t->cap ? t->cap * 2 : 1024;
-            t->e = xrealloc(t->e, (size_t)t->cap * sizeof *t->e);
+        if (t->ne == t->cape) {
+            t->cape = t->cape ? t->cape * 2 : 1024;
+            t->e = xrealloc(t->e, (size_t)t->cape * sizeof *t->e);
         }
-        x = t->n++;
+        x = t->ne++;
     }
-    if (++t->live > t->nbucket)
-        ot_rehash(t);
-    uint32_t h = hkey(cand, key) & (t->nbucket - 1);
-    uint32_t depth = 1;
-    for (uint32_t y = t->bucket[h]; y != NIL; y = t->e[y].next)
-        depth += t->e[y].cand == cand && t->e[y].key == key;
+    uint32_t kx = ot_find(t, cand, key, NULL);
+    if (kx == NIL) {
+        if (t->free_k != NIL) {
+            kx = t->free_k;
+            t->free_k = t->k[kx].next;
+        } else {
+            if (t->nk == t->capk) {
+                t->capk = t->capk ? t->capk * 2 : 1024;
+                t->k = xrealloc(t->k, (size_t)t->capk * sizeof *t->k);
+            }
+            kx = t->nk++;
+        }
+        if (++t->live_k > t->nbucket)
+            ot_rehash(t);
+        uint32_t h = hkey(cand, key) & (t->nbucket - 1);
+        t->k[kx] = (open_key){ .cand = cand, .key = key, .top = NIL, .depth = 0, .next = t->bucket[h] };
+        t->bucket[h] = kx;
+    }
     open_entry *e = &t->e[x];
-    e->seen = 0;
-    e->cand = cand;
-    e->key = key;
     e->ts = ts;
+    e->seen = 0;
     e->nvals = nvals < PI_MAX_ATTRS ? nvals : PI_MAX_ATTRS;
     if (vals)
         memcpy(e->vals, vals, e->nvals * sizeof *vals);
-    e->next = t->bucket[h];
-    t->bucket[h] = x;
-    return depth;
+    e->below = t->k[kx].top;
+    t->k[kx].top = x;
+    return ++t->k[kx].depth;
 }
 
 /* Pop the most recent open start of (cand, key) into *out; *others tells
  * whether more remain open with that key. False when none is open. */
 static bool ot_pop(open_table *t, uint32_t cand, int64_t key, open_entry *out, bool *others)
 {
-    uint32_t h = hkey(cand, key) & (t->nbucket - 1);
     uint32_t prev = NIL;
-    for (uint32_t y = t->bucket[h]; y != NIL; prev = y, y = t->e[y].next) {
-        if (t->e[y].cand != cand || t->e[y].key != key)
-            continue;
-        *out = t->e[y];
-        *others = false;
-        for (uint32_t z = t->e[y].next; z != NIL; z = t->e[z].next)
-            if (t->e[z].cand == cand && t->e[z].key == key) {
-                *others = true;
-                break;
-            }
-        if (prev == NIL)
-            t->bucket[h] = t->e[y].next;
-        else
-            t->e[prev].next = t->e[y].next;
-        t->e[y].next = t->free_head;
-        t->free_head = y;
-        t->live--;
-        return true;
-    }
-    return false;
+    uint32_t kx = ot_find(t, cand, key, &prev);
+    if (kx == NIL)
+        return false;
+    open_key *k = &t->k[kx];
+    uint32_t x = k->top;
+    *out = t->e[x];
+    k->top = t->e[x].below;
+    *others = --k->depth > 0;
+    t->e[x].below = t->free_e;
+    t->free_e = x;
+    if (k->depth == 0)
+        ot_unlink_key(t, kx, prev);
+    return true;
 }
 
 /* Mark every open start of (cand, key) as containing watched type `bit`. */
 static void ot_mark(open_table *t, uint32_t cand, int64_t key, uint64_t bit)
 {
-    uint32_t h = hkey(cand, key) & (t->nbucket - 1);
-    for (uint32_t y = t->bucket[h]; y != NIL; y = t->e[y].next)
-        if (t->e[y].cand == cand && t->e[y].key == key)
-            t->e[y].seen |= bit;
+    uint32_t kx = ot_find(t, cand, key, NULL);
+    for (uint32_t x = kx == NIL ? NIL : t->k[kx].top; x != NIL; x = t->e[x].below)
+        t->e[x].seen |= bit;
 }
 
 /* Remove the open starts of candidates given up; returns how many. */
@@ -251,19 +287,20 @@ static uint32_t ot_sweep(open_table *t, const bool *given_up)
     for (uint32_t b = 0; b < t->nbucket; b++) {
         uint32_t prev = NIL;
         for (uint32_t y = t->bucket[b]; y != NIL;) {
-            uint32_t next = t->e[y].next;
-            if (given_up[t->e[y].cand]) {
-                if (prev == NIL)
-                    t->bucket[b] = next;
-                else
-                    t->e[prev].next = next;
-                t->e[y].next = t->free_head;
-                t->free_head = y;
-                t->live--;
-                freed++;
-            } else {
+            uint32_t next = t->k[y].next;
+            if (!given_up[t->k[y].cand]) {
                 prev = y;
+                y = next;
+                continue;
             }
+            for (uint32_t x = t->k[y].top; x != NIL;) {
+                uint32_t below = t->e[x].below;
+                t->e[x].below = t->free_e;
+                t->free_e = x;
+                freed++;
+                x = below;
+            }
+            ot_unlink_key(t, y, prev);
             y = next;
         }
     }
@@ -549,7 +586,7 @@ static int pass_pairs(miner *mi, cand *c, const cand_index *ci, const watch_inde
                 reclaimable = 0;
                 depth = ot_push(&ot, id, key, rec.ts, vals, nvals);
             }
-            if (depth > 0 && ++c[id].open > PI_MAX_OPEN_PER && c[id].open > c[id].matched)
+            if (depth > 0 && ((++c[id].open > PI_MAX_OPEN_PER && c[id].open > c[id].matched) || depth > PI_MAX_DEPTH))
                 depth = 0;
             if (depth == 0) {
                 c[id].overflow = given_up[id] = true;

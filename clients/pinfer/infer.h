@@ -33,6 +33,9 @@
 #define PI_MAX_OPEN (1u << 18)   /* open starts held at once over all candidates; when full, the
                                     starts of given-up candidates are reclaimed, and if none
                                     are, the candidate that cannot push is given up */
+#define PI_MAX_DEPTH 64u         /* more starts open at once with one key value: the candidate
+                                    is given up (ids do not nest; recursion deeper than this
+                                    is not inferred) */
 #define PI_MAX_OPEN_PER 4096u    /* a candidate with more starts open than this, and more than it
                                     has paired so far, is not consistent: given up */
 
