@@ -266,7 +266,7 @@ static void explain(emitter *em, const pi_interval *iv)
                 iv->split.end ? "end" : "start", iv->split.attr + 1, 100 * iv->split.eta2);
         for (uint32_t g = 0; g < iv->split.ngroups; g++) {
             fmt_dur(d1, sizeof d1, iv->split.mean[g], em->m->tick_ns);
-            fprintf(f, "\n  %%     %s = %g: %llu, mean %s", metric, iv->split.value[g],
+            fprintf(f, "\n  %%     %s = %.0f: %llu, mean %s", metric, iv->split.value[g],
                     (unsigned long long)iv->split.n[g], d1);
         }
         fprintf(f, "\n");
@@ -331,9 +331,9 @@ static void group_bounds(emitter *em, const pi_interval *iv, int g)
         split_metric(em, iv, metric, sizeof metric);
         value_suffix(vs, sizeof vs, iv->split.value[g]);
         snprintf(base, sizeof base, "%s_%s_%s", iv->name, metric, vs);
-        snprintf(where, sizeof where, " where x.%s = %g", metric, iv->split.value[g]);
-        snprintf(and_, sizeof and_, "x.%s = %g & ", metric, iv->split.value[g]);
-        snprintf(label, sizeof label, "%s with %s = %g", iv->name, metric, iv->split.value[g]);
+        snprintf(where, sizeof where, " where x.%s = %.0f", metric, iv->split.value[g]);
+        snprintf(and_, sizeof and_, "x.%s = %.0f & ", metric, iv->split.value[g]);
+        snprintf(label, sizeof label, "%s with %s = %.0f", iv->name, metric, iv->split.value[g]);
     } else {
         snprintf(base, sizeof base, "%s", iv->name);
         where[0] = and_[0] = 0;
@@ -362,7 +362,8 @@ static void group_bounds(emitter *em, const pi_interval *iv, int g)
     if (P < 100)
         fprintf(f,
                 "  solve %s =\n"
-                "      {min k in domain(%s) where {+ j in domain(%s) where j <= k : %s(j)} >= %g * %s :\n"
+                "      {min k in domain(%s)\n"
+                "         where {+ j in domain(%s) where j <= k : %s(j)} >= %g * %s :\n"
                 "         power(2, (k + 1) / 16)};\n",
                 bound, hist, hist, hist, F, n);
     else
