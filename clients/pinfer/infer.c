@@ -570,6 +570,7 @@ static int pass_pairs(miner *mi, cand *c, const cand_index *ci, const watch_inde
             if (c[id].overflow || !key_of(&rec, c[id].kb, &key) || !ot_pop(&ot, id, key, &s, &others))
                 continue;
             c[id].open--;
+            c[id].matched++;
             on_match(ctx, id, &s, &rec, others);
         }
         for (uint32_t i = 0; i < ci->nstart[t]; i++) {
@@ -605,7 +606,6 @@ static int pass_pairs(miner *mi, cand *c, const cand_index *ci, const watch_inde
 static void on_candidate_match(void *ctx, uint32_t id, const open_entry *s, const log_record *e, bool others)
 {
     cand *c = &((cand *)ctx)[id];
-    c->matched++;
     c->ambig += others;
     c->sumdur += (double)(e->ts - s->ts);
 }
