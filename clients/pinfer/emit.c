@@ -441,8 +441,8 @@ int pi_emit(FILE *f, pi_model *m, const struct pi_emit_options *opt)
         int col = fprintf(f, "%% Event types that start or end no interval:");
         for (uint32_t i = 0; i < nu; i++) {
             char item[300];
-            int len = snprintf(item, sizeof item, " %s (%llu)%s", ts[i]->name, (unsigned long long)ts[i]->count,
-                               i + 1 < nu ? "," : ".");
+            int len = snprintf(item, sizeof item, " %s (%llu%s)%s", ts[i]->name, (unsigned long long)ts[i]->count,
+                               ts[i]->watched ? ", splits one" : "", i + 1 < nu ? "," : ".");
             if (col + len > 80) {
                 fprintf(f, "\n%%");
                 col = 1;
