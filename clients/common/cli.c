@@ -81,6 +81,52 @@ void cli_warn(void *ctx, const char *logname, uint64_t where, const char *msg)
     fprintf(stderr, "%s:%" PRIu64 ": warning: %s\n", logname, where, msg);
 }
 
+/* All of standard input as a NUL-terminated heap string (*len bytes), or
+ * NULL with errno set. */
+static char *read_stdin(size_t *len)
+{
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap + 1);
+    if (!buf)
+        return NULL;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= CLI_MAX_SPEC) {
+                free(buf);
+                errno = EFBIG;
+                return NULL;
+            }
+            cap *= 2;
+            char *nb = realloc(buf, cap + 1);
+            if (!nb) {
+                free(buf);
+                return NULL;
+            }
+            buf = nb;
+        }
+        ssize_t r = read(0, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            errno = e;
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+bool cli_spec_on_stdin(const char *spec)
+{
+    return spec && strcmp(spec, "-") == 0;
+}
+
 pspec *cli_load_spec(const char *prog, const char *spec, const char *path)
 {
     pspec *ps = pspec_new();
@@ -90,7 +136,16 @@ pspec *cli_load_spec(const char *prog, const char *spec, const char *path)
     }
     if (path)
         pspec_set_search_path(ps, path);
-    int rc = pspec_load_file(ps, spec);
+    int rc;
+    if (cli_spec_on_stdin(spec)) {
+        size_t len = 0;
+        char *text = read_stdin(&len);
+        rc = text ? pspec_load_text(ps, "<stdin>", text, len) : -errno;
+        free(text);
+        spec = "<stdin>";
+    } else {
+        rc = pspec_load_file(ps, spec);
+    }
     if (rc == 0)
         return ps;
     if (rc == -EINVAL) {

@@ -15,7 +15,14 @@ const char *cli_log_name(const char *path);
 
 typedef struct pspec pspec;
 
-/* A new program with `spec` loaded (and the import path set when `path` is
+/* Longest specification read from standard input. */
+#define CLI_MAX_SPEC (64u << 20)
+
+/* Is SPEC "-", the specification on standard input? */
+bool cli_spec_on_stdin(const char *spec);
+
+/* A new program with `spec` loaded ("-": read from standard input, named
+ * "<stdin>" in messages, imports from the current folder) (and the import path set when `path` is
  * not NULL), or NULL after printing the spec's errors ("FILE:LINE:COL:
  * error: ...") or "PROG: SPEC: reason" on stderr. */
 pspec *cli_load_spec(const char *prog, const char *spec, const char *path);

@@ -21,7 +21,8 @@ static const char usage[] =
     "Check the assertions of the PSpec specification SPEC against a monitoring log\n"
     "(cmon-ascii 1 or cmon-bin 1, detected; standard input when LOG is absent or '-').\n"
     "\n"
-    "  -s, --spec SPEC             the specification file\n"
+    "  -s, --spec SPEC             the specification file ('-': standard input; the log\n"
+    "                              must then be a named file)\n"
     "  -i, --path PATH             colon-separated folders searched for imported specs\n"
     "                              (default: SPEC's folder)\n"
     "  -f, --failures              report failures only\n"
@@ -181,6 +182,8 @@ int main(int argc, char **argv)
     log = optind < argc ? argv[optind] : NULL;
     if (!spec)
         cmon_cmdline_fail(&cl, "no specification given (-s SPEC)");
+    if (cli_spec_on_stdin(spec) && (!log || strcmp(log, "-") == 0))
+        cmon_cmdline_fail(&cl, "the specification is on standard input (-s -), so the log must be a named file");
     pspec *ps = cli_load_spec("pcheck", spec, path);
     if (!ps)
         return PSPEC_EXIT_SPEC;

@@ -156,6 +156,9 @@ int main(int argc, char **argv)
     bool log_on_stdin = (log && strcmp(log, "-") == 0) || (!log && cmdfile && !isatty(0));
     if (log_on_stdin && !cmdfile)
         cmon_cmdline_fail(&cl, "the log is on standard input, so the commands must come from -c CMDFILE");
+    if (cli_spec_on_stdin(spec) && (log_on_stdin || !cmdfile))
+        cmon_cmdline_fail(&cl, "the specification is on standard input (-s -), so the log must be a named "
+                          "file and the commands must come from -c CMDFILE");
     pspec *ps;
     if (spec) {
         ps = cli_load_spec("peval", spec, path);

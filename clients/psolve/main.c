@@ -21,7 +21,8 @@ static const char usage[] =
     "Estimate the unknowns (def X = ?) of the PSpec specification SPEC from a monitoring log,\n"
     "following its solve declarations, and print the specification with the estimates filled in.\n"
     "\n"
-    "  -s, --spec SPEC         the specification file\n"
+    "  -s, --spec SPEC         the specification file ('-': standard input; the log must\n"
+    "                          then be a named file)\n"
     "  -i, --path PATH         colon-separated folders searched for imported specs\n"
     "                          (default: SPEC's folder)\n"
     "  -d, --data DATAFILE     write the data points of every regression to DATAFILE ('-':\n"
@@ -130,6 +131,8 @@ int main(int argc, char **argv)
         log = only[--nonly];
     if (!spec)
         cmon_cmdline_fail(&cl, "no specification given (-s SPEC)");
+    if (cli_spec_on_stdin(spec) && (!log || strcmp(log, "-") == 0))
+        cmon_cmdline_fail(&cl, "the specification is on standard input (-s -), so the log must be a named file");
     pspec *ps = cli_load_spec("psolve", spec, path);
     if (!ps)
         return 2;

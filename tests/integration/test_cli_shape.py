@@ -28,6 +28,7 @@ PROGRAMS = {
     "pcheck": "clients/pcheck/pcheck",
     "peval": "clients/peval/peval",
     "psolve": "clients/psolve/psolve",
+    "pinfer": "clients/pinfer/pinfer",
     "cmon-log": "clients/cmon-log/cmon-log",
     "cmon-wrap": "clients/cmon-wrap/cmon-wrap",
 }
@@ -49,6 +50,8 @@ MISSING = {
               "--commands", "option '--commands' requires an argument"),
     "psolve": ("-d", "option requires an argument -- 'd'",
                "--data", "option '--data' requires an argument"),
+    "pinfer": ("-o", "option requires an argument -- 'o'",
+               "--output", "option '--output' requires an argument"),
     "cmon-log": ("-o", "option requires an argument -- 'o'",
                  "--output", "option '--output' requires an argument"),
     "cmon-wrap": ("-buffer", "option '-buffer' requires an argument",
@@ -143,6 +146,14 @@ def spellings(tmp):
     # psolve: -s / --spec, -d / --data
     same("psolve", [["-s", spec, "-d", "-", log], ["--spec", spec, "--data", "-", log]],
          lambda r: r[0] != 2 and "unrecognized" not in r[2])
+
+    # pinfer: -m / -min-count / --min-count, -p / -percentile / --percentile
+    fig3 = os.path.join(src, "tests", "lang", "fig3.log")
+    same("pinfer", [["-m", "3", "-p", "90", fig3], ["-min-count", "3", "-percentile", "90", fig3],
+                    ["--min-count", "3", "--percentile=90", fig3]],
+         lambda r: r[0] == 0 and "_p90 = ?" in r[1] and r[2] == "")
+    for flag in ("-percentile", "--percentile"):
+        usage_error("pinfer", "bad value '0' for --percentile (above 0, at most 100)", flag, "0", fig3)
 
     # cmon-log: -ascii / --ascii / -a; -binary / --binary / -b
     norm = same("cmon-log", [["-ascii", log], ["--ascii", log], ["-a", log]],
