@@ -32,12 +32,45 @@ set_target_properties(cmon PROPERTIES
   VERSION ${PROJECT_VERSION}
   SOVERSION ${PROJECT_VERSION_MAJOR})
 
+add_library(cmon::cmon ALIAS cmon)
+add_library(cmon::cmon_static ALIAS cmon_static)
+
+# pkg-config module, relocatable: prefix=${pcfiledir}/../.. (as many .. as
+# the pkgconfig folder is deep under the prefix), so the installed tree may
+# be moved (cmake --install --prefix, DESTDIR) and still be found right.
+set(pcdir ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(IS_ABSOLUTE ${pcdir})
+  file(RELATIVE_PATH CMON_PC_RELPREFIX ${pcdir} ${CMAKE_INSTALL_PREFIX})
+else()
+  file(RELATIVE_PATH CMON_PC_RELPREFIX /p/${pcdir} /p)
+endif()
+string(REGEX REPLACE "/$" "" CMON_PC_RELPREFIX "${CMON_PC_RELPREFIX}")
+foreach(v LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE ${CMAKE_INSTALL_${v}})
+    set(CMON_PC_${v} ${CMAKE_INSTALL_${v}})
+  else()
+    set(CMON_PC_${v} "\${prefix}/${CMAKE_INSTALL_${v}}")
+  endif()
+endforeach()
 configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmon.pc.in
                ${CMAKE_CURRENT_BINARY_DIR}/cmon.pc @ONLY)
-install(TARGETS cmon cmon_static
+install(TARGETS cmon cmon_static EXPORT cmon-targets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/cmon/emit.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cmon)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cmon.pc
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cmon.pc DESTINATION ${pcdir})
+
+# CMake package: find_package(cmon) gives cmon::cmon (libcmon.so) and
+# cmon::cmon_static (libcmon.a); relocatable like the .pc file.
+include(CMakePackageConfigHelpers)
+set(cmakedir ${CMAKE_INSTALL_LIBDIR}/cmake/cmon)
+install(EXPORT cmon-targets NAMESPACE cmon:: DESTINATION ${cmakedir})
+configure_package_config_file(${CMAKE_CURRENT_SOURCE_DIR}/cmon-config.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/cmon-config.cmake INSTALL_DESTINATION ${cmakedir})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/cmon-config-version.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cmon-config.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/cmon-config-version.cmake
+        DESTINATION ${cmakedir})
