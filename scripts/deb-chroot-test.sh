@@ -39,61 +39,45 @@ cp -a "$base/." "$root/"
 mount --bind /dev "$root/dev"; mount --bind /dev/pts "$root/dev/pts"
 mount -t proc proc "$root/proc"; mount -t sysfs sys "$root/sys"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-mkdir -p "$root/debs"; cp "$debdir"/*.deb "$root/debs/"
-# The sample program and a CMake project using the installed package.
-mkdir -p "$root/t/cm"
-cat >"$root/t/emit3.c" <<'C'
-#include <cmon/emit.h>
-#include <stdio.h>
-int main(void)
-{
-	if (cmon_init("chroot") != 0 || !cmon_enabled()) {
-		fprintf(stderr, "no log\n");
-		return 1;
-	}
-	cmon_type t = cmon_declare("Tick", 1, (const char *const[]){ "n" });
-	for (int i = 0; i < 3; i++)
-		CMON_EMIT(t, i);
-	cmon_flush();
-	return 0;
-}
-C
-cat >"$root/t/cm/CMakeLists.txt" <<'C'
-cmake_minimum_required(VERSION 3.25)
-project(emit3 C)
-find_package(cmon REQUIRED)
-add_executable(emit3 ../emit3.c)
-target_link_libraries(emit3 cmon::cmon)
-C
-printf 'Tick : event(n)\n{& t : Tick : t.n >= 0}\n' >"$root/t/tick.pspec"
+mkdir -p "$root/debs"
+cp "$debdir"/cmon_*.deb "$debdir"/libcmon0_*.deb "$debdir"/libcmon-dev_*.deb "$root/debs/"
+# The libcmon client of the tests (emit3.c, its CMake project, tick.pspec).
+mkdir -p "$root/t"
+cp -r "$(dirname "$0")/../tests/integration/pkg" "$root/t/pkg"
 
 cat >"$root/t/run.sh" <<'SH'
 set -eu
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 t0=$(date +%s)
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends /debs/*.deb build-essential cmake pkg-config >/t/apt.log 2>&1 ||
+apt-get install -y -qq --no-install-recommends /debs/*.deb >/t/apt.log 2>&1 ||
     { tail -30 /t/apt.log; exit 1; }
 t1=$(date +%s)
-echo "apt-get install of the three .debs (+ build-essential cmake pkg-config): $((t1 - t0)) s"
+echo "apt-get install of the three .debs: $((t1 - t0)) s, $(grep -c '^Setting up' /t/apt.log) packages set up"
 dpkg-query -W -f='${Package} ${Version} ${Status}\n' cmon libcmon0 libcmon-dev
-echo "installed Depends pulled in: $(grep -c '^Setting up' /t/apt.log) packages set up"
+apt-get install -y -qq --no-install-recommends build-essential cmake pkg-config >/t/apt2.log 2>&1 ||
+    { tail -30 /t/apt2.log; exit 1; }
+echo "then build-essential cmake pkg-config: $(($(date +%s) - t1)) s"
 getent passwd cmon
 stat -c '%n %U:%G %a' /etc/cmon /etc/cmon/telemonrc /etc/cmon/fsread.pspec
 pcheck --version
 telemonitor -check -rc /etc/cmon/telemonrc
-echo "telemonitor -check: exit $?"
-cd /t
-cc -o emit3-pc emit3.c $(pkg-config --cflags --libs cmon)
-CMON_LOG=/t/pc.log ./emit3-pc
-pcheck -s tick.pspec pc.log
-echo "pkg-config build: log checked, exit $?"
-cmake -S cm -B cm/build >/dev/null
-cmake --build cm/build >/dev/null
-CMON_LOG=/t/cm.log ./cm/build/emit3
-pcheck -s tick.pspec cm.log
-echo "CMake build: log checked, exit $?"
+# The service's user can read its configuration (root:cmon 0750 / 0640).
+runuser -u cmon -- telemonitor -check -rc /etc/cmon/telemonrc
+cd /t/pkg
+cc -o /t/emit3-pc emit3.c $(pkg-config --cflags --libs cmon)
+CMON_LOG=/t/pc.log /t/emit3-pc
+pcheck -s tick.pspec /t/pc.log
+echo "pkg-config build: log checked"
+cmake -S . -B /t/build >/dev/null
+cmake --build /t/build >/dev/null
+for exe in emit3 emit3-static; do
+    CMON_LOG=/t/$exe.log /t/build/$exe
+    pcheck -s tick.pspec /t/$exe.log
+    echo "CMake build ($exe): log checked"
+done
+echo "chroot size: $(du -sm --exclude=/proc --exclude=/sys --exclude=/dev / 2>/dev/null | cut -f1) MB"
 SH
-echo "deb-chroot-test: installing $(ls "$debdir"/*.deb | wc -l) .debs in a copy of $base"
+echo "deb-chroot-test: installing $(ls "$root"/debs/*.deb | wc -l) .debs in a copy of $base ($(du -sm "$base" | cut -f1) MB)"
 chroot "$root" /bin/sh /t/run.sh
 echo "deb-chroot-test: passed"
