@@ -141,6 +141,12 @@ def main():
               in_dest ^ {m.lstrip("/") for m in manifest})
         check(in_dest == {os.path.join(conf_prefix.lstrip("/"), f) for f in files},
               "DESTDIR tree differs from the --prefix tree")
+        # The service and tmpfiles.d name the configuration where it landed.
+        rc = re.search(r"^Environment=TELEMONRC=(\S+)$", unit, re.M).group(1)
+        check(os.path.isfile(dest + rc), "the unit's TELEMONRC %s was not installed", rc)
+        check(re.search(r"^z %s 0640 root cmon" % re.escape(rc), tmpf, re.M), "tmpfiles: %s", tmpf)
+        exe = re.search(r"^ExecStart=(\S+)", unit, re.M).group(1)
+        check(os.access(dest + exe, os.X_OK), "the unit's ExecStart %s was not installed", exe)
 
         # 3. Move the tree: pkg-config and CMake must still find it there.
         moved = env.path("moved")
