@@ -65,6 +65,7 @@ telemonitor -check -rc /etc/cmon/telemonrc
 # The service's user can read its configuration (root:cmon 0750 / 0640).
 runuser -u cmon -- telemonitor -check -rc /etc/cmon/telemonrc
 cd /t/pkg
+echo "pkg-config --cflags --libs cmon: $(pkg-config --cflags --libs cmon)"
 cc -o /t/emit3-pc emit3.c $(pkg-config --cflags --libs cmon)
 CMON_LOG=/t/pc.log /t/emit3-pc
 pcheck -s tick.pspec /t/pc.log

@@ -149,6 +149,14 @@ def main():
         e = dict(os.environ, LD_LIBRARY_PATH=libdir)
         out = run([os.path.join(root, "usr/bin/pcheck"), "--version"], env=e)
         check("0.1.0" in out, "pcheck --version: %s", out)
+        # The service reads the packaged configuration, which tmpfiles.d
+        # gives to the group cmon.
+        unit = open(glob.glob(os.path.join(root, "*lib/systemd/system/telemonitor.service"))[0]).read()
+        check("Environment=TELEMONRC=/etc/cmon/telemonrc" in unit, "telemonitor.service:\n%s", unit)
+        check("ReadWritePaths=/etc/cmon" not in unit, "the service may write /etc/cmon")
+        tmpf = open(os.path.join(root, "usr/lib/tmpfiles.d/telemonitor.conf")).read()
+        check(re.search(r"^d /etc/cmon 0750 root cmon", tmpf, re.M)
+              and re.search(r"^z /etc/cmon/telemonrc 0640 root cmon", tmpf, re.M), "tmpfiles: %s", tmpf)
         rc = os.path.join(root, "etc/cmon/telemonrc")
         out = run([os.path.join(root, "usr/bin/telemonitor"), "-check", "-rc", rc], env=e)
         check("configuration OK" in out, "telemonitor -check: %s", out)
