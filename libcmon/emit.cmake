@@ -35,16 +35,23 @@ set_target_properties(cmon PROPERTIES
 add_library(cmon::cmon ALIAS cmon)
 add_library(cmon::cmon_static ALIAS cmon_static)
 
-# pkg-config module, relocatable: prefix=${pcfiledir}/../.. (as many .. as
-# the pkgconfig folder is deep under the prefix), so the installed tree may
-# be moved (cmake --install --prefix, DESTDIR) and still be found right.
+# pkg-config module, relocatable by default: prefix=${pcfiledir}/../.. (as
+# many .. as the pkgconfig folder is deep under the prefix), so the installed
+# tree may be moved (cmake --install --prefix, DESTDIR) and still be found
+# right. A system package turns it off: with prefix=/usr, pkg-config leaves
+# out -I/usr/include and -L of the system's library folder.
+option(CMON_PC_RELOCATABLE "cmon.pc finds its prefix from where it is installed" ON)
 set(pcdir ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
-if(IS_ABSOLUTE ${pcdir})
-  file(RELATIVE_PATH CMON_PC_RELPREFIX ${pcdir} ${CMAKE_INSTALL_PREFIX})
+if(NOT CMON_PC_RELOCATABLE)
+  set(CMON_PC_PREFIX ${CMAKE_INSTALL_PREFIX})
+elseif(IS_ABSOLUTE ${pcdir})
+  file(RELATIVE_PATH rel ${pcdir} ${CMAKE_INSTALL_PREFIX})
+  set(CMON_PC_PREFIX "\${pcfiledir}/${rel}")
 else()
-  file(RELATIVE_PATH CMON_PC_RELPREFIX /p/${pcdir} /p)
+  file(RELATIVE_PATH rel /p/${pcdir} /p)
+  set(CMON_PC_PREFIX "\${pcfiledir}/${rel}")
 endif()
-string(REGEX REPLACE "/$" "" CMON_PC_RELPREFIX "${CMON_PC_RELPREFIX}")
+string(REGEX REPLACE "/$" "" CMON_PC_PREFIX "${CMON_PC_PREFIX}")
 foreach(v LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE ${CMAKE_INSTALL_${v}})
     set(CMON_PC_${v} ${CMAKE_INSTALL_${v}})

@@ -161,8 +161,12 @@ def main():
         out = run([os.path.join(root, "usr/bin/telemonitor"), "-check", "-rc", rc], env=e)
         check("configuration OK" in out, "telemonitor -check: %s", out)
 
+        # cmon.pc says prefix=/usr (its system flags then go): point it at the root.
         pc = dict(e, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
-        flags = run(["pkg-config", "--cflags", "--libs", "cmon"], env=pc).split()
+        check(run(["pkg-config", "--variable=prefix", "cmon"], env=pc).strip() == "/usr",
+              "cmon.pc's prefix is not /usr")
+        flags = run(["pkg-config", "--define-variable=prefix=" + os.path.join(root, "usr"),
+                     "--cflags", "--libs", "cmon"], env=pc).split()
         exe = env.path("emit3-pc")
         run(["cc", "-o", exe, os.path.join(PKG, "emit3.c")] + flags)
         log = env.path("pc.log")
