@@ -4,7 +4,7 @@
 # packaged /etc/cmon/telemonrc, pcheck --version, and a libcmon program built
 # with pkg-config and with CMake whose log pcheck then checks.
 #   scripts/deb-chroot-test.sh [DEB_DIR]     (default build-deb; run `make deb` first)
-# Needs root and debootstrap. The bookworm base (about 300 MB downloaded) is
+# Needs root and debootstrap (installed if missing). The bookworm base (about 300 MB downloaded) is
 # kept in $CMON_CHROOT_CACHE (default /var/cache/cmon-chroot) and copied for
 # each run, so every run starts from a clean system. Not part of `make
 # check` (network, size); see docs/INSTALL.md.
@@ -17,7 +17,7 @@ base=$cache/bookworm
 
 die() { echo "deb-chroot-test: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot)"
-command -v debootstrap >/dev/null || die "needs debootstrap (apt-get install debootstrap)"
+command -v debootstrap >/dev/null || "$(dirname "$0")/deps.sh" chroot
 ls "$debdir"/cmon_*.deb "$debdir"/libcmon0_*.deb "$debdir"/libcmon-dev_*.deb >/dev/null 2>&1 ||
     die "no cmon, libcmon0 and libcmon-dev .debs in $debdir (make deb)"
 

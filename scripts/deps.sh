@@ -2,6 +2,7 @@
 # Install the Debian packages CMon needs, but only those that are missing.
 #   scripts/deps.sh            build + test dependencies
 #   scripts/deps.sh bench      also the tools the benchmarks compare against
+#   scripts/deps.sh chroot     also debootstrap (scripts/deb-chroot-test.sh)
 # Runs apt-get (through sudo when not root). Does nothing when all is present.
 set -eu
 
@@ -14,6 +15,7 @@ BENCH="mawk socat rsyslog liblttng-ust-dev lttng-tools hyperfine time bc"
 
 want="$BUILD $TEST"
 [ "${1:-}" = bench ] && want="$want $BENCH"
+[ "${1:-}" = chroot ] && want="$want debootstrap"
 
 missing=""
 for p in $want; do
