@@ -2,6 +2,7 @@
 # Install the Debian packages CMon needs, but only those that are missing.
 #   scripts/deps.sh            build + test dependencies
 #   scripts/deps.sh bench      also the tools the benchmarks compare against
+#   scripts/deps.sh chroot     also debootstrap (scripts/deb-chroot-test.sh)
 # Runs apt-get (through sudo when not root). Does nothing when all is present.
 set -eu
 
@@ -9,11 +10,12 @@ BUILD="build-essential cmake pkg-config
 libevent-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev
 libsystemd-dev libcurl4-openssl-dev libedit-dev libcmocka-dev"
 TEST="python3 curl clang libclang-rt-14-dev openssl procps prometheus prometheus-alertmanager
-chromium libjs-chart.js"
+chromium libjs-chart.js debhelper dpkg-dev fakeroot lintian"
 BENCH="mawk socat rsyslog liblttng-ust-dev lttng-tools hyperfine time bc"
 
 want="$BUILD $TEST"
 [ "${1:-}" = bench ] && want="$want $BENCH"
+[ "${1:-}" = chroot ] && want="$want debootstrap"
 
 missing=""
 for p in $want; do
