@@ -86,7 +86,7 @@ def main():
         # What each package holds.
         cmon = contents(debs["cmon"])
         for b in ["telemonreg", "snarflog", "telemonitor", "pcheck", "peval", "psolve",
-                  "telemonctl", "cmon-wrap", "cmon-log"]:
+                  "telemonctl", "cmon-wrap", "cmon-log", "pinfer"]:
             has(cmon, "/usr/bin/" + b, "cmon")
         for u in ["telemonitor.service", "telemonreg.service", "telemonreg.socket"]:
             has(cmon, "(/usr)?/lib/systemd/system/" + u, "cmon")
@@ -99,6 +99,7 @@ def main():
         has(cmon, "/usr/share/man/man8/telemonreg.8.gz", "cmon")
         has(cmon, "/usr/share/man/man8/telemonitor.8.gz", "cmon")
         has(cmon, "/usr/share/man/man1/pcheck.1.gz", "cmon")
+        has(cmon, "/usr/share/man/man1/pinfer.1.gz", "cmon")
         has(cmon, "/usr/share/man/man5/telemonrc.5.gz", "cmon")
         check(not any("telemonreg.1" in p for p in cmon), "telemonreg.1 still packaged")
         check(not any("libcmon" in p for p in cmon), "cmon holds the library")
