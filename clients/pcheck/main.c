@@ -4,7 +4,8 @@
  *
  * Exit status: 0 every assertion held, 1 some failed or was UNDEFINED,
  * 2 the spec did not parse or type-check (or a usage error: CMON_EXIT_USAGE
- * is the same 2), 3 the log could not be read.
+ * is the same 2), 3 the log could not be read, 4 nothing failed but something
+ * was inconclusive (lost records).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,7 +43,9 @@ static const char usage[] =
     "  0  every assertion held\n"
     "  1  some assertion failed or was UNDEFINED\n"
     "  2  the specification has errors, or the command line is wrong\n"
-    "  3  the log could not be read\n";
+    "  3  the log could not be read\n"
+    "  4  nothing failed or was UNDEFINED, but some assertion was inconclusive\n"
+    "     (records were lost, #cmon-gap, where they could have changed it)\n";
 
 typedef struct offender_list {
     char **lines;

@@ -90,6 +90,9 @@ static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool who
 					     store_next_window_id(tm->store), now, TM_WINDOW_WAIT_S);
 	if (store_add_failure(tm->store, &f, &id) < 0)
 		return;
+	if (f.result && !strcmp(f.result, "inconclusive"))
+		return;                         /* records were lost: stored and shown apart, not counted,
+						   mailed nor alerted */
 	in->failures++;
 	in->dirty = true;
 	tm->total_failures++;
@@ -138,7 +141,8 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 				  sqlite3_column_int(q, C_LINE), result, off, tm_now());
 		if (result && strcmp(result, "pass") && off == 0)
 			failure(s, t, q, true);
-	} else if (result && (!strcmp(result, "fail") || !strcmp(result, "undefined")) && kind &&
+	} else if (result && (!strcmp(result, "fail") || !strcmp(result, "undefined") ||
+			      !strcmp(result, "inconclusive")) && kind &&
 		   (!strcmp(kind, "interval") || !strcmp(kind, "event"))) {
 		failure(s, t, q, false);
 	} else {

@@ -119,7 +119,11 @@ static void json_time(struct sbuf *b, sqlite3_stmt *q, int c, const char *iso)
 /* A failure's FLAGS cell from the failures query: "report,silenced,acked" or "-". */
 static void failure_flags(sqlite3_stmt *q, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s%s%s", sqlite3_column_int(q, 20) ? ",report" : "",
+	const char *result = (const char *)sqlite3_column_text(q, 11);
+
+	snprintf(buf, size, "%s%s%s%s",
+		 result && !strcmp(result, "inconclusive") ? ",inconclusive" : "",
+		 sqlite3_column_int(q, 20) ? ",report" : "",
 		 sqlite3_column_type(q, 21) != SQLITE_NULL ? ",silenced" : "",
 		 sqlite3_column_type(q, 22) != SQLITE_NULL ? ",acked" : "");
 	if (*buf)

@@ -311,6 +311,7 @@ static int failures(struct tmon *tm, struct gather *g, char *err, size_t errlen)
 	}
 	if (sqlite3_prepare_v2(db, "SELECT instance_id, " ASSERT_NAME ", count(*) FROM failures"
 				   " WHERE instance_id IN (" SHOWN_INSTANCES ")"
+				   " AND result IS NOT 'inconclusive'"
 				   " GROUP BY instance_id, " ASSERT_NAME, -1, &q, NULL) != SQLITE_OK) {
 		evbuffer_free(lab);
 		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));

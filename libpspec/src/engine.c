@@ -235,6 +235,7 @@ struct open_iv {
     ixnode all;             /* in ivst.open (keep_all); in the pool, its `next` links it */
     pv_event *start;        /* owned */
     uint64_t start_seq;
+    uint64_t lost_at_open;  /* engine.lost when it opened */
     uint32_t naggs, ncls;
     pv_acc **accs;          /* [naggs] */
     keyent *keys;           /* [ncls] */
@@ -335,6 +336,7 @@ typedef struct engine {
     VEC(chain) chains;
     VEC(closed) closed;
     uint64_t seq;           /* stream sequence number of the last event */
+    uint64_t lost;          /* records the log's gap markers stood for, so far */
     uint64_t uid;           /* last interval uid */
     uint64_t pos;           /* position of the last real record */
     uint32_t sub;           /* fabricated events since that record */
@@ -651,6 +653,7 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
     o->start = ev;
     ev->refs++;
     o->start_seq = g->seq;
+    o->lost_at_open = g->lost;
     if (is->keep_all)
         list_append(&is->open, &o->all, o);
     is->nopen++;
@@ -762,6 +765,7 @@ static void close_interval(engine *g, ivst *is, open_iv *o, pv_event *ev, bool b
     iv->end = ev;
     ev->refs++;
     iv->uid = ++g->uid;
+    iv->lost = g->lost - o->lost_at_open;
     if (PS_UNLIKELY(!bound)) {
         bind_ev(&g->slots[is->s_slot], o->start);
         bind_ev(&g->slots[is->e_slot], ev);
@@ -1303,6 +1307,7 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
     while ((rc = log_reader_next(r, &rec, errmsg)) > 0) {
         if (rec.kind == LOG_REC_GAP) {
             pending_gap += (double)rec.gap;
+            g.lost += rec.gap;      /* every interval open now may miss records */
             continue;
         }
         if (!any) {
@@ -1351,6 +1356,8 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
         emit_fabricated(&g, logend, last_ts, 0);
     }
     if (rc == 0) {
+        if (p->lost && *p->lost < g.lost)
+            *p->lost = g.lost;
         for (uint32_t k = 0; k < p->ntops; k++) {
             pv_free(p->ev->topvals[p->tops[k]->id]);
             p->ev->topvals[p->tops[k]->id] = g.tops[k].sink ? pv_undef() : pv_acc_result(g.tops[k].acc);

@@ -25,6 +25,7 @@ typedef struct ps_pass {
     const ps_stmt *const *report_for; /* per top: the assertion whose offenders it reports, or NULL */
     bool want_intervals;        /* call `interval` for every interval */
     bool want_events;           /* call `event` for every event of a declared type */
+    uint64_t *lost;             /* if not NULL: raised to the records the log's gap markers stood for */
     /* An element for which a reporting {& ...} is false (result 1) or UNDEFINED (2). */
     void (*offender)(void *ctx, const ps_stmt *st, const pv *elem, int result);
     void (*interval)(void *ctx, const pv_interval *iv);

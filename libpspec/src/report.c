@@ -10,6 +10,7 @@
 pspec_report_kind pspec_report_kind_of(const pspec_report *r) { return r->kind; }
 pspec_result pspec_report_result(const pspec_report *r) { return r->result; }
 uint64_t pspec_report_offenders(const pspec_report *r) { return r->offenders; }
+uint64_t pspec_report_lost(const pspec_report *r) { return r->lost; }
 
 const char *pspec_report_file(const pspec_report *r)
 {
@@ -51,7 +52,8 @@ int64_t pspec_report_end_ts(const pspec_report *r)
 
 static const char *result_word(pspec_result r)
 {
-    return r == PSPEC_PASS ? "pass" : r == PSPEC_FAIL ? "fail" : "undefined";
+    return r == PSPEC_PASS ? "pass" : r == PSPEC_FAIL ? "fail"
+         : r == PSPEC_INCONCLUSIVE ? "inconclusive" : "undefined";
 }
 
 static void pos_text(ps_buf *b, const pv_event *e)
@@ -194,6 +196,8 @@ static void assert_json_head(ps_buf *b, const pspec_report *r)
     else
         ps_buf_puts(b, "null");
     ps_buf_printf(b, ",\"line\":%u,\"result\":\"%s\"", r->stmt->loc.line, result_word(r->result));
+    if (r->result == PSPEC_INCONCLUSIVE)
+        ps_buf_printf(b, ",\"lost\":%" PRIu64, r->lost);
     if (pspec_report_is_stats(r))
         ps_buf_puts(b, ",\"report\":true");
 }
@@ -213,8 +217,14 @@ char *pspec_report_format(const pspec_report *r, pspec_format fmt)
         ps_buf_puts(&b, "assertion ");
         if (r->stmt->label)
             ps_buf_printf(&b, "\"%s\" ", r->stmt->label);
-        ps_buf_puts(&b, r->result == PSPEC_PASS ? "held" : r->result == PSPEC_FAIL ? "failed" : "is UNDEFINED");
-        if (r->offenders)
+        ps_buf_puts(&b, r->result == PSPEC_PASS ? "held" : r->result == PSPEC_FAIL ? "failed"
+                        : r->result == PSPEC_INCONCLUSIVE ? "is inconclusive" : "is UNDEFINED");
+        if (r->result == PSPEC_INCONCLUSIVE && r->offenders)
+            ps_buf_printf(&b, " (%" PRIu64 " offender%s over lost records; %" PRIu64 " record%s lost)",
+                          r->offenders, r->offenders == 1 ? "" : "s", r->lost, r->lost == 1 ? "" : "s");
+        else if (r->result == PSPEC_INCONCLUSIVE)
+            ps_buf_printf(&b, " (%" PRIu64 " record%s lost)", r->lost, r->lost == 1 ? "" : "s");
+        else if (r->offenders)
             ps_buf_printf(&b, " (%" PRIu64 " offender%s)", r->offenders, r->offenders == 1 ? "" : "s");
         break;
     case PSPEC_REPORT_OFFENDER:
@@ -228,8 +238,12 @@ char *pspec_report_format(const pspec_report *r, pspec_format fmt)
         where_text(&b, r);
         if (r->stmt->label)
             ps_buf_printf(&b, "\"%s\" ", r->stmt->label);
-        ps_buf_puts(&b, r->result == PSPEC_FAIL ? "failed for " : "UNDEFINED for ");
+        ps_buf_puts(&b, r->result == PSPEC_FAIL ? "failed for "
+                        : r->result == PSPEC_INCONCLUSIVE ? "inconclusive for " : "UNDEFINED for ");
         element_text(&b, r->elem);
+        if (r->result == PSPEC_INCONCLUSIVE)
+            ps_buf_printf(&b, " (%" PRIu64 " record%s lost while it was open)", r->lost,
+                          r->lost == 1 ? "" : "s");
         break;
     case PSPEC_REPORT_INTERVAL:
     case PSPEC_REPORT_EVENT:

@@ -14,6 +14,7 @@ struct pspec_report {
     const pv *elem;             /* OFFENDER, INTERVAL, EVENT: an event or interval value */
     const pv *value;            /* PRINT, VALUE */
     uint64_t offenders;         /* ASSERT */
+    uint64_t lost;              /* INCONCLUSIVE ASSERT/OFFENDER: records lost */
 };
 
 #endif

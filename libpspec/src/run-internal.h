@@ -32,7 +32,9 @@ typedef struct runner {
     ps_program *prog;
     ps_evalctx ev;
     const pspec_check_options *opt;
-    uint64_t *offenders;        /* [stmts] */
+    uint64_t *offenders;        /* [stmts] certain offenders */
+    uint64_t *inconclusive;     /* [stmts] offenders over intervals that lost records */
+    uint64_t lost;              /* records the log's gap markers stood for */
     const ps_stmt **report_for; /* [topaggs] */
 } runner;
 

@@ -93,6 +93,7 @@ void runner_init(runner *rn, pspec *ps, double tick_ns)
     rn->ev.topvals = ps_calloc(prog->topaggs.n + 1, sizeof(pv));
     rn->ev.tick_ns = tick_ns > 0 ? tick_ns : 1;
     rn->offenders = ps_calloc(prog->stmts.n + 1, sizeof(uint64_t));
+    rn->inconclusive = ps_calloc(prog->stmts.n + 1, sizeof(uint64_t));
     rn->report_for = ps_calloc(prog->topaggs.n + 1, sizeof(*rn->report_for));
 }
 
@@ -106,6 +107,7 @@ void runner_free(runner *rn)
     free(rn->ev.consts);
     free(rn->ev.topvals);
     free(rn->offenders);
+    free(rn->inconclusive);
     free(rn->report_for);
 }
 
@@ -124,13 +126,52 @@ static void eval_consts(runner *rn, const plan *pl, uint32_t depth)
     }
 }
 
+/* Does expression e judge loss itself (an aggregate over gap@, or a
+ * metric defined by one)? Then lost records are what it is about, and its
+ * verdict stands. */
+static bool judges_loss(const ps_expr *e, void *ctx)
+{
+    if (e->kind == X_AGG && e->agg->ev && e->agg->ev->origin == EVO_GAP)
+        return true;
+    if (e->kind == X_METRIC) {
+        const ps_type *t = e->field.obj->type;
+        if (t && t->kind == T_INTERVAL && t->iv && e->field.index < t->iv->nmetric &&
+            judges_loss(t->iv->metrics[e->field.index].expr, ctx))
+            return true;
+    }
+    if (e->kind == X_CONST)
+        return e->cst->expr && judges_loss(e->cst->expr, ctx);
+    return ps_expr_any_child(e, judges_loss, ctx);
+}
+
+/* Does expression e depend on the log (an aggregate over events or
+ * intervals, directly or through a constant)? */
+static bool uses_log(const ps_expr *e, void *ctx)
+{
+    if (e->kind == X_AGG && (e->agg->ev || e->agg->iv))
+        return true;
+    if (e->kind == X_CONST)
+        return e->cst->expr && uses_log(e->cst->expr, ctx);
+    return ps_expr_any_child(e, uses_log, ctx);
+}
+
 static void on_offender(void *ctx, const ps_stmt *st, const pv *elem, int result)
 {
     runner *rn = ctx;
-    rn->offenders[st->id]++;
+    /* An interval that was open while records were lost may be wrong in
+     * any of its parts (even its end): its failure is inconclusive,
+     * unless the assertion judges the loss itself. */
+    bool unsure = result == 1 && elem->kind == PV_INTERVAL && elem->iv->lost &&
+                  !judges_loss(st->expr, NULL);
+    if (unsure)
+        rn->inconclusive[st->id]++;
+    else
+        rn->offenders[st->id]++;
     if (!rn->opt || !rn->opt->report)
         return;
-    pspec_report r = {.kind = PSPEC_REPORT_OFFENDER, .result = result == 1 ? PSPEC_FAIL : PSPEC_UNDEFINED,
+    pspec_report r = {.kind = PSPEC_REPORT_OFFENDER,
+                      .result = unsure ? PSPEC_INCONCLUSIVE : result == 1 ? PSPEC_FAIL : PSPEC_UNDEFINED,
+                      .lost = unsure ? elem->iv->lost : 0,
                       .prog = rn->prog, .stmt = st, .elem = elem};
     rn->opt->report(rn->opt->ctx, &r);
 }
@@ -191,8 +232,8 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
         }
         ps_pass p = {.prog = prog, .ev = &rn->ev, .need_iv = need_iv, .tops = tops, .ntops = n,
                      .report_for = rep, .want_intervals = want_iv && pass == 1,
-                     .want_events = want_ev && pass == 1, .offender = on_offender, .interval = on_interval,
-                     .event = on_event, .ctx = rn};
+                     .want_events = want_ev && pass == 1, .lost = &rn->lost, .offender = on_offender,
+                     .interval = on_interval, .event = on_event, .ctx = rn};
         int rc = ps_engine_run(&p, r, errmsg);
         if (rc == -EDOM) {
             status = PSPEC_EXIT_SPEC;
@@ -256,6 +297,28 @@ static pspec_result result_of(const pv *v)
     return v->b ? PSPEC_PASS : PSPEC_FAIL;
 }
 
+/* A false assertion over a log that lost records: FAIL if some offender is
+ * certain; INCONCLUSIVE if its offenders all lost records, or if it is a
+ * whole-log assertion (the lost records could have changed any log
+ * aggregate) — unless it judges the loss itself. */
+static void verdict_under_loss(const runner *rn, const ps_stmt *st, pspec_report *rep)
+{
+    uint32_t i = st->id;
+
+    if (rn->lost == 0 || judges_loss(st->expr, NULL))
+        return;
+    if (reporting_agg(st)) {
+        if (rn->offenders[i] == 0 && rn->inconclusive[i] > 0) {
+            rep->result = PSPEC_INCONCLUSIVE;
+            rep->offenders = rn->inconclusive[i];
+            rep->lost = rn->lost;
+        }
+    } else if (uses_log(st->expr, NULL)) {
+        rep->result = PSPEC_INCONCLUSIVE;
+        rep->lost = rn->lost;
+    }
+}
+
 int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg)
 {
     ps_program *prog = &ps->prog;
@@ -283,6 +346,7 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
             rn.report_for[a->id] = st;
     }
     int status = run_passes(&rn, &pl, r, false, opt->want_intervals, opt->want_events, errmsg);
+    bool inconclusive = false;
     if (status == PSPEC_EXIT_OK) {
         for (uint32_t pass = 0; pass < 2; pass++) {
             for (uint32_t i = 0; i < prog->stmts.n; i++) {
@@ -295,7 +359,11 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
                     rep.kind = PSPEC_REPORT_ASSERT;
                     rep.result = result_of(&v);
                     rep.offenders = rn.offenders[i];
-                    if (rep.result != PSPEC_PASS)
+                    if (rep.result == PSPEC_FAIL)
+                        verdict_under_loss(&rn, st, &rep);
+                    if (rep.result == PSPEC_INCONCLUSIVE)
+                        inconclusive = true;
+                    else if (rep.result != PSPEC_PASS)
                         status = PSPEC_EXIT_FAILED;
                 } else {
                     rep.kind = PSPEC_REPORT_PRINT;
@@ -306,6 +374,8 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
             }
         }
     }
+    if (status == PSPEC_EXIT_OK && inconclusive)
+        status = PSPEC_EXIT_INCONCLUSIVE;
     plan_free(&pl);
     runner_free(&rn);
     log_reader_free(r);

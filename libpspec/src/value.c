@@ -74,6 +74,7 @@ pv_interval *pv_interval_new(const void *type, uint32_t nmetric)
         iv_pool[nmetric] = (pv_interval *)iv->start;
         iv_pool_n[nmetric]--;
         iv->uid = 0;
+        iv->lost = 0;
         iv->start = iv->end = NULL;
         for (uint32_t i = 0; i < nmetric; i++)
             iv->metric[i].kind = PV_UNDEF;

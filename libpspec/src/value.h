@@ -91,6 +91,7 @@ struct pv_interval {
     uint64_t uid;               /* unique id, assigned when the interval closes (1, 2, ...) */
     pv_event *start;            /* owned reference */
     pv_event *end;              /* owned reference */
+    uint64_t lost;              /* records lost (gap markers) while it was open */
     pv metric[];                /* metric values, owned */
 };
 

@@ -11,7 +11,7 @@ of NAME.pspec / NAME.peval:
     % cont: no                 skip the offline/continuous differential check
     % stdin: yes               give the log on standard input ('-') instead of by name
     % tool: psolve             run psolve -s NAME.pspec [args] LOG instead of pcheck
-For every pcheck case whose exit status is 0 or 1, the same check is run with
+For every pcheck case whose exit status is 0, 1 or 4, the same check is run with
 -cont and must report the same verdicts and the same set of failing
 intervals and events. Every pcheck case whose log reads without warnings is
 also run on the log converted to cmon-bin 1 and must print the same output.
@@ -59,7 +59,8 @@ def offender_set(out, cont):
                 offenders.add(line)
             elif '"assert":' in line:
                 verdicts.add(line)
-        elif ": failed for " in line or ": UNDEFINED for " in line or '" failed for ' in line or '" UNDEFINED for ' in line:
+        elif any(w in line for w in (": failed for ", ": UNDEFINED for ", ": inconclusive for ",
+                                      '" failed for ', '" UNDEFINED for ', '" inconclusive for ')):
             offenders.add(line)
         elif ": assertion " in line:
             verdicts.add(line)
@@ -120,7 +121,7 @@ def main():
         print("command: " + " ".join(cmd))
         print("--- expected\n%s--- got\n%s" % (want, got))
         failed = True
-    if is_pcheck and code in (0, 1) and d.get("cont", "yes") != "no":
+    if is_pcheck and code in (0, 1, 4) and d.get("cont", "yes") != "no":
         if d.get("stdin") == "yes":
             stdin.seek(0)
         ccode, cout, cerr = run(cmd[:1] + ["-cont"] + cmd[1:], stdin=stdin)

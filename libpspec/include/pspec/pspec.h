@@ -67,6 +67,7 @@ typedef enum pspec_result {
     PSPEC_PASS = 0,
     PSPEC_FAIL = 1,
     PSPEC_UNDEFINED = 2,
+    PSPEC_INCONCLUSIVE = 3,     /* false, but records were lost where they could have changed that */
 } pspec_result;
 
 typedef enum pspec_report_kind {
@@ -87,8 +88,12 @@ pspec_result pspec_report_result(const pspec_report *r);
 const char *pspec_report_file(const pspec_report *r);
 unsigned pspec_report_line(const pspec_report *r);
 const char *pspec_report_label(const pspec_report *r);
-/* ASSERT: how many offenders its outermost {& ...} reported (0 otherwise). */
+/* ASSERT: how many offenders its outermost {& ...} reported (0 otherwise);
+ * for an INCONCLUSIVE verdict, how many inconclusive ones. */
 uint64_t pspec_report_offenders(const pspec_report *r);
+/* ASSERT/OFFENDER that is INCONCLUSIVE: records lost (an interval: while it
+ * was open; a whole-log assertion: in the whole log); 0 otherwise. */
+uint64_t pspec_report_lost(const pspec_report *r);
 /* ASSERT/OFFENDER: true for a report assertion, one whose purpose is
  * statistics: {& x : T : false} over events or intervals, which fails for
  * every element so that each element's metrics are reported. */
@@ -128,6 +133,7 @@ enum {
     PSPEC_EXIT_FAILED = 1,      /* some assertion failed or was UNDEFINED */
     PSPEC_EXIT_SPEC = 2,        /* the spec did not parse or type-check (or a time constant is bad) */
     PSPEC_EXIT_LOG = 3,         /* the log could not be read */
+    PSPEC_EXIT_INCONCLUSIVE = 4,/* nothing failed or was UNDEFINED, but something was inconclusive */
 };
 
 /* Check the main specification against the log read from fd (not closed).

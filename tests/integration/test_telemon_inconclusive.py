@@ -1,0 +1,56 @@
+"""Verdicts under loss in the service: a program whose log says records were
+lost (#cmon-gap) inside a slow interval gets an *inconclusive* offender,
+stored with result "inconclusive" and shown apart (the flag in `telemonctl
+failures`), neither counted as a failure of the instance nor in
+cmon_failures_total; a slow interval without loss is a failure as usual."""
+import cmontest as ct
+import telemontest as tt
+from cmontest import check
+
+SPEC = """perfspec loss
+  timed event StartRead(tid); EndRead(tid);
+  interval Read = s: StartRead, e: EndRead where e.tid = s.tid
+    metrics time = ts(e) - ts(s)
+  end Read;
+  assert "fast": {& r : Read : r.time <= 10};
+end loss
+"""
+
+LOG = r"""#cmon-ascii 1
+10 1 StartRead 1
+20 1 StartRead 2
+#cmon-gap 2
+90 1 EndRead 1
+100 1 StartRead 3
+190 1 EndRead 3
+"""
+
+
+def main():
+    with ct.Env("telemon_inconclusive") as env:
+        reg = env.registry()
+        spec = env.path("loss.pspec")
+        with open(spec, "w") as f:
+            f.write(SPEC)
+        tm = tt.Telemonitor(env, reg, tt.rc_class("lossy", spec=spec))
+        prog = env.path("prog.sh")
+        with open(prog, "w") as f:
+            f.write("printf '%s' >&\"$CMON_LOG_FD\"\n" % LOG.replace("%", "%%"))
+        s = env.snarflog("lossy", reg=reg, cmd=["sh", prog])
+        check(s.wait(30) == 0, "snarflog: %s", s.stderr())
+        inst = tm.instance(lambda i: i["state"] == "ended", what="the program to end")
+        fails = ct.wait_for(lambda: (lambda f: f if len(f) >= 2 else None)(tm.failures()),
+                            20, "two stored results")
+        by_uid = {f["uid"]: f for f in fails}
+        check(by_uid.get(1, {}).get("result") == "inconclusive",
+              "read 1 (open across the gap) is inconclusive: %r", fails)
+        check(by_uid.get(2, {}).get("result") == "fail", "read 3 (no loss) fails: %r", fails)
+        check(inst["failures"] == 1 or
+              [i for i in tm.instances() if i["id"] == inst["id"]][0]["failures"] == 1,
+              "only the certain failure counts: %r", tm.instances())
+        text = tm.ctl("failures")
+        check("inconclusive" in text, "the listing shows it apart: %s", text)
+        tm.stop()
+
+
+ct.run_test(main)
