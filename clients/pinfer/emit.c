@@ -36,16 +36,6 @@ static void take(names *ns, const char *s)
     ns->v[ns->n++] = strdup(s);
 }
 
-static bool is_reserved(const char *s)
-{
-    static const char *const words[] = { "perfspec", "end", "import", "def", "solve", "timed", "event",
-                                         "nested", "interval", "proc", "returns", "assert", "print",
-                                         "metrics", "where", "in", "true", "false", "div", "mod", NULL };
-    for (int i = 0; words[i]; i++)
-        if (strcmp(s, words[i]) == 0)
-            return true;
-    return false;
-}
 
 /* `s` as an identifier: other characters become '_', a leading digit gets '_'. */
 static char *ident(const char *s)
@@ -68,7 +58,7 @@ static char *fresh(names *ns, const char *base)
     char *id = ident(base);
     char buf[600];
     snprintf(buf, sizeof buf, "%s", id);
-    for (int k = 2; taken(ns, buf) || is_reserved(buf); k++)
+    for (int k = 2; taken(ns, buf) || pi_reserved(buf); k++)
         snprintf(buf, sizeof buf, "%s_%d", id, k);
     free(id);
     take(ns, buf);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "logread.h"
+#include "tokens.h"
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
@@ -36,13 +37,14 @@ static bool integral(double v)
     return isfinite(v) && v == floor(v) && fabs(v) < 9007199254740992.0;
 }
 
-/* Words PSpec reserves: an event type with such a name cannot be declared. */
-static bool reserved(const char *s)
+bool pi_reserved(const char *s)
 {
-    static const char *const words[] = { "perfspec", "end", "import", "def", "solve", "timed", "event",
-                                         "nested", "interval", "proc", "returns", "assert", "print",
-                                         "metrics", "where", "in", "true", "false", "div", "mod", NULL };
-    for (int i = 0; words[i]; i++)
+    static const char *const words[] = {
+#define X(name, spelling) spelling,
+        PS_KEYWORDS(X)
+#undef X
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strcmp(s, words[i]) == 0)
             return true;
     return false;
@@ -394,8 +396,8 @@ static uint32_t type_index(miner *mi, const log_record *rec, bool add)
     if (!add)
         return UINT32_MAX;
     pi_model *m = mi->m;
-    if (m->ntypes == PI_MAX_TYPES || reserved(rec->name)) {
-        mi->type_of[rec->name_id] = reserved(rec->name) ? UINT32_MAX - 1 : UINT32_MAX;
+    if (m->ntypes == PI_MAX_TYPES || pi_reserved(rec->name)) {
+        mi->type_of[rec->name_id] = pi_reserved(rec->name) ? UINT32_MAX - 1 : UINT32_MAX;
         return type_index(mi, rec, add);
     }
     m->types = xrealloc(m->types, (m->ntypes + 1) * sizeof *m->types);

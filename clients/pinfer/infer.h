@@ -136,6 +136,9 @@ typedef struct pi_options {
  * a heap message in *errmsg when the log cannot be read. */
 pi_model *pi_infer(int fd, const char *logname, const pi_options *opt, char **errmsg);
 void pi_model_free(pi_model *m);   /* NULL ok */
+/* Is `s` a word PSpec reserves (libpspec's PS_KEYWORDS), so that no event
+ * type, interval or constant may be called so? */
+bool pi_reserved(const char *s);
 
 /* Write the specification for the model (emit.c). `percentile` in (0, 100]. */
 struct pi_emit_options {

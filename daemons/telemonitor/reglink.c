@@ -280,18 +280,14 @@ int reg_start(struct tmon *tm, const struct reg_events *ev)
 {
 	struct cmon_addr_item items[CMON_REGISTRIES_MAX];
 	struct regset *set;
-	char bad[CMON_ADDRSTR_MAX];
+	char err[CMON_ADDRSTR_MAX + 64];
 	size_t n;
 	int r;
 
 	r = cmon_addr_list_parse(tm->opt.regmachine, CMON_REGISTRY_PORT, items, CMON_REGISTRIES_MAX,
-				 &n, bad, sizeof bad);
-	if (r == -E2BIG) {
-		cmon_err("more than %d registries in '%s'", CMON_REGISTRIES_MAX, tm->opt.regmachine);
-		return r;
-	}
+				 &n, err, sizeof err);
 	if (r < 0) {
-		cmon_err("bad registry address '%s'", bad);
+		cmon_err("registry: %s", err);
 		return r;
 	}
 	set = calloc(1, sizeof *set);

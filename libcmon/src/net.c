@@ -95,7 +95,7 @@ int cmon_addr_parse(const char *text, uint16_t default_port, struct cmon_addr *o
 }
 
 int cmon_addr_list_parse(const char *text, uint16_t default_port, struct cmon_addr_item *out,
-			 size_t max, size_t *n, char *bad, size_t badlen)
+			 size_t max, size_t *n, char *err, size_t errlen)
 {
 	const char *p = text ? text : "";
 
@@ -109,17 +109,17 @@ int cmon_addr_list_parse(const char *text, uint16_t default_port, struct cmon_ad
 		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
 			len--;
 		if (*n == max) {
-			snprintf(bad, badlen, "%.*s", (int)(len < 200 ? len : 200), p);
+			snprintf(err, errlen, "more than %zu addresses in '%.200s'", max, text);
 			return -E2BIG;
 		}
 		if (len == 0 || len >= sizeof out[*n].text) {
-			snprintf(bad, badlen, "%.*s", (int)(len < 200 ? len : 200), p);
+			snprintf(err, errlen, "bad address '%.*s'", (int)(len < 200 ? len : 200), p);
 			return -EINVAL;
 		}
 		memcpy(out[*n].text, p, len);
 		out[*n].text[len] = '\0';
 		if (cmon_addr_parse(out[*n].text, default_port, &out[*n].addr) < 0) {
-			snprintf(bad, badlen, "%s", out[*n].text);
+			snprintf(err, errlen, "bad address '%.200s'", out[*n].text);
 			return -EINVAL;
 		}
 		(*n)++;

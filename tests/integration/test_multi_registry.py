@@ -88,7 +88,7 @@ def main():
         for bad, what in (("127.0.0.1:1,,127.0.0.1:2", "''"), ("127.0.0.1:1,[::1", "'[::1'")):
             p = env.spawn("snarflog", [ct.binary("snarflog"), "x", "-regmachine", bad,
                                        "--", "true"])
-            check(p.wait(10) == 0 and "bad registry address " + what in p.stderr(),
+            check(p.wait(10) == 0 and "registry: bad address " + what in p.stderr(),
                   "%s refused: %s", bad, p.stderr())
         tm.stop()
 

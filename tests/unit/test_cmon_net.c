@@ -69,7 +69,7 @@ static void locality(void **state)
 static void list_parse(void **state)
 {
 	struct cmon_addr_item it[CMON_REGISTRIES_MAX];
-	char bad[64];
+	char bad[300];
 	size_t n;
 
 	assert_int_equal(cmon_addr_list_parse("a:1, [::1]:2 ,unix:/run/r.sock", 7361, it,
@@ -84,11 +84,12 @@ static void list_parse(void **state)
 	assert_int_equal(it[0].addr.port, 7361);
 	/* an empty element, a bad one, too many */
 	assert_int_equal(cmon_addr_list_parse("a,,b", 7361, it, 8, &n, bad, sizeof bad), -EINVAL);
-	assert_string_equal(bad, "");
+	assert_string_equal(bad, "bad address ''");
 	assert_int_equal(cmon_addr_list_parse("a,[::1", 7361, it, 8, &n, bad, sizeof bad), -EINVAL);
-	assert_string_equal(bad, "[::1");
+	assert_string_equal(bad, "bad address '[::1'");
 	assert_int_equal(cmon_addr_list_parse("", 7361, it, 8, &n, bad, sizeof bad), -EINVAL);
 	assert_int_equal(cmon_addr_list_parse("a,b,c", 7361, it, 2, &n, bad, sizeof bad), -E2BIG);
+	assert_string_equal(bad, "more than 2 addresses in 'a,b,c'");
 }
 
 int main(void)

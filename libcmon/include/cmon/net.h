@@ -51,10 +51,11 @@ struct cmon_addr_item {
 
 /* Parse a comma-separated list of addresses (TELEMONREG_MACHINE=a:p,b:p;
  * blanks around the commas are ignored) into out[0..*n), at most `max`.
- * Returns 0, or -EINVAL (an empty or bad element, copied into `bad`) or
- * -E2BIG (more than `max`); `out` and `*n` are then unspecified. */
+ * Returns 0, or -EINVAL (an empty or bad element: `err` says "bad address
+ * 'ELEMENT'") or -E2BIG (`err` says "more than MAX addresses in 'TEXT'");
+ * `out` and `*n` are then unspecified. */
 int cmon_addr_list_parse(const char *text, uint16_t default_port, struct cmon_addr_item *out,
-			 size_t max, size_t *n, char *bad, size_t badlen);
+			 size_t max, size_t *n, char *err, size_t errlen);
 
 /* Format `a` back into the syntax above; returns `buf`. */
 char *cmon_addr_format(const struct cmon_addr *a, char *buf, size_t size);
