@@ -124,6 +124,14 @@ static void on_report(void *ctx, const pspec_report *r)
             l->n = l->cap = 0;
         }
         break;
+    case PSPEC_REPORT_UNCLOSED:
+        /* in the JSON stream; as text a note on standard error, so that
+         * the report of a spec stays what appendix A says it is */
+        if (o->json)
+            emit_line(s);
+        else
+            fprintf(stderr, "%s\n", s);
+        break;
     case PSPEC_REPORT_PRINT:
     case PSPEC_REPORT_VALUE:
         emit_line(s);

@@ -1358,6 +1358,13 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
     if (rc == 0) {
         if (p->lost && *p->lost < g.lost)
             *p->lost = g.lost;
+        /* Intervals ended by time (`after`) still open are chunks still
+         * running, not requests that never ended. */
+        for (uint32_t i = 0; p->unclosed && i < p->prog->ivtypes.n; i++) {
+            const ivst *is = g.ivs[i];
+            if (is && is->t->end_kind == IVE_EVENT && p->unclosed[i] < is->nopen)
+                p->unclosed[i] = is->nopen;
+        }
         for (uint32_t k = 0; k < p->ntops; k++) {
             pv_free(p->ev->topvals[p->tops[k]->id]);
             p->ev->topvals[p->tops[k]->id] = g.tops[k].sink ? pv_undef() : pv_acc_result(g.tops[k].acc);

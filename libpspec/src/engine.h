@@ -26,6 +26,8 @@ typedef struct ps_pass {
     bool want_intervals;        /* call `interval` for every interval */
     bool want_events;           /* call `event` for every event of a declared type */
     uint64_t *lost;             /* if not NULL: raised to the records the log's gap markers stood for */
+    uint64_t *unclosed;         /* if not NULL: [ivtypes], raised to the intervals of each type ended
+                                   by an event that are still open at end of log */
     /* An element for which a reporting {& ...} is false (result 1) or UNDEFINED (2). */
     void (*offender)(void *ctx, const ps_stmt *st, const pv *elem, int result);
     void (*interval)(void *ctx, const pv_interval *iv);

@@ -11,17 +11,25 @@ pspec_report_kind pspec_report_kind_of(const pspec_report *r) { return r->kind; 
 pspec_result pspec_report_result(const pspec_report *r) { return r->result; }
 uint64_t pspec_report_offenders(const pspec_report *r) { return r->offenders; }
 uint64_t pspec_report_lost(const pspec_report *r) { return r->lost; }
+uint64_t pspec_report_count(const pspec_report *r) { return r->count; }
 
 const char *pspec_report_file(const pspec_report *r)
 {
+    if (r->ivtype)
+        return r->prog->files.v[r->ivtype->loc.file]->path;
     return r->stmt ? r->prog->files.v[r->stmt->loc.file]->path : NULL;
 }
 
-unsigned pspec_report_line(const pspec_report *r) { return r->stmt ? r->stmt->loc.line : 0; }
+unsigned pspec_report_line(const pspec_report *r)
+{
+    return r->ivtype ? r->ivtype->loc.line : r->stmt ? r->stmt->loc.line : 0;
+}
 const char *pspec_report_label(const pspec_report *r) { return r->stmt ? r->stmt->label : NULL; }
 
 const char *pspec_report_type(const pspec_report *r)
 {
+    if (r->ivtype)
+        return r->ivtype->name;
     if (!r->elem)
         return NULL;
     if (r->elem->kind == PV_EVENT)
@@ -254,6 +262,20 @@ char *pspec_report_format(const pspec_report *r, pspec_format fmt)
         } else {
             element_text(&b, r->elem);
         }
+        break;
+    case PSPEC_REPORT_UNCLOSED:
+        if (json) {
+            ps_buf_puts(&b, "{\"spec\":");
+            pv_json_string(&b, pspec_report_file(r));
+            ps_buf_printf(&b, ",\"assert\":null,\"line\":%u,\"result\":\"unclosed\",\"type\":",
+                          pspec_report_line(r));
+            pv_json_string(&b, r->ivtype->name);
+            ps_buf_printf(&b, ",\"count\":%" PRIu64 "}", r->count);
+            break;
+        }
+        where_text(&b, r);
+        ps_buf_printf(&b, "note: %" PRIu64 " interval%s of type %s still open at end of log (unclosed)", r->count,
+                      r->count == 1 ? "" : "s", r->ivtype->name);
         break;
     case PSPEC_REPORT_PRINT:
     case PSPEC_REPORT_VALUE:

@@ -15,6 +15,8 @@ struct pspec_report {
     const pv *value;            /* PRINT, VALUE */
     uint64_t offenders;         /* ASSERT */
     uint64_t lost;              /* INCONCLUSIVE ASSERT/OFFENDER: records lost */
+    const ps_ivtype *ivtype;    /* UNCLOSED: the interval type */
+    uint64_t count;             /* UNCLOSED: intervals still open */
 };
 
 #endif

@@ -35,6 +35,7 @@ typedef struct runner {
     uint64_t *offenders;        /* [stmts] certain offenders */
     uint64_t *inconclusive;     /* [stmts] offenders over intervals that lost records */
     uint64_t lost;              /* records the log's gap markers stood for */
+    uint64_t *unclosed;         /* [ivtypes] intervals still open at end of log */
     const ps_stmt **report_for; /* [topaggs] */
 } runner;
 

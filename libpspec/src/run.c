@@ -94,6 +94,7 @@ void runner_init(runner *rn, pspec *ps, double tick_ns)
     rn->ev.tick_ns = tick_ns > 0 ? tick_ns : 1;
     rn->offenders = ps_calloc(prog->stmts.n + 1, sizeof(uint64_t));
     rn->inconclusive = ps_calloc(prog->stmts.n + 1, sizeof(uint64_t));
+    rn->unclosed = ps_calloc(prog->ivtypes.n + 1, sizeof(uint64_t));
     rn->report_for = ps_calloc(prog->topaggs.n + 1, sizeof(*rn->report_for));
 }
 
@@ -108,6 +109,7 @@ void runner_free(runner *rn)
     free(rn->ev.topvals);
     free(rn->offenders);
     free(rn->inconclusive);
+    free(rn->unclosed);
     free(rn->report_for);
 }
 
@@ -232,7 +234,8 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
         }
         ps_pass p = {.prog = prog, .ev = &rn->ev, .need_iv = need_iv, .tops = tops, .ntops = n,
                      .report_for = rep, .want_intervals = want_iv && pass == 1,
-                     .want_events = want_ev && pass == 1, .lost = &rn->lost, .offender = on_offender,
+                     .want_events = want_ev && pass == 1, .lost = &rn->lost, .unclosed = rn->unclosed,
+                     .offender = on_offender,
                      .interval = on_interval, .event = on_event, .ctx = rn};
         int rc = ps_engine_run(&p, r, errmsg);
         if (rc == -EDOM) {
@@ -373,6 +376,15 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
                 pv_free(v);
             }
         }
+    }
+    /* never silently dropped: intervals whose end never came */
+    for (uint32_t i = 0; (status == PSPEC_EXIT_OK || status == PSPEC_EXIT_FAILED) && opt->report &&
+                         i < prog->ivtypes.n; i++) {
+        if (!rn.unclosed[i])
+            continue;
+        pspec_report rep = {.kind = PSPEC_REPORT_UNCLOSED, .prog = prog, .ivtype = prog->ivtypes.v[i],
+                            .count = rn.unclosed[i]};
+        opt->report(opt->ctx, &rep);
     }
     if (status == PSPEC_EXIT_OK && inconclusive)
         status = PSPEC_EXIT_INCONCLUSIVE;

@@ -77,6 +77,7 @@ typedef enum pspec_report_kind {
     PSPEC_REPORT_INTERVAL,      /* every interval, for -v */
     PSPEC_REPORT_EVENT,         /* every event relevant to the spec, for -e */
     PSPEC_REPORT_VALUE,         /* peval: an expression's value */
+    PSPEC_REPORT_UNCLOSED,      /* intervals of a type still open at end of log (end of log) */
 } pspec_report_kind;
 
 typedef struct pspec_report pspec_report;
@@ -91,6 +92,9 @@ const char *pspec_report_label(const pspec_report *r);
 /* ASSERT: how many offenders its outermost {& ...} reported (0 otherwise);
  * for an INCONCLUSIVE verdict, how many inconclusive ones. */
 uint64_t pspec_report_offenders(const pspec_report *r);
+/* UNCLOSED: how many intervals of its type (pspec_report_type) were still
+ * open at end of log; file and line are the interval type's declaration. */
+uint64_t pspec_report_count(const pspec_report *r);
 /* ASSERT/OFFENDER that is INCONCLUSIVE: records lost (an interval: while it
  * was open; a whole-log assertion: in the whole log); 0 otherwise. */
 uint64_t pspec_report_lost(const pspec_report *r);
