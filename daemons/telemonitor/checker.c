@@ -23,7 +23,7 @@
 enum {
 	C_PRINT_TYPE, C_PRINT, C_SPEC, C_ASSERT, C_LINE, C_RESULT, C_KIND, C_TYPE, C_UID, C_START,
 	C_END, C_TS_TYPE, C_START_TS, C_END_TS, C_METRICS, C_OFF_TYPE, C_OFFENDERS, C_METRICS_TYPE,
-	C_REPORT,
+	C_REPORT, C_COUNT,
 };
 
 static const char *col(sqlite3_stmt *q, int c)
@@ -141,6 +141,14 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 				  sqlite3_column_int(q, C_LINE), result, off, tm_now());
 		if (result && strcmp(result, "pass") && off == 0)
 			failure(s, t, q, true);
+	} else if (result && !strcmp(result, "unclosed") && col(q, C_TYPE)) {
+		/* intervals whose end never came: kept with the verdicts, and said */
+		int64_t n = sqlite3_column_int64(q, C_COUNT);
+		typescript_note(&s->ts, "%s:%d: %" PRId64 " interval%s of type %s still open at end of "
+				"log (unclosed)", col(q, C_SPEC) ? col(q, C_SPEC) : "?",
+				sqlite3_column_int(q, C_LINE), n, n == 1 ? "" : "s", col(q, C_TYPE));
+		store_add_verdict(s->tm->store, s->inst->id, col(q, C_SPEC), col(q, C_TYPE),
+				  sqlite3_column_int(q, C_LINE), result, n, tm_now());
 	} else if (result && (!strcmp(result, "fail") || !strcmp(result, "undefined") ||
 			      !strcmp(result, "inconclusive")) && kind &&
 		   (!strcmp(kind, "interval") || !strcmp(kind, "event"))) {

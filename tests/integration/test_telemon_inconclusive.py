@@ -2,7 +2,8 @@
 lost (#cmon-gap) inside a slow interval gets an *inconclusive* offender,
 stored with result "inconclusive" and shown apart (the flag in `telemonctl
 failures`), neither counted as a failure of the instance nor in
-cmon_failures_total; a slow interval without loss is a failure as usual."""
+cmon_failures_total; a slow interval without loss is a failure as usual.
+Intervals whose end never came are said in the typescript (unclosed)."""
 import cmontest as ct
 import telemontest as tt
 from cmontest import check
@@ -23,6 +24,7 @@ LOG = r"""#cmon-ascii 1
 90 1 EndRead 1
 100 1 StartRead 3
 190 1 EndRead 3
+200 1 StartRead 4
 """
 
 
@@ -50,6 +52,11 @@ def main():
               "only the certain failure counts: %r", tm.instances())
         text = tm.ctl("failures")
         check("inconclusive" in text, "the listing shows it apart: %s", text)
+        # reads 2 and 4 never ended: said in the typescript, kept with the verdicts
+        ts = ct.wait_for(lambda: (lambda t: t if "unclosed" in t else None)(
+            tm.ctl("typescript", str(inst["id"]))), 10, "the unclosed note")
+        check("2 intervals of type Read still open at end of log (unclosed)" in ts,
+              "unclosed intervals are counted: %s", ts)
         tm.stop()
 
 
