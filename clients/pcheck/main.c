@@ -124,6 +124,12 @@ static void on_report(void *ctx, const pspec_report *r)
             l->n = l->cap = 0;
         }
         break;
+    case PSPEC_REPORT_OVERDUE:
+        /* a deadline passed: said the moment the log shows it */
+        emit_line(s);
+        if (o->cont)
+            fflush(stdout);
+        break;
     case PSPEC_REPORT_UNCLOSED:
         /* in the JSON stream; as text a note on standard error, so that
          * the report of a spec stays what appendix A says it is */

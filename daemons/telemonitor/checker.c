@@ -99,6 +99,9 @@ static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool who
 	if (f.type && f.uid >= 0)
 		snprintf(what, sizeof what, "%s %s #%" PRId64, f.kind ? f.kind : "interval", f.type,
 			 f.uid);
+	else if (f.type && f.kind && !strcmp(f.kind, "overdue"))
+		snprintf(what, sizeof what, "interval %s overdue (started at record %s)", f.type,
+			 f.start ? f.start : "?");
 	else if (whole_log)
 		snprintf(what, sizeof what, "whole log");
 	if (f.report && !s->cls.notify_reports)
@@ -151,7 +154,7 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 				  sqlite3_column_int(q, C_LINE), result, n, tm_now());
 	} else if (result && (!strcmp(result, "fail") || !strcmp(result, "undefined") ||
 			      !strcmp(result, "inconclusive")) && kind &&
-		   (!strcmp(kind, "interval") || !strcmp(kind, "event"))) {
+		   (!strcmp(kind, "interval") || !strcmp(kind, "event") || !strcmp(kind, "overdue"))) {
 		failure(s, t, q, false);
 	} else {
 		typescript_write(&s->ts, line, len);

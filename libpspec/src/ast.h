@@ -220,6 +220,7 @@ struct ps_ivtype {
     ps_evtype *e_type;          /* IVE_EVENT: end event type; IVE_AFTER: end$I */
     ps_expr *e_where;           /* may be NULL */
     ps_expr *after;             /* IVE_AFTER */
+    ps_expr *within;            /* extension: open longer than this is overdue (NULL: no bound) */
     ps_metric *metrics;         /* inherited ones first */
     uint32_t nmetric;
     ps_agg **aggs;              /* log aggregates in the metrics */

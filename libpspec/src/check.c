@@ -1160,7 +1160,7 @@ static void put_ivtype(ps_checker *ck, ps_ivtype *iv, bool from_proc)
     s->from_proc = from_proc;
 }
 
-/* A time expression (from/every/after): a constant number. */
+/* A time expression (from/every/after/within): a constant number. */
 static void check_time_expr(ps_checker *ck, ps_expr *e, const char *what)
 {
     if (!e)
@@ -1258,6 +1258,8 @@ static int check_interval(ps_checker *ck, ps_item *it)
     } else {
         iv->e_type = resolve_evtype(ck, d->etype.name, d->etype.loc);
     }
+    check_time_expr(ck, d->within, "within");
+    iv->within = d->within;
     if (!iv->s_type || !iv->e_type) {
         prog->ivtypes.n--;
         return -1;

@@ -223,6 +223,8 @@ typedef struct ivst {
     uint32_t ncls;
     aggst *aggs;            /* [t->naggs] */
     double after;           /* IVE_AFTER: duration in ticks */
+    double within;          /* > 0: the deadline, in ticks, of an interval of this type */
+    open_iv *due;           /* within: the first open interval (in start order) not yet overdue */
     open_iv *pool;          /* closed records kept for reuse (accumulators reset) */
     uint32_t npool;
     pv_interval *ivfree;    /* released intervals kept for reuse, linked through `start` */
@@ -331,6 +333,7 @@ typedef struct engine {
     uint32_t maxattr;
     VEC(vevent) heap;
     uint64_t vorder;
+    VEC(ivst *) deadlines;  /* the interval types with a deadline (within) */
     const pv_event *vstart; /* the virtual start event being processed, if any */
     double vstart_ts;       /* its exact (unrounded) time in ticks */
     VEC(chain) chains;
@@ -656,6 +659,8 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
     o->lost_at_open = g->lost;
     if (is->keep_all)
         list_append(&is->open, &o->all, o);
+    if (is->within > 0 && !is->due)
+        is->due = o;          /* the open list is in start order: every earlier one is overdue */
     is->nopen++;
     for (uint32_t c = 0; c < nc; c++) {
         keycls *kc = &is->cls[c];
@@ -687,6 +692,8 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
 static void drop_open(ivst *is, open_iv *o, bool keep_start)
 {
     bool keep = is->npool < POOL_KEEP;
+    if (is->due == o)
+        is->due = o->all.next ? o->all.next->o : NULL;
     if (is->keep_all)
         list_remove(&is->open, &o->all);
     is->nopen--;
@@ -977,6 +984,20 @@ static uint64_t first_tick(const engine *g, uint32_t c, double origin, int64_t f
     return k > 0 && k < 9e18 ? (uint64_t)k : 0;
 }
 
+/* Report the intervals with a deadline that a record at time `ts` shows
+ * to be open longer than it (each once, while still open). */
+static void check_deadlines(engine *g, int64_t ts)
+{
+    for (uint32_t i = 0; i < g->deadlines.n; i++) {
+        ivst *is = g->deadlines.v[i];
+        while (is->due && (double)is->due->start->ts + is->within < (double)ts) {
+            open_iv *o = is->due;
+            is->due = o->all.next ? o->all.next->o : NULL;
+            g->p->overdue(g->p->ctx, is->t, o->start, (double)(ts - o->start->ts), is->within);
+        }
+    }
+}
+
 /* Emit the virtual events due before a real event at time `ts`. */
 static void emit_virtual(engine *g, double ts, double origin)
 {
@@ -1121,6 +1142,13 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
             if (rc < 0)
                 return rc;
         }
+        if (t->within && p->overdue) {
+            int rc = time_const(g, t->within, &is->within, false, "within", t, errmsg);
+            if (rc < 0)
+                return rc;
+            is->keep_all = true;      /* deadlines walk the open intervals in start order */
+            VPUSH(g->deadlines, is);
+        }
         if (t->start_kind == IVS_EVERY) {
             bool have = false;
             for (uint32_t c = 0; c < g->chains.n; c++)
@@ -1231,6 +1259,7 @@ static void teardown(engine *g)
     free(g->names.v);
     free(g->heap.v);
     free(g->chains.v);
+    free(g->deadlines.v);
     free(g->closed.v);
     free(g->evd);
     free(g->ivd);
@@ -1319,6 +1348,8 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
             for (uint32_t c = 0; c < g.chains.n; c++)
                 schedule_chain(&g, c, origin, given ? first_tick(&g, c, origin, rec.ts) : 0);
         }
+        if (g.deadlines.n)
+            check_deadlines(&g, rec.ts);
         if (g.heap.n)
             emit_virtual(&g, (double)rec.ts, origin);
         if (pending_gap > 0) {

@@ -31,6 +31,10 @@ typedef struct ps_pass {
     /* An element for which a reporting {& ...} is false (result 1) or UNDEFINED (2). */
     void (*offender)(void *ctx, const ps_stmt *st, const pv *elem, int result);
     void (*interval)(void *ctx, const pv_interval *iv);
+    /* If not NULL: an interval of type t (with `within`), started by
+     * `start`, is still open `age` ticks later, longer than `within`;
+     * called once per interval, when a record shows the bound passed. */
+    void (*overdue)(void *ctx, const ps_ivtype *t, const pv_event *start, double age, double within);
     void (*event)(void *ctx, const pv_event *ev);
     /* Optional element sink (psolve's regressions). For each top k with
      * is_sink[k] true (is_sink may be NULL: none), the aggregate's

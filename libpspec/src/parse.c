@@ -728,7 +728,7 @@ static bool contextual(parser *ps, const char *word)
     return !(k == TK_COMMA || k == TK_WHERE || k == TK_METRICS || k == TK_END || k == TK_DOT);
 }
 
-/* intervaldef ::= id = intvstart , intvend [ metrics metricdef,+ ] end id
+/* intervaldef ::= id = intvstart , intvend [ within expr ] [ metrics metricdef,+ ] end id
  *              |  id = typename [ metrics metricdef,+ ] end id
  * intvstart ::= id : typename [ where expr ] | id : [ from expr ] every expr
  * intvend   ::= id : typename [ where expr ] | id : after expr */
@@ -773,6 +773,11 @@ static void interval_stmt(parser *ps, ps_items *out, bool nested)
                 iv->etype = type_name(ps, "the end event type");
                 if (accept(ps, TK_WHERE))
                     iv->e_where = expr(ps);
+            }
+            /* extension: a deadline (docs/pspec.md, "Deadlines") */
+            if (contextual(ps, "within")) {
+                advance(ps);
+                iv->within = expr(ps);
             }
         } else {
             iv->parent = type_name(ps, "an interval type or a start event declaration 's: T'");

@@ -43,6 +43,7 @@ typedef struct ps_item_interval {
     ps_loc evar_loc;
     ps_tname etype;
     ps_expr *e_where, *after;
+    ps_expr *within;            /* extension: report an interval open longer (NULL: none) */
     ps_metric *metrics;
     uint32_t nmetric;
 } ps_item_interval;

@@ -46,6 +46,8 @@ uint64_t pspec_report_uid(const pspec_report *r)
 
 int64_t pspec_report_start_ts(const pspec_report *r)
 {
+    if (r->kind == PSPEC_REPORT_OVERDUE)
+        return r->elem->ev->ts;
     if (!r->elem)
         return 0;
     return r->elem->kind == PV_INTERVAL ? r->elem->iv->start->ts : r->elem->ev->ts;
@@ -262,6 +264,21 @@ char *pspec_report_format(const pspec_report *r, pspec_format fmt)
         } else {
             element_text(&b, r->elem);
         }
+        break;
+    case PSPEC_REPORT_OVERDUE:
+        if (json) {
+            ps_buf_puts(&b, "{\"spec\":");
+            pv_json_string(&b, pspec_report_file(r));
+            ps_buf_printf(&b, ",\"assert\":null,\"line\":%u,\"result\":\"fail\",\"kind\":\"overdue\",\"type\":",
+                          pspec_report_line(r));
+            pv_json_string(&b, r->ivtype->name);
+            ps_buf_printf(&b, ",\"start\":\"%" PRIu64 ".%u\",\"start_ts\":%" PRId64 ",\"age\":%.17g,\"within\":%.17g}",
+                          r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
+            break;
+        }
+        where_text(&b, r);
+        ps_buf_printf(&b, "interval %s overdue: started %" PRIu64 ".%u ts %" PRId64 ", still open %.10g ticks later (within %.10g)",
+                      r->ivtype->name, r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
         break;
     case PSPEC_REPORT_UNCLOSED:
         if (json) {

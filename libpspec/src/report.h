@@ -17,6 +17,8 @@ struct pspec_report {
     uint64_t lost;              /* INCONCLUSIVE ASSERT/OFFENDER: records lost */
     const ps_ivtype *ivtype;    /* UNCLOSED: the interval type */
     uint64_t count;             /* UNCLOSED: intervals still open */
+    double age, within;         /* OVERDUE: how long it has been open, its bound (ticks); the
+                                   start event is `elem` */
 };
 
 #endif

@@ -36,6 +36,7 @@ typedef struct runner {
     uint64_t *inconclusive;     /* [stmts] offenders over intervals that lost records */
     uint64_t lost;              /* records the log's gap markers stood for */
     uint64_t *unclosed;         /* [ivtypes] intervals still open at end of log */
+    uint64_t overdue;           /* intervals reported open longer than their `within` */
     const ps_stmt **report_for; /* [topaggs] */
 } runner;
 

@@ -178,6 +178,18 @@ static void on_offender(void *ctx, const ps_stmt *st, const pv *elem, int result
     rn->opt->report(rn->opt->ctx, &r);
 }
 
+static void on_overdue(void *ctx, const ps_ivtype *t, const pv_event *start, double age, double within)
+{
+    runner *rn = ctx;
+    rn->overdue++;
+    if (!rn->opt || !rn->opt->report)
+        return;
+    pv v = {.kind = PV_EVENT, .ev = (pv_event *)start};
+    pspec_report r = {.kind = PSPEC_REPORT_OVERDUE, .result = PSPEC_FAIL, .prog = rn->prog, .ivtype = t,
+                      .elem = &v, .age = age, .within = within};
+    rn->opt->report(rn->opt->ctx, &r);
+}
+
 static void on_interval(void *ctx, const pv_interval *iv)
 {
     runner *rn = ctx;
@@ -201,14 +213,19 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
     ps_program *prog = rn->prog;
     eval_consts(rn, pl, 0);
     unsigned passes = pl->passes;
-    if (passes == 0 && (want_iv || want_ev))
+    /* interval types with a deadline are watched in the first pass, used
+     * or not: a deadline is an assertion of its own */
+    bool deadlines = false;
+    for (uint32_t i = 0; i < prog->ivtypes.n; i++)
+        deadlines |= prog->ivtypes.v[i]->within != NULL;
+    if (passes == 0 && (want_iv || want_ev || (deadlines && rn->opt)))
         passes = 1;
     bool *need_iv = pl->need_iv;
     bool *all_iv = NULL;
-    if (want_iv) {
+    if (want_iv || deadlines) {
         all_iv = ps_malloc((prog->ivtypes.n + 1) * sizeof(bool));
         for (uint32_t i = 0; i < prog->ivtypes.n; i++)
-            all_iv[i] = true;
+            all_iv[i] = want_iv || pl->need_iv[i] || prog->ivtypes.v[i]->within;
         need_iv = all_iv;
     }
     ps_agg **tops = ps_malloc((prog->topaggs.n + 1) * sizeof *tops);
@@ -235,7 +252,7 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
         ps_pass p = {.prog = prog, .ev = &rn->ev, .need_iv = need_iv, .tops = tops, .ntops = n,
                      .report_for = rep, .want_intervals = want_iv && pass == 1,
                      .want_events = want_ev && pass == 1, .lost = &rn->lost, .unclosed = rn->unclosed,
-                     .offender = on_offender,
+                     .offender = on_offender, .overdue = pass == 1 && rn->opt ? on_overdue : NULL,
                      .interval = on_interval, .event = on_event, .ctx = rn};
         int rc = ps_engine_run(&p, r, errmsg);
         if (rc == -EDOM) {
@@ -386,6 +403,8 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
                             .count = rn.unclosed[i]};
         opt->report(opt->ctx, &rep);
     }
+    if (status == PSPEC_EXIT_OK && rn.overdue)
+        status = PSPEC_EXIT_FAILED;
     if (status == PSPEC_EXIT_OK && inconclusive)
         status = PSPEC_EXIT_INCONCLUSIVE;
     plan_free(&pl);

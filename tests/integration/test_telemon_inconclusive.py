@@ -3,14 +3,15 @@ lost (#cmon-gap) inside a slow interval gets an *inconclusive* offender,
 stored with result "inconclusive" and shown apart (the flag in `telemonctl
 failures`), neither counted as a failure of the instance nor in
 cmon_failures_total; a slow interval without loss is a failure as usual.
-Intervals whose end never came are said in the typescript (unclosed)."""
+Intervals whose end never came are said in the typescript (unclosed), and
+those of a type with a deadline (`within`) are overdue failures."""
 import cmontest as ct
 import telemontest as tt
 from cmontest import check
 
 SPEC = """perfspec loss
   timed event StartRead(tid); EndRead(tid);
-  interval Read = s: StartRead, e: EndRead where e.tid = s.tid
+  interval Read = s: StartRead, e: EndRead where e.tid = s.tid within 500
     metrics time = ts(e) - ts(s)
   end Read;
   assert "fast": {& r : Read : r.time <= 10};
@@ -25,6 +26,7 @@ LOG = r"""#cmon-ascii 1
 100 1 StartRead 3
 190 1 EndRead 3
 200 1 StartRead 4
+900 1 StartRead 5
 """
 
 
@@ -41,21 +43,25 @@ def main():
         s = env.snarflog("lossy", reg=reg, cmd=["sh", prog])
         check(s.wait(30) == 0, "snarflog: %s", s.stderr())
         inst = tm.instance(lambda i: i["state"] == "ended", what="the program to end")
-        fails = ct.wait_for(lambda: (lambda f: f if len(f) >= 2 else None)(tm.failures()),
-                            20, "two stored results")
+        fails = ct.wait_for(lambda: (lambda f: f if len(f) >= 4 else None)(tm.failures()),
+                            20, "four stored results")
         by_uid = {f["uid"]: f for f in fails}
+        overdue = sorted(f["start"] for f in fails if f["kind"] == "overdue")
+        check(overdue == ["2.0", "6.0"] and
+              all(f["result"] == "fail" for f in fails if f["kind"] == "overdue"),
+              "reads 2 and 4 (never ended, within 500) are overdue failures: %r", fails)
         check(by_uid.get(1, {}).get("result") == "inconclusive",
               "read 1 (open across the gap) is inconclusive: %r", fails)
         check(by_uid.get(2, {}).get("result") == "fail", "read 3 (no loss) fails: %r", fails)
-        check(inst["failures"] == 1 or
-              [i for i in tm.instances() if i["id"] == inst["id"]][0]["failures"] == 1,
-              "only the certain failure counts: %r", tm.instances())
+        check([i for i in tm.instances() if i["id"] == inst["id"]][0]["failures"] == 3,
+              "the certain failure and the two overdue ones count, not the inconclusive one: %r",
+              tm.instances())
         text = tm.ctl("failures")
         check("inconclusive" in text, "the listing shows it apart: %s", text)
         # reads 2 and 4 never ended: said in the typescript, kept with the verdicts
         ts = ct.wait_for(lambda: (lambda t: t if "unclosed" in t else None)(
             tm.ctl("typescript", str(inst["id"]))), 10, "the unclosed note")
-        check("2 intervals of type Read still open at end of log (unclosed)" in ts,
+        check("3 intervals of type Read still open at end of log (unclosed)" in ts,
               "unclosed intervals are counted: %s", ts)
         tm.stop()
 

@@ -78,6 +78,7 @@ typedef enum pspec_report_kind {
     PSPEC_REPORT_EVENT,         /* every event relevant to the spec, for -e */
     PSPEC_REPORT_VALUE,         /* peval: an expression's value */
     PSPEC_REPORT_UNCLOSED,      /* intervals of a type still open at end of log (end of log) */
+    PSPEC_REPORT_OVERDUE,       /* an interval with a deadline (within) open longer: a failure */
 } pspec_report_kind;
 
 typedef struct pspec_report pspec_report;
