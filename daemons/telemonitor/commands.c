@@ -120,9 +120,11 @@ static void json_time(struct sbuf *b, sqlite3_stmt *q, int c, const char *iso)
 static void failure_flags(sqlite3_stmt *q, char *buf, size_t size)
 {
 	const char *result = (const char *)sqlite3_column_text(q, 11);
+	const char *kind = (const char *)sqlite3_column_text(q, 12);
 
-	snprintf(buf, size, "%s%s%s%s",
+	snprintf(buf, size, "%s%s%s%s%s",
 		 result && !strcmp(result, "inconclusive") ? ",inconclusive" : "",
+		 kind && !strcmp(kind, "overdue") ? ",overdue" : "",
 		 sqlite3_column_int(q, 20) ? ",report" : "",
 		 sqlite3_column_type(q, 21) != SQLITE_NULL ? ",silenced" : "",
 		 sqlite3_column_type(q, 22) != SQLITE_NULL ? ",acked" : "");
@@ -690,7 +692,7 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	else
 		table_init(&t, head);
 	while (sqlite3_step(q) == SQLITE_ROW) {
-		char when[40], start[40], acked[40], flags[40];
+		char when[40], start[40], acked[40], flags[64];
 		fmt_time(q, 6, when, sizeof when);
 		fmt_time(q, 19, start, sizeof start);
 		fmt_time(q, 22, acked, sizeof acked);

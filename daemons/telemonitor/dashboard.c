@@ -250,7 +250,8 @@ static int render_failures(struct tmon *tm, struct sbuf *b, char *err, size_t er
 		      " json_extract(value, '$.line'), json_extract(value, '$.metrics'),"
 		      " json_extract(value, '$.window'), json_extract(value, '$.report'),"
 		      " json_extract(value, '$.instance'), json_extract(value, '$.silenced'),"
-		      " json_extract(value, '$.acked')"
+		      " json_extract(value, '$.acked'), json_extract(value, '$.result'),"
+		      " json_extract(value, '$.kind')"
 		      " FROM json_each(?1) ORDER BY key", json);
 	if (!q) {
 		snprintf(err, errlen, "store: cannot read the failures");
@@ -264,8 +265,12 @@ static int render_failures(struct tmon *tm, struct sbuf *b, char *err, size_t er
 		long long id = sqlite3_column_int64(q, 0);
 		bool labelled = sqlite3_column_type(q, 5) != SQLITE_NULL;
 		char *metrics = render_metrics(db, (const char *)sqlite3_column_text(q, 7));
-		char flags[64];
-		snprintf(flags, sizeof flags, "%s%s%s", sqlite3_column_int(q, 9) ? "report " : "",
+		const char *result = col(q, 13), *kind = col(q, 14);
+		char flags[96];
+		snprintf(flags, sizeof flags, "%s%s%s%s%s",
+			 result && !strcmp(result, "inconclusive") ? "inconclusive " : "",
+			 kind && !strcmp(kind, "overdue") ? "overdue " : "",
+			 sqlite3_column_int(q, 9) ? "report " : "",
 			 sqlite3_column_type(q, 11) != SQLITE_NULL ? "silenced " : "",
 			 sqlite3_column_int(q, 12) ? "acked" : "");
 		sb_printf(b, "<tr id=\"failure-%lld\" data-id=\"%lld\" data-instance=\"%lld\""

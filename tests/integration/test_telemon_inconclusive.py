@@ -5,6 +5,8 @@ failures`), neither counted as a failure of the instance nor in
 cmon_failures_total; a slow interval without loss is a failure as usual.
 Intervals whose end never came are said in the typescript (unclosed), and
 those of a type with a deadline (`within`) are overdue failures."""
+import urllib.request
+
 import cmontest as ct
 import telemontest as tt
 from cmontest import check
@@ -36,7 +38,8 @@ def main():
         spec = env.path("loss.pspec")
         with open(spec, "w") as f:
             f.write(SPEC)
-        tm = tt.Telemonitor(env, reg, tt.rc_class("lossy", spec=spec))
+        tm = tt.Telemonitor(env, reg, tt.rc_class("lossy", spec=spec),
+                            extra=["-http", "127.0.0.1:0"])
         prog = env.path("prog.sh")
         with open(prog, "w") as f:
             f.write("printf '%s' >&\"$CMON_LOG_FD\"\n" % LOG.replace("%", "%%"))
@@ -57,7 +60,11 @@ def main():
               "the certain failure and the two overdue ones count, not the inconclusive one: %r",
               tm.instances())
         text = tm.ctl("failures")
-        check("inconclusive" in text, "the listing shows it apart: %s", text)
+        check("inconclusive" in text and "overdue" in text, "the listing shows them apart: %s",
+              text)
+        host, port = tm.http_addr()
+        page = urllib.request.urlopen("http://%s:%d/" % (host, port), timeout=10).read().decode()
+        check("inconclusive" in page and "overdue" in page, "and so does the dashboard")
         # reads 2 and 4 never ended: said in the typescript, kept with the verdicts
         ts = ct.wait_for(lambda: (lambda t: t if "unclosed" in t else None)(
             tm.ctl("typescript", str(inst["id"]))), 10, "the unclosed note")
