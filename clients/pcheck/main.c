@@ -35,6 +35,8 @@ static const char usage[] =
     "  -e, --events FILE           write every event relevant to the spec to FILE ('-':\n"
     "                              standard output)\n"
     "  -json, --json               JSON Lines instead of text\n"
+    "  -plan, --plan               print the passes, which assertions stream in -cont and the\n"
+    "                              state the check keeps, without reading a log; then exit\n"
     "  -h, --help                  show this help and exit\n"
     "  -V, --version               show the version and exit\n"
     "Long options may be written with one dash or two.\n"
@@ -168,7 +170,7 @@ static FILE *open_out(const char *path)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_CONT = 256, OPT_JSON };
+    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN };
     static const struct option longopts[] = {
         { "spec", required_argument, NULL, 's' },
         { "path", required_argument, NULL, 'i' },
@@ -177,11 +179,13 @@ int main(int argc, char **argv)
         { "intervals", required_argument, NULL, 'v' },
         { "events", required_argument, NULL, 'e' },
         { "json", no_argument, NULL, OPT_JSON },
+        { "plan", no_argument, NULL, OPT_PLAN },
         { NULL, 0, NULL, 0 },
     };
     static const struct cmon_cmdline cl = { "pcheck", usage, "s:i:fv:e:", longopts };
     const char *spec = NULL, *path = NULL, *vpath = NULL, *epath = NULL, *log = NULL;
     out o = {0};
+    bool plan = false;
     int ch;
     while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
         switch (ch) {
@@ -192,6 +196,7 @@ int main(int argc, char **argv)
         case 'v': vpath = optarg; break;
         case 'e': epath = optarg; break;
         case OPT_JSON: o.json = true; break;
+        case OPT_PLAN: plan = true; break;
         }
     }
     if (argc - optind > 1)
@@ -199,11 +204,18 @@ int main(int argc, char **argv)
     log = optind < argc ? argv[optind] : NULL;
     if (!spec)
         cmon_cmdline_fail(&cl, "no specification given (-s SPEC)");
-    if (cli_spec_on_stdin(spec) && (!log || strcmp(log, "-") == 0))
+    if (cli_spec_on_stdin(spec) && !plan && (!log || strcmp(log, "-") == 0))
         cmon_cmdline_fail(&cl, "the specification is on standard input (-s -), so the log must be a named file");
     pspec *ps = cli_load_spec("pcheck", spec, path);
     if (!ps)
         return PSPEC_EXIT_SPEC;
+    if (plan) {
+        char *text = pspec_plan(ps);
+        fputs(text, stdout);
+        free(text);
+        pspec_free(ps);
+        return PSPEC_EXIT_OK;
+    }
     if (pspec_uses_unknowns(ps))
         fprintf(stderr, "pcheck: warning: %s uses unknowns (def X = ?); assertions that depend on them "
                 "are UNDEFINED until psolve gives them values\n", spec);

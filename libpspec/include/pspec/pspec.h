@@ -58,6 +58,10 @@ void pspec_clear_diags(pspec *ps);
 /* Number of passes over the log that checking the main spec takes: 1, or
  * more when log aggregates are nested (a multi-pass log must be seekable). */
 unsigned pspec_passes(const pspec *ps);
+/* pcheck --plan: the passes, which assertions stream in -cont, and the
+ * state each interval type and log aggregate keeps, as text (heap string),
+ * without reading a log. */
+char *pspec_plan(const pspec *ps);
 /* Does the spec contain unknowns (def X = ?) that an assertion or print uses? */
 bool pspec_uses_unknowns(const pspec *ps);
 

@@ -1,0 +1,123 @@
+/* plan_text.c — pcheck --plan: what checking a specification will keep,
+ * said before any log is read (the passes, which assertions stream in
+ * -cont, and the state each interval type and aggregate holds, as a bound
+ * in terms of open intervals and distinct mapping keys). */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "program.h"
+#include "run-internal.h"
+#include "util.h"
+
+static const char *file_of(const ps_program *prog, ps_loc loc)
+{
+    return prog->files.v[loc.file]->path;
+}
+
+/* "{OP x : T ...}" for an aggregate: its operator and what it ranges over. */
+static void agg_text(ps_buf *b, const ps_agg *a)
+{
+    ps_buf_printf(b, "{%s %s : %s}", pv_aggop_spelling[a->op], a->var ? a->var->name : "x",
+                  a->ev ? pv_type_name(a->ev) : a->iv ? a->iv->name : "domain(...)");
+}
+
+char *pspec_plan(const pspec *ps)
+{
+    const ps_program *prog = &ps->prog;
+    plan pl;
+    ps_buf b = {0};
+    unsigned per_key = 0;
+
+    plan_init(&pl, (ps_program *)prog);
+    for (uint32_t i = 0; i < prog->stmts.n; i++)
+        if (prog->stmts.v[i]->kind != ST_SOLVE)
+            plan_walk(&pl, prog->stmts.v[i]->expr);
+    for (uint32_t i = 0; i < prog->ivtypes.n; i++)
+        if (prog->ivtypes.v[i]->within)
+            plan_mark_iv(&pl, prog->ivtypes.v[i]);
+
+    ps_buf_printf(&b, "passes over the log: %u%s\n", pl.passes ? pl.passes : 1,
+                  pl.passes > 1 ? " (an aggregate over the log inside another; -cont keeps the log in a "
+                                  "temporary file and reports at its end)" : "");
+    ps_buf_puts(&b, "assertions:\n");
+    for (uint32_t i = 0; i < prog->stmts.n; i++) {
+        const ps_stmt *st = prog->stmts.v[i];
+        if (st->kind != ST_ASSERT)
+            continue;
+        const ps_expr *e = st->expr;
+        bool streams = e->kind == X_AGG && e->agg->place == AGG_TOP && e->agg->op == PV_AGG_ALL &&
+                       (e->agg->ev || e->agg->iv) && pl.passes <= 1;
+        ps_buf_printf(&b, "  %s:%u", file_of(prog, st->loc), st->loc.line);
+        if (st->label)
+            ps_buf_printf(&b, " \"%s\"", st->label);
+        if (streams)
+            ps_buf_printf(&b, ": streams in -cont (each failing %s is reported when it %s)\n",
+                          e->agg->ev ? pv_type_name(e->agg->ev) : e->agg->iv->name,
+                          e->agg->ev ? "arrives" : "ends");
+        else
+            ps_buf_puts(&b, ": decided at end of log\n");
+    }
+    ps_buf_puts(&b, "state:\n");
+    for (uint32_t i = 0; i < prog->ivtypes.n; i++) {
+        const ps_ivtype *t = prog->ivtypes.v[i];
+        if (!pl.need_iv[i])
+            continue;
+        ps_buf_printf(&b, "  interval %s (%s:%u): one record per open interval", t->name,
+                      file_of(prog, t->loc), t->loc.line);
+        if (t->naggs) {
+            unsigned maps = 0;
+            for (uint32_t k = 0; k < t->naggs; k++)
+                maps += t->aggs[k]->map_depth > 0;
+            ps_buf_printf(&b, ", with %u metric aggregate%s", t->naggs, t->naggs == 1 ? "" : "s");
+            if (maps) {
+                ps_buf_printf(&b, " (%u a mapping: one entry per distinct key, per open interval)", maps);
+                per_key++;
+            }
+        }
+        if (t->end_kind == IVE_AFTER)
+            ps_buf_puts(&b, "; ended by time, so about one open per start chain");
+        else if (t->end_key)
+            ps_buf_puts(&b, "; found by a hash index on its end key");
+        else if (t->nested)
+            ps_buf_puts(&b, "; nested: the most recent matching one ends");
+        else
+            ps_buf_puts(&b, "; unkeyed: an end event is tried against every open one");
+        if (t->within)
+            ps_buf_puts(&b, "; one open longer than its deadline (within) is reported overdue, once");
+        ps_buf_puts(&b, "\n");
+    }
+    for (uint32_t i = 0; i < prog->topaggs.n; i++) {
+        const ps_agg *a = prog->topaggs.v[i];
+        if (!pl.agg_needed[i])
+            continue;
+        ps_buf_printf(&b, "  aggregate ");
+        agg_text(&b, a);
+        ps_buf_printf(&b, " (%s:%u, pass %u): ", file_of(prog, a->loc), a->loc.line, a->depth);
+        if (a->map_depth > 0) {
+            ps_buf_printf(&b, "one entry per distinct key%s of its mapping\n",
+                          a->map_depth > 1 ? " at each level" : "");
+            per_key++;
+        } else if (a->op == PV_AGG_THE || a->op == PV_AGG_FIRST || a->op == PV_AGG_LAST) {
+            ps_buf_puts(&b, "one value\n");
+        } else {
+            ps_buf_puts(&b, "a few numbers\n");
+        }
+    }
+    ps_buf_puts(&b, "memory: O(");
+    bool first = true;
+    for (uint32_t i = 0; i < prog->ivtypes.n; i++) {
+        const ps_ivtype *t = prog->ivtypes.v[i];
+        if (!pl.need_iv[i])
+            continue;
+        ps_buf_printf(&b, "%sopen %s", first ? "" : " + ", t->name);
+        first = false;
+    }
+    if (per_key) {
+        ps_buf_printf(&b, "%sdistinct mapping keys", first ? "" : " + ");
+        first = false;
+    }
+    ps_buf_printf(&b, "%s)%s\n", first ? "1" : "",
+                  per_key ? "; mapping keys grow with the values the log brings" : "");
+    plan_free(&pl);
+    return ps_buf_take(&b);
+}
