@@ -35,6 +35,8 @@ static const char usage[] =
     "  -e, --events FILE           write every event relevant to the spec to FILE ('-':\n"
     "                              standard output)\n"
     "  -json, --json               JSON Lines instead of text\n"
+    "  -explain, --explain         with an assertion that did not hold, the values of the log\n"
+    "                              aggregates and constants it uses (its witness)\n"
     "  -plan, --plan               print the passes, which assertions stream in -cont and the\n"
     "                              state the check keeps, without reading a log; then exit\n"
     "  -h, --help                  show this help and exit\n"
@@ -170,7 +172,7 @@ static FILE *open_out(const char *path)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN };
+    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN };
     static const struct option longopts[] = {
         { "spec", required_argument, NULL, 's' },
         { "path", required_argument, NULL, 'i' },
@@ -180,12 +182,13 @@ int main(int argc, char **argv)
         { "events", required_argument, NULL, 'e' },
         { "json", no_argument, NULL, OPT_JSON },
         { "plan", no_argument, NULL, OPT_PLAN },
+        { "explain", no_argument, NULL, OPT_EXPLAIN },
         { NULL, 0, NULL, 0 },
     };
     static const struct cmon_cmdline cl = { "pcheck", usage, "s:i:fv:e:", longopts };
     const char *spec = NULL, *path = NULL, *vpath = NULL, *epath = NULL, *log = NULL;
     out o = {0};
-    bool plan = false;
+    bool plan = false, explain = false;
     int ch;
     while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
         switch (ch) {
@@ -197,6 +200,7 @@ int main(int argc, char **argv)
         case 'e': epath = optarg; break;
         case OPT_JSON: o.json = true; break;
         case OPT_PLAN: plan = true; break;
+        case OPT_EXPLAIN: explain = true; break;
         }
     }
     if (argc - optind > 1)
@@ -233,6 +237,7 @@ int main(int argc, char **argv)
     if (epath)
         o.efile = open_out(epath);
     pspec_check_options opt = {.continuous = o.cont, .want_intervals = vpath != NULL, .want_events = epath != NULL,
+                               .explain = explain,
                                .report = on_report, .warn = cli_warn, .ctx = &o};
     char *err = NULL;
     int status = pspec_check(ps, fd, cli_log_name(log), &opt, &err);

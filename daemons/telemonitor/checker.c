@@ -23,7 +23,7 @@
 enum {
 	C_PRINT_TYPE, C_PRINT, C_SPEC, C_ASSERT, C_LINE, C_RESULT, C_KIND, C_TYPE, C_UID, C_START,
 	C_END, C_TS_TYPE, C_START_TS, C_END_TS, C_METRICS, C_OFF_TYPE, C_OFFENDERS, C_METRICS_TYPE,
-	C_REPORT, C_COUNT,
+	C_REPORT, C_COUNT, C_WITNESS,
 };
 
 static const char *col(sqlite3_stmt *q, int c)
@@ -72,6 +72,8 @@ static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool who
 	f.silence_id = hygiene_silenced(tm, in->prog, in->machine, f.assertion, f.line, now);
 	f.metrics = col(q, C_METRICS_TYPE) && !strcmp(col(q, C_METRICS_TYPE), "object")
 			    ? col(q, C_METRICS) : NULL;
+	if (whole_log && !f.metrics)
+		f.metrics = col(q, C_WITNESS);  /* pcheck --explain: what the verdict was made of */
 	if (!whole_log && parse_pos(f.start, &rs, &ss) && parse_pos(f.end, &re, &se)) {
 		/* R.0 is record R; R.S (S > 0) was made up after record R, so
 		 * the interval's first real record is R + 1 */

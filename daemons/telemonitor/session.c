@@ -164,10 +164,11 @@ static void spawn_tool(struct session *s, struct tool *t)
 		argv[0] = s->tm->pcheck;
 		argv[1] = "-cont";
 		argv[2] = "--json";
-		argv[3] = "-s";
-		argv[4] = s->cls.spec;
-		argv[5] = "-";
-		argv[6] = NULL;
+		argv[3] = "--explain";        /* whole-log failures come with their witness */
+		argv[4] = "-s";
+		argv[5] = s->cls.spec;
+		argv[6] = "-";
+		argv[7] = NULL;
 	} else {
 		argv[0] = "/bin/sh";
 		argv[1] = "-c";

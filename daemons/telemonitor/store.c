@@ -181,7 +181,8 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	  " json_extract(j,'$.start_ts'), json_extract(j,'$.end_ts'),"                       \
 	  " json_extract(j,'$.metrics'), json_type(j,'$.offenders'),"                        \
 	  " json_extract(j,'$.offenders'), json_type(j,'$.metrics'),"                        \
-	  " coalesce(json_extract(j,'$.report'), 0), json_extract(j,'$.count')"             \
+	  " coalesce(json_extract(j,'$.report'), 0), json_extract(j,'$.count'),"            \
+	  " json_extract(j,'$.witness')"                                                     \
 	  " FROM (SELECT ?1 AS j) WHERE json_valid(j) AND json_type(j) = 'object'")           \
 	X(VERDICT_INSERT,                                                                    \
 	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \

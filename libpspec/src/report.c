@@ -220,7 +220,19 @@ char *pspec_report_format(const pspec_report *r, pspec_format fmt)
     case PSPEC_REPORT_ASSERT:
         if (json) {
             assert_json_head(&b, r);
-            ps_buf_printf(&b, ",\"offenders\":%" PRIu64 "}", r->offenders);
+            ps_buf_printf(&b, ",\"offenders\":%" PRIu64, r->offenders);
+            if (r->nwit) {
+                ps_buf_puts(&b, ",\"witness\":{");
+                for (uint32_t i = 0; i < r->nwit; i++) {
+                    if (i)
+                        ps_buf_putc(&b, ',');
+                    pv_json_string(&b, r->wit[i].name);
+                    ps_buf_putc(&b, ':');
+                    pv_format_json(&b, &r->wit[i].value);
+                }
+                ps_buf_putc(&b, '}');
+            }
+            ps_buf_putc(&b, '}');
             break;
         }
         where_text(&b, r);
@@ -236,6 +248,11 @@ char *pspec_report_format(const pspec_report *r, pspec_format fmt)
             ps_buf_printf(&b, " (%" PRIu64 " record%s lost)", r->lost, r->lost == 1 ? "" : "s");
         else if (r->offenders)
             ps_buf_printf(&b, " (%" PRIu64 " offender%s)", r->offenders, r->offenders == 1 ? "" : "s");
+        for (uint32_t i = 0; i < r->nwit; i++) {
+            ps_buf_puts(&b, i ? "; " : ": where ");
+            ps_buf_printf(&b, "%s = ", r->wit[i].name);
+            pv_format(&b, &r->wit[i].value);
+        }
         break;
     case PSPEC_REPORT_OFFENDER:
         if (json) {

@@ -6,6 +6,12 @@
 #include "pspec/pspec.h"
 #include "value.h"
 
+/* One part of a witness: a sub-expression's source text and its value. */
+typedef struct ps_witness {
+    char *name;                 /* heap */
+    pv value;                   /* owned */
+} ps_witness;
+
 struct pspec_report {
     pspec_report_kind kind;
     pspec_result result;
@@ -17,6 +23,8 @@ struct pspec_report {
     uint64_t lost;              /* INCONCLUSIVE ASSERT/OFFENDER: records lost */
     const ps_ivtype *ivtype;    /* UNCLOSED: the interval type */
     uint64_t count;             /* UNCLOSED: intervals still open */
+    const ps_witness *wit;      /* ASSERT with explain: [nwit] */
+    uint32_t nwit;
     double age, within;         /* OVERDUE: how long it has been open, its bound (ticks); the
                                    start event is `elem` */
 };

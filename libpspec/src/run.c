@@ -317,6 +317,86 @@ static pspec_result result_of(const pv *v)
     return v->b ? PSPEC_PASS : PSPEC_FAIL;
 }
 
+/* ---- witnesses (pcheck --explain) ---- */
+
+enum { WITNESS_MAX = 16, WITNESS_SRC_MAX = 120 };
+
+typedef struct witness_walk {
+    const runner *rn;
+    ps_witness w[WITNESS_MAX];
+    uint32_t n;
+} witness_walk;
+
+/* The source text of the aggregate that opens at loc (its braces matched),
+ * shortened to WITNESS_SRC_MAX bytes; NULL if it cannot be found. */
+static char *agg_source(const ps_program *prog, ps_loc loc)
+{
+    const char *t = prog->files.v[loc.file]->text;
+    uint32_t line = 1, col = 1;
+    while (*t && (line < loc.line || col < loc.col)) {
+        if (*t++ == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    if (*t != '{')
+        return NULL;
+    const char *p = t;
+    int depth = 0;
+    do {
+        if (*p == '{')
+            depth++;
+        else if (*p == '}')
+            depth--;
+        else if (*p == '"')
+            while (p[1] && *++p != '"')
+                ;
+        p++;
+    } while (*p && depth > 0);
+    size_t len = (size_t)(p - t);
+    ps_buf b = {0};
+    for (size_t i = 0; i < len && b.len < WITNESS_SRC_MAX; i++)
+        ps_buf_putc(&b, t[i] == '\n' || t[i] == '\t' ? ' ' : t[i]);
+    if (len > WITNESS_SRC_MAX)
+        ps_buf_puts(&b, "...");
+    return ps_buf_take(&b);
+}
+
+static bool witness_part(const ps_expr *e, void *ctx)
+{
+    witness_walk *ww = ctx;
+    const ps_program *prog = ww->rn->prog;
+    if (ww->n == WITNESS_MAX)
+        return true;
+    if (e->kind == X_AGG && e->agg->place == AGG_TOP) {
+        char *src = agg_source(prog, e->agg->loc);
+        if (src) {
+            for (uint32_t i = 0; i < ww->n; i++)
+                if (!strcmp(ww->w[i].name, src)) {
+                    free(src);
+                    return false;
+                }
+            ww->w[ww->n].name = src;
+            ww->w[ww->n].value = pv_copy(ww->rn->ev.topvals[e->agg->id]);
+            ww->n++;
+        }
+        return false;       /* its insides are not evaluated on their own */
+    }
+    if (e->kind == X_CONST) {
+        const char *name = e->cst->local ? e->cst->local : e->cst->name;
+        for (uint32_t i = 0; i < ww->n; i++)
+            if (!strcmp(ww->w[i].name, name))
+                return false;
+        ww->w[ww->n].name = ps_strdup(name);
+        ww->w[ww->n].value = pv_copy(ww->rn->ev.consts[e->cst->id]);
+        ww->n++;
+        return false;
+    }
+    return ps_expr_any_child(e, witness_part, ctx);
+}
+
 /* A false assertion over a log that lost records: FAIL if some offender is
  * certain; INCONCLUSIVE if its offenders all lost records, or if it is a
  * whole-log assertion (the lost records could have changed any log
@@ -388,8 +468,20 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
                 } else {
                     rep.kind = PSPEC_REPORT_PRINT;
                 }
+                witness_walk ww = {.rn = &rn};
+                /* (an outermost {& x : T ...} has its offenders for a witness) */
+                if (st->kind == ST_ASSERT && opt->explain && rep.result != PSPEC_PASS &&
+                    !reporting_agg(st)) {
+                    witness_part(st->expr, &ww);
+                    rep.wit = ww.w;
+                    rep.nwit = ww.n;
+                }
                 if (opt->report)
                     opt->report(opt->ctx, &rep);
+                for (uint32_t k = 0; k < ww.n; k++) {
+                    free(ww.w[k].name);
+                    pv_free(ww.w[k].value);
+                }
                 pv_free(v);
             }
         }

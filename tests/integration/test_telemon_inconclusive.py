@@ -4,7 +4,8 @@ stored with result "inconclusive" and shown apart (the flag in `telemonctl
 failures`), neither counted as a failure of the instance nor in
 cmon_failures_total; a slow interval without loss is a failure as usual.
 Intervals whose end never came are said in the typescript (unclosed), and
-those of a type with a deadline (`within`) are overdue failures."""
+those of a type with a deadline (`within`) are overdue failures. A whole-log
+verdict is stored with its witness (pcheck --explain) as its metrics."""
 import urllib.request
 
 import cmontest as ct
@@ -17,6 +18,7 @@ SPEC = """perfspec loss
     metrics time = ts(e) - ts(s)
   end Read;
   assert "fast": {& r : Read : r.time <= 10};
+  assert "enough reads": {count r : Read} >= 10;
 end loss
 """
 
@@ -46,8 +48,13 @@ def main():
         s = env.snarflog("lossy", reg=reg, cmd=["sh", prog])
         check(s.wait(30) == 0, "snarflog: %s", s.stderr())
         inst = tm.instance(lambda i: i["state"] == "ended", what="the program to end")
-        fails = ct.wait_for(lambda: (lambda f: f if len(f) >= 4 else None)(tm.failures()),
-                            20, "four stored results")
+        fails = ct.wait_for(lambda: (lambda f: f if len(f) >= 5 else None)(tm.failures()),
+                            20, "five stored results")
+        whole = [f for f in fails if f["kind"] == "assertion"]
+        check(len(whole) == 1 and whole[0]["result"] == "inconclusive" and
+              whole[0]["metrics"] == {"{count r : Read}": 2},
+              "the whole-log verdict over a lossy log is inconclusive, with its witness: %r",
+              whole)
         by_uid = {f["uid"]: f for f in fails}
         overdue = sorted(f["start"] for f in fails if f["kind"] == "overdue")
         check(overdue == ["2.0", "6.0"] and

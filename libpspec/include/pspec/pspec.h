@@ -131,6 +131,8 @@ typedef struct pspec_check_options {
                                    flushes); everything else at end of log */
     bool want_intervals;        /* PSPEC_REPORT_INTERVAL for every interval (-v) */
     bool want_events;           /* PSPEC_REPORT_EVENT for every event (-e) */
+    bool explain;               /* an ASSERT report that did not pass carries a witness: the
+                                   values of the log aggregates and constants it uses */
     pspec_report_fn report;
     pspec_warn_fn warn;
     void *ctx;
