@@ -44,16 +44,14 @@ char *pspec_plan(const pspec *ps)
         const ps_stmt *st = prog->stmts.v[i];
         if (st->kind != ST_ASSERT)
             continue;
-        const ps_expr *e = st->expr;
-        bool streams = e->kind == X_AGG && e->agg->place == AGG_TOP && e->agg->op == PV_AGG_ALL &&
-                       (e->agg->ev || e->agg->iv) && pl.passes <= 1;
+        const ps_agg *a = reporting_agg(st);
+        bool streams = a && pl.passes <= 1;
         ps_buf_printf(&b, "  %s:%u", file_of(prog, st->loc), st->loc.line);
         if (st->label)
             ps_buf_printf(&b, " \"%s\"", st->label);
         if (streams)
             ps_buf_printf(&b, ": streams in -cont (each failing %s is reported when it %s)\n",
-                          e->agg->ev ? pv_type_name(e->agg->ev) : e->agg->iv->name,
-                          e->agg->ev ? "arrives" : "ends");
+                          a->ev ? pv_type_name(a->ev) : a->iv->name, a->ev ? "arrives" : "ends");
         else
             ps_buf_puts(&b, ": decided at end of log\n");
     }

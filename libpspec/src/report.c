@@ -46,8 +46,6 @@ uint64_t pspec_report_uid(const pspec_report *r)
 
 int64_t pspec_report_start_ts(const pspec_report *r)
 {
-    if (r->kind == PSPEC_REPORT_OVERDUE)
-        return r->elem->ev->ts;
     if (!r->elem)
         return 0;
     return r->elem->kind == PV_INTERVAL ? r->elem->iv->start->ts : r->elem->ev->ts;

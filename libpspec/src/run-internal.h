@@ -36,11 +36,15 @@ typedef struct runner {
     uint64_t *inconclusive;     /* [stmts] offenders over intervals that lost records */
     uint64_t lost;              /* records the log's gap markers stood for */
     uint64_t *unclosed;         /* [ivtypes] intervals still open at end of log */
+    bool *judges_loss;          /* [stmts] it aggregates gap@ itself: loss never makes it inconclusive */
     uint64_t overdue;           /* intervals reported open longer than their `within` */
     const ps_stmt **report_for; /* [topaggs] */
 } runner;
 
 void runner_init(runner *rn, pspec *ps, double tick_ns);
+/* The outermost {& x : T ...} over events or intervals that assertion st
+ * is (its offenders are reported one by one, as they close), or NULL. */
+const ps_agg *reporting_agg(const ps_stmt *st);
 void runner_free(runner *rn);
 /* Evaluate the constants without log aggregates, then run every pass the
  * plan needs (rewinding first when asked); each pass computes the needed

@@ -81,6 +81,8 @@ void plan_free(plan *pl)
 /* ---- running the passes -------------------------------------------------------------- */
 
 
+static bool judges_loss(const ps_expr *e, void *ctx);
+
 void runner_init(runner *rn, pspec *ps, double tick_ns)
 {
     ps_program *prog = &ps->prog;
@@ -95,6 +97,9 @@ void runner_init(runner *rn, pspec *ps, double tick_ns)
     rn->offenders = ps_calloc(prog->stmts.n + 1, sizeof(uint64_t));
     rn->inconclusive = ps_calloc(prog->stmts.n + 1, sizeof(uint64_t));
     rn->unclosed = ps_calloc(prog->ivtypes.n + 1, sizeof(uint64_t));
+    rn->judges_loss = ps_calloc(prog->stmts.n + 1, sizeof(bool));
+    for (uint32_t i = 0; i < prog->stmts.n; i++)
+        rn->judges_loss[i] = prog->stmts.v[i]->expr && judges_loss(prog->stmts.v[i]->expr, NULL);
     rn->report_for = ps_calloc(prog->topaggs.n + 1, sizeof(*rn->report_for));
 }
 
@@ -110,6 +115,7 @@ void runner_free(runner *rn)
     free(rn->offenders);
     free(rn->inconclusive);
     free(rn->unclosed);
+    free(rn->judges_loss);
     free(rn->report_for);
 }
 
@@ -146,25 +152,13 @@ static bool judges_loss(const ps_expr *e, void *ctx)
     return ps_expr_any_child(e, judges_loss, ctx);
 }
 
-/* Does expression e depend on the log (an aggregate over events or
- * intervals, directly or through a constant)? */
-static bool uses_log(const ps_expr *e, void *ctx)
-{
-    if (e->kind == X_AGG && (e->agg->ev || e->agg->iv))
-        return true;
-    if (e->kind == X_CONST)
-        return e->cst->expr && uses_log(e->cst->expr, ctx);
-    return ps_expr_any_child(e, uses_log, ctx);
-}
-
 static void on_offender(void *ctx, const ps_stmt *st, const pv *elem, int result)
 {
     runner *rn = ctx;
     /* An interval that was open while records were lost may be wrong in
      * any of its parts (even its end): its failure is inconclusive,
      * unless the assertion judges the loss itself. */
-    bool unsure = result == 1 && elem->kind == PV_INTERVAL && elem->iv->lost &&
-                  !judges_loss(st->expr, NULL);
+    bool unsure = result == 1 && elem->kind == PV_INTERVAL && elem->iv->lost && !rn->judges_loss[st->id];
     if (unsure)
         rn->inconclusive[st->id]++;
     else
@@ -273,8 +267,7 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
     return status;
 }
 
-/* Is this assertion an outermost {& x : T ...} over events or intervals? */
-static const ps_agg *reporting_agg(const ps_stmt *st)
+const ps_agg *reporting_agg(const ps_stmt *st)
 {
     const ps_expr *e = st->expr;
     if (st->kind != ST_ASSERT || e->kind != X_AGG)
@@ -405,7 +398,7 @@ static void verdict_under_loss(const runner *rn, const ps_stmt *st, pspec_report
 {
     uint32_t i = st->id;
 
-    if (rn->lost == 0 || judges_loss(st->expr, NULL))
+    if (rn->lost == 0 || rn->judges_loss[i])
         return;
     if (reporting_agg(st)) {
         if (rn->offenders[i] == 0 && rn->inconclusive[i] > 0) {
@@ -413,7 +406,7 @@ static void verdict_under_loss(const runner *rn, const ps_stmt *st, pspec_report
             rep->offenders = rn->inconclusive[i];
             rep->lost = rn->lost;
         }
-    } else if (uses_log(st->expr, NULL)) {
+    } else if (st->expr->log_dependent) {
         rep->result = PSPEC_INCONCLUSIVE;
         rep->lost = rn->lost;
     }
