@@ -103,9 +103,11 @@ int main(int argc, char **argv)
     };
     static const struct cmon_cmdline cl = { "psolve", usage, "s:i:d:u:", longopts };
     const char *spec = NULL, *path = NULL, *dpath = NULL, *log = NULL;
-    const char **only = calloc((size_t)argc + 1, sizeof *only);
+    /* file-scope, so that a usage error's exit() leaves nothing unreachable */
+    static const char **only;
     size_t nonly = 0;
     int ch;
+    only = calloc((size_t)argc + 1, sizeof *only);
     if (!only)
         return 3;
     while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
@@ -134,10 +136,13 @@ int main(int argc, char **argv)
     if (cli_spec_on_stdin(spec) && (!log || strcmp(log, "-") == 0))
         cmon_cmdline_fail(&cl, "the specification is on standard input (-s -), so the log must be a named file");
     pspec *ps = cli_load_spec("psolve", spec, path);
-    if (!ps)
+    if (!ps) {
+        free(only);
         return 2;
+    }
     int fd = cli_open_log("psolve", log, true);
     if (fd < 0) {
+        free(only);
         pspec_free(ps);
         return 3;
     }
@@ -148,6 +153,8 @@ int main(int argc, char **argv)
         c.data = fopen(dpath, "w");
         if (!c.data) {
             fprintf(stderr, "psolve: %s: %s\n", dpath, strerror(errno));
+            close(fd);
+            free(only);
             pspec_free(ps);
             return 3;
         }
