@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_http_fill DIR INSTANCES FAILURES\n");
 		return 2;
 	}
-	st = store_open(argv[1], err, sizeof err);
+	st = store_open(argv[1], NULL, err, sizeof err);
 	in = calloc((size_t)ninst, sizeof *in);
 	if (!st || !in) {
 		fprintf(stderr, "bench_http_fill: %s\n", st ? "out of memory" : err);

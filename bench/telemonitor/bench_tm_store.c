@@ -53,7 +53,7 @@ static int line_for(char *buf, size_t size, long i)
 static int run_store(const char *dir, long n, bool batched)
 {
 	char err[300], line[1024];
-	struct store *st = store_open(dir, err, sizeof err);
+	struct store *st = store_open(dir, NULL, err, sizeof err);
 	double last = mono();
 
 	if (!st) {

@@ -32,7 +32,8 @@
 
 static const char usage[] =
 	"Usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
-	"                   [-pcheck PATH] [-store-backlog N] [-http ADDR] [-web DIR] [-check]\n"
+	"                   [-pcheck PATH] [-store URL] [-store-backlog N] [-http ADDR]\n"
+	"                   [-web DIR] [-check]\n"
 	"                   [-finish-tools]\n"
 	"                   [-debug]\n"
 	"                   [-tls-cert FILE -tls-key FILE] [-tls-ca FILE]\n"
@@ -54,6 +55,10 @@ static const char usage[] =
 	"  -regname, --regname NAME   accepted for compatibility; has no effect\n"
 	"  -pcheck, --pcheck PATH     the checker (default: pcheck next to this program,\n"
 	"                             then in the build tree, then on $PATH)\n"
+	"  -store, --store URL        keep failures, instances and mail in the\n"
+	"                             PostgreSQL database at URL (postgresql://...;\n"
+	"                             default: the configuration's store, else sqlite\n"
+	"                             in the state directory)\n"
 	"  -store-backlog, --store-backlog N\n"
 	"                             while the database cannot be written (disk full,\n"
 	"                             read-only, deleted), hold at most N failures in\n"
@@ -85,14 +90,15 @@ static const char usage[] =
 	"  2  bad command line or configuration\n";
 
 /* The command line: these options plus -h/--help and -V/--version. */
-enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_BACKLOG, O_HTTP, O_WEB, O_CHECK,
-       O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA };
+enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_STORE, O_BACKLOG, O_HTTP, O_WEB,
+       O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA };
 static const struct option opts[] = {
 	{ "rc", required_argument, NULL, O_RC },
 	{ "state", required_argument, NULL, O_STATE },
 	{ "regmachine", required_argument, NULL, O_REG },
 	{ "regname", required_argument, NULL, O_REGNAME },
 	{ "pcheck", required_argument, NULL, O_PCHECK },
+	{ "store", required_argument, NULL, O_STORE },
 	{ "store-backlog", required_argument, NULL, O_BACKLOG },
 	{ "http", required_argument, NULL, O_HTTP },
 	{ "web", required_argument, NULL, O_WEB },
@@ -118,6 +124,12 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		case O_REG: o->regmachine = optarg; break;
 		case O_REGNAME: break;
 		case O_PCHECK: o->pcheck = optarg; break;
+		case O_STORE:
+			if (strncmp(optarg, "postgresql://", 13) && strncmp(optarg, "postgres://", 11))
+				cmon_cmdline_fail(&cmdline, "bad value '%s' for -store (a "
+						  "postgresql:// URL)", optarg);
+			o->store = optarg;
+			break;
 		case O_BACKLOG:
 			o->store_backlog = strtoul(optarg, &end, 10);
 			if (*optarg < '0' || *optarg > '9' || *end || o->store_backlog < 1 ||
@@ -297,7 +309,9 @@ int main(int argc, char **argv)
 	/* before anything is written to a tool: the tools a killed
 	 * telemonitor left behind finish, and their ledgers are made right */
 	ledger_finish_orphans(tm.state_dir, TM_ORPHAN_WAIT_S, orphan_note, NULL);
-	tm.store = store_open(tm.state_dir, err, sizeof err);
+	tm.store = store_open(tm.state_dir,
+			      tm.opt.store ? tm.opt.store : rc_text(tm.rc, NULL, RC_STORE), err,
+			      sizeof err);
 	if (!tm.store || classes_record(&tm, err, sizeof err) < 0) {
 		fprintf(stderr, "telemonitor: %s\n", err);
 		goto out_store;

@@ -208,6 +208,13 @@ static bool value_ok(enum rc_prop p, const char *v, char *msg, size_t size)
 			}
 		}
 		return true;
+	case RC_STORE:
+		if (*v && strncmp(v, "postgresql://", 13) != 0 && strncmp(v, "postgres://", 11) != 0) {
+			snprintf(msg, size, "\"%.80s\" is not a postgresql:// URL (leave the store "
+				 "out for sqlite in the state directory)", v);
+			return false;
+		}
+		return true;
 	case RC_SMTP:
 		if (*v && strncmp(v, "smtp://", 7) != 0 && strncmp(v, "smtps://", 8) != 0) {
 			snprintf(msg, size, "\"%.80s\" is not an smtp:// or smtps:// URL", v);
@@ -466,7 +473,7 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 	if (p < 0)
 		return rc_fail(ps, line, name, "unknown property (known: prog machine pid tool "
 			    "spec mail window mailgroup block auto notify-reports alertmanager; in defaults also "
-			    "smtp from store-backlog retention http)");
+			    "smtp from store-backlog retention http store)");
 	if (!in_defaults && !props[p].in_class)
 		return rc_fail(ps, line, name, "only allowed in (defaults ...)");
 	next(ps);

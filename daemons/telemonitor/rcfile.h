@@ -37,7 +37,8 @@
 	X(RC_FROM, "from", false, false, false)                 \
 	X(RC_STORE_BACKLOG, "store-backlog", false, false, false) \
 	X(RC_RETENTION, "retention", false, false, false)     \
-	X(RC_HTTP, "http", false, false, false)
+	X(RC_HTTP, "http", false, false, false)                 \
+	X(RC_STORE, "store", false, false, false)
 
 /* A property name. */
 enum rc_prop {

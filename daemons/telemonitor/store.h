@@ -37,7 +37,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
@@ -101,8 +101,13 @@ struct store_pruned {
 	uint64_t silences;       /* silences that ended */
 };
 
-/* Open (creating or upgrading) DIR/telemonitor.db. NULL with a message. */
-struct store *store_open(const char *dir, char *err, size_t errlen);
+/* Open (creating or upgrading) the store: `target` if given (a
+ * PostgreSQL URL, db.h), else the sqlite file DIR/telemonitor.db. NULL
+ * with a message. */
+struct store *store_open(const char *dir, const char *target, char *err, size_t errlen);
+
+/* "sqlite" or "postgresql". */
+const char *store_engine(const struct store *st);
 
 /* Commit and close; accepts NULL. */
 void store_close(struct store *st);

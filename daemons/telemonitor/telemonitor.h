@@ -79,6 +79,7 @@ struct tm_options {
 	const char *http;             /* -http ADDR, or NULL (see http.h) */
 	const char *web;              /* -web DIR: the dashboard's files, or NULL (dashboard.h) */
 	size_t store_backlog;         /* -store-backlog N, or 0 */
+	const char *store;            /* -store URL (PostgreSQL), or NULL (see store.h) */
 	bool check_only;              /* -check: check the configuration and exit */
 	bool finish_tools;            /* -finish-tools: finish a killed run's tools and exit */
 	bool debug;                   /* -debug */

@@ -182,7 +182,8 @@ class Env:
 
     def __exit__(self, etype, evalue, tb):
         # Ask politely first (so sanitizers can report leaks at exit), then
-        # SIGKILL whatever is left.
+        # SIGKILL whatever is left; servers a test started (a PostgreSQL,
+        # pgserver.py) stop last.
         for p in reversed(self.procs):
             if p.alive():
                 try:
@@ -196,6 +197,8 @@ class Env:
             except subprocess.TimeoutExpired:
                 p.p.kill()
                 p.p.wait()
+        for stop in reversed(getattr(self, "cleanups", [])):
+            stop()
         reports = [p for p in self.procs if any(m in p.stderr() for m in _SANITIZER_MARKS)]
         if etype is None and reports:
             etype = TestFailure

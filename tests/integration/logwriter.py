@@ -46,6 +46,8 @@ def main():
             sys.stdout.flush()
             os._exit(42)
         signal.signal(signal.SIGTERM, on_term)
+        sys.stdout.write("logwriter traps SIGTERM\n")   # the test waits for this line
+        sys.stdout.flush()
 
     if "CMON_LOG_FD" in os.environ:
         fd = int(os.environ["CMON_LOG_FD"])

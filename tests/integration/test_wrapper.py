@@ -4,7 +4,6 @@ to snarflog, and snarflog exits with CMD's exit status — or dies of the
 same signal. A command that cannot be run gives 127."""
 import signal
 import subprocess
-import time
 
 import cmontest as ct
 from cmontest import check
@@ -25,7 +24,8 @@ def main():
         # CMD's stdout is its own (here a pipe the test reads).
         s = env.snarflog("w3", cmd=ct.logwriter_cmd("--count", "5", "--trap-term", "--linger", "30"),
                          stdout=subprocess.PIPE)
-        time.sleep(0.5)
+        first = s.p.stdout.readline()     # the trap is set (a fixed sleep loses under load)
+        check(first == b"logwriter traps SIGTERM\n", "CMD's first line: %r", first)
         s.signal(signal.SIGTERM)
         check(s.wait(20) == 42, "status %r after SIGTERM, want 42", s.p.returncode)
         out = s.p.stdout.read().decode()

@@ -32,16 +32,47 @@ double tm_now(void)
 	return 1700000000.0;
 }
 
-/* A fresh temporary state directory per test. */
+/* The engine under test: sqlite in the test's directory, or the
+ * PostgreSQL database CMON_TEST_PG_URL names (the ctest entry
+ * unit.telemon_store_pg sets it: tests/integration/pgserver.py). */
+static const char *pg_url(void)
+{
+	const char *u = getenv("CMON_TEST_PG_URL");
+
+	return u && *u ? u : NULL;
+}
+
+static struct store *open_store(const char *dir, char *err, size_t errlen)
+{
+	return store_open(dir, pg_url(), err, errlen);
+}
+
+/* A fresh temporary state directory per test (and an empty database). */
 static int setup_dir(void **state)
 {
-	char *dir = strdup("/tmp/test_telemon_store.XXXXXX");
+	char *dir = strdup("/tmp/test_telemon_store.XXXXXX"), err[300];
 
 	if (!dir || !mkdtemp(dir))
 		return -1;
 	*state = dir;
+	if (pg_url()) {
+		struct db *db = db_open(pg_url(), err, sizeof err);
+		if (!db || db_exec(db, "DROP SCHEMA public CASCADE; CREATE SCHEMA public") != DB_DONE) {
+			fprintf(stderr, "cannot empty %s: %s\n", pg_url(), db ? db_errmsg(db) : err);
+			db_close(db);
+			return -1;
+		}
+		db_close(db);
+	}
 	return 0;
 }
+
+/* A test of sqlite's file (migrations from its first schema, a deleted file). */
+#define SQLITE_ONLY()                                                                        \
+	do {                                                                                 \
+		if (pg_url())                                                                \
+			skip();                                                              \
+	} while (0)
 
 static int teardown_dir(void **state)
 {
@@ -68,16 +99,16 @@ static sqlite3 *raw_open(const char *dir)
 	return db;
 }
 
-static int64_t count(sqlite3 *db, const char *sql)
+/* One number from the store's database. */
+static int64_t count(struct store *st, const char *sql)
 {
-	sqlite3_stmt *q;
-	int64_t n = -1;
+	return (int64_t)conn_u64(&st->c, sql);
+}
 
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
-	if (sqlite3_step(q) == SQLITE_ROW)
-		n = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return n;
+/* Run statements on the store's database. */
+static void exec_ok(struct store *st, const char *sql)
+{
+	assert_int_equal(db_exec(st->c.db, sql), DB_DONE);
 }
 
 static void upgrade_from_version_1(void **state)
@@ -87,8 +118,10 @@ static void upgrade_from_version_1(void **state)
 	sqlite3 *db = raw_open(dir);
 	struct store *st;
 
+	SQLITE_ONLY();
+
 	/* the released first schema, with a failure in it */
-	assert_int_equal(sqlite3_exec(db, migrations[0], NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sqlite_migrations[0], NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db,
 		"INSERT INTO instances (prog, machine, pid, start_ns, first_seen)"
 		" VALUES ('fsread', 'host1', 42, 1, 1.5);"
@@ -97,19 +130,19 @@ static void upgrade_from_version_1(void **state)
 		"PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 
-	st = store_open(dir, err, sizeof err);
+	st = open_store(dir, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(store_version(st), STORE_SCHEMA_VERSION);
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures"
+	assert_int_equal(count(st, "SELECT count(*) FROM failures"
 				" WHERE assert = 'read at most 10 ms' AND metrics LIKE '%8192%'"), 1);
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM mail_queue"), 0);
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM mail_digest"), 0);
+	assert_int_equal(count(st, "SELECT count(*) FROM mail_queue"), 0);
+	assert_int_equal(count(st, "SELECT count(*) FROM mail_digest"), 0);
 	store_close(st);
 
 	/* opened again: nothing to do */
-	st = store_open(dir, err, sizeof err);
+	st = open_store(dir, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(count(store_db(st), "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+	assert_int_equal(store_version(st), STORE_SCHEMA_VERSION);
 	store_close(st);
 }
 
@@ -119,10 +152,12 @@ static void newer_database_refused(void **state)
 	char err[300] = "", newer[64];
 	sqlite3 *db = raw_open(dir);
 
+	SQLITE_ONLY();
+
 	snprintf(newer, sizeof newer, "PRAGMA user_version = %d", STORE_SCHEMA_VERSION + 1);
 	assert_int_equal(sqlite3_exec(db, newer, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	assert_null(store_open(dir, err, sizeof err));
+	assert_null(open_store(dir, err, sizeof err));
 	assert_non_null(strstr(err, "newer"));
 }
 
@@ -153,7 +188,7 @@ static void mail_queue_kept_until_done(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "";
-	struct store *st = store_open(dir, err, sizeof err);
+	struct store *st = open_store(dir, err, sizeof err);
 	struct seen s = { 0 };
 	uint64_t a = 0, b = 0;
 
@@ -165,7 +200,7 @@ static void mail_queue_kept_until_done(void **state)
 	assert_true(a > 0 && b > a);
 	store_close(st);                    /* commits */
 
-	st = store_open(dir, err, sizeof err);
+	st = open_store(dir, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(store_mail_load(st, on_mail, &s), 0);
 	assert_int_equal(s.n, 2);
@@ -211,7 +246,7 @@ static void digest_waiting_kept_until_done(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "";
-	struct store *st = store_open(dir, err, sizeof err);
+	struct store *st = open_store(dir, err, sizeof err);
 	struct seen s = { 0 };
 	struct digest_item it = {
 		.instance_id = 7, .prog = "fsread", .machine = "host1", .pid = 4242,
@@ -233,7 +268,7 @@ static void digest_waiting_kept_until_done(void **state)
 	assert_int_equal(store_digest_add(st, &it, 1400), 0);
 	store_close(st);
 
-	st = store_open(dir, err, sizeof err);
+	st = open_store(dir, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(store_digest_load(st, "telemonctl -state /new", on_waiting, &s), 0);
 	assert_int_equal(s.n, 3);
@@ -273,7 +308,7 @@ static void commit_callback(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "";
-	struct store *st = store_open(dir, err, sizeof err);
+	struct store *st = open_store(dir, err, sizeof err);
 	uint64_t id;
 	int n = 0;
 
@@ -301,7 +336,7 @@ static void instance_token_kept(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "";
-	struct store *st = store_open(dir, err, sizeof err);
+	struct store *st = open_store(dir, err, sizeof err);
 	struct tm_instance in = { .pid = 42, .start_ns = 7, .has_token = true }, back = { 0 };
 
 	assert_non_null(st);
@@ -316,7 +351,7 @@ static void instance_token_kept(void **state)
 	assert_int_equal(store_commit(st), 0);
 	store_close(st);
 
-	st = store_open(dir, err, sizeof err);
+	st = open_store(dir, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(store_instances_open(st, on_instance, &back), 0);
 	assert_int_equal(back.id, in.id);
@@ -335,12 +370,15 @@ static void deleted_database_replaced(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "", path[PATH_MAX];
-	struct store *st = store_open(dir, err, sizeof err);
+	struct store *st;
 	struct store_failure f = { .instance_id = 1, .assertion = "read at most 10 ms", .line = 27,
 				   .result = "fail", .uid = -1, .time = 5 };
 	struct store_health h;
 	uint64_t id1 = 0, id2 = 0, id3 = 0;
 	int reopened = 0;
+
+	SQLITE_ONLY();
+	st = open_store(dir, err, sizeof err);
 
 	assert_non_null(st);
 	store_set_reopen_cb(st, count_reopen, &reopened);
@@ -371,11 +409,11 @@ static void deleted_database_replaced(void **state)
 	assert_false(store_degraded(st));
 	assert_int_equal(reopened, 1);
 	assert_int_equal(store_commit(st), 0);
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures"), 2);
+	assert_int_equal(count(st, "SELECT count(*) FROM failures"), 2);
 	snprintf(path, sizeof path, "SELECT count(*) FROM failures WHERE id IN (%llu, %llu)",
 		 (unsigned long long)id2, (unsigned long long)id3);
-	assert_int_equal(count(store_db(st), path), 2);
-	assert_int_equal(count(store_db(st), "SELECT failures FROM store_outages"
+	assert_int_equal(count(st, path), 2);
+	assert_int_equal(count(st, "SELECT failures FROM store_outages"
 				" WHERE reason = 'database deleted' AND dropped = 0"), 2);
 	store_health(st, &h);
 	assert_int_equal(h.pending, 0);
@@ -388,13 +426,11 @@ static void prune_in_small_batches(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "";
-	struct store *st = store_open(dir, err, sizeof err);
+	struct store *st = open_store(dir, err, sizeof err);
 	struct store_pruned p;
-	sqlite3 *db;
 
 	assert_non_null(st);
-	db = store_db(st);
-	assert_int_equal(sqlite3_exec(db,
+	exec_ok(st,
 		"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200)"
 		" INSERT INTO failures (id, instance_id, time, window_id) SELECT i, 1, 1000 + i, i"
 		" FROM n;"
@@ -405,8 +441,7 @@ static void prune_in_small_batches(void **state)
 		"INSERT INTO verdicts (instance_id, time) VALUES (1, 10), (1, 9000);"
 		"INSERT INTO mail_queue (queued, recipients, subject, body, failures)"
 		" VALUES (10, 'a@b.c', 's', 'b', 1);"
-		"INSERT INTO alert_outbox (id, queued, url, body) VALUES (1, 10, 'u', '[]');",
-		NULL, NULL, NULL), SQLITE_OK);
+		"INSERT INTO alert_outbox (id, queued, url, body) VALUES (1, 10, 'u', '[]');");
 	assert_int_equal(store_prune(st, 5000, 500, &p), 0);
 	assert_true(p.failures == 500 && p.windows == 500 && p.verdicts == 1 && p.mail == 2);
 	assert_int_equal(store_prune(st, 5000, 500, &p), 0);
@@ -416,10 +451,10 @@ static void prune_in_small_batches(void **state)
 	assert_int_equal(store_prune(st, 5000, 500, &p), 0);
 	assert_true(p.failures == 0 && p.windows == 0);
 	assert_int_equal(store_commit(st), 0);
-	assert_int_equal(count(db, "SELECT count(*) FROM failures"), 1);
-	assert_int_equal(count(db, "SELECT count(*) FROM windows WHERE text = 'new'"), 1);
-	assert_int_equal(count(db, "SELECT count(*) FROM windows"), 1);
-	assert_int_equal(count(db, "SELECT count(*) FROM verdicts"), 1);
+	assert_int_equal(count(st, "SELECT count(*) FROM failures"), 1);
+	assert_int_equal(count(st, "SELECT count(*) FROM windows WHERE text = 'new'"), 1);
+	assert_int_equal(count(st, "SELECT count(*) FROM windows"), 1);
+	assert_int_equal(count(st, "SELECT count(*) FROM verdicts"), 1);
 	store_close(st);
 }
 
@@ -445,7 +480,7 @@ static void silences_and_acks(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "";
-	struct store *st = store_open(dir, err, sizeof err);
+	struct store *st = open_store(dir, err, sizeof err);
 	struct store_silence a = { .created = 1, .until = 2e9, .prog = "fs*", .comment = "deploy" };
 	struct store_silence b = { .created = 1, .until = 100, .machine = "ws1" };
 	struct store_silence c = { .created = 1, .until = 2e9, .assertion = "read*" };
@@ -458,18 +493,17 @@ static void silences_and_acks(void **state)
 	assert_int_equal(store_silence_add(st, &c, &ic), 0);
 	assert_true(ia > 0 && ib > ia && ic > ib);
 	assert_int_equal(store_silence_remove(st, ic, 5), 0);
-	assert_int_equal(sqlite3_exec(store_db(st), "INSERT INTO failures (id, instance_id, time)"
-				      " VALUES (7, 1, 1)", NULL, NULL, NULL), SQLITE_OK);
+	exec_ok(st, "INSERT INTO failures (id, instance_id, time) VALUES (7, 1, 1)");
 	assert_int_equal(store_ack(st, 7, 1234.5, "known"), 0);
 	store_close(st);
 
-	st = store_open(dir, err, sizeof err);
+	st = open_store(dir, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(store_silences_load(st, 1000, on_silence, &s), 0);
 	assert_int_equal(s.n, 1);
 	assert_true(s.ids[0] == ia);
 	assert_string_equal(s.prog[0], "fs*");
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures WHERE id = 7 AND"
+	assert_int_equal(count(st, "SELECT count(*) FROM failures WHERE id = 7 AND"
 			       " acked = 1234.5 AND ack_comment = 'known'"), 1);
 	/* ids go on after a reopen */
 	assert_int_equal(store_silence_add(st, &a, &ib), 0);
@@ -513,7 +547,7 @@ static void alert_outbox_and_open_alerts(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "";
-	struct store *st = store_open(dir, err, sizeof err);
+	struct store *st = open_store(dir, err, sizeof err);
 	struct tm_instance live = { .prog = "fsread", .machine = "m", .pid = 1, .start_ns = 1 };
 	struct tm_instance gone = { .prog = "fsread", .machine = "m", .pid = 2, .start_ns = 2 };
 	struct alerts_seen s = { 0 };
@@ -530,7 +564,7 @@ static void alert_outbox_and_open_alerts(void **state)
 	assert_int_equal(store_instance_end(st, &gone, IS_ENDED, 500), 0);
 	store_close(st);
 
-	st = store_open(dir, err, sizeof err);
+	st = open_store(dir, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(store_alert_load(st, on_outbox, &s), 0);
 	assert_true(s.n == 2 && s.ids[0] == a && s.ids[1] == b);
@@ -566,5 +600,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
 	};
+	if (pg_url())
+		printf("# store on PostgreSQL: %s\n", pg_url());
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,364 @@
+/* The store's SQL (see store_sql.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmon/log.h"
+#include "store.h"
+#include "store_sql.h"
+
+/* --- sqlite: migrations[i] upgrades version i to i + 1. Never edit a
+ * released one; add the next (and the same change to PostgreSQL's). */
+const char *const sqlite_migrations[] = {
+	/* 0 -> 1: the first schema */
+	"CREATE TABLE classes ("
+	"  id INTEGER PRIMARY KEY,"
+	"  prog TEXT NOT NULL, machine TEXT NOT NULL, pid TEXT NOT NULL,"
+	"  tool TEXT, spec TEXT, mail TEXT, window TEXT, mailgroup REAL,"
+	"  block INTEGER NOT NULL, auto INTEGER NOT NULL,"
+	"  active INTEGER NOT NULL DEFAULT 1, updated REAL,"
+	"  UNIQUE (prog, machine, pid));"
+	"CREATE TABLE instances ("
+	"  id INTEGER PRIMARY KEY,"
+	"  class_id INTEGER,"
+	"  prog TEXT NOT NULL, machine TEXT NOT NULL, pid INTEGER NOT NULL,"
+	"  start_ns INTEGER NOT NULL,"
+	"  endpoint TEXT, tls INTEGER NOT NULL DEFAULT 0,"
+	"  first_seen REAL NOT NULL, ended REAL,"
+	"  state TEXT NOT NULL DEFAULT 'listed', want INTEGER NOT NULL DEFAULT 0,"
+	"  bytes INTEGER NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0,"
+	"  lost INTEGER NOT NULL DEFAULT 0, gaps INTEGER NOT NULL DEFAULT 0,"
+	"  skipped INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,"
+	"  tool_restarts INTEGER NOT NULL DEFAULT 0, status TEXT,"
+	"  UNIQUE (prog, machine, pid, start_ns));"
+	"CREATE INDEX instances_open ON instances (ended) WHERE ended IS NULL;"
+	"CREATE TABLE failures ("
+	"  id INTEGER PRIMARY KEY,"
+	"  instance_id INTEGER NOT NULL,"
+	"  spec TEXT, assert TEXT, line INTEGER, result TEXT, kind TEXT, type TEXT, uid INTEGER,"
+	"  start_pos TEXT, end_pos TEXT, start_rec INTEGER, end_rec INTEGER,"
+	"  start_ts INTEGER, end_ts INTEGER,"
+	"  time REAL NOT NULL, start_wall REAL,"
+	"  metrics TEXT, window_id INTEGER);"
+	"CREATE INDEX failures_instance ON failures (instance_id);"
+	"CREATE INDEX failures_assert ON failures (assert, time);"
+	"CREATE INDEX failures_time ON failures (time);"
+	"CREATE TABLE windows ("
+	"  id INTEGER PRIMARY KEY,"
+	"  instance_id INTEGER NOT NULL,"
+	"  from_rec INTEGER, to_rec INTEGER, truncated INTEGER NOT NULL DEFAULT 0,"
+	"  text TEXT NOT NULL);"
+	"CREATE TABLE verdicts ("
+	"  id INTEGER PRIMARY KEY,"
+	"  instance_id INTEGER NOT NULL,"
+	"  spec TEXT, assert TEXT, line INTEGER, result TEXT, offenders INTEGER,"
+	"  time REAL NOT NULL);"
+	"CREATE INDEX verdicts_instance ON verdicts (instance_id);",
+	/* 1 -> 2: mail survives a restart. mail_queue holds the mails not yet
+	 * accepted by the relay (a row is deleted when it is); mail_digest the
+	 * failures waiting for their group's digest, due at `due` (deleted
+	 * when the digest is composed into mail_queue, in the same batch). */
+	"CREATE TABLE mail_queue ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  queued REAL NOT NULL,"
+	"  recipients TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL,"
+	"  failures INTEGER NOT NULL);"
+	"CREATE TABLE mail_digest ("
+	"  id INTEGER PRIMARY KEY,"
+	"  failure_id INTEGER NOT NULL, instance_id INTEGER NOT NULL,"
+	"  prog TEXT NOT NULL, machine TEXT NOT NULL, pid INTEGER NOT NULL,"
+	"  spec TEXT, assert TEXT NOT NULL, line INTEGER NOT NULL,"
+	"  time REAL NOT NULL, what TEXT, start_ts INTEGER, end_ts INTEGER, metrics TEXT,"
+	"  recipients TEXT NOT NULL, period REAL NOT NULL, due REAL NOT NULL);"
+	"CREATE INDEX mail_digest_group ON mail_digest (instance_id, assert, line);",
+	/* 2 -> 3: the instance's token (snarflog asks for it in Start), so a
+	 * restarted telemonitor re-attaches without waiting for the registry. */
+	"ALTER TABLE instances ADD COLUMN token BLOB;",
+	/* 3 -> 4: the store's outages. One row per time the store was
+	 * degraded (writes held in memory), written when it recovered:
+	 * `writes` and `failures` held in all, and how many of them had to be
+	 * dropped. */
+	"CREATE TABLE store_outages ("
+	"  id INTEGER PRIMARY KEY,"
+	"  began REAL NOT NULL, ended REAL NOT NULL, reason TEXT, detail TEXT,"
+	"  writes INTEGER NOT NULL, failures INTEGER NOT NULL,"
+	"  dropped INTEGER NOT NULL, dropped_failures INTEGER NOT NULL);",
+	/* 4 -> 5: alert hygiene. A failure says whether it came from a report
+	 * assertion (statistics, not mailed unless the class asks), which
+	 * silence kept it quiet (NULL: none), and when and why someone
+	 * acknowledged it. silences: glob matchers over prog, machine and
+	 * assertion (NULL: any) and the end of the silence. */
+	"ALTER TABLE failures ADD COLUMN report INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE failures ADD COLUMN silence_id INTEGER;"
+	"ALTER TABLE failures ADD COLUMN acked REAL;"
+	"ALTER TABLE failures ADD COLUMN ack_comment TEXT;"
+	"CREATE TABLE silences ("
+	"  id INTEGER PRIMARY KEY,"
+	"  created REAL NOT NULL, until REAL NOT NULL,"
+	"  prog TEXT, machine TEXT, assert TEXT, comment TEXT,"
+	"  removed REAL);"
+	"CREATE INDEX verdicts_time ON verdicts (time);",
+	/* 5 -> 6: Alertmanager. alert_outbox holds the POSTs to an
+	 * Alertmanager not yet accepted (a JSON array of alerts; deleted when
+	 * one is), alerts_open the alerts sent for failures of instances not
+	 * ended yet (the alert object as posted, resolved and deleted once its
+	 * instance has ended). */
+	"CREATE TABLE alert_outbox ("
+	"  id INTEGER PRIMARY KEY,"
+	"  queued REAL NOT NULL, url TEXT NOT NULL, body TEXT NOT NULL);"
+	"CREATE TABLE alerts_open ("
+	"  failure_id INTEGER PRIMARY KEY,"
+	"  instance_id INTEGER NOT NULL, url TEXT NOT NULL, alert TEXT NOT NULL);"
+	"CREATE INDEX alerts_open_instance ON alerts_open (instance_id);",
+	/* 6 -> 7: /metrics counts failures per instance and assertion name,
+	 * and takes the newest report of each (metrics.c): without these a
+	 * scrape read every failure row of the shown instances (bench/http).
+	 * The expression is metrics.c's ASSERT_NAME, word for word, or sqlite
+	 * does not use them. */
+	"CREATE INDEX failures_series ON failures"
+	"  (instance_id, coalesce(assert, 'line ' || line));"
+	"CREATE INDEX failures_reports ON failures"
+	"  (instance_id, coalesce(assert, 'line ' || line)) WHERE metrics IS NOT NULL;",
+	/* 7 -> 8: the name of an unlabelled assertion is spelled with a
+	 * CAST, the one spelling PostgreSQL also takes in an index
+	 * (text || integer is not immutable there); store_read.c's
+	 * ASSERT_NAME, word for word. */
+	"DROP INDEX failures_series; DROP INDEX failures_reports;"
+	"CREATE INDEX failures_series ON failures"
+	"  (instance_id, coalesce(assert, 'line ' || CAST(line AS TEXT)));"
+	"CREATE INDEX failures_reports ON failures"
+	"  (instance_id, coalesce(assert, 'line ' || CAST(line AS TEXT))) WHERE metrics IS NOT NULL;",
+};
+
+#define NMIGRATIONS (sizeof sqlite_migrations / sizeof sqlite_migrations[0])
+_Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema version");
+
+/* --- PostgreSQL: a new database gets the schema of version PG_BASE at
+ * once (the version PostgreSQL support began with: the same tables,
+ * columns and indexes as sqlite's, in PostgreSQL's types); pg_migrations[i]
+ * upgrades PG_BASE + i to PG_BASE + i + 1. A class is replaced, with any
+ * other row of its key, by cmon_class_put(): INSERT OR REPLACE in one
+ * call. */
+#define PG_BASE 8
+
+static const char pg_schema[] =
+	"CREATE TABLE classes ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  prog TEXT NOT NULL, machine TEXT NOT NULL, pid TEXT NOT NULL, "
+	"  tool TEXT, spec TEXT, mail TEXT, \"window\" TEXT, mailgroup DOUBLE PRECISION, "
+	"  block BIGINT NOT NULL, auto BIGINT NOT NULL, "
+	"  active BIGINT NOT NULL DEFAULT 1, updated DOUBLE PRECISION, "
+	"  UNIQUE (prog, machine, pid));"
+	"CREATE TABLE instances ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  class_id BIGINT, "
+	"  prog TEXT NOT NULL, machine TEXT NOT NULL, pid BIGINT NOT NULL, "
+	"  start_ns BIGINT NOT NULL, "
+	"  endpoint TEXT, tls BIGINT NOT NULL DEFAULT 0, "
+	"  first_seen DOUBLE PRECISION NOT NULL, ended DOUBLE PRECISION, "
+	"  state TEXT NOT NULL DEFAULT 'listed', want BIGINT NOT NULL DEFAULT 0, "
+	"  bytes BIGINT NOT NULL DEFAULT 0, records BIGINT NOT NULL DEFAULT 0, "
+	"  lost BIGINT NOT NULL DEFAULT 0, gaps BIGINT NOT NULL DEFAULT 0, "
+	"  skipped BIGINT NOT NULL DEFAULT 0, failures BIGINT NOT NULL DEFAULT 0, "
+	"  tool_restarts BIGINT NOT NULL DEFAULT 0, status TEXT, token BYTEA, "
+	"  UNIQUE (prog, machine, pid, start_ns));"
+	"CREATE INDEX instances_open ON instances (ended) WHERE ended IS NULL;"
+	"CREATE TABLE failures ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  instance_id BIGINT NOT NULL, "
+	"  spec TEXT, assert TEXT, line BIGINT, result TEXT, kind TEXT, type TEXT, uid BIGINT, "
+	"  start_pos TEXT, end_pos TEXT, start_rec BIGINT, end_rec BIGINT, "
+	"  start_ts BIGINT, end_ts BIGINT, "
+	"  time DOUBLE PRECISION NOT NULL, start_wall DOUBLE PRECISION, "
+	"  metrics TEXT, window_id BIGINT, "
+	"  report BIGINT NOT NULL DEFAULT 0, silence_id BIGINT, acked DOUBLE PRECISION, ack_comment TEXT);"
+	"CREATE INDEX failures_instance ON failures (instance_id);"
+	"CREATE INDEX failures_assert ON failures (assert, time);"
+	"CREATE INDEX failures_time ON failures (time);"
+	"CREATE INDEX failures_series ON failures (instance_id, coalesce(assert, 'line ' || CAST(line AS TEXT)));"
+	"CREATE INDEX failures_reports ON failures (instance_id, coalesce(assert, 'line ' || CAST(line AS TEXT))) WHERE metrics IS NOT NULL;"
+	"CREATE TABLE windows ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  instance_id BIGINT NOT NULL, "
+	"  from_rec BIGINT, to_rec BIGINT, truncated BIGINT NOT NULL DEFAULT 0, "
+	"  text TEXT NOT NULL);"
+	"CREATE TABLE verdicts ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  instance_id BIGINT NOT NULL, "
+	"  spec TEXT, assert TEXT, line BIGINT, result TEXT, offenders BIGINT, "
+	"  time DOUBLE PRECISION NOT NULL);"
+	"CREATE INDEX verdicts_instance ON verdicts (instance_id);"
+	"CREATE INDEX verdicts_time ON verdicts (time);"
+	"CREATE TABLE mail_queue ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  queued DOUBLE PRECISION NOT NULL, "
+	"  recipients TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL, "
+	"  failures BIGINT NOT NULL);"
+	"CREATE TABLE mail_digest ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  failure_id BIGINT NOT NULL, instance_id BIGINT NOT NULL, "
+	"  prog TEXT NOT NULL, machine TEXT NOT NULL, pid BIGINT NOT NULL, "
+	"  spec TEXT, assert TEXT NOT NULL, line BIGINT NOT NULL, "
+	"  time DOUBLE PRECISION NOT NULL, what TEXT, start_ts BIGINT, end_ts BIGINT, metrics TEXT, "
+	"  recipients TEXT NOT NULL, period DOUBLE PRECISION NOT NULL, due DOUBLE PRECISION NOT NULL);"
+	"CREATE INDEX mail_digest_group ON mail_digest (instance_id, assert, line);"
+	"CREATE TABLE store_outages ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  began DOUBLE PRECISION NOT NULL, ended DOUBLE PRECISION NOT NULL, reason TEXT, detail TEXT, "
+	"  writes BIGINT NOT NULL, failures BIGINT NOT NULL, "
+	"  dropped BIGINT NOT NULL, dropped_failures BIGINT NOT NULL);"
+	"CREATE TABLE silences ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  created DOUBLE PRECISION NOT NULL, until DOUBLE PRECISION NOT NULL, "
+	"  prog TEXT, machine TEXT, assert TEXT, comment TEXT, "
+	"  removed DOUBLE PRECISION);"
+	"CREATE TABLE alert_outbox ( "
+	"  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, "
+	"  queued DOUBLE PRECISION NOT NULL, url TEXT NOT NULL, body TEXT NOT NULL);"
+	"CREATE TABLE alerts_open ( "
+	"  failure_id BIGINT PRIMARY KEY, "
+	"  instance_id BIGINT NOT NULL, url TEXT NOT NULL, alert TEXT NOT NULL);"
+	"CREATE INDEX alerts_open_instance ON alerts_open (instance_id);"
+	"CREATE FUNCTION cmon_class_put(p_id BIGINT, p_prog TEXT, p_machine TEXT, p_pid TEXT,"
+	"  p_tool TEXT, p_spec TEXT, p_mail TEXT, p_window TEXT, p_mailgroup DOUBLE PRECISION,"
+	"  p_block BIGINT, p_auto BIGINT, p_updated DOUBLE PRECISION) RETURNS void"
+	"  LANGUAGE sql AS $$"
+	"  DELETE FROM classes WHERE id = p_id OR (prog = p_prog AND machine = p_machine"
+	"    AND pid = p_pid);"
+	"  INSERT INTO classes (id, prog, machine, pid, tool, spec, mail, \"window\", mailgroup,"
+	"    block, auto, active, updated) VALUES (p_id, p_prog, p_machine, p_pid, p_tool, p_spec,"
+	"    p_mail, p_window, p_mailgroup, p_block, p_auto, 1, p_updated);"
+	"  $$;";
+
+static const char *const pg_migrations[] = { NULL };
+
+#define NPG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0] - 1)
+_Static_assert(PG_BASE + NPG_MIGRATIONS == STORE_SCHEMA_VERSION,
+	       "PostgreSQL's schema is at the same version as sqlite's");
+
+/* A list of ids as a JSON array text ("[1,2,3]"), read by each engine's
+ * own JSON function. */
+#define PG_IDS(n) "(SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST(?" #n " AS json)))"
+
+/* Statements PostgreSQL spells differently (NULL: the same). */
+static const char *const stmt_sql_pg[ST_COUNT] = {
+	[ST_CLASS_PUT] = "SELECT cmon_class_put(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+	[ST_CLASSES_KEEP] = "UPDATE classes SET active = CASE WHEN id IN " PG_IDS(1)
+			    " THEN 1 ELSE 0 END",
+	[ST_INST_REAP] = "UPDATE instances SET ended = ?1, state = 'gone',"
+			 " status = 'ended while the telemonitor was away'"
+			 " WHERE ended IS NULL AND id NOT IN " PG_IDS(2),
+	[ST_REPORT] = "SELECT CAST(?1 AS TEXT) WHERE false",
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+#define STMT_SQL(n, s) [ST_##n] = s,
+	STORE_STMTS(STMT_SQL)
+#undef STMT_SQL
+};
+
+
+/* --- the connection ------------------------------------------------------------ */
+
+/* Say what failed while setting up the schema, and roll back. */
+static int schema_failed(struct conn *c, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "cannot set up the database schema: %s", db_errmsg(c->db));
+	if (db_in_transaction(c->db))
+		db_exec(c->db, "ROLLBACK");
+	return -EIO;
+}
+
+/* Bring the schema up to STORE_SCHEMA_VERSION: a new database is created
+ * at the current schema in one transaction, an older one is upgraded one
+ * migration per transaction; either is logged once. The version is read
+ * again once the exclusive transaction holds, so that telemonitors opening
+ * one new PostgreSQL database at once create it once. */
+static int migrate(struct conn *c, char *err, size_t errlen)
+{
+	bool pg = db_engine(c->db) == DB_POSTGRES;
+	int v = 0, from;
+
+	if (db_begin_exclusive(c->db) != DB_DONE || db_schema_version(c->db, &v) != DB_DONE)
+		return schema_failed(c, err, errlen);
+	if (v > STORE_SCHEMA_VERSION) {
+		db_exec(c->db, "ROLLBACK");
+		snprintf(err, errlen, "the database's schema version %d is newer than this "
+			 "telemonitor's (%d); use a newer telemonitor", v, STORE_SCHEMA_VERSION);
+		return -EINVAL;
+	}
+	c->fresh = v == 0;
+	from = v;
+	if (pg && v == 0) {
+		if (db_exec(c->db, pg_schema) != DB_DONE)
+			return schema_failed(c, err, errlen);
+		v = PG_BASE;
+	}
+	for (; v < STORE_SCHEMA_VERSION; v++) {
+		const char *sql = pg ? pg_migrations[v - PG_BASE] : sqlite_migrations[v];
+		if (db_exec(c->db, sql) != DB_DONE)
+			return schema_failed(c, err, errlen);
+		if (!c->fresh && (db_set_schema_version(c->db, v + 1) != DB_DONE ||
+				  db_exec(c->db, "COMMIT") != DB_DONE ||
+				  (v + 1 < STORE_SCHEMA_VERSION && db_begin_exclusive(c->db) != DB_DONE)))
+			return schema_failed(c, err, errlen);
+	}
+	if ((c->fresh || from == v) &&
+	    ((from != v && db_set_schema_version(c->db, v) != DB_DONE) ||
+	     db_exec(c->db, "COMMIT") != DB_DONE))
+		return schema_failed(c, err, errlen);
+	if (c->fresh)
+		cmon_info("store: created %s %s (schema %d)", db_engine_name(c->db),
+			  db_target(c->db), v);
+	else if (from < v)
+		cmon_info("store: schema upgraded from version %d to %d", from, v);
+	c->version = v;
+	return 0;
+}
+
+void conn_close(struct conn *c)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		db_finalize(c->stmt[i]);
+		c->stmt[i] = NULL;
+	}
+	db_close(c->db);
+	c->db = NULL;
+}
+
+int conn_open(struct conn *c, const char *target, char *err, size_t errlen)
+{
+	bool pg;
+
+	memset(c, 0, sizeof *c);
+	c->db = db_open(target, err, errlen);
+	if (!c->db)
+		return -EIO;
+	if (migrate(c, err, errlen) < 0)
+		goto out_close;
+	pg = db_engine(c->db) == DB_POSTGRES;
+	for (int i = 0; i < ST_COUNT; i++) {
+		const char *sql = pg && stmt_sql_pg[i] ? stmt_sql_pg[i] : stmt_sql[i];
+		if (!(c->stmt[i] = db_prepare(c->db, sql))) {
+			snprintf(err, errlen, "preparing statement %d: %s", i, db_errmsg(c->db));
+			goto out_close;
+		}
+	}
+	return 0;
+out_close:
+	conn_close(c);
+	return -EIO;
+}
+
+uint64_t conn_u64(struct conn *c, const char *sql)
+{
+	struct db_stmt *q = db_prepare(c->db, sql);
+	uint64_t v = 0;
+
+	if (!q)
+		return 0;
+	if (db_run(q, NULL, 0) == DB_ROW)
+		v = (uint64_t)db_col_int(q, 0);
+	db_finalize(q);
+	return v;
+}

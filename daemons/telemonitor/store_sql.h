@@ -1,0 +1,169 @@
+/* The store's SQL: the schema of each engine with its migrations, the
+ * statements store.c prepares (in the SQL both engines read alike, with
+ * a PostgreSQL spelling where they differ), and the connection that holds
+ * them. Only store*.c include this. */
+#ifndef TELEMON_STORE_SQL_H
+#define TELEMON_STORE_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+
+/* Prepared statements: X(name, sql). */
+#define STORE_STMTS(X)                                                                       \
+	X(BEGIN, "BEGIN")                                                                    \
+	X(COMMIT, "COMMIT")                                                                  \
+	X(CLASS_KEY, "SELECT id FROM classes WHERE prog=?1 AND machine=?2 AND pid=?3")       \
+	X(CLASS_PUT,                                                                         \
+	  "INSERT OR REPLACE INTO classes (id, prog, machine, pid, tool, spec, mail, \"window\"," \
+	  " mailgroup, block, auto, active, updated)"                                        \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,1,?12)")                              \
+	X(CLASSES_KEEP,                                                                      \
+	  "UPDATE classes SET active = (id IN (SELECT value FROM json_each(?1)))")           \
+	X(INST_LOOKUP,                                                                       \
+	  "SELECT id, bytes, records, lost, gaps, skipped, failures, tool_restarts, want,"  \
+	  " first_seen FROM instances WHERE prog=?1 AND machine=?2 AND pid=?3 AND start_ns=?4") \
+	X(INST_PUT,                                                                          \
+	  "INSERT INTO instances (id, class_id, prog, machine, pid, start_ns, endpoint, tls," \
+	  " first_seen, ended, state, want, bytes, records, lost, gaps, skipped, failures,"  \
+	  " tool_restarts, status, token) VALUES"                                            \
+	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)"     \
+	  " ON CONFLICT (id) DO UPDATE SET class_id=excluded.class_id,"                      \
+	  " endpoint=excluded.endpoint, tls=excluded.tls,"                                   \
+	  " ended=coalesce(instances.ended, excluded.ended), state=excluded.state,"          \
+	  " want=excluded.want, bytes=excluded.bytes, records=excluded.records,"             \
+	  " lost=excluded.lost, gaps=excluded.gaps, skipped=excluded.skipped,"               \
+	  " failures=excluded.failures, tool_restarts=excluded.tool_restarts,"               \
+	  " status=excluded.status, token=coalesce(excluded.token, instances.token)")       \
+	X(INST_OPEN,                                                                         \
+	  "SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"  \
+	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, first_seen," \
+	  " token"                                                                           \
+	  " FROM instances WHERE ended IS NULL ORDER BY id")                                 \
+	X(INST_REAP,                                                                         \
+	  "UPDATE instances SET ended = ?1, state = 'gone',"                                 \
+	  " status = 'ended while the telemonitor was away'"                                 \
+	  " WHERE ended IS NULL AND id NOT IN (SELECT value FROM json_each(?2))")            \
+	X(FAIL_INSERT,                                                                       \
+	  "INSERT INTO failures (id, instance_id, spec, assert, line, result, kind, type,"   \
+	  " uid, start_pos, end_pos, start_rec, end_rec, start_ts, end_ts, time, start_wall," \
+	  " metrics, window_id, report, silence_id) VALUES"                                  \
+	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)"     \
+	  " ON CONFLICT (id) DO NOTHING")                                                    \
+	X(WIN_INSERT,                                                                        \
+	  "INSERT INTO windows (id, instance_id, from_rec, to_rec, truncated, text)"         \
+	  " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (id) DO UPDATE SET"                        \
+	  " instance_id=excluded.instance_id, from_rec=excluded.from_rec,"                   \
+	  " to_rec=excluded.to_rec, truncated=excluded.truncated, text=excluded.text")       \
+	X(REPORT,                                                                            \
+	  "SELECT json_type(j,'$.print'), json_extract(j,'$.print'), json_extract(j,'$.spec')," \
+	  " json_extract(j,'$.assert'), json_extract(j,'$.line'), json_extract(j,'$.result')," \
+	  " json_extract(j,'$.kind'), json_extract(j,'$.type'), json_extract(j,'$.uid'),"     \
+	  " json_extract(j,'$.start'), json_extract(j,'$.end'), json_type(j,'$.start_ts'),"   \
+	  " json_extract(j,'$.start_ts'), json_extract(j,'$.end_ts'),"                       \
+	  " json_extract(j,'$.metrics'), json_type(j,'$.offenders'),"                        \
+	  " json_extract(j,'$.offenders'), json_type(j,'$.metrics'),"                        \
+	  " coalesce(json_extract(j,'$.report'), 0), json_extract(j,'$.count'),"            \
+	  " json_extract(j,'$.witness')"                                                     \
+	  " FROM (SELECT ?1 AS j) WHERE json_valid(j) AND json_type(j) = 'object'")           \
+	X(VERDICT_INSERT,                                                                    \
+	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7)")                                                  \
+	X(MAIL_INSERT,                                                                       \
+	  "INSERT INTO mail_queue (id, queued, recipients, subject, body, failures)"         \
+	  " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (id) DO NOTHING")                         \
+	X(MAIL_DELETE, "DELETE FROM mail_queue WHERE id=?1")                                 \
+	X(MAIL_LOAD,                                                                         \
+	  "SELECT id, queued, recipients, subject, body, failures FROM mail_queue"          \
+	  " ORDER BY id")                                                                    \
+	X(DIGEST_INSERT,                                                                     \
+	  "INSERT INTO mail_digest (failure_id, instance_id, prog, machine, pid, spec,"     \
+	  " assert, line, time, what, start_ts, end_ts, metrics, recipients, period, due)"  \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)")                \
+	X(DIGEST_DELETE,                                                                     \
+	  "DELETE FROM mail_digest WHERE instance_id=?1 AND assert=?2 AND line=?3")         \
+	X(DIGEST_LOAD,                                                                       \
+	  "SELECT failure_id, instance_id, prog, machine, pid, spec, assert, line, time,"   \
+	  " what, start_ts, end_ts, metrics, recipients, period, due FROM mail_digest"      \
+	  " ORDER BY id")                                                                    \
+	X(SILENCE_INSERT,                                                                    \
+	  "INSERT INTO silences (id, created, until, prog, machine, assert, comment)"        \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT (id) DO NOTHING")                      \
+	X(SILENCE_REMOVE, "UPDATE silences SET removed = ?2 WHERE id = ?1")                  \
+	X(SILENCE_LOAD,                                                                      \
+	  "SELECT id, created, until, prog, machine, assert, comment FROM silences"         \
+	  " WHERE removed IS NULL AND until > ?1 ORDER BY id")                               \
+	X(ACK, "UPDATE failures SET acked = ?2, ack_comment = ?3 WHERE id = ?1")             \
+	X(PRUNE_WINDOWS,                                                                     \
+	  "DELETE FROM windows WHERE id IN (SELECT window_id FROM failures"                 \
+	  " WHERE time < ?1 AND window_id IS NOT NULL ORDER BY id LIMIT ?2)")                \
+	X(PRUNE_FAILURES,                                                                    \
+	  "DELETE FROM failures WHERE id IN (SELECT id FROM failures WHERE time < ?1"       \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(PRUNE_VERDICTS,                                                                    \
+	  "DELETE FROM verdicts WHERE id IN (SELECT id FROM verdicts WHERE time < ?1"       \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(PRUNE_MAIL,                                                                        \
+	  "DELETE FROM mail_queue WHERE id IN (SELECT id FROM mail_queue WHERE queued < ?1" \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(PRUNE_DIGEST,                                                                      \
+	  "DELETE FROM mail_digest WHERE id IN (SELECT id FROM mail_digest WHERE time < ?1" \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(PRUNE_SILENCES,                                                                    \
+	  "DELETE FROM silences WHERE id IN (SELECT id FROM silences WHERE until < ?1"      \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(ALERT_INSERT,                                                                      \
+	  "INSERT INTO alert_outbox (id, queued, url, body) VALUES (?1,?2,?3,?4)"           \
+	  " ON CONFLICT (id) DO NOTHING")                                                    \
+	X(ALERT_DELETE, "DELETE FROM alert_outbox WHERE id=?1")                              \
+	X(ALERT_LOAD, "SELECT id, queued, url, body FROM alert_outbox ORDER BY id")          \
+	X(ALERT_OPEN,                                                                        \
+	  "INSERT INTO alerts_open (failure_id, instance_id, url, alert)"                    \
+	  " VALUES (?1,?2,?3,?4) ON CONFLICT (failure_id) DO UPDATE SET"                     \
+	  " instance_id=excluded.instance_id, url=excluded.url, alert=excluded.alert")       \
+	X(ALERT_ENDED,                                                                       \
+	  "SELECT o.failure_id, o.url, o.alert, coalesce(i.ended, ?1) FROM alerts_open o"   \
+	  " LEFT JOIN instances i ON i.id = o.instance_id"                                   \
+	  " WHERE i.id IS NULL OR i.ended IS NOT NULL ORDER BY o.failure_id LIMIT ?2")       \
+	X(ALERT_CLOSE, "DELETE FROM alerts_open WHERE failure_id=?1")                        \
+	X(ALERT_LIVE,                                                                        \
+	  "SELECT o.url, o.alert FROM alerts_open o JOIN instances i ON i.id = o.instance_id" \
+	  " WHERE i.ended IS NULL ORDER BY o.failure_id DESC LIMIT ?1")                      \
+	X(PRUNE_ALERTS,                                                                      \
+	  "DELETE FROM alert_outbox WHERE id IN (SELECT id FROM alert_outbox WHERE queued < ?1" \
+	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(OUTAGE_INSERT,                                                                     \
+	  "INSERT INTO store_outages (began, ended, reason, detail, writes, failures,"      \
+	  " dropped, dropped_failures) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)")
+
+enum store_stmt {
+#define STMT_ENUM(n, s) ST_##n,
+	STORE_STMTS(STMT_ENUM)
+#undef STMT_ENUM
+	ST_COUNT /* number of statements */
+};
+
+/* sqlite's schema migrations (sqlite_migrations[i]: version i to i + 1). */
+extern const char *const sqlite_migrations[];
+
+/* One connection with its statements prepared. */
+struct conn {
+	struct db *db;                /* the connection (NULL: none) */
+	struct db_stmt *stmt[ST_COUNT]; /* prepared statements */
+	int version;                  /* schema version */
+	bool fresh;                   /* the schema was created by this open */
+};
+
+/* Open `target` (a sqlite file or a PostgreSQL URL), create or upgrade its
+ * schema, prepare the statements. 0, or -EIO with a message. */
+int conn_open(struct conn *c, const char *target, char *err, size_t errlen);
+
+/* Finalize the statements and close; accepts a closed one. */
+void conn_close(struct conn *c);
+
+/* One number from `sql` (no parameters); 0 if none. */
+uint64_t conn_u64(struct conn *c, const char *sql);
+
+#endif
