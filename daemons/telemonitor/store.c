@@ -10,6 +10,7 @@
 
 #include "backlog.h"
 #include "cmon/log.h"
+#include "store-internal.h"
 #include "store.h"
 
 /* Schema migrations: migrations[i] upgrades version i to i + 1. Never edit
@@ -118,7 +119,7 @@ static const char *const migrations[] = {
 	/* 6 -> 7: /metrics counts failures per instance and assertion name,
 	 * and takes the newest report of each (metrics.c): without these a
 	 * scrape read every failure row of the shown instances (bench/http).
-	 * The expression is metrics.c's ASSERT_NAME, word for word, or sqlite
+	 * The expression is store_read.c's ASSERT_NAME, word for word, or sqlite
 	 * does not use them. */
 	"CREATE INDEX failures_series ON failures"
 	"  (instance_id, coalesce(assert, 'line ' || line));"
@@ -513,7 +514,13 @@ struct store *store_open(const char *dir, char *err, size_t errlen)
 	return st;
 }
 
-sqlite3 *store_db(struct store *st)
+sqlite3 *store_conn(struct store *st)
+{
+	return st->c.db;
+}
+
+/* TEMPORARY: removed when JSON parsing leaves sqlite (json-report branch) */
+sqlite3 *store_json_db(struct store *st)
 {
 	return st->c.db;
 }

@@ -7,7 +7,7 @@
  * batched: the first write after a commit opens a transaction, and
  * store_commit() (every TM_FLUSH_MS, and before answering telemonctl) ends
  * it, so a burst of failures costs one commit, not one per failure.
- * Queries on the same connection see every write at once.
+ * Reads (store_read.h) see every write at once.
  *
  * Storage faults. Every write is kept as an item (backlog.h) until its
  * batch is committed. When the database cannot take a write (disk full,
@@ -106,9 +106,6 @@ struct store *store_open(const char *dir, char *err, size_t errlen);
 
 /* Commit and close; accepts NULL. */
 void store_close(struct store *st);
-
-/* The connection, for queries. */
-sqlite3 *store_db(struct store *st);
 
 /* Commit the open batch, if any. 0: committed (or nothing to commit);
  * -EAGAIN: the store is degraded and the writes are held in memory. */

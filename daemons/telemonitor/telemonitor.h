@@ -11,6 +11,7 @@
  *   window.c    log windows around failures
  *   typescript.c  tool output kept per instance
  *   store.c     sqlite: schema, migrations, batched writes, storage faults
+ *   store_read.c  the store's typed reads (listings, statistics, /metrics)
  *   backlog.c   writes held in memory while the store cannot take them
  *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
  *   hygiene.c   silences (failures kept quiet) and retention (old rows pruned)

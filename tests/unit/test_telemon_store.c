@@ -10,7 +10,9 @@
  * hygiene: retention prunes old rows at most `limit` per table per call and
  * keeps new ones; only active silences are read back; an ack is stored.
  * Alertmanager: the outbox is kept until done, and an ended instance's
- * open alerts are found to be resolved.
+ * open alerts are found to be resolved. Typed reads (store_read.c): the
+ * listings honour their filters, order and limit, NULL columns come out as
+ * NULL strings or false `has_` flags, and a callback can stop the rows.
  *
  * The telemonitor is a program, not a library, so its modules are compiled
  * into this test directly. */
@@ -26,6 +28,7 @@
 
 #include "../../daemons/telemonitor/backlog.c"
 #include "../../daemons/telemonitor/store.c"
+#include "../../daemons/telemonitor/store_read.c"
 
 double tm_now(void)
 {
@@ -100,16 +103,16 @@ static void upgrade_from_version_1(void **state)
 	st = store_open(dir, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(store_version(st), STORE_SCHEMA_VERSION);
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures"
+	assert_int_equal(count(store_conn(st), "SELECT count(*) FROM failures"
 				" WHERE assert = 'read at most 10 ms' AND metrics LIKE '%8192%'"), 1);
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM mail_queue"), 0);
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM mail_digest"), 0);
+	assert_int_equal(count(store_conn(st), "SELECT count(*) FROM mail_queue"), 0);
+	assert_int_equal(count(store_conn(st), "SELECT count(*) FROM mail_digest"), 0);
 	store_close(st);
 
 	/* opened again: nothing to do */
 	st = store_open(dir, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(count(store_db(st), "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+	assert_int_equal(count(store_conn(st), "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 	store_close(st);
 }
 
@@ -371,11 +374,11 @@ static void deleted_database_replaced(void **state)
 	assert_false(store_degraded(st));
 	assert_int_equal(reopened, 1);
 	assert_int_equal(store_commit(st), 0);
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures"), 2);
+	assert_int_equal(count(store_conn(st), "SELECT count(*) FROM failures"), 2);
 	snprintf(path, sizeof path, "SELECT count(*) FROM failures WHERE id IN (%llu, %llu)",
 		 (unsigned long long)id2, (unsigned long long)id3);
-	assert_int_equal(count(store_db(st), path), 2);
-	assert_int_equal(count(store_db(st), "SELECT failures FROM store_outages"
+	assert_int_equal(count(store_conn(st), path), 2);
+	assert_int_equal(count(store_conn(st), "SELECT failures FROM store_outages"
 				" WHERE reason = 'database deleted' AND dropped = 0"), 2);
 	store_health(st, &h);
 	assert_int_equal(h.pending, 0);
@@ -393,7 +396,7 @@ static void prune_in_small_batches(void **state)
 	sqlite3 *db;
 
 	assert_non_null(st);
-	db = store_db(st);
+	db = store_conn(st);
 	assert_int_equal(sqlite3_exec(db,
 		"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200)"
 		" INSERT INTO failures (id, instance_id, time, window_id) SELECT i, 1, 1000 + i, i"
@@ -458,7 +461,7 @@ static void silences_and_acks(void **state)
 	assert_int_equal(store_silence_add(st, &c, &ic), 0);
 	assert_true(ia > 0 && ib > ia && ic > ib);
 	assert_int_equal(store_silence_remove(st, ic, 5), 0);
-	assert_int_equal(sqlite3_exec(store_db(st), "INSERT INTO failures (id, instance_id, time)"
+	assert_int_equal(sqlite3_exec(store_conn(st), "INSERT INTO failures (id, instance_id, time)"
 				      " VALUES (7, 1, 1)", NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(store_ack(st, 7, 1234.5, "known"), 0);
 	store_close(st);
@@ -469,7 +472,7 @@ static void silences_and_acks(void **state)
 	assert_int_equal(s.n, 1);
 	assert_true(s.ids[0] == ia);
 	assert_string_equal(s.prog[0], "fs*");
-	assert_int_equal(count(store_db(st), "SELECT count(*) FROM failures WHERE id = 7 AND"
+	assert_int_equal(count(store_conn(st), "SELECT count(*) FROM failures WHERE id = 7 AND"
 			       " acked = 1234.5 AND ack_comment = 'known'"), 1);
 	/* ids go on after a reopen */
 	assert_int_equal(store_silence_add(st, &a, &ib), 0);
@@ -550,6 +553,142 @@ static void alert_outbox_and_open_alerts(void **state)
 	store_close(st);
 }
 
+/* What the typed reads handed over. */
+struct reads_seen {
+	int n;                    /* rows seen */
+	int stop_after;           /* stop after this many (0: never) */
+	uint64_t ids[8];          /* their ids */
+	bool flag[8];             /* a has_ flag of each */
+	char text[8][32];         /* a string of each ("(null)" for NULL) */
+};
+
+static int seen(struct reads_seen *s, uint64_t id, bool flag, const char *text)
+{
+	if (s->n < 8) {
+		s->ids[s->n] = id;
+		s->flag[s->n] = flag;
+		snprintf(s->text[s->n], sizeof s->text[0], "%s", text ? text : "(null)");
+	}
+	s->n++;
+	return s->stop_after && s->n >= s->stop_after;
+}
+
+static int on_instance_row(void *arg, const struct store_instance_row *r)
+{
+	return seen(arg, r->id, r->has_ended, r->status);
+}
+
+static int on_failure_row(void *arg, const struct store_failure_row *r)
+{
+	return seen(arg, r->id, r->has_ts, r->assertion);
+}
+
+static int on_silence_row(void *arg, const struct store_silence *r)
+{
+	return seen(arg, r->id, r->prog != NULL, r->comment);
+}
+
+static int on_count(void *arg, const struct store_failure_count *r)
+{
+	return seen(arg, r->instance_id * 100 + (uint64_t)r->count, true, r->name);
+}
+
+static int on_window(void *arg, const struct store_window_row *w)
+{
+	return seen(arg, (uint64_t)w->len, w->stored, w->has_window ? w->text : NULL);
+}
+
+/* The typed reads: filters, order, limits, NULLs, stopping early. */
+static void typed_reads(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "";
+	struct store *st = store_open(dir, err, sizeof err);
+	struct store_failure_query fq = { .limit = 10 };
+	struct reads_seen s = { 0 };
+	int64_t n = 0;
+
+	assert_non_null(st);
+	assert_int_equal(sqlite3_exec(store_conn(st),
+		"INSERT INTO instances (id, prog, machine, pid, start_ns, first_seen, ended, status)"
+		" VALUES (1, 'fs', 'ws1', 10, 1, 100, 200, 'done'), (2, 'fs', 'ws2', 11, 1, 150,"
+		" NULL, NULL), (3, 'db', 'ws1', 12, 1, 160, NULL, 'up');"
+		"INSERT INTO failures (id, instance_id, assert, line, time, start_ts, end_ts,"
+		" result, window_id, metrics) VALUES"
+		" (1, 1, 'read', 3, 1000, 5, 9, 'fail', 1, '{\"n\":1}'),"
+		" (2, 2, NULL, 4, 1001, NULL, NULL, 'fail', 2, NULL),"
+		" (3, 2, 'read', 3, 1002, 7, 8, 'inconclusive', NULL, '{\"n\":2}'),"
+		" (4, 3, 'read', 3, 1003, 1, 2, 'fail', NULL, NULL);"
+		"INSERT INTO windows (id, instance_id, from_rec, to_rec, text)"
+		" VALUES (1, 1, 1, 2, 'log');"
+		"INSERT INTO silences (id, created, until, prog, comment, removed)"
+		" VALUES (1, 1, 2e9, 'fs*', 'deploy', NULL), (2, 1, 2e9, NULL, NULL, NULL),"
+		" (3, 1, 2e9, 'x', NULL, 5), (4, 1, 10, 'y', NULL, NULL);",
+		NULL, NULL, NULL), SQLITE_OK);
+
+	/* instances: running ones unless all, the newest `limit`, oldest first */
+	assert_int_equal(store_instances_list(st, false, 10, on_instance_row, &s, err, sizeof err),
+			 0);
+	assert_int_equal(s.n, 2);
+	assert_true(s.ids[0] == 2 && s.ids[1] == 3 && !s.flag[0]);
+	assert_string_equal(s.text[0], "(null)");
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_instances_list(st, true, 2, on_instance_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 2 && s.ids[0] == 2 && s.ids[1] == 3);
+	memset(&s, 0, sizeof s);
+	s.stop_after = 1;
+	assert_int_equal(store_instances_list(st, true, 10, on_instance_row, &s, err, sizeof err),
+			 0);
+	assert_true(s.n == 1 && s.ids[0] == 1 && s.flag[0]);
+	assert_string_equal(s.text[0], "done");
+	assert_true(store_instance_exists(st, 3));
+	assert_false(store_instance_exists(st, 4));
+	assert_int_equal(store_instances_count(st, &n, err, sizeof err), 0);
+	assert_int_equal(n, 3);
+
+	/* failures: filters, and newest first on request */
+	memset(&s, 0, sizeof s);
+	fq.prog = "fs";
+	assert_int_equal(store_failures_list(st, &fq, on_failure_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 3 && s.ids[0] == 1 && s.ids[2] == 3 && s.flag[0] && !s.flag[1]);
+	assert_string_equal(s.text[1], "(null)");
+	memset(&s, 0, sizeof s);
+	fq = (struct store_failure_query){ .assertion = "read", .before_id = 4, .limit = 10,
+					   .newest_first = true };
+	assert_int_equal(store_failures_list(st, &fq, on_failure_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 2 && s.ids[0] == 3 && s.ids[1] == 1);
+	memset(&s, 0, sizeof s);
+	fq = (struct store_failure_query){ .has_since = true, .since = 1001.5, .instance_id = 3,
+					   .limit = 1 };
+	assert_int_equal(store_failures_list(st, &fq, on_failure_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 1 && s.ids[0] == 4);
+	assert_true(store_failure_exists(st, 2));
+	assert_false(store_failure_exists(st, 5));
+
+	/* windows: stored, given but not stored yet, none, no such failure */
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_failure_window(st, 1, on_window, &s, err, sizeof err), 0);
+	assert_int_equal(store_failure_window(st, 2, on_window, &s, err, sizeof err), 0);
+	assert_int_equal(store_failure_window(st, 3, on_window, &s, err, sizeof err), 0);
+	assert_int_equal(store_failure_window(st, 9, on_window, &s, err, sizeof err), -ENOENT);
+	assert_int_equal(s.n, 3);
+	assert_true(s.flag[0] && s.ids[0] == 3 && !s.flag[1] && !s.flag[2]);
+	assert_string_equal(s.text[0], "log");
+	assert_string_equal(s.text[1], "(null)");
+
+	/* counts per instance and assertion name, inconclusive ones left out */
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_failure_counts(st, 10, on_count, &s, err, sizeof err), 0);
+	assert_int_equal(s.n, 3);
+
+	/* silences: neither removed nor ended, by id */
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_silences_list(st, 1000, 10, on_silence_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 2 && s.ids[0] == 1 && s.flag[0] && s.ids[1] == 2 && !s.flag[1]);
+	assert_string_equal(s.text[0], "deploy");
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,6 +702,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(deleted_database_replaced, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(prune_in_small_batches, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(silences_and_acks, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(typed_reads, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
 	};
