@@ -16,6 +16,8 @@
 #include "http.h"
 #include "session.h"
 #include "store.h"
+#include "store-internal.h" /* TEMPORARY: store_json_db() for render_metrics() */
+#include "store_read.h"
 #include "text.h"
 #include "typescript.h"
 
@@ -92,46 +94,63 @@ static void emit(struct evbuffer *out, struct sbuf *b)
 	sb_free(b);
 }
 
-static const char *coltext(sqlite3_stmt *q, int c)
+/* A string from the store, "" for NULL. */
+static const char *str(const char *s)
 {
-	const char *s = (const char *)sqlite3_column_text(q, c);
 	return s ? s : "";
 }
 
-static char *fmt_time(sqlite3_stmt *q, int c, char *buf, size_t size)
+/* A wall-clock time for a cell: ISO, or "-" if unknown (`has` false). */
+static char *fmt_time(bool has, double t, char *buf, size_t size)
 {
-	if (sqlite3_column_type(q, c) == SQLITE_NULL) {
+	if (!has) {
 		snprintf(buf, size, "-");
 		return buf;
 	}
-	return iso_time(sqlite3_column_double(q, c), buf, size);
+	return iso_time(t, buf, size);
 }
 
-/* Column `c`, a wall-clock time already formatted as `iso`: "\"ISO\"" or null. */
-static void json_time(struct sbuf *b, sqlite3_stmt *q, int c, const char *iso)
+/* A wall-clock time already formatted as `iso`: "\"ISO\"", or null if unknown. */
+static void json_time(struct sbuf *b, bool has, const char *iso)
 {
-	if (sqlite3_column_type(q, c) == SQLITE_NULL)
+	if (!has)
 		sb_printf(b, "null");
 	else
 		sb_printf(b, "\"%s\"", iso);
 }
 
-/* A failure's FLAGS cell from the failures query: "report,silenced,acked" or "-". */
-static void failure_flags(sqlite3_stmt *q, char *buf, size_t size)
+/* A failure's FLAGS cell: "report,silenced,acked" or "-". */
+static void failure_flags(const struct store_failure_row *f, char *buf, size_t size)
 {
-	const char *result = (const char *)sqlite3_column_text(q, 11);
-	const char *kind = (const char *)sqlite3_column_text(q, 12);
-
 	snprintf(buf, size, "%s%s%s%s%s",
-		 result && !strcmp(result, "inconclusive") ? ",inconclusive" : "",
-		 kind && !strcmp(kind, "overdue") ? ",overdue" : "",
-		 sqlite3_column_int(q, 20) ? ",report" : "",
-		 sqlite3_column_type(q, 21) != SQLITE_NULL ? ",silenced" : "",
-		 sqlite3_column_type(q, 22) != SQLITE_NULL ? ",acked" : "");
+		 f->result && !strcmp(f->result, "inconclusive") ? ",inconclusive" : "",
+		 f->kind && !strcmp(f->kind, "overdue") ? ",overdue" : "",
+		 f->report ? ",report" : "",
+		 f->has_silence ? ",silenced" : "",
+		 f->has_acked ? ",acked" : "");
 	if (*buf)
 		memmove(buf, buf + 1, strlen(buf));
 	else
 		snprintf(buf, size, "-");
+}
+
+/* A listing being written: rows go to `b` as JSON, or to `t` as text. */
+struct listing {
+	struct sbuf *b;           /* the answer */
+	struct table *t;          /* the text table (when not json) */
+	bool json;                /* JSON, not text */
+	bool first;               /* no JSON row written yet */
+	int rows;                 /* rows listed */
+	sqlite3 *json_db;         /* TEMPORARY: for render_metrics() (json-report branch) */
+};
+
+/* Free a table that will not be printed. */
+static void table_discard(struct table *t)
+{
+	struct sbuf scratch = { 0 };
+
+	table_print(t, &scratch, 0);
+	sb_free(&scratch);
 }
 
 /* --- status ------------------------------------------------------------------ */
@@ -141,7 +160,8 @@ static void store_json(struct sbuf *b, const struct store_health *h)
 {
 	char when[40];
 
-	sb_printf(b, "{\"state\":\"%s\",\"reason\":", h->degraded ? "degraded" : "ok");
+	sb_printf(b, "{\"engine\":\"%s\",\"state\":\"%s\",\"reason\":", h->engine,
+		  h->degraded ? "degraded" : "ok");
 	if (h->degraded)
 		sb_json_str(b, h->reason);
 	else
@@ -392,84 +412,82 @@ static int cmd_class(struct tmon *tm, const struct ctl_request *r, struct evbuff
 
 /* --- instances --------------------------------------------------------------- */
 
+/* One row of `telemonctl instances`. */
+static int instance_row(void *arg, const struct store_instance_row *in)
+{
+	struct listing *l = arg;
+	struct sbuf *b = l->b;
+	char seen[40], ended[40];
+
+	fmt_time(in->has_first_seen, in->first_seen, seen, sizeof seen);
+	fmt_time(in->has_ended, in->ended, ended, sizeof ended);
+	l->rows++;
+	if (l->json) {
+		sb_printf(b, "%s{\"id\":%" PRIu64 ",\"class\":%" PRIu64 ",\"prog\":",
+			  l->first ? "" : ",", in->id, in->class_id);
+		sb_json_str(b, str(in->prog));
+		sb_printf(b, ",\"machine\":");
+		sb_json_str(b, str(in->machine));
+		sb_printf(b, ",\"pid\":%" PRId64 ",\"state\":\"%s\",\"monitor\":%s,\"records\":%" PRId64
+			      ",\"bytes\":%" PRId64 ",\"lost\":%" PRId64 ",\"gaps\":%" PRId64
+			      ",\"skipped\":%" PRId64 ",\"failures\":%" PRId64
+			      ",\"tool_restarts\":%" PRId64 ",\"seen\":\"%s\",\"ended\":",
+			  in->pid, str(in->state), in->want ? "true" : "false", in->records,
+			  in->bytes, in->lost, in->gaps, in->skipped, in->failures,
+			  in->tool_restarts, seen);
+		if (!in->has_ended)
+			sb_printf(b, "null");
+		else
+			sb_printf(b, "\"%s\"", ended);
+		sb_printf(b, ",\"status\":");
+		sb_json_str(b, str(in->status));
+		sb_printf(b, ",\"endpoint\":");
+		sb_json_str(b, str(in->endpoint));
+		sb_add(b, "}", 1);
+		l->first = false;
+	} else {
+		char id[24], pid[24], recs[24], lost[24], fails[24];
+		snprintf(id, sizeof id, "%" PRIu64, in->id);
+		snprintf(pid, sizeof pid, "%" PRId64, in->pid);
+		snprintf(recs, sizeof recs, "%" PRId64, in->records);
+		snprintf(lost, sizeof lost, "%" PRId64, in->lost);
+		snprintf(fails, sizeof fails, "%" PRId64, in->failures);
+		const char *row[] = { id, str(in->prog), str(in->machine), pid, str(in->state),
+				      recs, lost, fails, seen, str(in->status) };
+		table_row(l->t, row);
+	}
+	return 0;
+}
+
 static int cmd_instances(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
 			 char *err, size_t errlen)
 {
 	static const char *const keys[] = { "all", "limit", NULL };
 	static const char *const head[] = { "ID", "PROG", "MACHINE", "PID", "STATE", "RECORDS",
 					    "LOST", "FAILURES", "SEEN", "STATUS", NULL };
-	sqlite3 *db = store_db(tm->store);
 	struct sbuf b = { 0 };
-	sqlite3_stmt *q;
 	struct table t;
-	bool all = opt(r, 1, "all") != NULL, first = true;
-	int limit, rows = 0;
+	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
+	bool all = opt(r, 1, "all") != NULL;
+	int limit;
 
 	if (only_opts(r, 1, keys, err, errlen) < 0 || parse_limit(r, 1, &limit, err, errlen) < 0)
 		return -EINVAL;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT * FROM (SELECT id, class_id, prog, machine, pid, state, want,"
-			       " records, bytes, lost, gaps, skipped, failures, tool_restarts,"
-			       " first_seen, ended, status, endpoint FROM instances"
-			       " WHERE ?1 OR ended IS NULL ORDER BY id DESC LIMIT ?2) ORDER BY id",
-			       -1, &q, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
-		return -EIO;
-	}
-	sqlite3_bind_int(q, 1, all);
-	sqlite3_bind_int(q, 2, limit);
 	if (r->json)
 		sb_add(&b, "[", 1);
 	else
 		table_init(&t, head);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		char seen[40], ended[40];
-		fmt_time(q, 14, seen, sizeof seen);
-		fmt_time(q, 15, ended, sizeof ended);
-		rows++;
-		if (r->json) {
-			sb_printf(&b, "%s{\"id\":%lld,\"class\":%lld,\"prog\":", first ? "" : ",",
-				  sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
-			sb_json_str(&b, coltext(q, 2));
-			sb_printf(&b, ",\"machine\":");
-			sb_json_str(&b, coltext(q, 3));
-			sb_printf(&b, ",\"pid\":%lld,\"state\":\"%s\",\"monitor\":%s,\"records\":%lld,"
-				      "\"bytes\":%lld,\"lost\":%lld,\"gaps\":%lld,\"skipped\":%lld,"
-				      "\"failures\":%lld,\"tool_restarts\":%lld,\"seen\":\"%s\","
-				      "\"ended\":",
-				  sqlite3_column_int64(q, 4), coltext(q, 5),
-				  sqlite3_column_int(q, 6) ? "true" : "false", sqlite3_column_int64(q, 7),
-				  sqlite3_column_int64(q, 8), sqlite3_column_int64(q, 9),
-				  sqlite3_column_int64(q, 10), sqlite3_column_int64(q, 11),
-				  sqlite3_column_int64(q, 12), sqlite3_column_int64(q, 13), seen);
-			if (sqlite3_column_type(q, 15) == SQLITE_NULL)
-				sb_printf(&b, "null");
-			else
-				sb_printf(&b, "\"%s\"", ended);
-			sb_printf(&b, ",\"status\":");
-			sb_json_str(&b, coltext(q, 16));
-			sb_printf(&b, ",\"endpoint\":");
-			sb_json_str(&b, coltext(q, 17));
-			sb_add(&b, "}", 1);
-			first = false;
-		} else {
-			char id[24], pid[24], recs[24], lost[24], fails[24];
-			snprintf(id, sizeof id, "%lld", sqlite3_column_int64(q, 0));
-			snprintf(pid, sizeof pid, "%lld", sqlite3_column_int64(q, 4));
-			snprintf(recs, sizeof recs, "%lld", sqlite3_column_int64(q, 7));
-			snprintf(lost, sizeof lost, "%lld", sqlite3_column_int64(q, 9));
-			snprintf(fails, sizeof fails, "%lld", sqlite3_column_int64(q, 12));
-			const char *row[] = { id, coltext(q, 2), coltext(q, 3), pid, coltext(q, 5),
-					      recs, lost, fails, seen, coltext(q, 16) };
-			table_row(&t, row);
-		}
+	if (store_instances_list(tm->store, all, limit, instance_row, &l, err, errlen) < 0) {
+		if (!r->json)
+			table_discard(&t);
+		sb_free(&b);
+		return -EIO;
 	}
-	sqlite3_finalize(q);
 	if (r->json) {
 		sb_add(&b, "]\n", 2);
 	} else {
 		table_print(&t, &b, r->width);
-		if (!rows)
+		if (!l.rows)
 			sb_printf(&b, all ? "(no instances yet)\n" : "(no running instances; "
 							      "--all lists ended ones too)\n");
 	}
@@ -506,20 +524,6 @@ static int cmd_start_stop(struct tmon *tm, const struct ctl_request *r, struct e
 
 /* --- typescript and window --------------------------------------------------- */
 
-static bool instance_exists(struct tmon *tm, uint64_t id)
-{
-	sqlite3_stmt *q;
-	bool found = false;
-
-	if (sqlite3_prepare_v2(store_db(tm->store), "SELECT 1 FROM instances WHERE id = ?1", -1, &q,
-			       NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
-	found = sqlite3_step(q) == SQLITE_ROW;
-	sqlite3_finalize(q);
-	return found;
-}
-
 static void add_file(struct sbuf *b, const char *path)
 {
 	char buf[65536];
@@ -546,7 +550,7 @@ static int cmd_typescript(struct tmon *tm, const struct ctl_request *r, struct e
 	}
 	if (parse_id(r->argv[1], &id, "instance", err, errlen) < 0)
 		return -EINVAL;
-	if (!instance_exists(tm, id)) {
+	if (!store_instance_exists(tm->store, id)) {
 		snprintf(err, errlen, "no instance %" PRIu64 " (see telemonctl instances --all)", id);
 		return -ENOENT;
 	}
@@ -566,72 +570,145 @@ static int cmd_typescript(struct tmon *tm, const struct ctl_request *r, struct e
 	return 0;
 }
 
+/* The answer to `telemonctl window ID`, from the failure's window. */
+struct window_answer {
+	struct sbuf *b;           /* the answer */
+	uint64_t id;              /* the failure */
+	bool json;                /* JSON, not text */
+	char *err;                /* where a message goes */
+	size_t errlen;            /* its size */
+	int rc;                   /* 0, or why there is no window to show */
+};
+
+static int window_found(void *arg, const struct store_window_row *w)
+{
+	struct window_answer *a = arg;
+
+	if (!w->has_window) {
+		snprintf(a->err, a->errlen, "failure %" PRIu64 " has no log window (too many "
+			 "failures waiting for theirs at the time)", a->id);
+		a->rc = -ENOENT;
+	} else if (!w->stored) {
+		snprintf(a->err, a->errlen, "the log window of failure %" PRIu64 " is not stored "
+			 "yet: it waits for the records after the failure (at most %.0f s)", a->id,
+			 TM_WINDOW_WAIT_S);
+		a->rc = -EAGAIN;
+	} else if (a->json) {
+		sb_printf(a->b, "{\"id\":%" PRIu64 ",\"from_record\":%" PRId64 ",\"to_record\":%"
+			  PRId64 ",\"truncated\":%s,\"window\":", a->id, w->from_rec, w->to_rec,
+			  w->truncated ? "true" : "false");
+		sb_json_str(a->b, str(w->text));
+		sb_printf(a->b, "}\n");
+		a->rc = 0;
+	} else {
+		sb_add(a->b, w->text, w->len);
+		a->rc = 0;
+	}
+	return 0;
+}
+
 static int cmd_window(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
 		      char *err, size_t errlen)
 {
-	sqlite3 *db = store_db(tm->store);
 	struct sbuf b = { 0 };
-	sqlite3_stmt *q;
-	uint64_t id;
+	struct window_answer a = { .b = &b, .json = r->json, .err = err, .errlen = errlen };
 	int rc;
 
 	if (r->argc != 2) {
 		snprintf(err, errlen, "window: give one failure id (see telemonctl failures)");
 		return -EINVAL;
 	}
-	if (parse_id(r->argv[1], &id, "failure", err, errlen) < 0)
+	if (parse_id(r->argv[1], &a.id, "failure", err, errlen) < 0)
 		return -EINVAL;
-	if (sqlite3_prepare_v2(db, "SELECT f.window_id, w.text, w.from_rec, w.to_rec, w.truncated"
-				   " FROM failures f LEFT JOIN windows w ON w.id = f.window_id"
-				   " WHERE f.id = ?1", -1, &q, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
-		return -EIO;
+	rc = store_failure_window(tm->store, a.id, window_found, &a, err, errlen);
+	if (rc == -EIO)
+		return rc;
+	if (rc == -ENOENT) {
+		snprintf(err, errlen, "no failure %" PRIu64 " (see telemonctl failures)", a.id);
+		a.rc = -ENOENT;
 	}
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
-	rc = sqlite3_step(q);
-	if (rc != SQLITE_ROW) {
-		snprintf(err, errlen, "no failure %" PRIu64 " (see telemonctl failures)", id);
-		rc = -ENOENT;
-	} else if (sqlite3_column_type(q, 0) == SQLITE_NULL) {
-		snprintf(err, errlen, "failure %" PRIu64 " has no log window (too many failures "
-			 "waiting for theirs at the time)", id);
-		rc = -ENOENT;
-	} else if (sqlite3_column_type(q, 1) == SQLITE_NULL) {
-		snprintf(err, errlen, "the log window of failure %" PRIu64 " is not stored yet: it "
-			 "waits for the records after the failure (at most %.0f s)", id,
-			 TM_WINDOW_WAIT_S);
-		rc = -EAGAIN;
-	} else if (r->json) {
-		sb_printf(&b, "{\"id\":%" PRIu64 ",\"from_record\":%lld,\"to_record\":%lld,"
-			      "\"truncated\":%s,\"window\":", id, sqlite3_column_int64(q, 2),
-			  sqlite3_column_int64(q, 3), sqlite3_column_int(q, 4) ? "true" : "false");
-		sb_json_str(&b, coltext(q, 1));
-		sb_printf(&b, "}\n");
-		rc = 0;
-	} else {
-		sb_add(&b, (const char *)sqlite3_column_text(q, 1), (size_t)sqlite3_column_bytes(q, 1));
-		rc = 0;
-	}
-	sqlite3_finalize(q);
 	emit(out, &b);
-	return rc;
+	return a.rc;
 }
 
 /* --- failures ---------------------------------------------------------------- */
 
-/* The latest failures matching ?1 prog, ?2 assert, ?3 since, ?4 instance,
- * ?6 before (ids below it), at most ?5 of them. */
-#define FAILURES_QUERY                                                                  \
-	"SELECT f.id, i.prog, i.machine, i.pid, f.assert,"                              \
-	" f.line, f.time, f.start_ts, f.end_ts, f.metrics, f.spec, f.result,"           \
-	" f.kind, f.type, f.uid, f.start_pos, f.end_pos, f.instance_id,"                \
-	" f.window_id, f.start_wall, f.report, f.silence_id, f.acked,"                  \
-	" f.ack_comment"                                                                \
-	" FROM failures f JOIN instances i ON i.id = f.instance_id"                     \
-	" WHERE (?1 IS NULL OR i.prog = ?1) AND (?2 IS NULL OR f.assert = ?2)"          \
-	" AND (?3 IS NULL OR f.time >= ?3) AND (?4 IS NULL OR f.instance_id = ?4)"      \
-	" AND (?6 IS NULL OR f.id < ?6)"                                                \
-	" ORDER BY f.id DESC LIMIT ?5"
+/* One row of `telemonctl failures` (and of /api/v1/failures). */
+static int failure_row(void *arg, const struct store_failure_row *f)
+{
+	struct listing *l = arg;
+	struct sbuf *b = l->b;
+	char when[40], start[40], acked[40], flags[64];
+
+	fmt_time(true, f->time, when, sizeof when);
+	fmt_time(f->has_start_wall, f->start_wall, start, sizeof start);
+	fmt_time(f->has_acked, f->acked, acked, sizeof acked);
+	failure_flags(f, flags, sizeof flags);
+	l->rows++;
+	if (l->json) {
+		sb_printf(b, "%s{\"id\":%" PRIu64 ",\"prog\":", l->first ? "" : ",", f->id);
+		sb_json_str(b, str(f->prog));
+		sb_printf(b, ",\"machine\":");
+		sb_json_str(b, str(f->machine));
+		sb_printf(b, ",\"pid\":%" PRId64 ",\"assert\":", f->pid);
+		sb_json_str(b, f->assertion);
+		sb_printf(b, ",\"line\":%d,\"time\":\"%s\",\"time_unix\":%.6f,\"start_ts\":",
+			  f->line, when, f->time);
+		if (!f->has_ts)
+			sb_printf(b, "null,\"end_ts\":null");
+		else
+			sb_printf(b, "%" PRId64 ",\"end_ts\":%" PRId64, f->start_ts, f->end_ts);
+		sb_printf(b, ",\"metrics\":%s,\"spec\":", f->metrics ? f->metrics : "null");
+		sb_json_str(b, f->spec);
+		sb_printf(b, ",\"result\":");
+		sb_json_str(b, f->result);
+		sb_printf(b, ",\"kind\":");
+		sb_json_str(b, f->kind);
+		sb_printf(b, ",\"type\":");
+		sb_json_str(b, f->type);
+		sb_printf(b, ",\"uid\":");
+		if (!f->has_uid)
+			sb_printf(b, "null");
+		else
+			sb_printf(b, "%" PRId64, f->uid);
+		sb_printf(b, ",\"start\":");
+		sb_json_str(b, f->start);
+		sb_printf(b, ",\"end\":");
+		sb_json_str(b, f->end);
+		sb_printf(b, ",\"instance\":%" PRIu64 ",\"window\":%s", f->instance_id,
+			  f->has_window ? "true" : "false");
+		/* wall-clock times beside the ticks, and alert hygiene */
+		sb_printf(b, ",\"time_iso\":\"%s\",\"start_iso\":", when);
+		json_time(b, f->has_start_wall, start);
+		sb_printf(b, ",\"report\":%s,\"silenced\":", f->report ? "true" : "false");
+		if (!f->has_silence)
+			sb_printf(b, "null");
+		else
+			sb_printf(b, "%" PRIu64, f->silence_id);
+		sb_printf(b, ",\"acked\":%s,\"acked_iso\":", f->has_acked ? "true" : "false");
+		json_time(b, f->has_acked, acked);
+		sb_printf(b, ",\"ack_comment\":");
+		sb_json_str(b, f->ack_comment);
+		sb_add(b, "}", 1);
+		l->first = false;
+	} else {
+		char id[24], pid[24], line[16], sts[24] = "-", ets[24] = "-";
+		char *metrics = render_metrics(l->json_db, f->metrics);
+		snprintf(id, sizeof id, "%" PRIu64, f->id);
+		snprintf(pid, sizeof pid, "%" PRId64, f->pid);
+		snprintf(line, sizeof line, "%d", f->line);
+		if (f->has_ts) {
+			snprintf(sts, sizeof sts, "%" PRId64, f->start_ts);
+			snprintf(ets, sizeof ets, "%" PRId64, f->end_ts);
+		}
+		const char *row[] = { id, when, str(f->prog), str(f->machine), pid,
+				      f->assertion ? f->assertion : "(unlabelled)",
+				      line, start, sts, ets, flags, metrics ? metrics : "" };
+		table_row(l->t, row);
+		free(metrics);
+	}
+	return 0;
+}
 
 static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
 			char *err, size_t errlen)
@@ -641,138 +718,50 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	static const char *const head[] = { "ID", "TIME", "PROG", "MACHINE", "PID", "ASSERTION",
 					    "LINE", "START", "START_TS", "END_TS", "FLAGS", "METRICS",
 					    NULL };
-	const char *prog = opt(r, 1, "prog"), *assertion = opt(r, 1, "assert");
 	const char *since = opt(r, 1, "since"), *inst = opt(r, 1, "instance");
 	const char *before = opt(r, 1, "before");
-	sqlite3 *db = store_db(tm->store);
+	struct store_failure_query q = {
+		.prog = opt(r, 1, "prog"),
+		.assertion = opt(r, 1, "assert"),
+		.has_since = since != NULL,
+		.newest_first = r->newest_first,
+	};
 	struct sbuf b = { 0 };
-	sqlite3_stmt *q;
 	struct table t;
-	bool first = true;
-	int limit, rows = 0;
-	double since_t = 0;
-	uint64_t inst_id = 0, before_id = 0;
+	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true,
+			     .json_db = store_json_db(tm->store) };
 
-	if (only_opts(r, 1, keys, err, errlen) < 0 || parse_limit(r, 1, &limit, err, errlen) < 0)
+	if (only_opts(r, 1, keys, err, errlen) < 0 || parse_limit(r, 1, &q.limit, err, errlen) < 0)
 		return -EINVAL;
 	if (since) {
 		char *end;
-		since_t = strtod(since, &end);
+		q.since = strtod(since, &end);
 		if (*end || end == since) {
 			snprintf(err, errlen, "--since: '%.40s' is not a time", since);
 			return -EINVAL;
 		}
 	}
-	if (inst && parse_id(inst, &inst_id, "--instance", err, errlen) < 0)
+	if (inst && parse_id(inst, &q.instance_id, "--instance", err, errlen) < 0)
 		return -EINVAL;
-	if (before && parse_id(before, &before_id, "--before", err, errlen) < 0)
+	if (before && parse_id(before, &q.before_id, "--before", err, errlen) < 0)
 		return -EINVAL;
 	/* the latest `limit` (before failure `before`), oldest first for
 	 * telemonctl, newest first for the HTTP API */
-	if (sqlite3_prepare_v2(db, r->newest_first ?
-			       "SELECT * FROM (" FAILURES_QUERY ") ORDER BY id DESC" :
-			       "SELECT * FROM (" FAILURES_QUERY ") ORDER BY id",
-			       -1, &q, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
-		return -EIO;
-	}
-	if (prog)
-		sqlite3_bind_text(q, 1, prog, -1, SQLITE_STATIC);
-	if (assertion)
-		sqlite3_bind_text(q, 2, assertion, -1, SQLITE_STATIC);
-	if (since)
-		sqlite3_bind_double(q, 3, since_t);
-	if (inst)
-		sqlite3_bind_int64(q, 4, (sqlite3_int64)inst_id);
-	sqlite3_bind_int(q, 5, limit);
-	if (before)
-		sqlite3_bind_int64(q, 6, (sqlite3_int64)before_id);
 	if (r->json)
 		sb_add(&b, "[", 1);
 	else
 		table_init(&t, head);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		char when[40], start[40], acked[40], flags[64];
-		fmt_time(q, 6, when, sizeof when);
-		fmt_time(q, 19, start, sizeof start);
-		fmt_time(q, 22, acked, sizeof acked);
-		failure_flags(q, flags, sizeof flags);
-		rows++;
-		if (r->json) {
-			sb_printf(&b, "%s{\"id\":%lld,\"prog\":", first ? "" : ",",
-				  sqlite3_column_int64(q, 0));
-			sb_json_str(&b, coltext(q, 1));
-			sb_printf(&b, ",\"machine\":");
-			sb_json_str(&b, coltext(q, 2));
-			sb_printf(&b, ",\"pid\":%lld,\"assert\":", sqlite3_column_int64(q, 3));
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 4));
-			sb_printf(&b, ",\"line\":%d,\"time\":\"%s\",\"time_unix\":%.6f,\"start_ts\":",
-				  sqlite3_column_int(q, 5), when, sqlite3_column_double(q, 6));
-			if (sqlite3_column_type(q, 7) == SQLITE_NULL)
-				sb_printf(&b, "null,\"end_ts\":null");
-			else
-				sb_printf(&b, "%lld,\"end_ts\":%lld", sqlite3_column_int64(q, 7),
-					  sqlite3_column_int64(q, 8));
-			sb_printf(&b, ",\"metrics\":%s,\"spec\":",
-				  sqlite3_column_type(q, 9) == SQLITE_NULL ? "null" : coltext(q, 9));
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 10));
-			sb_printf(&b, ",\"result\":");
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 11));
-			sb_printf(&b, ",\"kind\":");
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 12));
-			sb_printf(&b, ",\"type\":");
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 13));
-			sb_printf(&b, ",\"uid\":");
-			if (sqlite3_column_type(q, 14) == SQLITE_NULL)
-				sb_printf(&b, "null");
-			else
-				sb_printf(&b, "%lld", sqlite3_column_int64(q, 14));
-			sb_printf(&b, ",\"start\":");
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 15));
-			sb_printf(&b, ",\"end\":");
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 16));
-			sb_printf(&b, ",\"instance\":%lld,\"window\":%s", sqlite3_column_int64(q, 17),
-				  sqlite3_column_type(q, 18) == SQLITE_NULL ? "false" : "true");
-			/* wall-clock times beside the ticks, and alert hygiene */
-			sb_printf(&b, ",\"time_iso\":\"%s\",\"start_iso\":", when);
-			json_time(&b, q, 19, start);
-			sb_printf(&b, ",\"report\":%s,\"silenced\":",
-				  sqlite3_column_int(q, 20) ? "true" : "false");
-			if (sqlite3_column_type(q, 21) == SQLITE_NULL)
-				sb_printf(&b, "null");
-			else
-				sb_printf(&b, "%lld", sqlite3_column_int64(q, 21));
-			sb_printf(&b, ",\"acked\":%s,\"acked_iso\":",
-				  sqlite3_column_type(q, 22) == SQLITE_NULL ? "false" : "true");
-			json_time(&b, q, 22, acked);
-			sb_printf(&b, ",\"ack_comment\":");
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 23));
-			sb_add(&b, "}", 1);
-			first = false;
-		} else {
-			char id[24], pid[24], line[16], sts[24] = "-", ets[24] = "-";
-			char *metrics = render_metrics(db, (const char *)sqlite3_column_text(q, 9));
-			snprintf(id, sizeof id, "%lld", sqlite3_column_int64(q, 0));
-			snprintf(pid, sizeof pid, "%lld", sqlite3_column_int64(q, 3));
-			snprintf(line, sizeof line, "%d", sqlite3_column_int(q, 5));
-			if (sqlite3_column_type(q, 7) != SQLITE_NULL) {
-				snprintf(sts, sizeof sts, "%lld", sqlite3_column_int64(q, 7));
-				snprintf(ets, sizeof ets, "%lld", sqlite3_column_int64(q, 8));
-			}
-			const char *row[] = { id, when, coltext(q, 1), coltext(q, 2), pid,
-					      sqlite3_column_type(q, 4) == SQLITE_NULL ? "(unlabelled)"
-										      : coltext(q, 4),
-					      line, start, sts, ets, flags, metrics ? metrics : "" };
-			table_row(&t, row);
-			free(metrics);
-		}
+	if (store_failures_list(tm->store, &q, failure_row, &l, err, errlen) < 0) {
+		if (!r->json)
+			table_discard(&t);
+		sb_free(&b);
+		return -EIO;
 	}
-	sqlite3_finalize(q);
 	if (r->json) {
 		sb_add(&b, "]\n", 2);
 	} else {
 		table_print(&t, &b, r->width);
-		if (rows)
+		if (l.rows)
 			sb_printf(&b, CTL_HINT "The log around a failure: %s window ID\n",
 				  tm->ctl_hint);
 		else
@@ -799,66 +788,67 @@ static int parse_when(const char *v, const char *what, double *out, char *err, s
 	return 0;
 }
 
+/* One row of `telemonctl silence list`. */
+static int silence_row(void *arg, const struct store_silence *si)
+{
+	struct listing *l = arg;
+	struct sbuf *b = l->b;
+	char until[40], created[40], id[24];
+
+	fmt_time(true, si->until, until, sizeof until);
+	fmt_time(true, si->created, created, sizeof created);
+	l->rows++;
+	if (l->json) {
+		sb_printf(b, "%s{\"id\":%" PRIu64 ",\"until\":\"%s\",\"until_unix\":%.3f,"
+			      "\"created\":\"%s\",\"prog\":", l->first ? "" : ",",
+			  si->id, until, si->until, created);
+		sb_json_str(b, si->prog);
+		sb_printf(b, ",\"machine\":");
+		sb_json_str(b, si->machine);
+		sb_printf(b, ",\"assert\":");
+		sb_json_str(b, si->assertion);
+		sb_printf(b, ",\"comment\":");
+		sb_json_str(b, si->comment);
+		sb_add(b, "}", 1);
+		l->first = false;
+	} else {
+		snprintf(id, sizeof id, "%" PRIu64, si->id);
+		const char *row[] = {
+			id, until, si->prog ? si->prog : "*",
+			si->machine ? si->machine : "*",
+			si->assertion ? si->assertion : "*",
+			created, str(si->comment),
+		};
+		table_row(l->t, row);
+	}
+	return 0;
+}
+
 static int silence_list(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
 			char *err, size_t errlen)
 {
 	static const char *const head[] = { "ID", "UNTIL", "PROG", "MACHINE", "ASSERT", "CREATED",
 					    "COMMENT", NULL };
-	sqlite3 *db = store_db(tm->store);
 	struct sbuf b = { 0 };
-	sqlite3_stmt *q;
 	struct table t;
-	bool first = true;
-	int rows = 0;
+	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
 
-	if (sqlite3_prepare_v2(db, "SELECT id, until, prog, machine, assert, created, comment"
-			       " FROM silences WHERE removed IS NULL AND until > ?1 ORDER BY id"
-			       " LIMIT ?2", -1, &q, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
-		return -EIO;
-	}
-	sqlite3_bind_double(q, 1, tm_now());
-	sqlite3_bind_int(q, 2, HYG_SILENCES_MAX);
 	if (r->json)
 		sb_add(&b, "[", 1);
 	else
 		table_init(&t, head);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		char until[40], created[40], id[24];
-		fmt_time(q, 1, until, sizeof until);
-		fmt_time(q, 5, created, sizeof created);
-		rows++;
-		if (r->json) {
-			sb_printf(&b, "%s{\"id\":%lld,\"until\":\"%s\",\"until_unix\":%.3f,"
-				      "\"created\":\"%s\",\"prog\":", first ? "" : ",",
-				  sqlite3_column_int64(q, 0), until, sqlite3_column_double(q, 1),
-				  created);
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 2));
-			sb_printf(&b, ",\"machine\":");
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 3));
-			sb_printf(&b, ",\"assert\":");
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 4));
-			sb_printf(&b, ",\"comment\":");
-			sb_json_str(&b, (const char *)sqlite3_column_text(q, 6));
-			sb_add(&b, "}", 1);
-			first = false;
-		} else {
-			snprintf(id, sizeof id, "%lld", sqlite3_column_int64(q, 0));
-			const char *row[] = {
-				id, until, sqlite3_column_type(q, 2) == SQLITE_NULL ? "*" : coltext(q, 2),
-				sqlite3_column_type(q, 3) == SQLITE_NULL ? "*" : coltext(q, 3),
-				sqlite3_column_type(q, 4) == SQLITE_NULL ? "*" : coltext(q, 4),
-				created, coltext(q, 6),
-			};
-			table_row(&t, row);
-		}
+	if (store_silences_list(tm->store, tm_now(), HYG_SILENCES_MAX, silence_row, &l, err,
+				errlen) < 0) {
+		if (!r->json)
+			table_discard(&t);
+		sb_free(&b);
+		return -EIO;
 	}
-	sqlite3_finalize(q);
 	if (r->json) {
 		sb_add(&b, "]\n", 2);
 	} else {
 		table_print(&t, &b, r->width);
-		if (!rows)
+		if (!l.rows)
 			sb_printf(&b, "(no active silences)\n");
 	}
 	emit(out, &b);
@@ -919,11 +909,8 @@ static int cmd_ack(struct tmon *tm, const struct ctl_request *r, struct evbuffer
 {
 	static const char *const keys[] = { "comment", NULL };
 	const char *comment = opt(r, 2, "comment");
-	sqlite3 *db = store_db(tm->store);
 	struct sbuf b = { 0 };
-	sqlite3_stmt *q;
 	uint64_t id;
-	bool found = false;
 
 	if (r->argc < 2 || parse_id(r->argv[1], &id, "ack", err, errlen) < 0 ||
 	    only_opts(r, 2, keys, err, errlen) < 0)
@@ -932,13 +919,7 @@ static int cmd_ack(struct tmon *tm, const struct ctl_request *r, struct evbuffer
 		snprintf(err, errlen, "ack: the comment is longer than %d bytes", HYG_COMMENT_MAX);
 		return -EINVAL;
 	}
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM failures WHERE id = ?1", -1, &q, NULL) ==
-	    SQLITE_OK) {
-		sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
-		found = sqlite3_step(q) == SQLITE_ROW;
-		sqlite3_finalize(q);
-	}
-	if (!found) {
+	if (!store_failure_exists(tm->store, id)) {
 		snprintf(err, errlen, "ack: no failure %" PRIu64 " (telemonctl failures)", id);
 		return -ENOENT;
 	}

@@ -18,6 +18,7 @@
 #include "dashboard.h"
 #include "html.h"
 #include "store.h"
+#include "store-internal.h" /* TEMPORARY: store_json_db() for sqlite's JSON functions */
 #include "text.h"
 
 #ifndef CMON_WEBDIR
@@ -183,7 +184,7 @@ static int render_instances(struct tmon *tm, struct sbuf *b, char *err, size_t e
 
 	if (!json)
 		return -EIO;
-	q = json_rows(store_db(tm->store),
+	q = json_rows(store_json_db(tm->store),
 		      "SELECT json_extract(value, '$.id'), json_extract(value, '$.prog'),"
 		      " json_extract(value, '$.machine'), json_extract(value, '$.pid'),"
 		      " json_extract(value, '$.state'), json_extract(value, '$.records'),"
@@ -236,7 +237,7 @@ static int render_instances(struct tmon *tm, struct sbuf *b, char *err, size_t e
 static int render_failures(struct tmon *tm, struct sbuf *b, char *err, size_t errlen)
 {
 	static const char *const words[] = { "failures", "limit=" DASH_STR(DASH_FAILURES), NULL };
-	sqlite3 *db = store_db(tm->store);
+	sqlite3 *db = store_json_db(tm->store);
 	char *json = api_json(tm, words, true, err, errlen);
 	sqlite3_stmt *q;
 	int rows = 0;

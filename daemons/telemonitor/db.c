@@ -89,6 +89,11 @@ struct db_stmt *db_prepare(struct db *db, const char *sql)
 	return db->ops->prepare(db, sql);
 }
 
+struct db *db_of(struct db_stmt *q)
+{
+	return q->db;
+}
+
 void db_finalize(struct db_stmt *q)
 {
 	if (q)

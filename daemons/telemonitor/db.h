@@ -84,6 +84,36 @@ enum db_rc db_set_schema_version(struct db *db, int version);
  * statements before it must be run again in a new one. */
 bool db_error_aborts(const struct db *db);
 
+/* Values to bind. A NULL text is a NULL. */
+static inline struct bl_value db_vint(int64_t i)
+{
+	return (struct bl_value){ .type = BV_INT, .i = i };
+}
+
+static inline struct bl_value db_vreal(double d)
+{
+	return (struct bl_value){ .type = BV_REAL, .d = d };
+}
+
+static inline struct bl_value db_vtext(const char *s)
+{
+	return s ? (struct bl_value){ .type = BV_TEXT, .s = s, .n = __builtin_strlen(s) }
+		 : (struct bl_value){ .type = BV_NULL };
+}
+
+static inline struct bl_value db_vblob(const void *p, size_t n)
+{
+	return (struct bl_value){ .type = BV_BLOB, .s = p, .n = n };
+}
+
+static inline struct bl_value db_vnull(void)
+{
+	return (struct bl_value){ .type = BV_NULL };
+}
+
+/* The connection of statement `q`. */
+struct db *db_of(struct db_stmt *q);
+
 /* Prepare `sql` (placeholders ?1..?N). NULL with db_errmsg() set. */
 struct db_stmt *db_prepare(struct db *db, const char *sql);
 

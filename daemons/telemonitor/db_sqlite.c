@@ -394,13 +394,3 @@ static const struct db_ops sq_ops = {
 	.lost = sq_lost,
 };
 
-/* TEMPORARY (until no module outside the store runs SQL): the handles. */
-sqlite3 *db_sqlite_handle(struct db *db)
-{
-	return db && db->ops == &sq_ops ? SQ(db)->h : NULL;
-}
-
-sqlite3_stmt *db_sqlite_stmt(struct db_stmt *q)
-{
-	return q && q->db->ops == &sq_ops ? SQS(q)->q : NULL;
-}

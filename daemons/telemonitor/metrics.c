@@ -14,6 +14,8 @@
 #include "http.h"
 #include "metrics.h"
 #include "store.h"
+#include "store-internal.h" /* TEMPORARY: store_json_db() for report()'s json_each */
+#include "store_read.h"
 
 /* Every family: X(enum name, metric name, type, help). */
 #define METRIC_FAMILIES(X)                                                                   \
@@ -153,13 +155,31 @@ static void sample_u64(struct gather *g, enum metric_family f, const char *label
 
 /* --- the service ------------------------------------------------------------- */
 
+/* Instances counted by state. */
+struct by_state {
+	const enum inst_state *states; /* the states shown */
+	size_t nstates;                /* how many */
+	size_t *count;                 /* instances in each */
+};
+
+static int count_state(void *arg, const struct store_state_count *row)
+{
+	struct by_state *bs = arg;
+
+	for (size_t i = 0; row->state && i < bs->nstates; i++)
+		if (!strcmp(inst_state_name(bs->states[i]), row->state))
+			bs->count[i] += (size_t)row->count;
+	return 0;
+}
+
 static void service(struct tmon *tm, struct gather *g)
 {
 	static const enum inst_state states[] = { IS_LISTED, IS_MONITORING, IS_RETRYING,
 						   IS_BUSY, IS_STOPPED, IS_ENDED, IS_GONE };
 	size_t by_state[sizeof states / sizeof states[0]] = { 0 }, queued;
 	struct store_health h;
-	sqlite3_stmt *q;
+	struct by_state bs = { .states = states, .nstates = sizeof states / sizeof states[0],
+			       .count = by_state };
 	uint64_t sent, dropped;
 	char lab[80];
 
@@ -175,16 +195,7 @@ static void service(struct tmon *tm, struct gather *g)
 	sample_u64(g, M_DROPPED_F, NULL, h.dropped_failures);
 	sample_u64(g, M_OUTAGES, NULL, h.outages);
 	sample_u64(g, M_CLASSES, NULL, tm->nclasses);
-	if (sqlite3_prepare_v2(store_db(tm->store), "SELECT state, count(*) FROM instances"
-			       " GROUP BY state", -1, &q, NULL) == SQLITE_OK) {
-		while (sqlite3_step(q) == SQLITE_ROW) {
-			const char *st = (const char *)sqlite3_column_text(q, 0);
-			for (size_t i = 0; st && i < sizeof states / sizeof states[0]; i++)
-				if (!strcmp(inst_state_name(states[i]), st))
-					by_state[i] += (size_t)sqlite3_column_int64(q, 1);
-		}
-		sqlite3_finalize(q);
-	}
+	store_instances_by_state(tm->store, count_state, &bs);
 	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
 		snprintf(lab, sizeof lab, "state=\"%s\"", inst_state_name(states[i]));
 		sample_u64(g, M_INSTANCES, lab, by_state[i]);
@@ -200,11 +211,6 @@ static void service(struct tmon *tm, struct gather *g)
 
 /* --- instances ------------------------------------------------------------- */
 
-/* The instances shown: running first, then the most recently ended. */
-#define SHOWN_INSTANCES                                                                      \
-	"SELECT id FROM instances ORDER BY (ended IS NULL) DESC, coalesce(ended, 0) DESC,"   \
-	" id DESC LIMIT ?1"
-
 static int by_id(const void *a, const void *b)
 {
 	int64_t x = ((const struct minst *)a)->id, y = ((const struct minst *)b)->id;
@@ -218,7 +224,7 @@ static const struct minst *find_inst(const struct gather *g, int64_t id)
 }
 
 /* Labels of one instance, escaped, as a heap string. */
-static char *inst_labels(sqlite3_stmt *q)
+static char *inst_labels(const struct store_instance_row *in)
 {
 	struct evbuffer *b = evbuffer_new();
 	char *s = NULL;
@@ -227,12 +233,11 @@ static char *inst_labels(sqlite3_stmt *q)
 	if (!b)
 		return NULL;
 	evbuffer_add_printf(b, "prog=\"");
-	esc(b, (const char *)sqlite3_column_text(q, 2));
+	esc(b, in->prog);
 	evbuffer_add_printf(b, "\",machine=\"");
-	esc(b, (const char *)sqlite3_column_text(q, 3));
-	evbuffer_add_printf(b, "\",pid=\"%lld\",instance_id=\"%lld\",class=\"%lld\"",
-			    sqlite3_column_int64(q, 4), sqlite3_column_int64(q, 0),
-			    sqlite3_column_int64(q, 1));
+	esc(b, in->machine);
+	evbuffer_add_printf(b, "\",pid=\"%" PRId64 "\",instance_id=\"%" PRIu64 "\",class=\"%"
+			    PRIu64 "\"", in->pid, in->id, in->class_id);
 	n = evbuffer_get_length(b);
 	s = malloc(n + 1);
 	if (s) {
@@ -243,92 +248,82 @@ static char *inst_labels(sqlite3_stmt *q)
 	return s;
 }
 
+/* One shown instance: its samples, and its labels kept for its failures. */
+static int instance(void *arg, const struct store_instance_row *in)
+{
+	struct gather *g = arg;
+	char *lab, *st;
+
+	if (g->ninst >= METRICS_INSTANCES_MAX)
+		return 1;
+	lab = inst_labels(in);
+	if (!lab)
+		return 0;
+	g->inst[g->ninst].id = (int64_t)in->id;
+	g->inst[g->ninst++].labels = lab;
+	sample_u64(g, M_RECORDS, lab, (uint64_t)in->records);
+	sample_u64(g, M_LOST, lab, (uint64_t)in->lost);
+	sample_u64(g, M_GAPS, lab, (uint64_t)in->gaps);
+	sample_u64(g, M_BYTES, lab, (uint64_t)in->bytes);
+	sample_u64(g, M_RESTARTS, lab, (uint64_t)in->tool_restarts);
+	st = malloc(strlen(lab) + 64);
+	if (st) {
+		snprintf(st, strlen(lab) + 64, "%s,state=\"%s\"", lab, in->state);
+		sample(g, M_STATE, st, 1);
+		free(st);
+	}
+	return 0;
+}
+
 static int instances(struct tmon *tm, struct gather *g, char *err, size_t errlen)
 {
-	sqlite3 *db = store_db(tm->store);
-	sqlite3_stmt *q;
 	int64_t total = 0;
 
-	if (sqlite3_prepare_v2(db, "SELECT id, class_id, prog, machine, pid, state, records, lost,"
-				   " gaps, bytes, tool_restarts FROM instances WHERE id IN ("
-				   SHOWN_INSTANCES ") ORDER BY id", -1, &q, NULL) != SQLITE_OK)
-		goto out_sql;
-	sqlite3_bind_int(q, 1, METRICS_INSTANCES_MAX);
 	g->inst = calloc(METRICS_INSTANCES_MAX, sizeof *g->inst);
 	if (!g->inst) {
-		sqlite3_finalize(q);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	while (sqlite3_step(q) == SQLITE_ROW && g->ninst < METRICS_INSTANCES_MAX) {
-		char *lab = inst_labels(q), *st;
-		if (!lab)
-			continue;
-		g->inst[g->ninst].id = sqlite3_column_int64(q, 0);
-		g->inst[g->ninst++].labels = lab;
-		sample_u64(g, M_RECORDS, lab, (uint64_t)sqlite3_column_int64(q, 6));
-		sample_u64(g, M_LOST, lab, (uint64_t)sqlite3_column_int64(q, 7));
-		sample_u64(g, M_GAPS, lab, (uint64_t)sqlite3_column_int64(q, 8));
-		sample_u64(g, M_BYTES, lab, (uint64_t)sqlite3_column_int64(q, 9));
-		sample_u64(g, M_RESTARTS, lab, (uint64_t)sqlite3_column_int64(q, 10));
-		st = malloc(strlen(lab) + 64);
-		if (st) {
-			snprintf(st, strlen(lab) + 64, "%s,state=\"%s\"", lab,
-				 (const char *)sqlite3_column_text(q, 5));
-			sample(g, M_STATE, st, 1);
-			free(st);
-		}
-	}
-	sqlite3_finalize(q);
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM instances", -1, &q, NULL) != SQLITE_OK)
-		goto out_sql;
-	if (sqlite3_step(q) == SQLITE_ROW)
-		total = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
+	if (store_metrics_instances(tm->store, METRICS_INSTANCES_MAX, instance, g, err,
+				    errlen) < 0 ||
+	    store_instances_count(tm->store, &total, err, errlen) < 0)
+		return -EIO;
 	sample_u64(g, M_OMITTED, NULL, total > (int64_t)g->ninst ? (uint64_t)total - g->ninst : 0);
 	return 0;
-out_sql:
-	snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
-	return -EIO;
 }
 
 /* --- failures and reports ------------------------------------------------------ */
 
-/* An assertion's name in labels: its label, or "line N". The store's
- * indexes failures_series and failures_reports are on this expression
- * (store.c, migration 6 -> 7): change both together. */
-#define ASSERT_NAME "coalesce(assert, 'line ' || line)"
+/* Where failure counts and reports are labelled. */
+struct labelling {
+	struct gather *g;         /* the exposition */
+	struct evbuffer *lab;     /* scratch for labels */
+};
+
+/* The failure count of one shown instance's assertion. */
+static int failure_count(void *arg, const struct store_failure_count *row)
+{
+	struct labelling *l = arg;
+	const struct minst *in = find_inst(l->g, (int64_t)row->instance_id);
+
+	if (in)
+		sample_u64(l->g, M_FAILURES, labels_with(l->lab, in->labels, "assert", row->name),
+			   (uint64_t)row->count);
+	return 0;
+}
 
 static int failures(struct tmon *tm, struct gather *g, char *err, size_t errlen)
 {
-	sqlite3 *db = store_db(tm->store);
-	struct evbuffer *lab = evbuffer_new();
-	sqlite3_stmt *q;
+	struct labelling l = { .g = g, .lab = evbuffer_new() };
+	int rc;
 
-	if (!lab) {
+	if (!l.lab) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if (sqlite3_prepare_v2(db, "SELECT instance_id, " ASSERT_NAME ", count(*) FROM failures"
-				   " WHERE instance_id IN (" SHOWN_INSTANCES ")"
-				   " AND result IS NOT 'inconclusive'"
-				   " GROUP BY instance_id, " ASSERT_NAME, -1, &q, NULL) != SQLITE_OK) {
-		evbuffer_free(lab);
-		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
-		return -EIO;
-	}
-	sqlite3_bind_int(q, 1, METRICS_INSTANCES_MAX);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		const struct minst *in = find_inst(g, sqlite3_column_int64(q, 0));
-		if (!in)
-			continue;
-		sample_u64(g, M_FAILURES, labels_with(lab, in->labels, "assert",
-						     (const char *)sqlite3_column_text(q, 1)),
-			   (uint64_t)sqlite3_column_int64(q, 2));
-	}
-	sqlite3_finalize(q);
-	evbuffer_free(lab);
-	return 0;
+	rc = store_failure_counts(tm->store, METRICS_INSTANCES_MAX, failure_count, &l, err, errlen);
+	evbuffer_free(l.lab);
+	return rc;
 }
 
 /* A JSON value (type, text) as a number: numbers, true/false, and a
@@ -405,45 +400,53 @@ out:
 		evbuffer_free(key);
 }
 
+/* The newest reports being exposed. */
+struct reporting {
+	struct gather *g;         /* the exposition */
+	struct evbuffer *base;    /* scratch for an instance's and assertion's labels */
+	sqlite3_stmt *each;       /* TEMPORARY: json_each over a report (json-report branch) */
+	sqlite3_stmt *inner;      /* TEMPORARY: json_each over one of its mappings */
+};
+
+/* The newest report of one shown instance's assertion. */
+static int newest_report(void *arg, const struct store_report_row *row)
+{
+	struct reporting *rp = arg;
+	const struct minst *in = find_inst(rp->g, (int64_t)row->instance_id);
+
+	if (!in || !row->metrics || row->metrics[0] != '{')
+		return 0;
+	report(rp->each, rp->inner, rp->g, labels_with(rp->base, in->labels, "assert", row->name),
+	       row->metrics);
+	return 0;
+}
+
 static int reports(struct tmon *tm, struct gather *g, char *err, size_t errlen)
 {
-	sqlite3 *db = store_db(tm->store);
-	sqlite3_stmt *q = NULL, *each = NULL, *inner = NULL;
-	struct evbuffer *base = evbuffer_new();
+	sqlite3 *db = store_json_db(tm->store);
+	struct reporting rp = { .g = g, .base = evbuffer_new() };
 	int rc = 0;
 
-	if (!base) {
+	if (!rp.base) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if (sqlite3_prepare_v2(db, "SELECT instance_id, " ASSERT_NAME ", metrics FROM failures"
-				   " WHERE id IN (SELECT max(id) FROM failures WHERE instance_id IN ("
-				   SHOWN_INSTANCES ") AND metrics IS NOT NULL"
-				   " GROUP BY instance_id, " ASSERT_NAME ")"
-				   " ORDER BY instance_id, " ASSERT_NAME, -1, &q, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1)", -1, &each,
+	if (sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1)", -1, &rp.each,
 			       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1)", -1, &inner,
+	    sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1)", -1, &rp.inner,
 			       NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
 		rc = -EIO;
 		goto out;
 	}
-	sqlite3_bind_int(q, 1, METRICS_INSTANCES_MAX);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		const struct minst *in = find_inst(g, sqlite3_column_int64(q, 0));
-		const char *json = (const char *)sqlite3_column_text(q, 2);
-		if (!in || !json || json[0] != '{')
-			continue;
-		report(each, inner, g, labels_with(base, in->labels, "assert",
-						   (const char *)sqlite3_column_text(q, 1)), json);
-	}
-	sample_u64(g, M_SERIES_OMITTED, NULL, g->series_omitted);
+	rc = store_newest_reports(tm->store, METRICS_INSTANCES_MAX, newest_report, &rp, err,
+				  errlen);
+	if (rc == 0)
+		sample_u64(g, M_SERIES_OMITTED, NULL, g->series_omitted);
 out:
-	sqlite3_finalize(q);
-	sqlite3_finalize(each);
-	sqlite3_finalize(inner);
-	evbuffer_free(base);
+	sqlite3_finalize(rp.each);
+	sqlite3_finalize(rp.inner);
+	evbuffer_free(rp.base);
 	return rc;
 }
 

@@ -15,6 +15,8 @@
 
 #include "control.h"
 #include "store.h"
+#include "store-internal.h" /* TEMPORARY: store_json_db() for add_value() */
+#include "store_read.h"
 #include "text.h"
 
 #define STATS_DAYS_MAX 3660       /* days in one answer */
@@ -299,70 +301,74 @@ static bool valid_day(const char *s, double *from)
 	return true;
 }
 
+/* The days being gathered. */
+struct gather {
+	sqlite3 *db;              /* TEMPORARY: for add_value() (json-report branch) */
+	struct day *days;         /* the days, in time order */
+	size_t ndays;             /* days gathered */
+	size_t cap;               /* days allocated */
+	long total;               /* reports gathered */
+	int rc;                   /* 0, or -ENOMEM */
+};
+
+/* Add one report to its day; stop at STATS_DAYS_MAX days or out of memory. */
+static int gather_report(void *arg, const struct store_stats_row *row)
+{
+	struct gather *g = arg;
+	char date[40];
+	struct day *d;
+
+	iso_time(row->time, date, sizeof date);
+	date[10] = '\0';
+	if (!g->ndays || strcmp(g->days[g->ndays - 1].date, date)) {
+		if (g->ndays >= STATS_DAYS_MAX)
+			return 1;
+		if (g->ndays == g->cap) {
+			size_t ncap = g->cap ? g->cap * 2 : 8;
+			struct day *n = realloc(g->days, ncap * sizeof *n);
+			if (!n) {
+				g->rc = -ENOMEM;
+				return 1;
+			}
+			g->days = n;
+			g->cap = ncap;
+		}
+		memset(&g->days[g->ndays], 0, sizeof g->days[0]);
+		snprintf(g->days[g->ndays].date, sizeof g->days[g->ndays].date, "%.10s", date);
+		g->ndays++;
+	}
+	d = &g->days[g->ndays - 1];
+	d->reports++;
+	g->total++;
+	if (row->metrics)
+		add_value(g->db, &d->root, "object", row->metrics, 0);
+	return 0;
+}
+
 int stats_run(struct tmon *tm, const struct ctl_request *r, const char *prog, const char *assertion,
 	      const char *day, struct evbuffer *out, char *err, size_t errlen)
 {
-	sqlite3 *db = store_db(tm->store);
-	struct day *days = NULL;
-	size_t ndays = 0, cap = 0;
+	struct gather g = { .db = store_json_db(tm->store) };
+	struct day *days;
+	size_t ndays;
 	struct sbuf b = { 0 };
 	double from = 0;
-	long total = 0;
-	sqlite3_stmt *q;
+	long total;
 	int rc = 0;
 
 	if (day && !valid_day(day, &from)) {
 		snprintf(err, errlen, "--day: '%.40s' is not a date YYYY-MM-DD", day);
 		return -EINVAL;
 	}
-	if (sqlite3_prepare_v2(db,
-			       "SELECT * FROM (SELECT coalesce(f.start_wall, f.time) AS t, f.metrics"
-			       " FROM failures f JOIN instances i ON i.id = f.instance_id"
-			       " WHERE i.prog = ?1 AND f.assert = ?2 AND (?3 IS NULL OR"
-			       " (coalesce(f.start_wall, f.time) >= ?3 AND"
-			       "  coalesce(f.start_wall, f.time) < ?3 + 86400))"
-			       " ORDER BY f.id DESC LIMIT ?4) ORDER BY t",
-			       -1, &q, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
-		return -EIO;
-	}
-	sqlite3_bind_text(q, 1, prog, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 2, assertion, -1, SQLITE_STATIC);
-	if (day)
-		sqlite3_bind_double(q, 3, from);
-	sqlite3_bind_int(q, 4, CTL_LIST_MAX);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		double t = sqlite3_column_double(q, 0);
-		const char *metrics = (const char *)sqlite3_column_text(q, 1);
-		char date[40];
-		struct day *d;
-		iso_time(t, date, sizeof date);
-		date[10] = '\0';
-		if (!ndays || strcmp(days[ndays - 1].date, date)) {
-			if (ndays >= STATS_DAYS_MAX)
-				break;
-			if (ndays == cap) {
-				size_t ncap = cap ? cap * 2 : 8;
-				struct day *g = realloc(days, ncap * sizeof *g);
-				if (!g) {
-					rc = -ENOMEM;
-					break;
-				}
-				days = g;
-				cap = ncap;
-			}
-			memset(&days[ndays], 0, sizeof days[0]);
-			snprintf(days[ndays].date, sizeof days[ndays].date, "%.10s", date);
-			ndays++;
-		}
-		d = &days[ndays - 1];
-		d->reports++;
-		total++;
-		if (metrics)
-			add_value(db, &d->root, "object", metrics, 0);
-	}
-	sqlite3_finalize(q);
-	if (rc < 0) {
+	rc = store_stats_rows(tm->store, prog, assertion, day != NULL, from, CTL_LIST_MAX,
+			      gather_report, &g, err, errlen);
+	days = g.days;
+	ndays = g.ndays;
+	total = g.total;
+	if (rc < 0)
+		goto out;
+	if (g.rc < 0) {
+		rc = g.rc;
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}

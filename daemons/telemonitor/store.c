@@ -11,11 +11,8 @@
 #include "backlog.h"
 #include "cmon/log.h"
 #include "store.h"
+#include "store-internal.h"
 #include "store_sql.h"
-
-/* TEMPORARY (until no module outside the store runs SQL) */
-sqlite3 *db_sqlite_handle(struct db *db);
-sqlite3_stmt *db_sqlite_stmt(struct db_stmt *q);
 
 /* Key of the one held "active classes" write and the one held reap. */
 #define KEY_ALL UINT64_MAX
@@ -51,6 +48,8 @@ struct store {
 	void *on_commit_arg;          /* its argument */
 	store_reopen_cb on_reopen;    /* called after a new database was opened */
 	void *on_reopen_arg;          /* its argument */
+	sqlite3 *json_db;             /* TEMPORARY: store_json_db() */
+	sqlite3_stmt *report_stmt;    /* TEMPORARY: store_report_stmt() */
 };
 
 static const char *state_names[] = {
@@ -135,9 +134,20 @@ struct store *store_open(const char *dir, const char *target, char *err, size_t 
 	return st;
 }
 
-sqlite3 *store_db(struct store *st)
+struct db *store_conn(struct store *st)
 {
-	return db_sqlite_handle(st->c.db);
+	return st->c.db;
+}
+
+/* TEMPORARY: removed when JSON parsing leaves sqlite (json-report branch) */
+sqlite3 *store_json_db(struct store *st)
+{
+	if (!st->json_db && sqlite3_open(":memory:", &st->json_db) != SQLITE_OK) {
+		sqlite3_finalize(st->report_stmt);
+	sqlite3_close(st->json_db);
+		st->json_db = NULL;
+	}
+	return st->json_db;
 }
 
 const char *store_engine(const struct store *st)
@@ -536,6 +546,7 @@ void store_poll(struct store *st, double now)
 void store_health(const struct store *st, struct store_health *h)
 {
 	memset(h, 0, sizeof *h);
+	h->engine = db_engine_name(st->c.db);
 	h->degraded = st->degraded;
 	h->reason = st->reason;
 	h->detail = st->detail;
@@ -581,37 +592,12 @@ void store_close(struct store *st)
 	backlog_clear(&st->bl);
 	free_journal(st);
 	conn_close(&st->c);
+	sqlite3_finalize(st->report_stmt);
+	sqlite3_close(st->json_db);
 	free(st);
 }
 
 /* --- writes ------------------------------------------------------------------- */
-
-/* Value makers. */
-static struct bl_value vtext(const char *s)
-{
-	return s ? (struct bl_value){ .type = BV_TEXT, .s = s, .n = strlen(s) }
-		 : (struct bl_value){ .type = BV_NULL };
-}
-
-static struct bl_value vblob(const void *p, size_t n)
-{
-	return (struct bl_value){ .type = BV_BLOB, .s = p, .n = n };
-}
-
-static struct bl_value vint(int64_t i)
-{
-	return (struct bl_value){ .type = BV_INT, .i = i };
-}
-
-static struct bl_value vreal(double d)
-{
-	return (struct bl_value){ .type = BV_REAL, .d = d };
-}
-
-static struct bl_value vnull(void)
-{
-	return (struct bl_value){ .type = BV_NULL };
-}
 
 #define NV(v) ((unsigned)(sizeof(v) / sizeof((v)[0])))
 
@@ -619,7 +605,7 @@ static struct bl_value vnull(void)
 static void class_id(struct store *st, struct tm_class *c)
 {
 	struct db_stmt *q = st->c.stmt[ST_CLASS_KEY];
-	struct bl_value v[] = { vtext(c->prog), vtext(c->machine), vtext(c->pid) };
+	struct bl_value v[] = { db_vtext(c->prog), db_vtext(c->machine), db_vtext(c->pid) };
 
 	if (db_run(q, v, NV(v)) == DB_ROW)
 		c->id = (uint32_t)db_col_int(q, 0);
@@ -636,18 +622,18 @@ int store_class_save(struct store *st, struct tm_class *c)
 
 	if (!c->id)
 		class_id(st, c);
-	v[0] = vint(c->id);
-	v[1] = vtext(c->prog);
-	v[2] = vtext(c->machine);
-	v[3] = vtext(c->pid);
-	v[4] = vtext(c->tool);
-	v[5] = vtext(c->spec);
-	v[6] = vtext(c->mail);
-	v[7] = vtext(c->window_text);
-	v[8] = vreal(c->mailgroup);
-	v[9] = vint(c->block);
-	v[10] = vint(c->autostart);
-	v[11] = vreal(tm_now());
+	v[0] = db_vint(c->id);
+	v[1] = db_vtext(c->prog);
+	v[2] = db_vtext(c->machine);
+	v[3] = db_vtext(c->pid);
+	v[4] = db_vtext(c->tool);
+	v[5] = db_vtext(c->spec);
+	v[6] = db_vtext(c->mail);
+	v[7] = db_vtext(c->window_text);
+	v[8] = db_vreal(c->mailgroup);
+	v[9] = db_vint(c->block);
+	v[10] = db_vint(c->autostart);
+	v[11] = db_vreal(tm_now());
 	return put(st, bl_item_new(BK_CLASS, ST_CLASS_PUT, c->id, v, NV(v)), "saving a class");
 }
 
@@ -669,7 +655,7 @@ static char *id_list(const uint64_t *ids64, const uint32_t *ids32, size_t n)
 int store_classes_keep(struct store *st, const uint32_t *keep, size_t n)
 {
 	char *list = id_list(NULL, keep, n);
-	struct bl_value v[] = { vtext(list) };
+	struct bl_value v[] = { db_vtext(list) };
 	int r;
 
 	if (!list)
@@ -683,8 +669,8 @@ int store_classes_keep(struct store *st, const uint32_t *keep, size_t n)
 int store_instance_lookup(struct store *st, struct tm_instance *in)
 {
 	struct db_stmt *q = st->c.stmt[ST_INST_LOOKUP];
-	struct bl_value v[] = { vtext(in->prog), vtext(in->machine), vint(in->pid),
-				vint(in->start_ns) };
+	struct bl_value v[] = { db_vtext(in->prog), db_vtext(in->machine), db_vint(in->pid),
+				db_vint(in->start_ns) };
 	enum db_rc rc = db_run(q, v, NV(v));
 
 	if (rc == DB_ROW) {
@@ -710,14 +696,14 @@ static int instance_put(struct store *st, const struct tm_instance *in, enum ins
 			double ended, const char *what)
 {
 	struct bl_value v[] = {
-		vint((int64_t)in->id), in->class_id ? vint(in->class_id) : vnull(),
-		vtext(in->prog), vtext(in->machine), vint(in->pid), vint(in->start_ns),
-		vtext(in->endpoint), vint(in->tls), vreal(in->first_seen),
-		ended > 0 ? vreal(ended) : vnull(), vtext(inst_state_name(state)), vint(in->want),
-		vint((int64_t)in->bytes), vint((int64_t)in->records), vint((int64_t)in->lost),
-		vint((int64_t)in->gaps), vint((int64_t)in->skipped), vint((int64_t)in->failures),
-		vint(in->tool_restarts), vtext(in->status),
-		in->has_token ? vblob(in->token, CMON_TOKEN_LEN) : vnull(),
+		db_vint((int64_t)in->id), in->class_id ? db_vint(in->class_id) : db_vnull(),
+		db_vtext(in->prog), db_vtext(in->machine), db_vint(in->pid), db_vint(in->start_ns),
+		db_vtext(in->endpoint), db_vint(in->tls), db_vreal(in->first_seen),
+		ended > 0 ? db_vreal(ended) : db_vnull(), db_vtext(inst_state_name(state)), db_vint(in->want),
+		db_vint((int64_t)in->bytes), db_vint((int64_t)in->records), db_vint((int64_t)in->lost),
+		db_vint((int64_t)in->gaps), db_vint((int64_t)in->skipped), db_vint((int64_t)in->failures),
+		db_vint(in->tool_restarts), db_vtext(in->status),
+		in->has_token ? db_vblob(in->token, CMON_TOKEN_LEN) : db_vnull(),
 	};
 	return put(st, bl_item_new(BK_INSTANCE, ST_INST_PUT, in->id, v, NV(v)), what);
 }
@@ -791,7 +777,7 @@ int store_instances_open(struct store *st, store_instance_cb cb, void *arg)
 int store_instances_reap(struct store *st, const uint64_t *live, size_t n, double when)
 {
 	char *list = id_list(live, NULL, n);
-	struct bl_value v[] = { vreal(when), vtext(list) };
+	struct bl_value v[] = { db_vreal(when), db_vtext(list) };
 	int r;
 
 	if (!list)
@@ -806,15 +792,15 @@ int store_add_failure(struct store *st, const struct store_failure *f, uint64_t 
 {
 	uint64_t fid = st->next_failure++;
 	struct bl_value v[] = {
-		vint((int64_t)fid), vint((int64_t)f->instance_id), vtext(f->spec),
-		vtext(f->assertion), vint(f->line), vtext(f->result), vtext(f->kind), vtext(f->type),
-		f->uid >= 0 ? vint(f->uid) : vnull(), vtext(f->start), vtext(f->end),
-		f->start_pos ? vint((int64_t)f->start_pos) : vnull(),
-		f->end_pos ? vint((int64_t)f->end_pos) : vnull(),
-		f->has_ts ? vint(f->start_ts) : vnull(), f->has_ts ? vint(f->end_ts) : vnull(),
-		vreal(f->time), f->start_wall > 0 ? vreal(f->start_wall) : vnull(),
-		vtext(f->metrics), f->window_id ? vint((int64_t)f->window_id) : vnull(),
-		vint(f->report), f->silence_id ? vint((int64_t)f->silence_id) : vnull(),
+		db_vint((int64_t)fid), db_vint((int64_t)f->instance_id), db_vtext(f->spec),
+		db_vtext(f->assertion), db_vint(f->line), db_vtext(f->result), db_vtext(f->kind), db_vtext(f->type),
+		f->uid >= 0 ? db_vint(f->uid) : db_vnull(), db_vtext(f->start), db_vtext(f->end),
+		f->start_pos ? db_vint((int64_t)f->start_pos) : db_vnull(),
+		f->end_pos ? db_vint((int64_t)f->end_pos) : db_vnull(),
+		f->has_ts ? db_vint(f->start_ts) : db_vnull(), f->has_ts ? db_vint(f->end_ts) : db_vnull(),
+		db_vreal(f->time), f->start_wall > 0 ? db_vreal(f->start_wall) : db_vnull(),
+		db_vtext(f->metrics), f->window_id ? db_vint((int64_t)f->window_id) : db_vnull(),
+		db_vint(f->report), f->silence_id ? db_vint((int64_t)f->silence_id) : db_vnull(),
 	};
 	int r = put(st, bl_item_new(BK_FAILURE, ST_FAIL_INSERT, 0, v, NV(v)), "adding a failure");
 
@@ -825,7 +811,11 @@ int store_add_failure(struct store *st, const struct store_failure *f, uint64_t 
 
 sqlite3_stmt *store_report_stmt(struct store *st)
 {
-	return db_sqlite_stmt(st->c.stmt[ST_REPORT]);
+	/* TEMPORARY: on the in-memory sqlite of store_json_db() */
+	if (!st->report_stmt && store_json_db(st))
+		sqlite3_prepare_v2(st->json_db, store_sql_text(ST_REPORT), -1, &st->report_stmt,
+				   NULL);
+	return st->report_stmt;
 }
 
 uint64_t store_next_window_id(struct store *st)
@@ -837,8 +827,8 @@ int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64
 		     uint64_t to, bool truncated, const char *text, size_t len)
 {
 	struct bl_value v[] = {
-		vint((int64_t)id), vint((int64_t)instance_id), vint((int64_t)from),
-		vint((int64_t)to), vint(truncated),
+		db_vint((int64_t)id), db_vint((int64_t)instance_id), db_vint((int64_t)from),
+		db_vint((int64_t)to), db_vint(truncated),
 		{ .type = BV_TEXT, .s = text, .n = len > STORE_WINDOW_MAX ? STORE_WINDOW_MAX : len },
 	};
 
@@ -850,8 +840,8 @@ int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
 		      double time)
 {
 	struct bl_value v[] = {
-		vint((int64_t)instance_id), vtext(spec), vtext(assertion), vint(line),
-		vtext(result), vint(offenders), vreal(time),
+		db_vint((int64_t)instance_id), db_vtext(spec), db_vtext(assertion), db_vint(line),
+		db_vtext(result), db_vint(offenders), db_vreal(time),
 	};
 
 	return put(st, bl_item_new(BK_VERDICT, ST_VERDICT_INSERT, 0, v, NV(v)),
@@ -863,8 +853,8 @@ int store_mail_add(struct store *st, const char *to, const char *subject, const 
 {
 	uint64_t mid = st->next_mail++;
 	struct bl_value v[] = {
-		vint((int64_t)mid), vreal(queued), vtext(to ? to : ""), vtext(subject ? subject : ""),
-		vtext(body ? body : ""), vint((int64_t)count),
+		db_vint((int64_t)mid), db_vreal(queued), db_vtext(to ? to : ""), db_vtext(subject ? subject : ""),
+		db_vtext(body ? body : ""), db_vint((int64_t)count),
 	};
 	int r = put(st, bl_item_new(BK_MAIL, ST_MAIL_INSERT, 0, v, NV(v)), "queueing a mail");
 
@@ -875,7 +865,7 @@ int store_mail_add(struct store *st, const char *to, const char *subject, const 
 
 int store_mail_done(struct store *st, uint64_t id)
 {
-	struct bl_value v[] = { vint((int64_t)id) };
+	struct bl_value v[] = { db_vint((int64_t)id) };
 
 	return put(st, bl_item_new(BK_MAIL, ST_MAIL_DELETE, 0, v, NV(v)), "marking a mail sent");
 }
@@ -896,11 +886,11 @@ int store_mail_load(struct store *st, store_mail_cb cb, void *arg)
 int store_digest_add(struct store *st, const struct digest_item *it, double due)
 {
 	struct bl_value v[] = {
-		vint((int64_t)it->failure_id), vint((int64_t)it->instance_id), vtext(it->prog),
-		vtext(it->machine), vint(it->pid), vtext(it->spec),
-		vtext(it->assertion ? it->assertion : ""), vint(it->line), vreal(it->time),
-		vtext(it->what), vint(it->start_ts), vint(it->end_ts), vtext(it->metrics),
-		vtext(it->to), vreal(it->period), vreal(due),
+		db_vint((int64_t)it->failure_id), db_vint((int64_t)it->instance_id), db_vtext(it->prog),
+		db_vtext(it->machine), db_vint(it->pid), db_vtext(it->spec),
+		db_vtext(it->assertion ? it->assertion : ""), db_vint(it->line), db_vreal(it->time),
+		db_vtext(it->what), db_vint(it->start_ts), db_vint(it->end_ts), db_vtext(it->metrics),
+		db_vtext(it->to), db_vreal(it->period), db_vreal(due),
 	};
 
 	return put(st, bl_item_new(BK_MAIL, ST_DIGEST_INSERT, 0, v, NV(v)),
@@ -910,7 +900,7 @@ int store_digest_add(struct store *st, const struct digest_item *it, double due)
 int store_digest_done(struct store *st, uint64_t instance_id, const char *assertion, int line)
 {
 	struct bl_value v[] = {
-		vint((int64_t)instance_id), vtext(assertion ? assertion : ""), vint(line),
+		db_vint((int64_t)instance_id), db_vtext(assertion ? assertion : ""), db_vint(line),
 	};
 
 	return put(st, bl_item_new(BK_MAIL, ST_DIGEST_DELETE, 0, v, NV(v)), "clearing a digest");
@@ -959,8 +949,8 @@ int store_silence_add(struct store *st, const struct store_silence *s, uint64_t 
 {
 	uint64_t sid = st->next_silence++;
 	struct bl_value v[] = {
-		vint((int64_t)sid), vreal(s->created), vreal(s->until), vtext(s->prog),
-		vtext(s->machine), vtext(s->assertion), vtext(s->comment),
+		db_vint((int64_t)sid), db_vreal(s->created), db_vreal(s->until), db_vtext(s->prog),
+		db_vtext(s->machine), db_vtext(s->assertion), db_vtext(s->comment),
 	};
 	int r = put(st, bl_item_new(BK_CONTROL, ST_SILENCE_INSERT, 0, v, NV(v)),
 		    "adding a silence");
@@ -972,7 +962,7 @@ int store_silence_add(struct store *st, const struct store_silence *s, uint64_t 
 
 int store_silence_remove(struct store *st, uint64_t id, double when)
 {
-	struct bl_value v[] = { vint((int64_t)id), vreal(when) };
+	struct bl_value v[] = { db_vint((int64_t)id), db_vreal(when) };
 
 	return put(st, bl_item_new(BK_CONTROL, ST_SILENCE_REMOVE, 0, v, NV(v)),
 		   "removing a silence");
@@ -981,7 +971,7 @@ int store_silence_remove(struct store *st, uint64_t id, double when)
 int store_silences_load(struct store *st, double now, store_silence_cb cb, void *arg)
 {
 	struct db_stmt *q = st->c.stmt[ST_SILENCE_LOAD];
-	struct bl_value v[] = { vreal(now) };
+	struct bl_value v[] = { db_vreal(now) };
 	enum db_rc rc;
 
 	for (rc = db_run(q, v, NV(v)); rc == DB_ROW; rc = db_next(q)) {
@@ -1002,7 +992,7 @@ int store_silences_load(struct store *st, double now, store_silence_cb cb, void 
 
 int store_ack(struct store *st, uint64_t failure_id, double when, const char *comment)
 {
-	struct bl_value v[] = { vint((int64_t)failure_id), vreal(when), vtext(comment) };
+	struct bl_value v[] = { db_vint((int64_t)failure_id), db_vreal(when), db_vtext(comment) };
 
 	return put(st, bl_item_new(BK_CONTROL, ST_ACK, 0, v, NV(v)), "acknowledging a failure");
 }
@@ -1011,7 +1001,7 @@ int store_ack(struct store *st, uint64_t failure_id, double when, const char *co
 static int64_t prune_one(struct store *st, enum store_stmt which, double before, size_t limit)
 {
 	struct db_stmt *q = st->c.stmt[which];
-	struct bl_value v[] = { vreal(before), vint((int64_t)limit) };
+	struct bl_value v[] = { db_vreal(before), db_vint((int64_t)limit) };
 	enum db_rc rc = db_run(q, v, NV(v));
 	int64_t n = rc == DB_DONE ? db_changes(q) : -1;
 
@@ -1052,7 +1042,7 @@ int store_alert_add(struct store *st, const char *url, const char *body, double 
 		    uint64_t *id)
 {
 	uint64_t aid = st->next_alert++;
-	struct bl_value v[] = { vint((int64_t)aid), vreal(queued), vtext(url), vtext(body) };
+	struct bl_value v[] = { db_vint((int64_t)aid), db_vreal(queued), db_vtext(url), db_vtext(body) };
 	int r = put(st, bl_item_new(BK_ALERT, ST_ALERT_INSERT, 0, v, NV(v)), "queueing an alert");
 
 	if (r == 0)
@@ -1062,7 +1052,7 @@ int store_alert_add(struct store *st, const char *url, const char *body, double 
 
 int store_alert_done(struct store *st, uint64_t id)
 {
-	struct bl_value v[] = { vint((int64_t)id) };
+	struct bl_value v[] = { db_vint((int64_t)id) };
 
 	return put(st, bl_item_new(BK_ALERT, ST_ALERT_DELETE, 0, v, NV(v)), "marking an alert sent");
 }
@@ -1083,7 +1073,7 @@ int store_alert_open(struct store *st, uint64_t failure_id, uint64_t instance_id
 		     const char *alert)
 {
 	struct bl_value v[] = {
-		vint((int64_t)failure_id), vint((int64_t)instance_id), vtext(url), vtext(alert),
+		db_vint((int64_t)failure_id), db_vint((int64_t)instance_id), db_vtext(url), db_vtext(alert),
 	};
 
 	return put(st, bl_item_new(BK_ALERT, ST_ALERT_OPEN, 0, v, NV(v)), "keeping an open alert");
@@ -1091,7 +1081,7 @@ int store_alert_open(struct store *st, uint64_t failure_id, uint64_t instance_id
 
 int store_alert_close(struct store *st, uint64_t failure_id)
 {
-	struct bl_value v[] = { vint((int64_t)failure_id) };
+	struct bl_value v[] = { db_vint((int64_t)failure_id) };
 
 	return put(st, bl_item_new(BK_ALERT, ST_ALERT_CLOSE, 0, v, NV(v)), "closing an alert");
 }
@@ -1102,7 +1092,7 @@ static int alert_rows(struct store *st, enum store_stmt which, double now, size_
 {
 	struct db_stmt *q = st->c.stmt[which];
 	bool ended = which == ST_ALERT_ENDED;
-	struct bl_value v[] = { vreal(now), vint((int64_t)limit) };
+	struct bl_value v[] = { db_vreal(now), db_vint((int64_t)limit) };
 	enum db_rc rc;
 
 	for (rc = ended ? db_run(q, v, 2) : db_run(q, v + 1, 1); rc == DB_ROW; rc = db_next(q)) {

@@ -7,7 +7,7 @@
  * batched: the first write after a commit opens a transaction, and
  * store_commit() (every TM_FLUSH_MS, and before answering telemonctl) ends
  * it, so a burst of failures costs one commit, not one per failure.
- * Queries on the same connection see every write at once.
+ * Reads (store_read.h) see every write at once.
  *
  * Storage faults. Every write is kept as an item (backlog.h) until its
  * batch is committed. When the database cannot take a write (disk full,
@@ -112,9 +112,6 @@ const char *store_engine(const struct store *st);
 /* Commit and close; accepts NULL. */
 void store_close(struct store *st);
 
-/* The connection, for queries. */
-sqlite3 *store_db(struct store *st);
-
 /* Commit the open batch, if any. 0: committed (or nothing to commit);
  * -EAGAIN: the store is degraded and the writes are held in memory. */
 int store_commit(struct store *st);
@@ -157,6 +154,7 @@ bool store_degraded(const struct store *st);
 
 /* The store's health, for telemonctl status and sd_notify. */
 struct store_health {
+	const char *engine;      /* "sqlite" or "postgresql" */
 	bool degraded;           /* writes are held in memory */
 	const char *reason;      /* "disk full", "read-only", "database deleted", ... ("" when ok) */
 	const char *detail;      /* what sqlite or the system said ("" when ok) */

@@ -258,6 +258,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 };
 
 
+/* TEMPORARY: store_report_stmt() prepares it on an in-memory sqlite */
+const char *store_sql_text(int stmt)
+{
+	return stmt_sql[stmt];
+}
+
 /* --- the connection ------------------------------------------------------------ */
 
 /* Say what failed while setting up the schema, and roll back. */

@@ -163,6 +163,9 @@ int conn_open(struct conn *c, const char *target, char *err, size_t errlen);
 /* Finalize the statements and close; accepts a closed one. */
 void conn_close(struct conn *c);
 
+/* TEMPORARY: the sqlite text of statement `stmt`. */
+const char *store_sql_text(int stmt);
+
 /* One number from `sql` (no parameters); 0 if none. */
 uint64_t conn_u64(struct conn *c, const char *sql);
 

@@ -10,7 +10,10 @@
  *   checker.c   the checker's JSON reports -> failures, windows, mail
  *   window.c    log windows around failures
  *   typescript.c  tool output kept per instance
- *   store.c     sqlite: schema, migrations, batched writes, storage faults
+ *   store.c     batched writes, storage faults (on db.h: sqlite or PostgreSQL)
+ *   store_sql.c the schema of each engine, migrations, the prepared statements
+ *   db.c        one connection: db_sqlite.c (a file), db_pg.c (a server, libpq)
+ *   store_read.c  the store's typed reads (listings, statistics, /metrics)
  *   backlog.c   writes held in memory while the store cannot take them
  *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
  *   hygiene.c   silences (failures kept quiet) and retention (old rows pruned)

@@ -104,7 +104,25 @@ class Telemonitor:
     def argv(self):
         return [ct.binary("telemonitor"), "-rc", self.rc, "-state", self.state,
                 "-regmachine", self.regaddr, "-pcheck", ct.binary("pcheck"),
-                "-debug"] + self.extra
+                "-debug"] + self.store_args() + self.extra
+
+    def store_args(self):
+        """With CMON_TEST_STORE=postgresql (the pg.* ctest entries), the
+        store is a database of its own on a PostgreSQL server the test's
+        Env starts once (pgserver.py): one per state directory, so a
+        telemonitor started again on the same state finds its data."""
+        if os.environ.get("CMON_TEST_STORE") != "postgresql" or "-store" in self.extra:
+            return []
+        import pgserver
+        srv = getattr(self.env, "pg", None)
+        if srv is None:
+            srv = self.env.pg = pgserver.start(self.env)
+            self.env.pg_dbs = {}
+        db = self.env.pg_dbs.get(self.state)
+        if db is None:
+            db = self.env.pg_dbs[self.state] = "tm%d" % len(self.env.pg_dbs)
+            srv.createdb(db)
+        return ["-store", srv.url(db)]
 
     def start(self, wait=True, env=None):
         """Start (or restart) the service; wait until it answers telemonctl."""

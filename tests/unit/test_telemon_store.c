@@ -10,7 +10,9 @@
  * hygiene: retention prunes old rows at most `limit` per table per call and
  * keeps new ones; only active silences are read back; an ack is stored.
  * Alertmanager: the outbox is kept until done, and an ended instance's
- * open alerts are found to be resolved.
+ * open alerts are found to be resolved. Typed reads (store_read.c): the
+ * listings honour their filters, order and limit, NULL columns come out as
+ * NULL strings or false `has_` flags, and a callback can stop the rows.
  *
  * The telemonitor is a program, not a library, so its modules are compiled
  * into this test directly. */
@@ -26,6 +28,7 @@
 
 #include "../../daemons/telemonitor/backlog.c"
 #include "../../daemons/telemonitor/store.c"
+#include "../../daemons/telemonitor/store_read.h"
 
 double tm_now(void)
 {
@@ -584,6 +587,141 @@ static void alert_outbox_and_open_alerts(void **state)
 	store_close(st);
 }
 
+/* What the typed reads handed over. */
+struct reads_seen {
+	int n;                    /* rows seen */
+	int stop_after;           /* stop after this many (0: never) */
+	uint64_t ids[8];          /* their ids */
+	bool flag[8];             /* a has_ flag of each */
+	char text[8][32];         /* a string of each ("(null)" for NULL) */
+};
+
+static int seen(struct reads_seen *s, uint64_t id, bool flag, const char *text)
+{
+	if (s->n < 8) {
+		s->ids[s->n] = id;
+		s->flag[s->n] = flag;
+		snprintf(s->text[s->n], sizeof s->text[0], "%s", text ? text : "(null)");
+	}
+	s->n++;
+	return s->stop_after && s->n >= s->stop_after;
+}
+
+static int on_instance_row(void *arg, const struct store_instance_row *r)
+{
+	return seen(arg, r->id, r->has_ended, r->status);
+}
+
+static int on_failure_row(void *arg, const struct store_failure_row *r)
+{
+	return seen(arg, r->id, r->has_ts, r->assertion);
+}
+
+static int on_silence_row(void *arg, const struct store_silence *r)
+{
+	return seen(arg, r->id, r->prog != NULL, r->comment);
+}
+
+static int on_count(void *arg, const struct store_failure_count *r)
+{
+	return seen(arg, r->instance_id * 100 + (uint64_t)r->count, true, r->name);
+}
+
+static int on_window(void *arg, const struct store_window_row *w)
+{
+	return seen(arg, (uint64_t)w->len, w->stored, w->has_window ? w->text : NULL);
+}
+
+/* The typed reads: filters, order, limits, NULLs, stopping early. */
+static void typed_reads(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "";
+	struct store *st = open_store(dir, err, sizeof err);
+	struct store_failure_query fq = { .limit = 10 };
+	struct reads_seen s = { 0 };
+	int64_t n = 0;
+
+	assert_non_null(st);
+	exec_ok(st,
+		"INSERT INTO instances (id, prog, machine, pid, start_ns, first_seen, ended, status)"
+		" VALUES (1, 'fs', 'ws1', 10, 1, 100, 200, 'done'), (2, 'fs', 'ws2', 11, 1, 150,"
+		" NULL, NULL), (3, 'db', 'ws1', 12, 1, 160, NULL, 'up');"
+		"INSERT INTO failures (id, instance_id, assert, line, time, start_ts, end_ts,"
+		" result, window_id, metrics) VALUES"
+		" (1, 1, 'read', 3, 1000, 5, 9, 'fail', 1, '{\"n\":1}'),"
+		" (2, 2, NULL, 4, 1001, NULL, NULL, 'fail', 2, NULL),"
+		" (3, 2, 'read', 3, 1002, 7, 8, 'inconclusive', NULL, '{\"n\":2}'),"
+		" (4, 3, 'read', 3, 1003, 1, 2, 'fail', NULL, NULL);"
+		"INSERT INTO windows (id, instance_id, from_rec, to_rec, text)"
+		" VALUES (1, 1, 1, 2, 'log');"
+		"INSERT INTO silences (id, created, until, prog, comment, removed)"
+		" VALUES (1, 1, 2e9, 'fs*', 'deploy', NULL), (2, 1, 2e9, NULL, NULL, NULL),"
+		" (3, 1, 2e9, 'x', NULL, 5), (4, 1, 10, 'y', NULL, NULL);");
+
+	/* instances: running ones unless all, the newest `limit`, oldest first */
+	assert_int_equal(store_instances_list(st, false, 10, on_instance_row, &s, err, sizeof err),
+			 0);
+	assert_int_equal(s.n, 2);
+	assert_true(s.ids[0] == 2 && s.ids[1] == 3 && !s.flag[0]);
+	assert_string_equal(s.text[0], "(null)");
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_instances_list(st, true, 2, on_instance_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 2 && s.ids[0] == 2 && s.ids[1] == 3);
+	memset(&s, 0, sizeof s);
+	s.stop_after = 1;
+	assert_int_equal(store_instances_list(st, true, 10, on_instance_row, &s, err, sizeof err),
+			 0);
+	assert_true(s.n == 1 && s.ids[0] == 1 && s.flag[0]);
+	assert_string_equal(s.text[0], "done");
+	assert_true(store_instance_exists(st, 3));
+	assert_false(store_instance_exists(st, 4));
+	assert_int_equal(store_instances_count(st, &n, err, sizeof err), 0);
+	assert_int_equal(n, 3);
+
+	/* failures: filters, and newest first on request */
+	memset(&s, 0, sizeof s);
+	fq.prog = "fs";
+	assert_int_equal(store_failures_list(st, &fq, on_failure_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 3 && s.ids[0] == 1 && s.ids[2] == 3 && s.flag[0] && !s.flag[1]);
+	assert_string_equal(s.text[1], "(null)");
+	memset(&s, 0, sizeof s);
+	fq = (struct store_failure_query){ .assertion = "read", .before_id = 4, .limit = 10,
+					   .newest_first = true };
+	assert_int_equal(store_failures_list(st, &fq, on_failure_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 2 && s.ids[0] == 3 && s.ids[1] == 1);
+	memset(&s, 0, sizeof s);
+	fq = (struct store_failure_query){ .has_since = true, .since = 1001.5, .instance_id = 3,
+					   .limit = 1 };
+	assert_int_equal(store_failures_list(st, &fq, on_failure_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 1 && s.ids[0] == 4);
+	assert_true(store_failure_exists(st, 2));
+	assert_false(store_failure_exists(st, 5));
+
+	/* windows: stored, given but not stored yet, none, no such failure */
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_failure_window(st, 1, on_window, &s, err, sizeof err), 0);
+	assert_int_equal(store_failure_window(st, 2, on_window, &s, err, sizeof err), 0);
+	assert_int_equal(store_failure_window(st, 3, on_window, &s, err, sizeof err), 0);
+	assert_int_equal(store_failure_window(st, 9, on_window, &s, err, sizeof err), -ENOENT);
+	assert_int_equal(s.n, 3);
+	assert_true(s.flag[0] && s.ids[0] == 3 && !s.flag[1] && !s.flag[2]);
+	assert_string_equal(s.text[0], "log");
+	assert_string_equal(s.text[1], "(null)");
+
+	/* counts per instance and assertion name, inconclusive ones left out */
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_failure_counts(st, 10, on_count, &s, err, sizeof err), 0);
+	assert_int_equal(s.n, 3);
+
+	/* silences: neither removed nor ended, by id */
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_silences_list(st, 1000, 10, on_silence_row, &s, err, sizeof err), 0);
+	assert_true(s.n == 2 && s.ids[0] == 1 && s.flag[0] && s.ids[1] == 2 && !s.flag[1]);
+	assert_string_equal(s.text[0], "deploy");
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +735,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(deleted_database_replaced, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(prune_in_small_batches, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(silences_and_acks, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(typed_reads, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
 	};

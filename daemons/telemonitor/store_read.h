@@ -1,0 +1,216 @@
+/* Typed reads of the store for telemonctl's commands (commands.c,
+ * stats.c), the HTTP API through them, and /metrics (metrics.c). The SQL
+ * behind them lives in store_read.c, with the schema's owner; no caller
+ * sees a database type, so another backend can answer the same calls.
+ *
+ * Rows are handed to a callback, in the order each function states, as a
+ * struct whose strings (and the window's text) belong to the store and
+ * are valid only during the call. A NULL column is a NULL string, or a
+ * `has_x` flag false (the value then 0). A callback returns 0 for the
+ * next row, anything else to stop there (the function then returns 0).
+ *
+ * Errors: functions return 0 or a negative errno-style code; those with
+ * `err` put a message there ("store: ..."). Like the queries they replace,
+ * a row that cannot be read ends the rows early without an error. */
+#ifndef TELEMON_STORE_READ_H
+#define TELEMON_STORE_READ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* --- instances --------------------------------------------------------------- */
+
+/* One instance. store_metrics_instances() fills only id, class_id, prog,
+ * machine, pid, state, records, lost, gaps, bytes and tool_restarts. */
+struct store_instance_row {
+	uint64_t id;             /* its id */
+	uint64_t class_id;       /* its class (0: none) */
+	const char *prog;        /* program name */
+	const char *machine;     /* machine name */
+	int64_t pid;             /* process id */
+	const char *state;       /* inst_state_name() of its state */
+	bool want;               /* someone asked to monitor it */
+	int64_t records;         /* records read */
+	int64_t bytes;           /* bytes read */
+	int64_t lost;            /* records lost */
+	int64_t gaps;            /* gaps in the stream */
+	int64_t skipped;         /* records skipped */
+	int64_t failures;        /* failures reported */
+	int64_t tool_restarts;   /* tool restarts */
+	bool has_first_seen;     /* first_seen is known */
+	double first_seen;       /* when it was first seen (Unix time) */
+	bool has_ended;          /* it has ended */
+	double ended;            /* when it ended (Unix time) */
+	const char *status;      /* last status line, or NULL */
+	const char *endpoint;    /* its snarflog's endpoint, or NULL */
+};
+
+/* Called for each instance row. */
+typedef int (*store_instance_row_cb)(void *arg, const struct store_instance_row *row);
+
+/* The `limit` newest instances (the running ones only unless `all`),
+ * oldest first. */
+int store_instances_list(struct store *st, bool all, int limit, store_instance_row_cb cb,
+			 void *arg, char *err, size_t errlen);
+
+/* True if instance `id` is stored (false also if the store cannot say). */
+bool store_instance_exists(struct store *st, uint64_t id);
+
+/* The instances /metrics shows: at most `limit`, running ones first, then
+ * the most recently ended; by id. */
+int store_metrics_instances(struct store *st, int limit, store_instance_row_cb cb, void *arg,
+			    char *err, size_t errlen);
+
+/* How many instances are stored, into *n. */
+int store_instances_count(struct store *st, int64_t *n, char *err, size_t errlen);
+
+/* Instances in one state. */
+struct store_state_count {
+	const char *state;       /* the state's name */
+	int64_t count;           /* instances in it */
+};
+
+/* Called for each state some instance is in. */
+typedef int (*store_state_count_cb)(void *arg, const struct store_state_count *row);
+
+/* Count the instances by state (in no particular order); -EIO if the
+ * store cannot say. */
+int store_instances_by_state(struct store *st, store_state_count_cb cb, void *arg);
+
+/* --- failures ---------------------------------------------------------------- */
+
+/* Which failures store_failures_list() lists. */
+struct store_failure_query {
+	const char *prog;        /* only this program's, or NULL */
+	const char *assertion;   /* only this assertion label's, or NULL */
+	bool has_since;          /* `since` applies */
+	double since;            /* only those reported at or after (Unix time) */
+	uint64_t instance_id;    /* only this instance's (0: any) */
+	uint64_t before_id;      /* only ids below it (0: any) */
+	int limit;               /* the newest `limit` of those */
+	bool newest_first;       /* delivered newest first, not oldest first */
+};
+
+/* One failure with its instance's names. */
+struct store_failure_row {
+	uint64_t id;             /* its id */
+	const char *prog;        /* its instance's program */
+	const char *machine;     /* its instance's machine */
+	int64_t pid;             /* its instance's pid */
+	const char *assertion;   /* assertion label, NULL if unlabelled */
+	int line;                /* line of the assertion in the spec */
+	double time;             /* when it was reported (Unix time) */
+	bool has_ts;             /* start_ts is known */
+	int64_t start_ts;        /* interval start, log ticks */
+	int64_t end_ts;          /* interval end, log ticks (0 if unknown) */
+	const char *metrics;     /* metrics as JSON object text, or NULL */
+	const char *spec;        /* spec file, or NULL */
+	const char *result;      /* "fail", "undefined", "inconclusive"..., or NULL */
+	const char *kind;        /* "interval", "event", "assertion", "overdue"..., or NULL */
+	const char *type;        /* interval or event type, or NULL */
+	bool has_uid;            /* uid is known */
+	int64_t uid;             /* the interval's uid */
+	const char *start;       /* start position as the checker said, or NULL */
+	const char *end;         /* end position, or NULL */
+	uint64_t instance_id;    /* its instance */
+	bool has_window;         /* it has a log window (stored or not yet) */
+	bool has_start_wall;     /* start_wall is known */
+	double start_wall;       /* the interval's start as wall-clock time */
+	bool report;             /* from a report assertion */
+	bool has_silence;        /* a silence kept it quiet */
+	uint64_t silence_id;     /* ...this one */
+	bool has_acked;          /* someone acknowledged it */
+	double acked;            /* ...at this time */
+	const char *ack_comment; /* ...saying this, or NULL */
+};
+
+/* Called for each failure row. */
+typedef int (*store_failure_row_cb)(void *arg, const struct store_failure_row *row);
+
+/* The failures `q` asks for (see struct store_failure_query). */
+int store_failures_list(struct store *st, const struct store_failure_query *q,
+			store_failure_row_cb cb, void *arg, char *err, size_t errlen);
+
+/* True if failure `id` is stored (false also if the store cannot say). */
+bool store_failure_exists(struct store *st, uint64_t id);
+
+/* A failure's log window. */
+struct store_window_row {
+	bool has_window;         /* the failure was given a window */
+	bool stored;             /* ...and it is stored (the rest is valid) */
+	int64_t from_rec;        /* first record in it */
+	int64_t to_rec;          /* last record in it */
+	bool truncated;          /* cut at STORE_WINDOW_MAX */
+	const char *text;        /* the log text */
+	size_t len;              /* its length in bytes */
+};
+
+/* Called once with the window of a failure. */
+typedef int (*store_window_cb)(void *arg, const struct store_window_row *row);
+
+/* The log window of failure `id`: -ENOENT (no message) if there is no
+ * such failure; else `cb` is called once, also when it has no window. */
+int store_failure_window(struct store *st, uint64_t id, store_window_cb cb, void *arg, char *err,
+			 size_t errlen);
+
+/* --- statistics (stats.c) and /metrics (metrics.c) ----------------------------- */
+
+/* One report for the daily statistics. */
+struct store_stats_row {
+	double time;             /* its interval's start, or when it was reported */
+	const char *metrics;     /* its metrics as JSON object text, or NULL */
+};
+
+/* Called for each report. */
+typedef int (*store_stats_row_cb)(void *arg, const struct store_stats_row *row);
+
+/* The newest `limit` failures of assertion `assertion` of program `prog`
+ * (during the UTC day starting at `day_from` if `has_day`), by time. */
+int store_stats_rows(struct store *st, const char *prog, const char *assertion, bool has_day,
+		     double day_from, int limit, store_stats_row_cb cb, void *arg, char *err,
+		     size_t errlen);
+
+/* Failures of one assertion of one instance. An assertion is named by its
+ * label, or "line N" if it has none. */
+struct store_failure_count {
+	uint64_t instance_id;    /* the instance */
+	const char *name;        /* the assertion's name */
+	int64_t count;           /* its failures, inconclusive ones not counted */
+};
+
+/* Called for each (instance, assertion). */
+typedef int (*store_failure_count_cb)(void *arg, const struct store_failure_count *row);
+
+/* Count the failures of the instances store_metrics_instances(`limit`)
+ * shows, per instance and assertion name (in no particular order). */
+int store_failure_counts(struct store *st, int limit, store_failure_count_cb cb, void *arg,
+			 char *err, size_t errlen);
+
+/* The newest report of one assertion of one instance. */
+struct store_report_row {
+	uint64_t instance_id;    /* the instance */
+	const char *name;        /* the assertion's name (label or "line N") */
+	const char *metrics;     /* its metrics as JSON text */
+};
+
+/* Called for each (instance, assertion). */
+typedef int (*store_report_row_cb)(void *arg, const struct store_report_row *row);
+
+/* The newest failure with metrics of each assertion of the instances
+ * store_metrics_instances(`limit`) shows, by instance and assertion name. */
+int store_newest_reports(struct store *st, int limit, store_report_row_cb cb, void *arg,
+			 char *err, size_t errlen);
+
+/* --- silences ---------------------------------------------------------------- */
+
+/* Called for each silence; its strings are NULL where it matches anything. */
+typedef int (*store_silence_row_cb)(void *arg, const struct store_silence *s);
+
+/* At most `limit` silences neither removed nor ended at `now`, by id. */
+int store_silences_list(struct store *st, double now, int limit, store_silence_row_cb cb,
+			void *arg, char *err, size_t errlen);
+
+#endif
