@@ -90,10 +90,8 @@ static void init_ids(struct store *st)
 	struct conn *c = &st->c;
 	uint64_t cls = st->next_class;
 
-	at_least(&st->next_window, conn_u64(c, "SELECT greatest_id FROM (SELECT"
-					    " max(coalesce((SELECT max(id) FROM windows), 0),"
-					    " coalesce((SELECT max(window_id) FROM failures), 0)) + 1"
-					    " AS greatest_id) AS t"));
+	at_least(&st->next_window, conn_u64(c, "SELECT coalesce(max(id), 0) + 1 FROM windows"));
+	at_least(&st->next_window, conn_u64(c, "SELECT coalesce(max(window_id), 0) + 1 FROM failures"));
 	at_least(&st->next_failure, conn_u64(c, "SELECT coalesce(max(id), 0) + 1 FROM failures"));
 	at_least(&st->next_instance, conn_u64(c, "SELECT coalesce(max(id), 0) + 1 FROM instances"));
 	at_least(&st->next_mail, conn_u64(c, "SELECT coalesce(max(id), 0) + 1 FROM mail_queue"));
