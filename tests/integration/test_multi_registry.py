@@ -109,6 +109,10 @@ def main():
             "--reads", 10, "--gate-after", 5, "--gate", gate0))
         plisted = tm.instance(lambda i: i["prog"] == "idle" and i["state"] == "listed",
                               what="the partitioned program, listed")
+        # b may list it first: cut the relay only once a has it too (under
+        # load its announce through the relay can come second)
+        ct.wait_for(lambda: "instance up: idle" in a.stderr(), 10,
+                    "registry a to list the partitioned program")
         proxy.close()
         ct.wait_for(lambda: "instance gone: idle" in a.stderr(), 10,
                     "registry a to see the partitioned program go")
