@@ -751,7 +751,7 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 			first = false;
 		} else {
 			char id[24], pid[24], line[16], sts[24] = "-", ets[24] = "-";
-			char *metrics = render_metrics(db, (const char *)sqlite3_column_text(q, 9));
+			char *metrics = render_metrics((const char *)sqlite3_column_text(q, 9));
 			snprintf(id, sizeof id, "%lld", sqlite3_column_int64(q, 0));
 			snprintf(pid, sizeof pid, "%lld", sqlite3_column_int64(q, 3));
 			snprintf(line, sizeof line, "%d", sqlite3_column_int(q, 5));

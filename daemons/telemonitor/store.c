@@ -139,7 +139,7 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	  " mailgroup, block, auto, active, updated)"                                        \
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,1,?12)")                              \
 	X(CLASSES_KEEP,                                                                      \
-	  "UPDATE classes SET active = (id IN (SELECT value FROM json_each(?1)))")           \
+	  "UPDATE classes SET active = cmon_id_in(id, ?1)")                                  \
 	X(INST_LOOKUP,                                                                       \
 	  "SELECT id, bytes, records, lost, gaps, skipped, failures, tool_restarts, want,"  \
 	  " first_seen FROM instances WHERE prog=?1 AND machine=?2 AND pid=?3 AND start_ns=?4") \
@@ -163,7 +163,7 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	X(INST_REAP,                                                                         \
 	  "UPDATE instances SET ended = ?1, state = 'gone',"                                 \
 	  " status = 'ended while the telemonitor was away'"                                 \
-	  " WHERE ended IS NULL AND id NOT IN (SELECT value FROM json_each(?2))")            \
+	  " WHERE ended IS NULL AND NOT cmon_id_in(id, ?2)")                                 \
 	X(FAIL_INSERT,                                                                       \
 	  "INSERT INTO failures (id, instance_id, spec, assert, line, result, kind, type,"   \
 	  " uid, start_pos, end_pos, start_rec, end_rec, start_ts, end_ts, time, start_wall," \
@@ -173,17 +173,6 @@ _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION, "one migration per schema ve
 	X(WIN_INSERT,                                                                        \
 	  "INSERT OR REPLACE INTO windows (id, instance_id, from_rec, to_rec, truncated,"   \
 	  " text) VALUES (?1,?2,?3,?4,?5,?6)")                                               \
-	X(REPORT,                                                                            \
-	  "SELECT json_type(j,'$.print'), json_extract(j,'$.print'), json_extract(j,'$.spec')," \
-	  " json_extract(j,'$.assert'), json_extract(j,'$.line'), json_extract(j,'$.result')," \
-	  " json_extract(j,'$.kind'), json_extract(j,'$.type'), json_extract(j,'$.uid'),"     \
-	  " json_extract(j,'$.start'), json_extract(j,'$.end'), json_type(j,'$.start_ts'),"   \
-	  " json_extract(j,'$.start_ts'), json_extract(j,'$.end_ts'),"                       \
-	  " json_extract(j,'$.metrics'), json_type(j,'$.offenders'),"                        \
-	  " json_extract(j,'$.offenders'), json_type(j,'$.metrics'),"                        \
-	  " coalesce(json_extract(j,'$.report'), 0), json_extract(j,'$.count'),"            \
-	  " json_extract(j,'$.witness')"                                                     \
-	  " FROM (SELECT ?1 AS j) WHERE json_valid(j) AND json_type(j) = 'object'")           \
 	X(VERDICT_INSERT,                                                                    \
 	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7)")                                                  \
@@ -421,6 +410,33 @@ static void conn_close(struct conn *c)
 	c->db = NULL;
 }
 
+/* cmon_id_in(id, ids): 1 if the integer `id` is in `ids`, a blob of
+ * int64 ids in ascending order (id_list()), else 0 (a NULL or empty list
+ * included). How CLASSES_KEEP and INST_REAP take a list of ids as one
+ * bound value, so that the held write stays one item. */
+static void sql_id_in(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const unsigned char *ids = sqlite3_value_blob(argv[1]);
+	size_t lo = 0, hi = (size_t)sqlite3_value_bytes(argv[1]) / sizeof(int64_t);
+	int64_t id = sqlite3_value_int64(argv[0]);
+
+	(void)argc;
+	while (ids && lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int64_t v;
+		memcpy(&v, ids + mid * sizeof v, sizeof v);
+		if (v == id) {
+			sqlite3_result_int(ctx, 1);
+			return;
+		}
+		if (v < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	sqlite3_result_int(ctx, 0);
+}
+
 /* Open (creating or upgrading) the database at `path`. */
 static int conn_open(struct conn *c, const char *path, char *err, size_t errlen)
 {
@@ -439,6 +455,12 @@ static int conn_open(struct conn *c, const char *path, char *err, size_t errlen)
 	}
 	if (migrate(c, path, err, errlen) < 0)
 		goto out_close;
+	if (sqlite3_create_function_v2(c->db, "cmon_id_in", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+				       SQLITE_DIRECTONLY, NULL, sql_id_in, NULL, NULL, NULL) !=
+	    SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(c->db));
+		goto out_close;
+	}
 	for (int i = 0; i < ST_COUNT; i++)
 		if (sqlite3_prepare_v3(c->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
 				       &c->stmt[i], NULL) != SQLITE_OK) {
@@ -1095,25 +1117,33 @@ int store_class_save(struct store *st, struct tm_class *c)
 	return put(st, bl_item_new(BK_CLASS, ST_CLASS_PUT, c->id, v, NV(v)), "saving a class");
 }
 
-/* A JSON array of ids, for json_each(); NULL on ENOMEM. */
-static char *id_list(const uint64_t *ids64, const uint32_t *ids32, size_t n)
+static int by_id(const void *a, const void *b)
 {
-	char *s = malloc(n * 21 + 3), *p = s;
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 
-	if (!s)
+	return x < y ? -1 : x > y;
+}
+
+/* The ids as a blob for cmon_id_in(): int64s in ascending order (*bytes
+ * long; caller frees). NULL on ENOMEM. */
+static int64_t *id_list(const uint64_t *ids64, const uint32_t *ids32, size_t n, size_t *bytes)
+{
+	int64_t *v = malloc(n ? n * sizeof *v : 1);
+
+	if (!v)
 		return NULL;
-	*p++ = '[';
 	for (size_t i = 0; i < n; i++)
-		p += sprintf(p, "%s%" PRIu64, i ? "," : "", ids64 ? ids64[i] : (uint64_t)ids32[i]);
-	*p++ = ']';
-	*p = '\0';
-	return s;
+		v[i] = ids64 ? (int64_t)ids64[i] : (int64_t)ids32[i];
+	qsort(v, n, sizeof *v, by_id);
+	*bytes = n * sizeof *v;
+	return v;
 }
 
 int store_classes_keep(struct store *st, const uint32_t *keep, size_t n)
 {
-	char *list = id_list(NULL, keep, n);
-	struct bl_value v[] = { vtext(list) };
+	size_t bytes = 0;
+	int64_t *list = id_list(NULL, keep, n, &bytes);
+	struct bl_value v[] = { vblob(list, bytes) };
 	int r;
 
 	if (!list)
@@ -1236,8 +1266,9 @@ int store_instances_open(struct store *st, store_instance_cb cb, void *arg)
 
 int store_instances_reap(struct store *st, const uint64_t *live, size_t n, double when)
 {
-	char *list = id_list(live, NULL, n);
-	struct bl_value v[] = { vreal(when), vtext(list) };
+	size_t bytes = 0;
+	int64_t *list = id_list(live, NULL, n, &bytes);
+	struct bl_value v[] = { vreal(when), vblob(list, bytes) };
 	int r;
 
 	if (!list)
@@ -1267,11 +1298,6 @@ int store_add_failure(struct store *st, const struct store_failure *f, uint64_t 
 	if (r == 0)
 		*id = fid;
 	return r;
-}
-
-sqlite3_stmt *store_report_stmt(struct store *st)
-{
-	return st->c.stmt[ST_REPORT];
 }
 
 uint64_t store_next_window_id(struct store *st)

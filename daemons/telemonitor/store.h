@@ -212,12 +212,6 @@ int store_instances_reap(struct store *st, const uint64_t *live, size_t n, doubl
 /* Add a failure; *id gets its id. */
 int store_add_failure(struct store *st, const struct store_failure *f, uint64_t *id);
 
-/* The statement that takes one JSON report of the checker apart (bind
- * ?1; columns: print type, print, spec, assert, line, result, kind, type,
- * uid, start, end, start_ts type, start_ts, end_ts, metrics, offenders
- * type, offenders, metrics type). No row if the line is not a JSON object. */
-sqlite3_stmt *store_report_stmt(struct store *st);
-
 /* A fresh window id (windows are numbered before they are stored). */
 uint64_t store_next_window_id(struct store *st);
 
