@@ -10,7 +10,9 @@
  * hygiene: retention prunes old rows at most `limit` per table per call and
  * keeps new ones; only active silences are read back; an ack is stored.
  * Alertmanager: the outbox is kept until done, and an ended instance's
- * open alerts are found to be resolved.
+ * open alerts are found to be resolved. Id lists: the active classes and
+ * the reaped instances are exactly those given (none given included), and
+ * the same writes held through an outage are replayed to the same effect.
  *
  * The telemonitor is a program, not a library, so its modules are compiled
  * into this test directly. */
@@ -383,6 +385,89 @@ static void deleted_database_replaced(void **state)
 	store_close(st);
 }
 
+/* Three classes and three instances, saved (or held). */
+static void three_of_each(struct store *st, struct tm_class *c, struct tm_instance *in)
+{
+	for (int i = 0; i < 3; i++) {
+		snprintf(c[i].prog, sizeof c[i].prog, "prog%d", i);
+		strcpy(c[i].machine, "*");
+		strcpy(c[i].pid, "*");
+		assert_int_equal(store_class_save(st, &c[i]), 0);
+		snprintf(in[i].prog, sizeof in[i].prog, "prog%d", i);
+		strcpy(in[i].machine, "host1");
+		in[i].pid = 100 + i;
+		in[i].start_ns = 7;
+		if (in[i].id)
+			assert_int_equal(store_instance_save(st, &in[i]), 0);
+		else
+			assert_int_equal(store_instance_insert(st, &in[i]), 0);
+	}
+}
+
+static void id_lists(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "", path[PATH_MAX];
+	struct store *st = store_open(dir, err, sizeof err);
+	struct tm_class c[3] = { 0 };
+	struct tm_instance in[3] = { 0 };
+	uint32_t keep[2];
+	uint64_t live[1];
+
+	assert_non_null(st);
+	three_of_each(st, c, in);
+	keep[0] = c[2].id;                         /* not in order: the list is sorted */
+	keep[1] = c[0].id;
+	live[0] = in[1].id;
+	assert_int_equal(store_classes_keep(st, keep, 2), 0);
+	assert_int_equal(store_instances_reap(st, live, 1, tm_now()), 0);
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM classes WHERE active"), 2);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM classes WHERE active AND"
+				" prog IN ('prog0', 'prog2')"), 2);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM instances WHERE ended IS NULL"
+				" AND prog = 'prog1'"), 1);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM instances WHERE state = 'gone'"
+				" AND status = 'ended while the telemonitor was away'"), 2);
+	/* none given: no class active, every open instance gone */
+	assert_int_equal(store_classes_keep(st, keep, 0), 0);
+	assert_int_equal(store_instances_reap(st, live, 0, tm_now()), 0);
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM classes WHERE active"), 0);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM instances WHERE ended IS NULL"),
+			 0);
+
+	/* the database goes: the same writes are held, the later keep list
+	 * replacing the earlier one, and replayed into the new database */
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/telemonitor.db%s", dir,
+			 i == 0 ? "" : i == 1 ? "-wal" : "-shm");
+		unlink(path);
+	}
+	store_poll(st, tm_now());
+	assert_true(store_degraded(st));
+	three_of_each(st, c, in);
+	assert_int_equal(store_classes_keep(st, keep, 0), 0);
+	keep[0] = c[1].id;
+	assert_int_equal(store_classes_keep(st, keep, 1), 0);
+	live[0] = in[2].id;
+	assert_int_equal(store_instances_reap(st, live, 1, tm_now()), 0);
+	assert_int_equal(store_commit(st), -EAGAIN);
+	store_poll(st, tm_now() + STORE_RETRY_MIN_S);
+	assert_false(store_degraded(st));
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM classes"), 3);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM classes WHERE active"), 1);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM classes WHERE active AND"
+				" prog = 'prog1'"), 1);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM instances"), 3);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM instances WHERE ended IS NULL"
+				" AND prog = 'prog2'"), 1);
+	assert_int_equal(count(store_db(st), "SELECT count(*) FROM instances WHERE ended IS NULL"),
+			 1);
+	store_close(st);
+}
+
 /* Retention: rows older than the cut go, at most `limit` per table per call. */
 static void prune_in_small_batches(void **state)
 {
@@ -563,6 +648,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(deleted_database_replaced, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(prune_in_small_batches, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(silences_and_acks, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(id_lists, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
 	};
