@@ -3,7 +3,8 @@
 # module; bench_tm_writer is the monitored program.
 if(TARGET telemonitor)
   set(tmdir ${PROJECT_SOURCE_DIR}/daemons/telemonitor)
-  add_executable(bench_tm_store ${CMAKE_CURRENT_LIST_DIR}/bench_tm_store.c ${tmdir}/store.c ${tmdir}/backlog.c)
+  add_executable(bench_tm_store ${CMAKE_CURRENT_LIST_DIR}/bench_tm_store.c ${tmdir}/store.c ${tmdir}/backlog.c
+                 ${tmdir}/report.c ${tmdir}/json.c)
   target_include_directories(bench_tm_store PRIVATE ${tmdir})
   target_link_libraries(bench_tm_store PRIVATE tmdb)
   add_executable(bench_tm_writer ${CMAKE_CURRENT_LIST_DIR}/bench_tm_writer.c)

@@ -3,8 +3,7 @@
  *   bench_tm_store DIR MODE N
  *
  * Each failure goes the way it goes in the service: one JSON report line of
- * pcheck taken apart by sqlite's JSON functions (store_report_stmt), then
- * store_add_failure(). MODE:
+ * pcheck taken apart by report_parse(), then store_add_failure(). MODE:
  *   batched     the service's way: one transaction committed every 100 ms
  *   autocommit  the same database (WAL, synchronous=NORMAL), one commit per
  *               failure
@@ -19,6 +18,7 @@
 
 #include <sqlite3.h>
 
+#include "report.h"
 #include "store.h"
 
 double tm_now(void)
@@ -49,7 +49,7 @@ static int line_for(char *buf, size_t size, long i)
 			512L << (i % 8), i % 4 ? "true" : "false");
 }
 
-/* The service's path: parse with the report statement, add, commit. */
+/* The service's path: parse the report, add, commit. */
 static int run_store(const char *dir, long n, bool batched)
 {
 	char err[300], line[1024];
@@ -61,37 +61,37 @@ static int run_store(const char *dir, long n, bool batched)
 		return -1;
 	}
 	for (long i = 0; i < n; i++) {
-		sqlite3_stmt *q = store_report_stmt(st);
+		struct checker_report r;
 		struct store_failure f = { 0 };
 		uint64_t id;
 		int len = line_for(line, sizeof line, i);
-		sqlite3_bind_text(q, 1, line, len, SQLITE_STATIC);
-		if (sqlite3_step(q) != SQLITE_ROW) {
+		if (report_parse(line, (size_t)len, &r) != 0) {
 			fprintf(stderr, "bench_tm_store: report not parsed\n");
 			return -1;
 		}
 		f.instance_id = 1;
-		f.spec = (const char *)sqlite3_column_text(q, 2);
-		f.assertion = (const char *)sqlite3_column_text(q, 3);
-		f.line = sqlite3_column_int(q, 4);
-		f.result = (const char *)sqlite3_column_text(q, 5);
-		f.kind = (const char *)sqlite3_column_text(q, 6);
-		f.type = (const char *)sqlite3_column_text(q, 7);
-		f.uid = sqlite3_column_int64(q, 8);
-		f.start = (const char *)sqlite3_column_text(q, 9);
-		f.end = (const char *)sqlite3_column_text(q, 10);
+		f.spec = r.spec;
+		f.assertion = r.assertion;
+		f.line = r.line;
+		f.result = r.result;
+		f.kind = r.kind;
+		f.type = r.type;
+		f.uid = r.uid;
+		f.start = r.start;
+		f.end = r.end;
 		f.has_ts = true;
-		f.start_ts = sqlite3_column_int64(q, 12);
-		f.end_ts = sqlite3_column_int64(q, 13);
-		f.metrics = (const char *)sqlite3_column_text(q, 14);
+		f.start_ts = r.start_ts;
+		f.end_ts = r.end_ts;
+		f.metrics = r.metrics;
 		f.time = tm_now();
 		f.start_pos = (uint64_t)(3 * i + 1);
 		f.end_pos = (uint64_t)(3 * i + 3);
 		f.window_id = (uint64_t)i + 1;
-		if (store_add_failure(st, &f, &id) < 0)
+		if (store_add_failure(st, &f, &id) < 0) {
+			report_free(&r);
 			return -1;
-		sqlite3_reset(q);
-		sqlite3_clear_bindings(q);
+		}
+		report_free(&r);
 		if (!batched || mono() - last >= 0.1) {
 			store_commit(st);
 			last = mono();

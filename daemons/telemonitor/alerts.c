@@ -12,7 +12,6 @@
 #include "cmon/log.h"
 #include "http.h"
 #include "store.h"
-#include "store-internal.h" /* TEMPORARY: store_json_db() for sqlite's JSON functions */
 #include "text.h"
 
 /* One POST: a JSON array of alerts to an Alertmanager's /api/v2/alerts. */
@@ -351,7 +350,7 @@ void alerts_failure(struct tmon *tm, const char *url, uint32_t class_id,
 	if (!assertion)
 		snprintf(name, sizeof name, "line %d", line);
 	ep = endpoint(url);
-	metrics = render_metrics(store_json_db(tm->store), metrics_json);
+	metrics = render_metrics(metrics_json);
 	sb_printf(&b, "{\"labels\":{\"alertname\":");
 	sb_json_str(&b, assertion ? assertion : name);
 	sb_printf(&b, ",\"assert\":");

@@ -5,8 +5,7 @@
  * does not ask for those with notify-reports, or a silence matches it); an
  * end-of-log verdict is recorded (and becomes a failure itself when a
  * whole-log assertion failed with no offender to report); `print` output
- * and anything else go to the typescript. sqlite's JSON functions take
- * the lines apart. */
+ * and anything else go to the typescript. report.c takes the lines apart. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,21 +14,10 @@
 #include "cmon/log.h"
 #include "alerts.h"
 #include "hygiene.h"
+#include "report.h"
 #include "session.h"
 #include "store.h"
 #include "text.h"
-
-/* Columns of store_report_stmt(). */
-enum {
-	C_PRINT_TYPE, C_PRINT, C_SPEC, C_ASSERT, C_LINE, C_RESULT, C_KIND, C_TYPE, C_UID, C_START,
-	C_END, C_TS_TYPE, C_START_TS, C_END_TS, C_METRICS, C_OFF_TYPE, C_OFFENDERS, C_METRICS_TYPE,
-	C_REPORT, C_COUNT, C_WITNESS,
-};
-
-static const char *col(sqlite3_stmt *q, int c)
-{
-	return (const char *)sqlite3_column_text(q, c);
-}
 
 /* "R.S" -> R and S; false if malformed. */
 static bool parse_pos(const char *p, uint64_t *r, uint64_t *sub)
@@ -45,7 +33,8 @@ static bool parse_pos(const char *p, uint64_t *r, uint64_t *sub)
 	return *end == '\0';
 }
 
-static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool whole_log)
+static void failure(struct session *s, struct tool *t, const struct checker_report *r,
+		    bool whole_log)
 {
 	struct tmon *tm = s->tm;
 	struct tm_instance *in = s->inst;
@@ -55,25 +44,24 @@ static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool who
 	char what[200] = "";
 
 	f.instance_id = in->id;
-	f.spec = col(q, C_SPEC);
-	f.assertion = col(q, C_ASSERT);
-	f.line = sqlite3_column_int(q, C_LINE);
-	f.result = col(q, C_RESULT);
-	f.kind = whole_log ? "assertion" : col(q, C_KIND);
-	f.type = col(q, C_TYPE);
-	f.uid = sqlite3_column_type(q, C_UID) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, C_UID);
-	f.start = col(q, C_START);
-	f.end = col(q, C_END);
-	f.has_ts = sqlite3_column_type(q, C_START_TS) != SQLITE_NULL;
-	f.start_ts = sqlite3_column_int64(q, C_START_TS);
-	f.end_ts = sqlite3_column_int64(q, C_END_TS);
+	f.spec = r->spec;
+	f.assertion = r->assertion;
+	f.line = r->line;
+	f.result = r->result;
+	f.kind = whole_log ? "assertion" : r->kind;
+	f.type = r->type;
+	f.uid = r->has_uid ? r->uid : -1;
+	f.start = r->start;
+	f.end = r->end;
+	f.has_ts = r->has_ts;
+	f.start_ts = r->start_ts;
+	f.end_ts = r->end_ts;
 	f.time = now;
-	f.report = sqlite3_column_int(q, C_REPORT) != 0;
+	f.report = r->report;
 	f.silence_id = hygiene_silenced(tm, in->prog, in->machine, f.assertion, f.line, now);
-	f.metrics = col(q, C_METRICS_TYPE) && !strcmp(col(q, C_METRICS_TYPE), "object")
-			    ? col(q, C_METRICS) : NULL;
+	f.metrics = r->has_metrics ? r->metrics : NULL;
 	if (whole_log && !f.metrics)
-		f.metrics = col(q, C_WITNESS);  /* pcheck --explain: what the verdict was made of */
+		f.metrics = r->witness;         /* pcheck --explain: what the verdict was made of */
 	if (!whole_log && parse_pos(f.start, &rs, &ss) && parse_pos(f.end, &re, &se)) {
 		/* R.0 is record R; R.S (S > 0) was made up after record R, so
 		 * the interval's first real record is R + 1 */
@@ -120,49 +108,44 @@ static void failure(struct session *s, struct tool *t, sqlite3_stmt *q, bool who
 
 void checker_line(struct session *s, struct tool *t, const char *line, size_t len)
 {
-	sqlite3_stmt *q = store_report_stmt(s->tm->store);
+	struct checker_report r;
 	const char *result, *kind;
 
-	sqlite3_bind_text(q, 1, line, (int)len, SQLITE_STATIC);
-	if (sqlite3_step(q) != SQLITE_ROW) {
-		/* not a report: keep it for people to read */
+	if (report_parse(line, len, &r) != 0) {
+		/* not a report (or no memory to read it): keep it for people to read */
 		typescript_write(&s->ts, line, len);
 		typescript_write(&s->ts, "\n", 1);
-		goto out;
+		return;
 	}
-	result = col(q, C_RESULT);
-	kind = col(q, C_KIND);
-	if (col(q, C_PRINT_TYPE)) {
-		const char *v = col(q, C_PRINT);
-		typescript_note(&s->ts, "print: %s", v ? v : "UNDEFINED");
-	} else if (col(q, C_OFF_TYPE)) {
-		int64_t off = sqlite3_column_int64(q, C_OFFENDERS);
-		const char *label = col(q, C_ASSERT);
+	result = r.result;
+	kind = r.kind;
+	if (r.has_print) {
+		typescript_note(&s->ts, "print: %s", r.print ? r.print : "UNDEFINED");
+	} else if (r.has_offenders) {
+		const char *label = r.assertion;
 		typescript_note(&s->ts, "%s:%d: assertion %s%s%s: %s (%" PRId64 " offenders)",
-				col(q, C_SPEC) ? col(q, C_SPEC) : "?", sqlite3_column_int(q, C_LINE),
-				label ? "\"" : "", label ? label : "(unlabelled)", label ? "\"" : "",
-				result ? result : "?", off);
-		store_add_verdict(s->tm->store, s->inst->id, col(q, C_SPEC), label,
-				  sqlite3_column_int(q, C_LINE), result, off, tm_now());
-		if (result && strcmp(result, "pass") && off == 0)
-			failure(s, t, q, true);
-	} else if (result && !strcmp(result, "unclosed") && col(q, C_TYPE)) {
+				r.spec ? r.spec : "?", r.line, label ? "\"" : "",
+				label ? label : "(unlabelled)", label ? "\"" : "", result ? result : "?",
+				r.offenders);
+		store_add_verdict(s->tm->store, s->inst->id, r.spec, label, r.line, result,
+				  r.offenders, tm_now());
+		if (result && strcmp(result, "pass") && r.offenders == 0)
+			failure(s, t, &r, true);
+	} else if (result && !strcmp(result, "unclosed") && r.type) {
 		/* intervals whose end never came: kept with the verdicts, and said */
-		int64_t n = sqlite3_column_int64(q, C_COUNT);
+		int64_t n = r.count;
 		typescript_note(&s->ts, "%s:%d: %" PRId64 " interval%s of type %s still open at end of "
-				"log (unclosed)", col(q, C_SPEC) ? col(q, C_SPEC) : "?",
-				sqlite3_column_int(q, C_LINE), n, n == 1 ? "" : "s", col(q, C_TYPE));
-		store_add_verdict(s->tm->store, s->inst->id, col(q, C_SPEC), col(q, C_TYPE),
-				  sqlite3_column_int(q, C_LINE), result, n, tm_now());
+				"log (unclosed)", r.spec ? r.spec : "?", r.line, n, n == 1 ? "" : "s",
+				r.type);
+		store_add_verdict(s->tm->store, s->inst->id, r.spec, r.type, r.line, result, n,
+				  tm_now());
 	} else if (result && (!strcmp(result, "fail") || !strcmp(result, "undefined") ||
 			      !strcmp(result, "inconclusive")) && kind &&
 		   (!strcmp(kind, "interval") || !strcmp(kind, "event") || !strcmp(kind, "overdue"))) {
-		failure(s, t, q, false);
+		failure(s, t, &r, false);
 	} else {
 		typescript_write(&s->ts, line, len);
 		typescript_write(&s->ts, "\n", 1);
 	}
-out:
-	sqlite3_reset(q);
-	sqlite3_clear_bindings(q);
+	report_free(&r);
 }

@@ -16,7 +16,6 @@
 #include "http.h"
 #include "session.h"
 #include "store.h"
-#include "store-internal.h" /* TEMPORARY: store_json_db() for render_metrics() */
 #include "store_read.h"
 #include "text.h"
 #include "typescript.h"
@@ -141,7 +140,6 @@ struct listing {
 	bool json;                /* JSON, not text */
 	bool first;               /* no JSON row written yet */
 	int rows;                 /* rows listed */
-	sqlite3 *json_db;         /* TEMPORARY: for render_metrics() (json-report branch) */
 };
 
 /* Free a table that will not be printed. */
@@ -693,7 +691,7 @@ static int failure_row(void *arg, const struct store_failure_row *f)
 		l->first = false;
 	} else {
 		char id[24], pid[24], line[16], sts[24] = "-", ets[24] = "-";
-		char *metrics = render_metrics(l->json_db, f->metrics);
+		char *metrics = render_metrics(f->metrics);
 		snprintf(id, sizeof id, "%" PRIu64, f->id);
 		snprintf(pid, sizeof pid, "%" PRId64, f->pid);
 		snprintf(line, sizeof line, "%d", f->line);
@@ -728,8 +726,7 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	};
 	struct sbuf b = { 0 };
 	struct table t;
-	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true,
-			     .json_db = store_json_db(tm->store) };
+	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
 
 	if (only_opts(r, 1, keys, err, errlen) < 0 || parse_limit(r, 1, &q.limit, err, errlen) < 0)
 		return -EINVAL;

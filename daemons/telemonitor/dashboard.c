@@ -4,7 +4,7 @@
  * index.html is a template: each marker <!--cmon:NAME--> is replaced by
  * what NAME renders (instances, failures, generated); the rest is copied
  * as is. The tables are rendered from the API's own JSON, read back with
- * sqlite's JSON functions (as text.c's render_metrics does). */
+ * json.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,8 +17,7 @@
 #include "control.h"
 #include "dashboard.h"
 #include "html.h"
-#include "store.h"
-#include "store-internal.h" /* TEMPORARY: store_json_db() for sqlite's JSON functions */
+#include "json.h"
 #include "text.h"
 
 #ifndef CMON_WEBDIR
@@ -156,21 +155,55 @@ out_free:
 	return text;
 }
 
-/* A statement over the JSON text `json` (bound as ?1), or NULL. */
-static sqlite3_stmt *json_rows(sqlite3 *db, const char *sql, const char *json)
+/* The rows of the API's answer `json`, a JSON array of objects: the
+ * parsed tree (json_free it) with its elements in *rows (free it), or NULL
+ * with `err`. */
+static struct json *json_rows(const char *json, const char *what, const struct json ***rows,
+			      char *err, size_t errlen)
 {
-	sqlite3_stmt *q;
+	char why[128];
+	struct json *root = json_parse(json, strlen(json), why, sizeof why);
+	const struct json **v;
+	size_t i = 0;
 
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+	if (!root || root->kind != JSON_ARRAY) {
+		snprintf(err, errlen, "cannot read the %s: %s", what,
+			 root ? "not a JSON array" : why);
+		json_free(root);
 		return NULL;
-	sqlite3_bind_text(q, 1, json, -1, SQLITE_STATIC);
-	return q;
+	}
+	v = malloc((root->count ? root->count : 1) * sizeof *v);
+	if (!v) {
+		snprintf(err, errlen, "out of memory");
+		json_free(root);
+		return NULL;
+	}
+	for (const struct json *e = root->kids; e; e = e->next)
+		v[i++] = e;
+	*rows = v;
+	return root;
 }
 
-static const char *col(sqlite3_stmt *q, int c)
+/* Member `key` of a row as text: "" when absent or null. */
+static const char *col(const struct json *row, const char *key)
 {
-	const unsigned char *s = sqlite3_column_text(q, c);
-	return s ? (const char *)s : "";
+	const char *s = json_text(json_get(row, key));
+
+	return s ? s : "";
+}
+
+/* Member `key` of a row as an integer: 0 when absent or null. */
+static long long num(const struct json *row, const char *key)
+{
+	return (long long)json_as_int(json_get(row, key));
+}
+
+/* Member `key` of a row is there and not null. */
+static bool given(const struct json *row, const char *key)
+{
+	const struct json *v = json_get(row, key);
+
+	return v && v->kind != JSON_NULL;
 }
 
 /* <!--cmon:instances-->: the table of /api/v1/instances?all=1. */
@@ -179,21 +212,14 @@ static int render_instances(struct tmon *tm, struct sbuf *b, char *err, size_t e
 	static const char *const words[] = { "instances", "all=1", "limit=" DASH_STR(DASH_INSTANCES),
 					     NULL };
 	char *json = api_json(tm, words, false, err, errlen);
-	sqlite3_stmt *q;
-	int rows = 0;
+	const struct json **rows;
+	struct json *root;
+	int shown = 0;
 
 	if (!json)
 		return -EIO;
-	q = json_rows(store_json_db(tm->store),
-		      "SELECT json_extract(value, '$.id'), json_extract(value, '$.prog'),"
-		      " json_extract(value, '$.machine'), json_extract(value, '$.pid'),"
-		      " json_extract(value, '$.state'), json_extract(value, '$.records'),"
-		      " json_extract(value, '$.lost'), json_extract(value, '$.gaps'),"
-		      " json_extract(value, '$.failures'), json_extract(value, '$.seen'),"
-		      " json_extract(value, '$.ended'), json_extract(value, '$.status')"
-		      " FROM json_each(?1) ORDER BY key DESC", json);
-	if (!q) {
-		snprintf(err, errlen, "store: cannot read the instances");
+	root = json_rows(json, "instances", &rows, err, errlen);
+	if (!root) {
 		free(json);
 		return -EIO;
 	}
@@ -201,34 +227,36 @@ static int render_instances(struct tmon *tm, struct sbuf *b, char *err, size_t e
 		  "<th>Machine</th><th>PID</th><th>State</th><th>Records</th><th>Lost</th>"
 		  "<th>Gaps</th><th>Loss</th><th>Failures</th><th>Seen</th><th>Ended</th>"
 		  "<th>Status</th></tr></thead>\n<tbody>\n");
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		long long recs = sqlite3_column_int64(q, 5), lost = sqlite3_column_int64(q, 6);
+	for (size_t i = root->count; i-- > 0;) {       /* newest first */
+		const struct json *r = rows[i];
+		long long recs = num(r, "records"), lost = num(r, "lost");
 		char loss[32];
 		snprintf(loss, sizeof loss, "%.2f%%",
 			 recs + lost > 0 ? 100.0 * (double)lost / (double)(recs + lost) : 0.0);
-		sb_printf(b, "<tr id=\"instance-%lld\" class=\"state-", sqlite3_column_int64(q, 0));
-		html_text(b, col(q, 4));
+		sb_printf(b, "<tr id=\"instance-%lld\" class=\"state-", num(r, "id"));
+		html_text(b, col(r, "state"));
 		sb_printf(b, "\">");
-		html_cell_num(b, sqlite3_column_int64(q, 0));
-		html_cell(b, NULL, col(q, 1));
-		html_cell(b, NULL, col(q, 2));
-		html_cell_num(b, sqlite3_column_int64(q, 3));
-		html_cell(b, "state", col(q, 4));
+		html_cell_num(b, num(r, "id"));
+		html_cell(b, NULL, col(r, "prog"));
+		html_cell(b, NULL, col(r, "machine"));
+		html_cell_num(b, num(r, "pid"));
+		html_cell(b, "state", col(r, "state"));
 		html_cell_num(b, recs);
 		html_cell_num(b, lost);
-		html_cell_num(b, sqlite3_column_int64(q, 7));
+		html_cell_num(b, num(r, "gaps"));
 		html_cell(b, lost ? "num loss" : "num", loss);
-		html_cell_num(b, sqlite3_column_int64(q, 8));
-		html_cell(b, "time", col(q, 9));
-		html_cell(b, "time", col(q, 10));
-		html_cell(b, NULL, col(q, 11));
+		html_cell_num(b, num(r, "failures"));
+		html_cell(b, "time", col(r, "seen"));
+		html_cell(b, "time", col(r, "ended"));
+		html_cell(b, NULL, col(r, "status"));
 		sb_printf(b, "</tr>\n");
-		rows++;
+		shown++;
 	}
-	if (!rows)
+	if (!shown)
 		sb_printf(b, "<tr class=\"empty\"><td colspan=\"13\">no instances yet</td></tr>\n");
 	sb_printf(b, "</tbody>\n</table>\n");
-	sqlite3_finalize(q);
+	free(rows);
+	json_free(root);
 	free(json);
 	return 0;
 }
@@ -237,72 +265,66 @@ static int render_instances(struct tmon *tm, struct sbuf *b, char *err, size_t e
 static int render_failures(struct tmon *tm, struct sbuf *b, char *err, size_t errlen)
 {
 	static const char *const words[] = { "failures", "limit=" DASH_STR(DASH_FAILURES), NULL };
-	sqlite3 *db = store_json_db(tm->store);
 	char *json = api_json(tm, words, true, err, errlen);
-	sqlite3_stmt *q;
-	int rows = 0;
+	const struct json **rows;
+	struct json *root;
+	int shown = 0;
 
 	if (!json)
 		return -EIO;
-	q = json_rows(db,
-		      "SELECT json_extract(value, '$.id'), json_extract(value, '$.time_iso'),"
-		      " json_extract(value, '$.prog'), json_extract(value, '$.machine'),"
-		      " json_extract(value, '$.pid'), json_extract(value, '$.assert'),"
-		      " json_extract(value, '$.line'), json_extract(value, '$.metrics'),"
-		      " json_extract(value, '$.window'), json_extract(value, '$.report'),"
-		      " json_extract(value, '$.instance'), json_extract(value, '$.silenced'),"
-		      " json_extract(value, '$.acked'), json_extract(value, '$.result'),"
-		      " json_extract(value, '$.kind')"
-		      " FROM json_each(?1) ORDER BY key", json);
-	if (!q) {
-		snprintf(err, errlen, "store: cannot read the failures");
+	root = json_rows(json, "failures", &rows, err, errlen);
+	if (!root) {
 		free(json);
 		return -EIO;
 	}
 	sb_printf(b, "<table id=\"failures\">\n<thead><tr><th>ID</th><th>Time (UTC)</th>"
 		  "<th>Program</th><th>Machine</th><th>PID</th><th>Assertion</th><th>Line</th>"
 		  "<th>Metrics</th><th>Flags</th><th>Log</th></tr></thead>\n<tbody>\n");
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		long long id = sqlite3_column_int64(q, 0);
-		bool labelled = sqlite3_column_type(q, 5) != SQLITE_NULL;
-		char *metrics = render_metrics(db, (const char *)sqlite3_column_text(q, 7));
-		const char *result = col(q, 13), *kind = col(q, 14);
+	for (size_t i = 0; i < root->count; i++) {
+		const struct json *r = rows[i], *m = json_get(r, "metrics");
+		long long id = num(r, "id");
+		bool labelled = given(r, "assert");
+		char *mtext = m && m->kind != JSON_NULL ? json_source_dup(m) : NULL;
+		char *metrics = render_metrics(mtext);
+		const char *result = col(r, "result"), *kind = col(r, "kind");
 		char flags[96];
 		snprintf(flags, sizeof flags, "%s%s%s%s%s",
-			 result && !strcmp(result, "inconclusive") ? "inconclusive " : "",
-			 kind && !strcmp(kind, "overdue") ? "overdue " : "",
-			 sqlite3_column_int(q, 9) ? "report " : "",
-			 sqlite3_column_type(q, 11) != SQLITE_NULL ? "silenced " : "",
-			 sqlite3_column_int(q, 12) ? "acked" : "");
+			 !strcmp(result, "inconclusive") ? "inconclusive " : "",
+			 !strcmp(kind, "overdue") ? "overdue " : "",
+			 num(r, "report") ? "report " : "",
+			 given(r, "silenced") ? "silenced " : "",
+			 num(r, "acked") ? "acked" : "");
 		sb_printf(b, "<tr id=\"failure-%lld\" data-id=\"%lld\" data-instance=\"%lld\""
-			  " data-prog=\"", id, id, sqlite3_column_int64(q, 10));
-		html_text(b, col(q, 2));
+			  " data-prog=\"", id, id, num(r, "instance"));
+		html_text(b, col(r, "prog"));
 		sb_printf(b, "\" data-assert=\"");
-		html_text(b, labelled ? col(q, 5) : "");
-		sb_printf(b, "\" data-report=\"%d\">", sqlite3_column_int(q, 9) ? 1 : 0);
+		html_text(b, labelled ? col(r, "assert") : "");
+		sb_printf(b, "\" data-report=\"%d\">", num(r, "report") ? 1 : 0);
 		html_cell_num(b, id);
-		html_cell(b, "time", col(q, 1));
-		html_cell(b, NULL, col(q, 2));
-		html_cell(b, NULL, col(q, 3));
-		html_cell_num(b, sqlite3_column_int64(q, 4));
+		html_cell(b, "time", col(r, "time_iso"));
+		html_cell(b, NULL, col(r, "prog"));
+		html_cell(b, NULL, col(r, "machine"));
+		html_cell_num(b, num(r, "pid"));
 		html_cell(b, labelled ? "assert" : "assert unlabelled",
-			  labelled ? col(q, 5) : "(unlabelled)");
-		html_cell_num(b, sqlite3_column_int64(q, 6));
+			  labelled ? col(r, "assert") : "(unlabelled)");
+		html_cell_num(b, num(r, "line"));
 		html_cell(b, "metrics", metrics ? metrics : "");
 		html_cell(b, "flags", flags);
-		if (sqlite3_column_int(q, 8))
+		if (num(r, "window"))
 			sb_printf(b, "<td><a class=\"window\" href=\"/api/v1/failures/%lld/window\">"
 				  "window</a></td>", id);
 		else
 			sb_printf(b, "<td></td>");
 		sb_printf(b, "</tr>\n");
 		free(metrics);
-		rows++;
+		free(mtext);
+		shown++;
 	}
-	if (!rows)
+	if (!shown)
 		sb_printf(b, "<tr class=\"empty\"><td colspan=\"10\">no failures</td></tr>\n");
 	sb_printf(b, "</tbody>\n</table>\n");
-	sqlite3_finalize(q);
+	free(rows);
+	json_free(root);
 	free(json);
 	return 0;
 }

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "json.h"
 #include "metrics.h"
 #include "store.h"
-#include "store-internal.h" /* TEMPORARY: store_json_db() for report()'s json_each */
 #include "store_read.h"
 
 /* Every family: X(enum name, metric name, type, help). */
@@ -326,26 +326,27 @@ static int failures(struct tmon *tm, struct gather *g, char *err, size_t errlen)
 	return rc;
 }
 
-/* A JSON value (type, text) as a number: numbers, true/false, and a
- * triple's favoured value. False if it is none of these. */
-static bool json_number(const char *type, const char *text, double *v)
+/* A JSON value as a number: numbers, true/false, and a triple's favoured
+ * value (an array whose first element is a number). False if it is none
+ * of these. */
+static bool json_number(const struct json *v, double *out)
 {
-	if (!type || !text)
+	switch (v->kind) {
+	case JSON_NUMBER:
+		*out = v->num;
+		return true;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		*out = v->kind == JSON_TRUE;
+		return true;
+	case JSON_ARRAY:
+		if (!v->kids || v->kids->kind != JSON_NUMBER)
+			return false;
+		*out = v->kids->num;
+		return true;
+	default:
 		return false;
-	if (!strcmp(type, "integer") || !strcmp(type, "real")) {
-		*v = strtod(text, NULL);
-		return true;
 	}
-	if (!strcmp(type, "true") || !strcmp(type, "false")) {
-		*v = !strcmp(type, "true");
-		return true;
-	}
-	if (!strcmp(type, "array") && text[0] == '[') {
-		char *end;
-		*v = strtod(text + 1, &end);
-		return end != text + 1 && (*end == ',' || *end == ']');
-	}
-	return false;
 }
 
 /* One report series, or one more left out once the bound is reached. */
@@ -360,40 +361,30 @@ static void report_series(struct gather *g, enum metric_family f, const char *la
 }
 
 /* The metrics object of one report; `base` are its instance's and
- * assertion's labels. */
-static void report(sqlite3_stmt *each, sqlite3_stmt *inner, struct gather *g,
-		   const char *base, const char *json)
+ * assertion's labels. Text that is not a JSON object adds nothing. */
+static void report(struct gather *g, const char *base, const char *json)
 {
 	struct evbuffer *lab = evbuffer_new(), *key = evbuffer_new();
+	struct json *root = json_parse(json, strlen(json), NULL, 0);
 	double v;
 
-	if (!lab || !key)
+	if (!lab || !key || !root || root->kind != JSON_OBJECT)
 		goto out;
-	sqlite3_reset(each);
-	sqlite3_bind_text(each, 1, json, -1, SQLITE_TRANSIENT);
-	while (sqlite3_step(each) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(each, 0);
-		const char *type = (const char *)sqlite3_column_text(each, 1);
-		const char *text = (const char *)sqlite3_column_text(each, 2);
-		const char *metric = labels_with(lab, base, "metric", name);
-		if (json_number(type, text, &v)) {
+	for (const struct json *m = root->kids; m; m = m->next) {
+		const char *metric = labels_with(lab, base, "metric", m->key);
+		if (json_number(m, &v)) {
 			report_series(g, M_REPORT, metric, v);
 			continue;
 		}
-		if (!type || strcmp(type, "object"))
+		if (m->kind != JSON_OBJECT)
 			continue;
 		/* a mapping (a histogram): one series per key */
-		sqlite3_reset(inner);
-		sqlite3_bind_text(inner, 1, text, -1, SQLITE_TRANSIENT);
-		while (sqlite3_step(inner) == SQLITE_ROW) {
-			if (!json_number((const char *)sqlite3_column_text(inner, 1),
-					 (const char *)sqlite3_column_text(inner, 2), &v))
-				continue;
-			report_series(g, M_BUCKET, labels_with(key, metric, "key",
-				      (const char *)sqlite3_column_text(inner, 0)), v);
-		}
+		for (const struct json *e = m->kids; e; e = e->next)
+			if (json_number(e, &v))
+				report_series(g, M_BUCKET, labels_with(key, metric, "key", e->key), v);
 	}
 out:
+	json_free(root);
 	if (lab)
 		evbuffer_free(lab);
 	if (key)
@@ -404,8 +395,6 @@ out:
 struct reporting {
 	struct gather *g;         /* the exposition */
 	struct evbuffer *base;    /* scratch for an instance's and assertion's labels */
-	sqlite3_stmt *each;       /* TEMPORARY: json_each over a report (json-report branch) */
-	sqlite3_stmt *inner;      /* TEMPORARY: json_each over one of its mappings */
 };
 
 /* The newest report of one shown instance's assertion. */
@@ -416,36 +405,23 @@ static int newest_report(void *arg, const struct store_report_row *row)
 
 	if (!in || !row->metrics || row->metrics[0] != '{')
 		return 0;
-	report(rp->each, rp->inner, rp->g, labels_with(rp->base, in->labels, "assert", row->name),
-	       row->metrics);
+	report(rp->g, labels_with(rp->base, in->labels, "assert", row->name), row->metrics);
 	return 0;
 }
 
 static int reports(struct tmon *tm, struct gather *g, char *err, size_t errlen)
 {
-	sqlite3 *db = store_json_db(tm->store);
 	struct reporting rp = { .g = g, .base = evbuffer_new() };
-	int rc = 0;
+	int rc;
 
 	if (!rp.base) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if (sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1)", -1, &rp.each,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1)", -1, &rp.inner,
-			       NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
-		rc = -EIO;
-		goto out;
-	}
 	rc = store_newest_reports(tm->store, METRICS_INSTANCES_MAX, newest_report, &rp, err,
 				  errlen);
 	if (rc == 0)
 		sample_u64(g, M_SERIES_OMITTED, NULL, g->series_omitted);
-out:
-	sqlite3_finalize(rp.each);
-	sqlite3_finalize(rp.inner);
 	evbuffer_free(rp.base);
 	return rc;
 }

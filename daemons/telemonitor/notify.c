@@ -25,7 +25,6 @@
 #include "digest.h"
 #include "mail.h"
 #include "store.h"
-#include "store-internal.h" /* TEMPORARY: store_json_db() for sqlite's JSON functions */
 #include "telemonitor.h"
 #include "text.h"
 
@@ -322,7 +321,7 @@ void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
 
 	if (!n)
 		return;
-	metrics = render_metrics(store_json_db(tm->store), metrics_json);
+	metrics = render_metrics(metrics_json);
 	it.metrics = metrics;
 	r = digest_add(n->digest, &it, now, &m);
 	if (r == 1) {

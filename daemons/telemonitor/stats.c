@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "control.h"
+#include "json.h"
 #include "store.h"
-#include "store-internal.h" /* TEMPORARY: store_json_db() for add_value() */
 #include "store_read.h"
 #include "text.h"
 
@@ -81,41 +81,59 @@ static void add_number(struct agg *a, double v)
 	a->n++;
 }
 
-/* Add the JSON value (type, text) of one report to `a`. */
-static void add_value(sqlite3 *db, struct agg *a, const char *type, const char *text, int depth)
+/* Add the JSON value `v` of one report to `a`. */
+static void add_value(struct agg *a, const struct json *v, int depth)
 {
-	sqlite3_stmt *q;
-
-	if (!type || !strcmp(type, "null") || !strcmp(type, "text"))
+	switch (v->kind) {
+	case JSON_NULL:
+	case JSON_STRING:
 		return;
-	if (!strcmp(type, "true") || !strcmp(type, "false")) {
-		add_number(a, !strcmp(type, "true"));
+	case JSON_TRUE:
+	case JSON_FALSE:
+		add_number(a, v->kind == JSON_TRUE);
 		return;
-	}
-	if (!strcmp(type, "integer") || !strcmp(type, "real")) {
-		add_number(a, strtod(text, NULL));
+	case JSON_NUMBER:
+		add_number(a, v->num);
 		return;
-	}
-	if (depth >= STATS_DEPTH_MAX || sqlite3_prepare_v2(db, "SELECT key, type, value FROM "
-							       "json_each(?1)", -1, &q, NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_text(q, 1, text, -1, SQLITE_TRANSIENT);
-	if (!strcmp(type, "array")) {
+	case JSON_ARRAY:
 		/* a triple [v, p, m]: its favoured value */
-		if (sqlite3_step(q) == SQLITE_ROW)
-			add_value(db, a, (const char *)sqlite3_column_text(q, 1),
-				  (const char *)sqlite3_column_text(q, 2), depth + 1);
-	} else {
+		if (depth < STATS_DEPTH_MAX && v->kids)
+			add_value(a, v->kids, depth + 1);
+		return;
+	case JSON_OBJECT:
+		if (depth >= STATS_DEPTH_MAX)
+			return;
 		a->is_map = true;
-		while (sqlite3_step(q) == SQLITE_ROW) {
-			const char *k = (const char *)sqlite3_column_text(q, 0);
-			struct agg *c = k ? kid(a, k) : NULL;
+		for (const struct json *m = v->kids; m; m = m->next) {
+			struct agg *c = kid(a, m->key);
 			if (c)
-				add_value(db, c, (const char *)sqlite3_column_text(q, 1),
-					  (const char *)sqlite3_column_text(q, 2), depth + 1);
+				add_value(c, m, depth + 1);
+		}
+		return;
+	}
+}
+
+/* Add the metrics of one report (a JSON object, as stored) to the day's
+ * root. An array is taken as a mapping of its indexes, text that is not
+ * JSON adds nothing. */
+static void add_metrics(struct agg *root, const char *metrics)
+{
+	struct json *v = json_parse(metrics, strlen(metrics), NULL, 0);
+	char key[24];
+	size_t i = 0;
+
+	root->is_map = true;
+	if (v && v->kind == JSON_OBJECT) {
+		add_value(root, v, 0);
+	} else if (v && v->kind == JSON_ARRAY) {
+		for (const struct json *e = v->kids; e; e = e->next) {
+			struct agg *c;
+			snprintf(key, sizeof key, "%zu", i++);
+			if ((c = kid(root, key)))
+				add_value(c, e, 1);
 		}
 	}
-	sqlite3_finalize(q);
+	json_free(v);
 }
 
 static bool all_numeric(const struct agg *a)
@@ -303,7 +321,6 @@ static bool valid_day(const char *s, double *from)
 
 /* The days being gathered. */
 struct gather {
-	sqlite3 *db;              /* TEMPORARY: for add_value() (json-report branch) */
 	struct day *days;         /* the days, in time order */
 	size_t ndays;             /* days gathered */
 	size_t cap;               /* days allocated */
@@ -341,14 +358,14 @@ static int gather_report(void *arg, const struct store_stats_row *row)
 	d->reports++;
 	g->total++;
 	if (row->metrics)
-		add_value(g->db, &d->root, "object", row->metrics, 0);
+		add_metrics(&d->root, row->metrics);
 	return 0;
 }
 
 int stats_run(struct tmon *tm, const struct ctl_request *r, const char *prog, const char *assertion,
 	      const char *day, struct evbuffer *out, char *err, size_t errlen)
 {
-	struct gather g = { .db = store_json_db(tm->store) };
+	struct gather g = { 0 };
 	struct day *days;
 	size_t ndays;
 	struct sbuf b = { 0 };

@@ -11,10 +11,4 @@
 /* The store's database connection (db.h). */
 struct db *store_conn(struct store *st);
 
-/* TEMPORARY: removed when JSON parsing leaves sqlite (json-report branch) */
-#include <sqlite3.h>
-/* An in-memory sqlite connection for its JSON functions only (whatever
- * engine the store is on); never for the schema. */
-sqlite3 *store_json_db(struct store *st);
-
 #endif

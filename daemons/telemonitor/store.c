@@ -48,8 +48,6 @@ struct store {
 	void *on_commit_arg;          /* its argument */
 	store_reopen_cb on_reopen;    /* called after a new database was opened */
 	void *on_reopen_arg;          /* its argument */
-	sqlite3 *json_db;             /* TEMPORARY: store_json_db() */
-	sqlite3_stmt *report_stmt;    /* TEMPORARY: store_report_stmt() */
 };
 
 static const char *state_names[] = {
@@ -135,17 +133,6 @@ struct store *store_open(const char *dir, const char *target, char *err, size_t 
 struct db *store_conn(struct store *st)
 {
 	return st->c.db;
-}
-
-/* TEMPORARY: removed when JSON parsing leaves sqlite (json-report branch) */
-sqlite3 *store_json_db(struct store *st)
-{
-	if (!st->json_db && sqlite3_open(":memory:", &st->json_db) != SQLITE_OK) {
-		sqlite3_finalize(st->report_stmt);
-	sqlite3_close(st->json_db);
-		st->json_db = NULL;
-	}
-	return st->json_db;
 }
 
 const char *store_engine(const struct store *st)
@@ -590,8 +577,6 @@ void store_close(struct store *st)
 	backlog_clear(&st->bl);
 	free_journal(st);
 	conn_close(&st->c);
-	sqlite3_finalize(st->report_stmt);
-	sqlite3_close(st->json_db);
 	free(st);
 }
 
@@ -635,7 +620,8 @@ int store_class_save(struct store *st, struct tm_class *c)
 	return put(st, bl_item_new(BK_CLASS, ST_CLASS_PUT, c->id, v, NV(v)), "saving a class");
 }
 
-/* A JSON array of ids, for json_each(); NULL on ENOMEM. */
+/* A JSON array of ids, read by each engine's own JSON function (store_sql.c:
+ * sqlite's json_each, PostgreSQL's json_array_elements_text); NULL on ENOMEM. */
 static char *id_list(const uint64_t *ids64, const uint32_t *ids32, size_t n)
 {
 	char *s = malloc(n * 21 + 3), *p = s;
@@ -805,15 +791,6 @@ int store_add_failure(struct store *st, const struct store_failure *f, uint64_t 
 	if (r == 0)
 		*id = fid;
 	return r;
-}
-
-sqlite3_stmt *store_report_stmt(struct store *st)
-{
-	/* TEMPORARY: on the in-memory sqlite of store_json_db() */
-	if (!st->report_stmt && store_json_db(st))
-		sqlite3_prepare_v2(st->json_db, store_sql_text(ST_REPORT), -1, &st->report_stmt,
-				   NULL);
-	return st->report_stmt;
 }
 
 uint64_t store_next_window_id(struct store *st)

@@ -1,4 +1,5 @@
-/* The telemonitor's store: sqlite in WAL mode at DIR/telemonitor.db.
+/* The telemonitor's store: sqlite in WAL mode at DIR/telemonitor.db, or
+ * a PostgreSQL database (-store URL; db.h).
  *
  * Tables: classes, instances, failures, windows, verdicts, the mail not
  * sent yet (mail_queue, mail_digest) and the store's own outages
@@ -30,8 +31,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <sqlite3.h>
 
 #include "digest.h"
 #include "telemonitor.h"
@@ -157,7 +156,7 @@ struct store_health {
 	const char *engine;      /* "sqlite" or "postgresql" */
 	bool degraded;           /* writes are held in memory */
 	const char *reason;      /* "disk full", "read-only", "database deleted", ... ("" when ok) */
-	const char *detail;      /* what sqlite or the system said ("" when ok) */
+	const char *detail;      /* what the engine or the system said ("" when ok) */
 	double since;            /* when it became degraded (0 when ok) */
 	double next_retry;       /* when it tries again (0 when ok) */
 	unsigned attempts;       /* retries since it became degraded */
@@ -214,12 +213,6 @@ int store_instances_reap(struct store *st, const uint64_t *live, size_t n, doubl
 
 /* Add a failure; *id gets its id. */
 int store_add_failure(struct store *st, const struct store_failure *f, uint64_t *id);
-
-/* The statement that takes one JSON report of the checker apart (bind
- * ?1; columns: print type, print, spec, assert, line, result, kind, type,
- * uid, start, end, start_ts type, start_ts, end_ts, metrics, offenders
- * type, offenders, metrics type). No row if the line is not a JSON object. */
-sqlite3_stmt *store_report_stmt(struct store *st);
 
 /* A fresh window id (windows are numbered before they are stored). */
 uint64_t store_next_window_id(struct store *st);

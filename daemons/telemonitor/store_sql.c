@@ -248,7 +248,6 @@ static const char *const stmt_sql_pg[ST_COUNT] = {
 	[ST_INST_REAP] = "UPDATE instances SET ended = ?1, state = 'gone',"
 			 " status = 'ended while the telemonitor was away'"
 			 " WHERE ended IS NULL AND id NOT IN " PG_IDS(2),
-	[ST_REPORT] = "SELECT CAST(?1 AS TEXT) WHERE false",
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -257,12 +256,6 @@ static const char *const stmt_sql[ST_COUNT] = {
 #undef STMT_SQL
 };
 
-
-/* TEMPORARY: store_report_stmt() prepares it on an in-memory sqlite */
-const char *store_sql_text(int stmt)
-{
-	return stmt_sql[stmt];
-}
 
 /* --- the connection ------------------------------------------------------------ */
 

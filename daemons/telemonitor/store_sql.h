@@ -57,17 +57,6 @@
 	  " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (id) DO UPDATE SET"                        \
 	  " instance_id=excluded.instance_id, from_rec=excluded.from_rec,"                   \
 	  " to_rec=excluded.to_rec, truncated=excluded.truncated, text=excluded.text")       \
-	X(REPORT,                                                                            \
-	  "SELECT json_type(j,'$.print'), json_extract(j,'$.print'), json_extract(j,'$.spec')," \
-	  " json_extract(j,'$.assert'), json_extract(j,'$.line'), json_extract(j,'$.result')," \
-	  " json_extract(j,'$.kind'), json_extract(j,'$.type'), json_extract(j,'$.uid'),"     \
-	  " json_extract(j,'$.start'), json_extract(j,'$.end'), json_type(j,'$.start_ts'),"   \
-	  " json_extract(j,'$.start_ts'), json_extract(j,'$.end_ts'),"                       \
-	  " json_extract(j,'$.metrics'), json_type(j,'$.offenders'),"                        \
-	  " json_extract(j,'$.offenders'), json_type(j,'$.metrics'),"                        \
-	  " coalesce(json_extract(j,'$.report'), 0), json_extract(j,'$.count'),"            \
-	  " json_extract(j,'$.witness')"                                                     \
-	  " FROM (SELECT ?1 AS j) WHERE json_valid(j) AND json_type(j) = 'object'")           \
 	X(VERDICT_INSERT,                                                                    \
 	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7)")                                                  \
@@ -162,9 +151,6 @@ int conn_open(struct conn *c, const char *target, char *err, size_t errlen);
 
 /* Finalize the statements and close; accepts a closed one. */
 void conn_close(struct conn *c);
-
-/* TEMPORARY: the sqlite text of statement `stmt`. */
-const char *store_sql_text(int stmt);
 
 /* One number from `sql` (no parameters); 0 if none. */
 uint64_t conn_u64(struct conn *c, const char *sql);

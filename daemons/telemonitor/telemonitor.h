@@ -8,6 +8,8 @@
  *   logscan.c   following the log: record ordinals, timestamps, ascii text
  *   tool.c      tool processes: spawn, feed, read, reap, restart with backoff
  *   checker.c   the checker's JSON reports -> failures, windows, mail
+ *   report.c    the one parser of the checker's report lines (over json.c)
+ *   json.c      a small strict JSON reader: reports, metrics, the API read back
  *   window.c    log windows around failures
  *   typescript.c  tool output kept per instance
  *   store.c     batched writes, storage faults (on db.h: sqlite or PostgreSQL)

@@ -1,10 +1,13 @@
 /* Text helpers (see text.h). */
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "json.h"
 #include "text.h"
 
 #define RENDER_DEPTH_MAX 8        /* nesting shown before "..." */
@@ -110,83 +113,105 @@ char *iso_time(double t, char *out, size_t size)
 	return out;
 }
 
-/* One value of json_each: its type and text. */
-static void render_value(sqlite3 *db, const char *type, const char *text, struct sbuf *b,
-			 int depth);
-
-/* Every member of the object or array `json`, as "k -> v" or "v". */
-static void render_members(sqlite3 *db, const char *json, bool object, struct sbuf *b, int depth)
+/* A number as the metrics have always been shown: an integer as it is,
+ * other numbers with 15 significant digits and always a decimal point or
+ * an exponent ("2.5", "1000.0", "1.0e+20"; "Inf"). */
+static void render_number(const struct json *v, struct sbuf *b)
 {
-	sqlite3_stmt *q;
-	bool first = true;
+	char s[48], *e;
+	int64_t i;
+
+	if (json_int64(v, &i)) {
+		sb_printf(b, "%" PRId64, i);
+		return;
+	}
+	if (isinf(v->num)) {
+		sb_printf(b, "%sInf", v->num < 0 ? "-" : "");
+		return;
+	}
+	snprintf(s, sizeof s, "%.15g", v->num == 0 ? 0.0 : v->num);   /* no "-0" */
+	if (strchr(s, '.')) {
+		sb_printf(b, "%s", s);
+		return;
+	}
+	e = strchr(s, 'e');
+	if (e)
+		sb_printf(b, "%.*s.0%s", (int)(e - s), s, e);
+	else
+		sb_printf(b, "%s.0", s);
+}
+
+static void render_value(const struct json *v, struct sbuf *b, int depth);
+
+/* Every member of the object or array `v`, as "k -> v" or "v". */
+static void render_members(const struct json *v, struct sbuf *b, int depth)
+{
+	bool object = v->kind == JSON_OBJECT;
 
 	if (depth >= RENDER_DEPTH_MAX) {
 		sb_add(b, "...", 3);
 		return;
 	}
-	if (sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1)", -1, &q, NULL) !=
-	    SQLITE_OK)
-		return;
-	sqlite3_bind_text(q, 1, json, -1, SQLITE_TRANSIENT);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		const char *key = (const char *)sqlite3_column_text(q, 0);
-		const char *type = (const char *)sqlite3_column_text(q, 1);
-		const char *val = (const char *)sqlite3_column_text(q, 2);
-		if (!first)
+	for (const struct json *m = v->kids; m; m = m->next) {
+		if (m != v->kids)
 			sb_add(b, object ? ", " : ",", object ? 2 : 1);
-		first = false;
 		if (object)
-			sb_printf(b, "%s -> ", key ? key : "?");
-		render_value(db, type ? type : "null", val, b, depth + 1);
+			sb_printf(b, "%s -> ", m->key);
+		render_value(m, b, depth + 1);
 	}
-	sqlite3_finalize(q);
 }
 
-static void render_value(sqlite3 *db, const char *type, const char *text, struct sbuf *b,
-			 int depth)
+static void render_value(const struct json *v, struct sbuf *b, int depth)
 {
-	if (!strcmp(type, "null")) {
+	switch (v->kind) {
+	case JSON_NULL:
 		sb_add(b, "UNDEFINED", 9);
-	} else if (!strcmp(type, "object")) {
+		break;
+	case JSON_OBJECT:
 		sb_add(b, "(", 1);
-		render_members(db, text, true, b, depth);
+		render_members(v, b, depth);
 		sb_add(b, ")", 1);
-	} else if (!strcmp(type, "array")) {
+		break;
+	case JSON_ARRAY:
 		sb_add(b, "[", 1);
-		render_members(db, text, false, b, depth);
+		render_members(v, b, depth);
 		sb_add(b, "]", 1);
-	} else if (!strcmp(type, "text")) {
-		sb_printf(b, "\"%s\"", text ? text : "");
-	} else if (!strcmp(type, "true") || !strcmp(type, "false")) {
-		sb_printf(b, "%s", type);
-	} else {
-		sb_printf(b, "%s", text ? text : "?");   /* integer, real, true, false */
+		break;
+	case JSON_STRING:
+		sb_printf(b, "\"%s\"", v->str);
+		break;
+	case JSON_TRUE:
+		sb_add(b, "true", 4);
+		break;
+	case JSON_FALSE:
+		sb_add(b, "false", 5);
+		break;
+	case JSON_NUMBER:
+		render_number(v, b);
+		break;
 	}
 }
 
-char *render_metrics(sqlite3 *db, const char *json)
+char *render_metrics(const char *json)
 {
 	struct sbuf b = { 0 };
-	sqlite3_stmt *q;
-	bool first = true;
+	struct json *root;
+	char err[96];
 
 	if (!json)
 		return strdup("");
-	if (sqlite3_prepare_v2(db, "SELECT key, type, value FROM json_each(?1) WHERE json_valid(?1)"
-				   " AND json_type(?1) = 'object'", -1, &q, NULL) != SQLITE_OK)
+	root = json_parse(json, strlen(json), err, sizeof err);
+	if (!root || root->kind != JSON_OBJECT) {
+		json_free(root);
 		return strdup("");
-	sqlite3_bind_text(q, 1, json, -1, SQLITE_TRANSIENT);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		const char *key = (const char *)sqlite3_column_text(q, 0);
-		const char *type = (const char *)sqlite3_column_text(q, 1);
-		const char *val = (const char *)sqlite3_column_text(q, 2);
-		if (!first)
-			sb_add(&b, ", ", 2);
-		first = false;
-		sb_printf(&b, "%s = ", key ? key : "?");
-		render_value(db, type ? type : "null", val, &b, 0);
 	}
-	sqlite3_finalize(q);
+	for (const struct json *m = root->kids; m; m = m->next) {
+		if (m != root->kids)
+			sb_add(&b, ", ", 2);
+		sb_printf(&b, "%s = ", m->key);
+		render_value(m, &b, 0);
+	}
+	json_free(root);
 	if (b.oom) {
 		sb_free(&b);
 		return NULL;

@@ -1,14 +1,12 @@
 /* Small text helpers for output: a growing string, JSON string quoting,
  * times, and rendering the checker's JSON metrics in the notation of the
- * PSpec reference ("time = 12, hist = (3 -> 2, 5 -> 1)") with sqlite's
- * JSON functions doing the parsing. */
+ * PSpec reference ("time = 12, hist = (3 -> 2, 5 -> 1)"), read with
+ * json.c. */
 #ifndef TELEMON_TEXT_H
 #define TELEMON_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
-
-#include <sqlite3.h>
 
 /* A growing string; `oom` is set if an allocation failed. */
 struct sbuf {
@@ -55,7 +53,7 @@ void table_row(struct table *t, const char *const *cells);
 void table_print(struct table *t, struct sbuf *out, int width);
 
 /* The metrics JSON object `json` as "name = value, ..." (heap string, NULL
- * on ENOMEM). `db` is any open sqlite connection. */
-char *render_metrics(sqlite3 *db, const char *json);
+ * on ENOMEM; "" when `json` is NULL or not a JSON object). */
+char *render_metrics(const char *json);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../daemons/telemonitor/html.c"
+#include "../../daemons/telemonitor/json.c"
 #include "../../daemons/telemonitor/text.c"
 
 /* html_text(s) as a string (static buffer). */

@@ -12,7 +12,10 @@
  * Alertmanager: the outbox is kept until done, and an ended instance's
  * open alerts are found to be resolved. Typed reads (store_read.c): the
  * listings honour their filters, order and limit, NULL columns come out as
- * NULL strings or false `has_` flags, and a callback can stop the rows.
+ * NULL strings or false `has_` flags, and a callback can stop the rows. Id
+ * lists: the active classes and the reaped instances are exactly those
+ * given (none given included), and the same writes held through an outage
+ * are replayed to the same effect.
  *
  * The telemonitor is a program, not a library, so its modules are compiled
  * into this test directly. */
@@ -25,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "../../daemons/telemonitor/backlog.c"
 #include "../../daemons/telemonitor/store.c"
@@ -118,10 +123,11 @@ static void upgrade_from_version_1(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "";
-	sqlite3 *db = raw_open(dir);
+	sqlite3 *db;
 	struct store *st;
 
 	SQLITE_ONLY();
+	db = raw_open(dir);
 
 	/* the released first schema, with a failure in it */
 	assert_int_equal(sqlite3_exec(db, sqlite_migrations[0], NULL, NULL, NULL), SQLITE_OK);
@@ -153,9 +159,10 @@ static void newer_database_refused(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "", newer[64];
-	sqlite3 *db = raw_open(dir);
+	sqlite3 *db;
 
 	SQLITE_ONLY();
+	db = raw_open(dir);
 
 	snprintf(newer, sizeof newer, "PRAGMA user_version = %d", STORE_SCHEMA_VERSION + 1);
 	assert_int_equal(sqlite3_exec(db, newer, NULL, NULL, NULL), SQLITE_OK);
@@ -421,6 +428,94 @@ static void deleted_database_replaced(void **state)
 	store_health(st, &h);
 	assert_int_equal(h.pending, 0);
 	assert_int_equal(h.dropped, 0);
+	store_close(st);
+}
+
+/* Three classes and three instances, saved (or held). */
+static void three_of_each(struct store *st, struct tm_class *c, struct tm_instance *in)
+{
+	for (int i = 0; i < 3; i++) {
+		snprintf(c[i].prog, sizeof c[i].prog, "prog%d", i);
+		strcpy(c[i].machine, "*");
+		strcpy(c[i].pid, "*");
+		assert_int_equal(store_class_save(st, &c[i]), 0);
+		snprintf(in[i].prog, sizeof in[i].prog, "prog%d", i);
+		strcpy(in[i].machine, "host1");
+		in[i].pid = 100 + i;
+		in[i].start_ns = 7;
+		if (in[i].id)
+			assert_int_equal(store_instance_save(st, &in[i]), 0);
+		else
+			assert_int_equal(store_instance_insert(st, &in[i]), 0);
+	}
+}
+
+static void id_lists(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "", path[PATH_MAX];
+	struct store *st = open_store(dir, err, sizeof err);
+	struct tm_class c[3] = { 0 };
+	struct tm_instance in[3] = { 0 };
+	uint32_t keep[2];
+	uint64_t live[1];
+
+	assert_non_null(st);
+	three_of_each(st, c, in);
+	keep[0] = c[2].id;                         /* not in order: the list is sorted */
+	keep[1] = c[0].id;
+	live[0] = in[1].id;
+	assert_int_equal(store_classes_keep(st, keep, 2), 0);
+	assert_int_equal(store_instances_reap(st, live, 1, tm_now()), 0);
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(count(st, "SELECT count(*) FROM classes WHERE active = 1"), 2);
+	assert_int_equal(count(st, "SELECT count(*) FROM classes WHERE active = 1 AND"
+				" prog IN ('prog0', 'prog2')"), 2);
+	assert_int_equal(count(st, "SELECT count(*) FROM instances WHERE ended IS NULL"
+				" AND prog = 'prog1'"), 1);
+	assert_int_equal(count(st, "SELECT count(*) FROM instances WHERE state = 'gone'"
+				" AND status = 'ended while the telemonitor was away'"), 2);
+	/* none given: no class active, every open instance gone */
+	assert_int_equal(store_classes_keep(st, keep, 0), 0);
+	assert_int_equal(store_instances_reap(st, live, 0, tm_now()), 0);
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(count(st, "SELECT count(*) FROM classes WHERE active = 1"), 0);
+	assert_int_equal(count(st, "SELECT count(*) FROM instances WHERE ended IS NULL"),
+			 0);
+
+	if (pg_url()) {             /* the rest deletes sqlite's file */
+		store_close(st);
+		return;
+	}
+
+	/* the database goes: the same writes are held, the later keep list
+	 * replacing the earlier one, and replayed into the new database */
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/telemonitor.db%s", dir,
+			 i == 0 ? "" : i == 1 ? "-wal" : "-shm");
+		unlink(path);
+	}
+	store_poll(st, tm_now());
+	assert_true(store_degraded(st));
+	three_of_each(st, c, in);
+	assert_int_equal(store_classes_keep(st, keep, 0), 0);
+	keep[0] = c[1].id;
+	assert_int_equal(store_classes_keep(st, keep, 1), 0);
+	live[0] = in[2].id;
+	assert_int_equal(store_instances_reap(st, live, 1, tm_now()), 0);
+	assert_int_equal(store_commit(st), -EAGAIN);
+	store_poll(st, tm_now() + STORE_RETRY_MIN_S);
+	assert_false(store_degraded(st));
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(count(st, "SELECT count(*) FROM classes"), 3);
+	assert_int_equal(count(st, "SELECT count(*) FROM classes WHERE active = 1"), 1);
+	assert_int_equal(count(st, "SELECT count(*) FROM classes WHERE active = 1 AND"
+				" prog = 'prog1'"), 1);
+	assert_int_equal(count(st, "SELECT count(*) FROM instances"), 3);
+	assert_int_equal(count(st, "SELECT count(*) FROM instances WHERE ended IS NULL"
+				" AND prog = 'prog2'"), 1);
+	assert_int_equal(count(st, "SELECT count(*) FROM instances WHERE ended IS NULL"),
+			 1);
 	store_close(st);
 }
 
@@ -736,6 +831,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(prune_in_small_batches, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(silences_and_acks, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(typed_reads, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(id_lists, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
 	};

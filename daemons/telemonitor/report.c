@@ -1,0 +1,103 @@
+/* The checker's report lines (see report.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+/* A NUL-terminated copy of v's source text, kept in r->owned; NULL on
+ * ENOMEM. */
+static const char *own_source(struct checker_report *r, const struct json *v, size_t *len)
+{
+	for (size_t i = 0; i < sizeof r->owned / sizeof r->owned[0]; i++)
+		if (!r->owned[i]) {
+			r->owned[i] = json_source_dup(v);
+			*len = v->srclen;
+			return r->owned[i];
+		}
+	return NULL;
+}
+
+/* A field's text: a container's source text (as print and witness may
+ * be), otherwise json_text. False on ENOMEM. */
+static bool text_field(struct checker_report *r, const struct json *v, const char **out,
+		       size_t *len)
+{
+	if (v && (v->kind == JSON_OBJECT || v->kind == JSON_ARRAY)) {
+		*out = own_source(r, v, len);
+		return *out != NULL;
+	}
+	*out = json_text(v);
+	*len = *out ? (v->kind == JSON_STRING || v->kind == JSON_NUMBER ? v->len : 1) : 0;
+	return true;
+}
+
+int report_parse(const char *line, size_t len, struct checker_report *r)
+{
+	const struct json *v;
+	struct json *root;
+	char err[128];
+	size_t n;
+
+	memset(r, 0, sizeof *r);
+	root = json_parse(line, len, err, sizeof err);
+	if (!root)
+		return errno == ENOMEM ? -ENOMEM : REPORT_NOT_A_REPORT;
+	if (root->kind != JSON_OBJECT) {
+		json_free(root);
+		return REPORT_NOT_A_REPORT;
+	}
+	r->root = root;
+	if ((v = json_get(root, "print"))) {
+		r->has_print = true;
+		r->print_kind = v->kind;
+		if (!text_field(r, v, &r->print, &n))
+			goto out_nomem;
+	}
+	r->spec = json_text(json_get(root, "spec"));
+	r->assertion = json_text(json_get(root, "assert"));
+	r->line = (int)json_as_int(json_get(root, "line"));
+	r->result = json_text(json_get(root, "result"));
+	r->kind = json_text(json_get(root, "kind"));
+	r->type = json_text(json_get(root, "type"));
+	v = json_get(root, "uid");
+	r->has_uid = v && v->kind != JSON_NULL;
+	r->uid = json_as_int(v);
+	r->start = json_text(json_get(root, "start"));
+	r->end = json_text(json_get(root, "end"));
+	v = json_get(root, "start_ts");
+	r->has_ts = v && v->kind != JSON_NULL;
+	r->start_ts_kind = v ? v->kind : JSON_NULL;
+	r->start_ts = json_as_int(v);
+	r->end_ts = json_as_int(json_get(root, "end_ts"));
+	if ((v = json_get(root, "offenders"))) {
+		r->has_offenders = true;
+		r->offenders_kind = v->kind;
+		r->offenders = json_as_int(v);
+	}
+	r->report = json_as_int(json_get(root, "report")) != 0;
+	r->count = json_as_int(json_get(root, "count"));
+	r->metrics_tree = json_get(root, "metrics");
+	if (r->metrics_tree && r->metrics_tree->kind == JSON_OBJECT) {
+		r->has_metrics = true;
+		if (!(r->metrics = own_source(r, r->metrics_tree, &r->metrics_len)))
+			goto out_nomem;
+	}
+	r->witness_tree = json_get(root, "witness");
+	if (!text_field(r, r->witness_tree, &r->witness, &r->witness_len))
+		goto out_nomem;
+	return 0;
+out_nomem:
+	report_free(r);
+	return -ENOMEM;
+}
+
+void report_free(struct checker_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < sizeof r->owned / sizeof r->owned[0]; i++)
+		free(r->owned[i]);
+	json_free(r->root);
+	memset(r, 0, sizeof *r);
+}

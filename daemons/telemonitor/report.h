@@ -1,0 +1,67 @@
+/* The one parser of the checker's reports: a line of pcheck --json
+ * (docs/man/pcheck.1), one JSON object per line, taken apart into a typed
+ * struct. checker.c decides what each report means; this only reads it.
+ *
+ * A field is read the way it always was: a text field is a string's text
+ * or a number's literal (json_text), an integer field an integer or a
+ * string's leading integer (json_as_int). A member that is absent reads as
+ * NULL / 0 / false; the has_* flags tell absent (and null) from zero.
+ *
+ * Ownership: report_parse() fills a struct that owns its tree; every
+ * pointer in it is valid until report_free(). Pure data: no I/O. */
+#ifndef TELEMON_REPORT_H
+#define TELEMON_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json.h"
+
+#define REPORT_NOT_A_REPORT 1     /* report_parse: the line is not a JSON object */
+
+/* One line of the checker. */
+struct checker_report {
+	struct json *root;                /* the parsed line (owned) */
+	bool has_print;                   /* a "print" member is there (even a null one) */
+	enum json_kind print_kind;        /* with has_print: what print's value is */
+	const char *print;                /* "print": its text; NULL when null */
+	const char *spec;                 /* "spec": the spec file */
+	const char *assertion;            /* "assert": the label; NULL when unlabelled */
+	int line;                         /* "line": the assertion's line in the spec */
+	const char *result;               /* "result": pass, fail, undefined, inconclusive, unclosed */
+	const char *kind;                 /* "kind": interval, event, overdue (offenders) */
+	const char *type;                 /* "type": the interval or event type */
+	bool has_uid;                     /* "uid" is there and not null */
+	int64_t uid;                      /* "uid": the interval's id (an event's "R.S": R) */
+	const char *start;                /* "start": position "R.S" of the first record */
+	const char *end;                  /* "end": position "R.S" of the last record */
+	bool has_ts;                      /* "start_ts" is there and not null */
+	enum json_kind start_ts_kind;     /* with has_ts: what start_ts's value is */
+	int64_t start_ts;                 /* "start_ts": log time the interval started */
+	int64_t end_ts;                   /* "end_ts": log time it ended */
+	bool has_offenders;               /* an "offenders" member is there: a verdict line */
+	enum json_kind offenders_kind;    /* with has_offenders: what its value is */
+	int64_t offenders;                /* "offenders": how many offenders follow */
+	bool report;                      /* "report": from a report assertion */
+	int64_t count;                    /* "count": intervals still open (unclosed) */
+	bool has_metrics;                 /* "metrics" is there, an object */
+	const struct json *metrics_tree;  /* the "metrics" value (any kind), or NULL */
+	const char *metrics;              /* with has_metrics: its source text, NUL-terminated */
+	size_t metrics_len;               /* its length */
+	const struct json *witness_tree;  /* the "witness" value (pcheck --explain), or NULL */
+	const char *witness;              /* its text (a string's text; an object's source text);
+					     NULL when absent or null */
+	size_t witness_len;               /* its length */
+	char *owned[3];                   /* copies made for the fields above (freed by report_free) */
+};
+
+/* Read the `len` bytes of `line` (no newline). 0 with `r` filled (free it
+ * with report_free), REPORT_NOT_A_REPORT when the line is not a JSON
+ * object (`r` is left empty: nothing to free), -ENOMEM. */
+int report_parse(const char *line, size_t len, struct checker_report *r);
+
+/* Free what report_parse kept; `r` is emptied (an empty one is fine). */
+void report_free(struct checker_report *r);
+
+#endif

@@ -1,0 +1,62 @@
+/* fuzz_json — the telemonitor's JSON reader and the one parser of checker
+ * reports over it, on arbitrary bytes: a tree or one error message with an
+ * offset inside the text, never a crash, hang or leak. Every node of a tree
+ * is visited (its source text must lie inside the input and re-parse to
+ * the same kind), the bytes are read as a checker report, and as metrics
+ * rendered for a mail. The telemonitor is a program, not a library, so its
+ * sources are compiled in here. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../daemons/telemonitor/json.c"
+#include "../../daemons/telemonitor/report.c"
+#include "../../daemons/telemonitor/text.c"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Visit `v` and everything under it. */
+static void walk(const struct json *v, const struct json *root, int depth)
+{
+    int64_t i;
+
+    if (depth > JSON_DEPTH_MAX || v->src < root->src ||
+        v->src + v->srclen > root->src + root->srclen)
+        abort();
+    (void)json_text(v);
+    (void)json_as_int(v);
+    (void)json_int64(v, &i);
+    if (v->kind == JSON_STRING && v->str[v->len] != '\0')
+        abort();
+    if (depth < 3) {                       /* the source text is the value again */
+        struct json *again = json_parse(v->src, v->srclen, NULL, 0);
+        if (!again || again->kind != v->kind || again->count != v->count)
+            abort();
+        json_free(again);
+    }
+    for (const struct json *k = v->kids; k; k = k->next) {
+        if (v->kind == JSON_OBJECT && json_get(v, k->key) == NULL)
+            abort();
+        walk(k, root, depth + 1);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char err[160];
+    struct json *v = json_parse((const char *)data, size, err, sizeof err);
+    struct checker_report r;
+
+    if (v) {
+        walk(v, v, 0);
+        json_free(v);
+    } else if (strncmp(err, "offset ", 7) || strtoull(err + 7, NULL, 10) > size) {
+        abort();
+    }
+    if (report_parse((const char *)data, size, &r) == 0) {
+        if (r.metrics)
+            free(render_metrics(r.metrics));
+        report_free(&r);
+    }
+    return 0;
+}
