@@ -158,8 +158,12 @@ static void store_json(struct sbuf *b, const struct store_health *h)
 {
 	char when[40];
 
-	sb_printf(b, "{\"engine\":\"%s\",\"state\":\"%s\",\"reason\":", h->engine,
-		  h->degraded ? "degraded" : "ok");
+	sb_printf(b, "{\"engine\":\"%s\",\"node\":", h->engine);
+	if (h->node)
+		sb_json_str(b, h->node);
+	else
+		sb_printf(b, "null");
+	sb_printf(b, ",\"state\":\"%s\",\"reason\":", h->degraded ? "degraded" : "ok");
 	if (h->degraded)
 		sb_json_str(b, h->reason);
 	else

@@ -95,6 +95,8 @@ static void loaded(void *arg, struct tm_instance *saved)
 
 	if (tm->ninstances >= TM_INSTANCES_MAX)
 		return;
+	if (store_shared(tm->store) && store_instance_claim(tm->store, saved->id, tm_now()) != 1)
+		return;                 /* another telemonitor took it while we were away */
 	in = malloc(sizeof *in);
 	if (!in)
 		return;
@@ -190,6 +192,14 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 		if (r == 0)
 			r = store_instance_insert(tm->store, in);
 		if (r < 0) {
+			free(in);
+			return;
+		}
+		if (store_shared(tm->store) && store_instance_claim(tm->store, in->id, tm_now()) != 1) {
+			/* another telemonitor holds it (or the store is down: the
+			 * lease scan takes it once it is back) */
+			cmon_debug("instance %" PRIu64 ": %s on %s pid %" PRId64 " is not ours to "
+				   "monitor", in->id, in->prog, in->machine, in->pid);
 			free(in);
 			return;
 		}
@@ -368,6 +378,10 @@ static bool later_forget(struct tmon *tm, uint64_t id)
 
 void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st)
 {
+	if (in->lease_lost) {
+		drop(tm, in);           /* its row is the new holder's to write */
+		return;
+	}
 	in->state = st;
 	in->dirty = true;
 	if (st == IS_STOPPED)
@@ -394,6 +408,80 @@ void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_
 		drop(tm, in);
 }
 
+/* --- several telemonitors on one store ---------------------------------------- */
+
+static void renewed(void *arg, uint64_t id, const char *owner)
+{
+	struct tm_instance *in = instances_find(arg, id);
+
+	(void)owner;
+	if (in)
+		in->lease_seen = true;
+}
+
+/* Take over instance `id`, whose holder `owner` let its lease run out. */
+static void take_over(void *arg, uint64_t id, const char *owner)
+{
+	struct tmon *tm = arg;
+	struct tm_instance *in, row;
+	struct tm_class *c;
+	char was[256];
+
+	snprintf(was, sizeof was, "%s", owner ? owner : "nobody");
+	if (instances_find(tm, id) || tm->ninstances >= TM_INSTANCES_MAX ||
+	    store_instance_claim(tm->store, id, tm_now()) != 1 ||
+	    store_instance_get(tm->store, id, &row) != 1)
+		return;
+	in = malloc(sizeof *in);
+	if (!in)
+		return;
+	*in = row;
+	c = classes_find(tm, in->class_id);
+	if (!c && (c = classes_match(tm, in->prog, in->machine, in->pid)))
+		in->class_id = c->id;
+	TAILQ_INSERT_TAIL(&tm->instances, in, link);
+	tm->ninstances++;
+	if (owner)
+		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): taken over from %s, "
+			    "whose lease ran out", in->id, in->prog, in->machine, in->pid, was);
+	else
+		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): claimed (nobody held it)",
+			  in->id, in->prog, in->machine, in->pid);
+	instances_set_status(in, "taken over from %s", was);
+	in->dirty = true;
+	if (c && in->want && in->state != IS_STOPPED)
+		monitor(tm, in, c, false);
+	else if (in->state != IS_STOPPED)
+		in->state = IS_LISTED;
+}
+
+void instances_leases(struct tmon *tm)
+{
+	struct tm_instance *in, *next;
+	double now = tm_now();
+
+	if (!store_shared(tm->store))
+		return;
+	TAILQ_FOREACH(in, &tm->instances, link)
+		in->lease_seen = false;
+	if (store_lease_renew(tm->store, now, renewed, tm) < 0)
+		return;                 /* the store is down: nobody can take them meanwhile */
+	for (in = TAILQ_FIRST(&tm->instances); in; in = next) {
+		next = TAILQ_NEXT(in, link);
+		if (in->lease_seen || in->lease_lost)
+			continue;
+		/* another telemonitor holds it: stop without writing its row */
+		in->lease_lost = true;
+		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): another telemonitor "
+			  "took it over; letting go", in->id, in->prog, in->machine, in->pid);
+		if (in->sess)
+			session_stop(in->sess, "another telemonitor took it over");
+		else
+			drop(tm, in);
+	}
+	store_leases_expired(tm->store, now, 64, take_over, tm);
+}
+
 void instances_save_all(struct tmon *tm)
 {
 	struct tm_instance *in;
@@ -414,7 +502,7 @@ void instances_save(struct tmon *tm)
 	}
 
 	TAILQ_FOREACH(in, &tm->instances, link)
-		if (in->dirty) {
+		if (in->dirty && !in->lease_lost) {
 			in->dirty = false;
 			store_instance_save(tm->store, in);
 		}

@@ -32,7 +32,8 @@
 
 static const char usage[] =
 	"Usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
-	"                   [-pcheck PATH] [-store URL] [-store-backlog N] [-http ADDR]\n"
+	"                   [-pcheck PATH] [-store URL] [-node NAME] [-store-backlog N]\n"
+	"                   [-http ADDR]\n"
 	"                   [-web DIR] [-check]\n"
 	"                   [-finish-tools]\n"
 	"                   [-debug]\n"
@@ -59,6 +60,8 @@ static const char usage[] =
 	"                             PostgreSQL database at URL (postgresql://...;\n"
 	"                             default: the configuration's store, else sqlite\n"
 	"                             in the state directory)\n"
+	"  -node, --node NAME         this telemonitor's name among those sharing a\n"
+	"                             PostgreSQL store (default HOST:STATE_DIR)\n"
 	"  -store-backlog, --store-backlog N\n"
 	"                             while the database cannot be written (disk full,\n"
 	"                             read-only, deleted), hold at most N failures in\n"
@@ -90,7 +93,7 @@ static const char usage[] =
 	"  2  bad command line or configuration\n";
 
 /* The command line: these options plus -h/--help and -V/--version. */
-enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_STORE, O_BACKLOG, O_HTTP, O_WEB,
+enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_STORE, O_NODE, O_BACKLOG, O_HTTP, O_WEB,
        O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA };
 static const struct option opts[] = {
 	{ "rc", required_argument, NULL, O_RC },
@@ -99,6 +102,7 @@ static const struct option opts[] = {
 	{ "regname", required_argument, NULL, O_REGNAME },
 	{ "pcheck", required_argument, NULL, O_PCHECK },
 	{ "store", required_argument, NULL, O_STORE },
+	{ "node", required_argument, NULL, O_NODE },
 	{ "store-backlog", required_argument, NULL, O_BACKLOG },
 	{ "http", required_argument, NULL, O_HTTP },
 	{ "web", required_argument, NULL, O_WEB },
@@ -124,6 +128,12 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		case O_REG: o->regmachine = optarg; break;
 		case O_REGNAME: break;
 		case O_PCHECK: o->pcheck = optarg; break;
+		case O_NODE:
+			if (!*optarg || strlen(optarg) > 200)
+				cmon_cmdline_fail(&cmdline, "bad value for -node (1 to 200 "
+						  "characters)");
+			o->node = optarg;
+			break;
 		case O_STORE:
 			if (strncmp(optarg, "postgresql://", 13) && strncmp(optarg, "postgres://", 11))
 				cmon_cmdline_fail(&cmdline, "bad value '%s' for -store (a "
@@ -245,6 +255,20 @@ static size_t backlog_bound(const struct tmon *tm)
 	return *v ? (size_t)strtoull(v, NULL, 10) : STORE_BACKLOG_DEFAULT;
 }
 
+/* This telemonitor's node name into buf: -node, else HOST:STATE_DIR. */
+static int node_name(const struct tmon *tm, char *buf, size_t size)
+{
+	char host[256] = "";
+
+	if (tm->opt.node) {
+		snprintf(buf, size, "%s", tm->opt.node);
+		return 0;
+	}
+	gethostname(host, sizeof host - 1);
+	snprintf(buf, size, "%.60s:%.120s", host[0] ? host : "localhost", tm->state_dir);
+	return 0;
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct tmon *tm = arg;
@@ -254,6 +278,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	TAILQ_FOREACH(in, &tm->instances, link)
 		if (in->sess)
 			session_tick(in->sess, now);
+	instances_leases(tm);
 	instances_save(tm);
 	tell_status(tm);
 }
@@ -314,6 +339,10 @@ int main(int argc, char **argv)
 			      sizeof err);
 	if (!tm.store || classes_record(&tm, err, sizeof err) < 0) {
 		fprintf(stderr, "telemonitor: %s\n", err);
+		goto out_store;
+	}
+	if (node_name(&tm, err, sizeof err) < 0 || store_set_node(tm.store, err) < 0) {
+		fprintf(stderr, "telemonitor: cannot name this telemonitor in the store\n");
 		goto out_store;
 	}
 	store_set_backlog(tm.store, backlog_bound(&tm));

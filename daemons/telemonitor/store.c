@@ -44,6 +44,10 @@ struct store {
 	uint64_t next_silence;        /* next silence id */
 	uint64_t next_alert;          /* next alert_outbox id */
 	uint32_t next_class;          /* next class id */
+	char node[256];               /* this telemonitor's name among those sharing the store */
+	bool shared;                  /* PostgreSQL: ids from blocks, instances leased */
+	uint64_t block_next;          /* shared: the next id of this telemonitor's block */
+	uint64_t block_end;           /* ... and the end of the block */
 	store_commit_cb on_commit;    /* called after each batch is ended */
 	void *on_commit_arg;          /* its argument */
 	store_reopen_cb on_reopen;    /* called after a new database was opened */
@@ -532,6 +536,7 @@ void store_health(const struct store *st, struct store_health *h)
 {
 	memset(h, 0, sizeof *h);
 	h->engine = db_engine_name(st->c.db);
+	h->node = st->shared ? st->node : NULL;
 	h->degraded = st->degraded;
 	h->reason = st->reason;
 	h->detail = st->detail;
@@ -580,9 +585,53 @@ void store_close(struct store *st)
 	free(st);
 }
 
+/* --- ids ---------------------------------------------------------------------- */
+
+/* Take the next block of ids (shared store): block b is
+ * [b * STORE_ID_BLOCK, (b + 1) * STORE_ID_BLOCK). 0, or -EAGAIN. */
+static int take_block(struct store *st)
+{
+	struct db_stmt *q = st->c.stmt[ST_ID_BLOCK];
+	enum db_rc rc = db_run(q, NULL, 0);
+	int64_t b = rc == DB_ROW ? db_col_int(q, 0) : 0;
+
+	db_reset(q);
+	if (b <= 0)
+		return -EAGAIN;
+	st->block_next = (uint64_t)b * STORE_ID_BLOCK;
+	st->block_end = st->block_next + STORE_ID_BLOCK;
+	return 0;
+}
+
+/* A new id: from this telemonitor's block on a shared store (a new block
+ * is taken once half of it is used, so that an outage, whose held writes
+ * are bounded far below a block, never runs out), else from the local
+ * counter `*local`. */
+static uint64_t new_id(struct store *st, uint64_t *local)
+{
+	if (!st->shared)
+		return (*local)++;
+	if (st->block_next - (st->block_end - STORE_ID_BLOCK) >= STORE_ID_BLOCK / 2 &&
+	    !st->degraded) {
+		uint64_t next = st->block_next, end = st->block_end;
+		if (take_block(st) < 0) {
+			st->block_next = next;       /* go on in the old block; try again later */
+			st->block_end = end;
+		}
+	}
+	return st->block_next++;
+}
+
 /* --- writes ------------------------------------------------------------------- */
 
 #define NV(v) ((unsigned)(sizeof(v) / sizeof((v)[0])))
+
+/* This telemonitor's node name for the rows of mail and alerts it queues
+ * (and sends) on a shared store, else NULL. */
+static struct bl_value mine(const struct store *st)
+{
+	return st->shared ? db_vtext(st->node) : db_vnull();
+}
 
 /* The id of a class without one: the stored class's with its key, else new. */
 static void class_id(struct store *st, struct tm_class *c)
@@ -694,7 +743,7 @@ static int instance_put(struct store *st, const struct tm_instance *in, enum ins
 
 int store_instance_insert(struct store *st, struct tm_instance *in)
 {
-	in->id = st->next_instance++;
+	in->id = new_id(st, &st->next_instance);
 	if (in->first_seen <= 0)
 		in->first_seen = tm_now();
 	return instance_put(st, in, in->state, 0, "adding an instance");
@@ -718,40 +767,50 @@ static void copy_col(char *dst, size_t size, struct db_stmt *q, int col)
 	snprintf(dst, size, "%s", s ? s : "");
 }
 
+/* The instance in the current row of INST_OPEN or INST_ONE. */
+static void row_instance(struct db_stmt *q, struct tm_instance *in)
+{
+	char state[32];
+	size_t toklen;
+	const void *tok;
+
+	memset(in, 0, sizeof *in);
+	in->id = (uint64_t)db_col_int(q, 0);
+	in->class_id = (uint32_t)db_col_int(q, 1);
+	copy_col(in->prog, sizeof in->prog, q, 2);
+	copy_col(in->machine, sizeof in->machine, q, 3);
+	in->pid = db_col_int(q, 4);
+	in->start_ns = db_col_int(q, 5);
+	copy_col(in->endpoint, sizeof in->endpoint, q, 6);
+	in->tls = db_col_int(q, 7) != 0;
+	copy_col(state, sizeof state, q, 8);
+	in->state = state_from_name(state);
+	in->want = db_col_int(q, 9) != 0;
+	in->bytes = (uint64_t)db_col_int(q, 10);
+	in->records = (uint64_t)db_col_int(q, 11);
+	in->lost = (uint64_t)db_col_int(q, 12);
+	in->gaps = (uint64_t)db_col_int(q, 13);
+	in->skipped = (uint64_t)db_col_int(q, 14);
+	in->failures = (uint64_t)db_col_int(q, 15);
+	in->tool_restarts = (unsigned)db_col_int(q, 16);
+	copy_col(in->status, sizeof in->status, q, 17);
+	in->first_seen = db_col_real(q, 18);
+	tok = db_col_blob(q, 19, &toklen);
+	if (tok && toklen == CMON_TOKEN_LEN) {
+		in->has_token = true;
+		memcpy(in->token, tok, CMON_TOKEN_LEN);
+	}
+}
+
 int store_instances_open(struct store *st, store_instance_cb cb, void *arg)
 {
 	struct db_stmt *q = st->c.stmt[ST_INST_OPEN];
+	struct bl_value v[] = { st->shared ? db_vtext(st->node) : db_vnull() };
 	enum db_rc rc;
 
-	for (rc = db_run(q, NULL, 0); rc == DB_ROW; rc = db_next(q)) {
-		struct tm_instance in = { 0 };
-		char state[32];
-		in.id = (uint64_t)db_col_int(q, 0);
-		in.class_id = (uint32_t)db_col_int(q, 1);
-		copy_col(in.prog, sizeof in.prog, q, 2);
-		copy_col(in.machine, sizeof in.machine, q, 3);
-		in.pid = db_col_int(q, 4);
-		in.start_ns = db_col_int(q, 5);
-		copy_col(in.endpoint, sizeof in.endpoint, q, 6);
-		in.tls = (int)db_col_int(q, 7) != 0;
-		copy_col(state, sizeof state, q, 8);
-		in.state = state_from_name(state);
-		in.want = (int)db_col_int(q, 9) != 0;
-		in.bytes = (uint64_t)db_col_int(q, 10);
-		in.records = (uint64_t)db_col_int(q, 11);
-		in.lost = (uint64_t)db_col_int(q, 12);
-		in.gaps = (uint64_t)db_col_int(q, 13);
-		in.skipped = (uint64_t)db_col_int(q, 14);
-		in.failures = (uint64_t)db_col_int(q, 15);
-		in.tool_restarts = (unsigned)(int)db_col_int(q, 16);
-		copy_col(in.status, sizeof in.status, q, 17);
-		in.first_seen = db_col_real(q, 18);
-		size_t toklen;
-		const void *tok = db_col_blob(q, 19, &toklen);
-		if (tok && toklen == CMON_TOKEN_LEN) {
-			in.has_token = true;
-			memcpy(in.token, tok, CMON_TOKEN_LEN);
-		}
+	for (rc = db_run(q, v, NV(v)); rc == DB_ROW; rc = db_next(q)) {
+		struct tm_instance in;
+		row_instance(q, &in);
 		cb(arg, &in);
 	}
 	db_reset(q);
@@ -761,7 +820,8 @@ int store_instances_open(struct store *st, store_instance_cb cb, void *arg)
 int store_instances_reap(struct store *st, const uint64_t *live, size_t n, double when)
 {
 	char *list = id_list(live, NULL, n);
-	struct bl_value v[] = { db_vreal(when), db_vtext(list) };
+	struct bl_value v[] = { db_vreal(when), db_vtext(list),
+				st->shared ? db_vtext(st->node) : db_vnull() };
 	int r;
 
 	if (!list)
@@ -774,7 +834,7 @@ int store_instances_reap(struct store *st, const uint64_t *live, size_t n, doubl
 
 int store_add_failure(struct store *st, const struct store_failure *f, uint64_t *id)
 {
-	uint64_t fid = st->next_failure++;
+	uint64_t fid = new_id(st, &st->next_failure);
 	struct bl_value v[] = {
 		db_vint((int64_t)fid), db_vint((int64_t)f->instance_id), db_vtext(f->spec),
 		db_vtext(f->assertion), db_vint(f->line), db_vtext(f->result), db_vtext(f->kind), db_vtext(f->type),
@@ -795,7 +855,7 @@ int store_add_failure(struct store *st, const struct store_failure *f, uint64_t 
 
 uint64_t store_next_window_id(struct store *st)
 {
-	return st->next_window++;
+	return new_id(st, &st->next_window);
 }
 
 int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64_t from,
@@ -826,10 +886,10 @@ int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
 int store_mail_add(struct store *st, const char *to, const char *subject, const char *body,
 		   size_t count, double queued, uint64_t *id)
 {
-	uint64_t mid = st->next_mail++;
+	uint64_t mid = new_id(st, &st->next_mail);
 	struct bl_value v[] = {
 		db_vint((int64_t)mid), db_vreal(queued), db_vtext(to ? to : ""), db_vtext(subject ? subject : ""),
-		db_vtext(body ? body : ""), db_vint((int64_t)count),
+		db_vtext(body ? body : ""), db_vint((int64_t)count), mine(st),
 	};
 	int r = put(st, bl_item_new(BK_MAIL, ST_MAIL_INSERT, 0, v, NV(v)), "queueing a mail");
 
@@ -848,9 +908,10 @@ int store_mail_done(struct store *st, uint64_t id)
 int store_mail_load(struct store *st, store_mail_cb cb, void *arg)
 {
 	struct db_stmt *q = st->c.stmt[ST_MAIL_LOAD];
+	struct bl_value v[] = { mine(st) };
 	enum db_rc rc;
 
-	for (rc = db_run(q, NULL, 0); rc == DB_ROW; rc = db_next(q))
+	for (rc = db_run(q, v, NV(v)); rc == DB_ROW; rc = db_next(q))
 		cb(arg, (uint64_t)db_col_int(q, 0), db_col_real(q, 1),
 		   db_col_text(q, 2), db_col_text(q, 3),
 		   db_col_text(q, 4), (size_t)db_col_int(q, 5));
@@ -865,7 +926,7 @@ int store_digest_add(struct store *st, const struct digest_item *it, double due)
 		db_vtext(it->machine), db_vint(it->pid), db_vtext(it->spec),
 		db_vtext(it->assertion ? it->assertion : ""), db_vint(it->line), db_vreal(it->time),
 		db_vtext(it->what), db_vint(it->start_ts), db_vint(it->end_ts), db_vtext(it->metrics),
-		db_vtext(it->to), db_vreal(it->period), db_vreal(due),
+		db_vtext(it->to), db_vreal(it->period), db_vreal(due), mine(st),
 	};
 
 	return put(st, bl_item_new(BK_MAIL, ST_DIGEST_INSERT, 0, v, NV(v)),
@@ -884,9 +945,10 @@ int store_digest_done(struct store *st, uint64_t instance_id, const char *assert
 int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, void *arg)
 {
 	struct db_stmt *q = st->c.stmt[ST_DIGEST_LOAD];
+	struct bl_value v[] = { mine(st) };
 	enum db_rc rc;
 
-	for (rc = db_run(q, NULL, 0); rc == DB_ROW; rc = db_next(q)) {
+	for (rc = db_run(q, v, NV(v)); rc == DB_ROW; rc = db_next(q)) {
 		const char *label = db_col_text(q, 6);
 		struct digest_item it = {
 			.failure_id = (uint64_t)db_col_int(q, 0),
@@ -922,7 +984,7 @@ int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, voi
 
 int store_silence_add(struct store *st, const struct store_silence *s, uint64_t *id)
 {
-	uint64_t sid = st->next_silence++;
+	uint64_t sid = new_id(st, &st->next_silence);
 	struct bl_value v[] = {
 		db_vint((int64_t)sid), db_vreal(s->created), db_vreal(s->until), db_vtext(s->prog),
 		db_vtext(s->machine), db_vtext(s->assertion), db_vtext(s->comment),
@@ -1016,8 +1078,9 @@ int store_prune(struct store *st, double before, size_t limit, struct store_prun
 int store_alert_add(struct store *st, const char *url, const char *body, double queued,
 		    uint64_t *id)
 {
-	uint64_t aid = st->next_alert++;
-	struct bl_value v[] = { db_vint((int64_t)aid), db_vreal(queued), db_vtext(url), db_vtext(body) };
+	uint64_t aid = new_id(st, &st->next_alert);
+	struct bl_value v[] = { db_vint((int64_t)aid), db_vreal(queued), db_vtext(url), db_vtext(body),
+				mine(st) };
 	int r = put(st, bl_item_new(BK_ALERT, ST_ALERT_INSERT, 0, v, NV(v)), "queueing an alert");
 
 	if (r == 0)
@@ -1035,9 +1098,10 @@ int store_alert_done(struct store *st, uint64_t id)
 int store_alert_load(struct store *st, store_alert_cb cb, void *arg)
 {
 	struct db_stmt *q = st->c.stmt[ST_ALERT_LOAD];
+	struct bl_value v[] = { mine(st) };
 	enum db_rc rc;
 
-	for (rc = db_run(q, NULL, 0); rc == DB_ROW; rc = db_next(q))
+	for (rc = db_run(q, v, NV(v)); rc == DB_ROW; rc = db_next(q))
 		cb(arg, (uint64_t)db_col_int(q, 0), db_col_real(q, 1),
 		   db_col_text(q, 2), db_col_text(q, 3));
 	db_reset(q);
@@ -1049,6 +1113,7 @@ int store_alert_open(struct store *st, uint64_t failure_id, uint64_t instance_id
 {
 	struct bl_value v[] = {
 		db_vint((int64_t)failure_id), db_vint((int64_t)instance_id), db_vtext(url), db_vtext(alert),
+		mine(st),
 	};
 
 	return put(st, bl_item_new(BK_ALERT, ST_ALERT_OPEN, 0, v, NV(v)), "keeping an open alert");
@@ -1067,10 +1132,12 @@ static int alert_rows(struct store *st, enum store_stmt which, double now, size_
 {
 	struct db_stmt *q = st->c.stmt[which];
 	bool ended = which == ST_ALERT_ENDED;
-	struct bl_value v[] = { db_vreal(now), db_vint((int64_t)limit) };
+	struct bl_value ve[] = { db_vreal(now), db_vint((int64_t)limit), mine(st) };
+	struct bl_value vl[] = { db_vint((int64_t)limit), mine(st) };
 	enum db_rc rc;
 
-	for (rc = ended ? db_run(q, v, 2) : db_run(q, v + 1, 1); rc == DB_ROW; rc = db_next(q)) {
+	for (rc = ended ? db_run(q, ve, NV(ve)) : db_run(q, vl, NV(vl)); rc == DB_ROW;
+	     rc = db_next(q)) {
 		int c = ended ? 1 : 0;
 		cb(arg, ended ? (uint64_t)db_col_int(q, 0) : 0,
 		   db_col_text(q, c), db_col_text(q, c + 1),
@@ -1089,4 +1156,110 @@ int store_alerts_ended(struct store *st, double now, size_t limit, store_open_al
 int store_alerts_live(struct store *st, size_t limit, store_open_alert_cb cb, void *arg)
 {
 	return alert_rows(st, ST_ALERT_LIVE, 0, limit, cb, arg);
+}
+
+/* --- several telemonitors on one store: leases ---------------------------------- */
+
+int store_set_node(struct store *st, const char *node)
+{
+	snprintf(st->node, sizeof st->node, "%s", node);
+	st->shared = db_engine(st->c.db) == DB_POSTGRES;
+	if (st->shared && take_block(st) < 0) {
+		cmon_err("store: cannot take a block of ids: %s", db_errmsg(st->c.db));
+		return -EIO;
+	}
+	return 0;
+}
+
+bool store_shared(const struct store *st)
+{
+	return st->shared;
+}
+
+const char *store_node(const struct store *st)
+{
+	return st->node;
+}
+
+/* Run a lease statement now, in the open batch: the rows or changes are
+ * wanted at once. DB_DONE/DB_ROW, or a fault (the store is then degraded). */
+static enum db_rc lease_run(struct store *st, enum store_stmt which, const struct bl_value *v,
+			    size_t n, const char *what)
+{
+	enum db_rc rc;
+
+	if (st->degraded || batch(st) < 0)
+		return DB_FAULT;
+	rc = db_run(st->c.stmt[which], v, n);
+	if (rc == DB_FAULT) {
+		db_reset(st->c.stmt[which]);
+		degrade(st, NULL, what);
+	} else if (rc == DB_REFUSED) {
+		cmon_err("store: %s: %s", what, db_errmsg(st->c.db));
+		db_reset(st->c.stmt[which]);
+		if (db_error_aborts(st->c.db))
+			rebatch(st);
+	}
+	return rc;
+}
+
+int store_instance_claim(struct store *st, uint64_t id, double now)
+{
+	struct bl_value v[] = { db_vint((int64_t)id), db_vtext(st->node),
+				db_vreal(now + STORE_LEASE_S), db_vreal(now) };
+	enum db_rc rc;
+	int64_t n;
+
+	if (!st->shared)
+		return 1;
+	rc = lease_run(st, ST_INST_CLAIM, v, NV(v), "claiming an instance");
+	if (rc != DB_DONE && rc != DB_ROW)
+		return rc == DB_FAULT ? -EAGAIN : -EIO;
+	n = db_changes(st->c.stmt[ST_INST_CLAIM]);
+	db_reset(st->c.stmt[ST_INST_CLAIM]);
+	return n > 0;
+}
+
+int store_lease_renew(struct store *st, double now, store_id_cb cb, void *arg)
+{
+	struct db_stmt *q = st->c.stmt[ST_LEASE_RENEW];
+	struct bl_value v[] = { db_vtext(st->node), db_vreal(now + STORE_LEASE_S) };
+	enum db_rc rc;
+
+	if (!st->shared)
+		return 0;
+	rc = lease_run(st, ST_LEASE_RENEW, v, NV(v), "renewing the leases");
+	for (; rc == DB_ROW; rc = db_next(q))
+		cb(arg, (uint64_t)db_col_int(q, 0), NULL);
+	db_reset(q);
+	return rc == DB_DONE ? 0 : -EAGAIN;
+}
+
+int store_leases_expired(struct store *st, double now, size_t limit, store_id_cb cb, void *arg)
+{
+	struct db_stmt *q = st->c.stmt[ST_LEASE_EXPIRED];
+	struct bl_value v[] = { db_vtext(st->node), db_vreal(now), db_vint((int64_t)limit) };
+	enum db_rc rc;
+
+	if (!st->shared)
+		return 0;
+	rc = lease_run(st, ST_LEASE_EXPIRED, v, NV(v), "looking for expired leases");
+	for (; rc == DB_ROW; rc = db_next(q))
+		cb(arg, (uint64_t)db_col_int(q, 0), db_col_text(q, 1));
+	db_reset(q);
+	return rc == DB_DONE ? 0 : -EAGAIN;
+}
+
+int store_instance_get(struct store *st, uint64_t id, struct tm_instance *in)
+{
+	struct db_stmt *q = st->c.stmt[ST_INST_ONE];
+	struct bl_value v[] = { db_vint((int64_t)id) };
+	enum db_rc rc = db_run(q, v, NV(v));
+
+	if (rc == DB_ROW)
+		row_instance(q, in);
+	db_reset(q);
+	if (rc != DB_ROW && rc != DB_DONE)
+		return db_fail(st, "reading an instance");
+	return rc == DB_ROW;
 }

@@ -36,7 +36,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
@@ -154,6 +154,7 @@ bool store_degraded(const struct store *st);
 /* The store's health, for telemonctl status and sd_notify. */
 struct store_health {
 	const char *engine;      /* "sqlite" or "postgresql" */
+	const char *node;        /* this telemonitor's node name on a shared store, else NULL */
 	bool degraded;           /* writes are held in memory */
 	const char *reason;      /* "disk full", "read-only", "database deleted", ... ("" when ok) */
 	const char *detail;      /* what the engine or the system said ("" when ok) */
@@ -314,5 +315,46 @@ int store_alerts_ended(struct store *st, double now, size_t limit, store_open_al
 
 /* At most `limit` open alerts of live instances, newest first. */
 int store_alerts_live(struct store *st, size_t limit, store_open_alert_cb cb, void *arg);
+
+/* Several telemonitors on one store (PostgreSQL). Each has a node name
+ * (-node, default HOST:STATE_DIR). Ids are handed out from blocks of
+ * STORE_ID_BLOCK a telemonitor takes from the database's sequence, so no
+ * two hand out the same. An instance is monitored by one telemonitor, its
+ * owner, which holds a lease on its row: store_instance_claim() takes it
+ * if nobody holds it, or its holder's lease ran out; the owner renews its
+ * leases every second (store_lease_renew(), which lists the instances it
+ * still holds), and another telemonitor takes over an instance whose lease
+ * has run out (store_leases_expired(), then a claim). On sqlite there is
+ * one telemonitor: every claim succeeds and nothing is leased. */
+#define STORE_ID_BLOCK (1ull << 20)  /* ids per block */
+#define STORE_LEASE_S 3.0            /* an instance's lease, from its last renewal: shorter than
+                                        snarflog's -drain (5 s), so that a log ending while its
+                                        holder is dead is still handed over */
+
+/* Name this telemonitor; on PostgreSQL, take its first block of ids. */
+int store_set_node(struct store *st, const char *node);
+
+/* True if the store is shared (leases and id blocks are in use). */
+bool store_shared(const struct store *st);
+
+/* This telemonitor's node name. */
+const char *store_node(const struct store *st);
+
+/* Claim instance `id` for this node until now + STORE_LEASE_S: 1 if it
+ * is ours now, 0 if another node holds it, -EAGAIN while degraded. */
+int store_instance_claim(struct store *st, uint64_t id, double now);
+
+/* Called with an instance id (and, for expired leases, its holder). */
+typedef void (*store_id_cb)(void *arg, uint64_t id, const char *owner);
+
+/* Renew this node's leases; `cb` gets each instance it still holds. 0, or
+ * -EAGAIN while degraded. */
+int store_lease_renew(struct store *st, double now, store_id_cb cb, void *arg);
+
+/* At most `limit` live instances whose holder's lease ran out before `now`. */
+int store_leases_expired(struct store *st, double now, size_t limit, store_id_cb cb, void *arg);
+
+/* Read instance `id`'s row into *in: 1, 0 if there is none, <0 on error. */
+int store_instance_get(struct store *st, uint64_t id, struct tm_instance *in);
 
 #endif

@@ -9,6 +9,14 @@
 
 /* --- sqlite: migrations[i] upgrades version i to i + 1. Never edit a
  * released one; add the next (and the same change to PostgreSQL's). */
+/* Migration 9, both engines: the queued mail and alerts say which
+ * telemonitor queued them (it sends them, after a restart too). */
+#define MAIL_NODES                                                                          \
+	"ALTER TABLE mail_queue ADD COLUMN node TEXT;"                                      \
+	"ALTER TABLE mail_digest ADD COLUMN node TEXT;"                                     \
+	"ALTER TABLE alert_outbox ADD COLUMN node TEXT;"                                    \
+	"ALTER TABLE alerts_open ADD COLUMN node TEXT;"
+
 const char *const sqlite_migrations[] = {
 	/* 0 -> 1: the first schema */
 	"CREATE TABLE classes ("
@@ -128,6 +136,12 @@ const char *const sqlite_migrations[] = {
 	"  (instance_id, coalesce(assert, 'line ' || CAST(line AS TEXT)));"
 	"CREATE INDEX failures_reports ON failures"
 	"  (instance_id, coalesce(assert, 'line ' || CAST(line AS TEXT))) WHERE metrics IS NOT NULL;",
+	/* 8 -> 9: several telemonitors on one store (PostgreSQL). An
+	 * instance is monitored by its owner (the telemonitor's node name)
+	 * while its lease lasts; the owner renews it, another takes it over
+	 * once it has run out (store.h, Leases). Unused on sqlite. */
+	"ALTER TABLE instances ADD COLUMN owner TEXT;"
+	"ALTER TABLE instances ADD COLUMN lease_until REAL;" MAIL_NODES,
 };
 
 #define NMIGRATIONS (sizeof sqlite_migrations / sizeof sqlite_migrations[0])
@@ -230,7 +244,15 @@ static const char pg_schema[] =
 	"    p_mail, p_window, p_mailgroup, p_block, p_auto, 1, p_updated);"
 	"  $$;";
 
-static const char *const pg_migrations[] = { NULL };
+static const char *const pg_migrations[] = {
+	/* 8 -> 9: as sqlite's, and the blocks of ids each telemonitor hands
+	 * out (store.c, ids) */
+	"ALTER TABLE instances ADD COLUMN owner TEXT;"
+	"ALTER TABLE instances ADD COLUMN lease_until DOUBLE PRECISION;"
+	"CREATE INDEX instances_owner ON instances (owner) WHERE ended IS NULL;"
+	"CREATE SEQUENCE cmon_id_blocks START 1;" MAIL_NODES,
+	NULL,
+};
 
 #define NPG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0] - 1)
 _Static_assert(PG_BASE + NPG_MIGRATIONS == STORE_SCHEMA_VERSION,
@@ -247,7 +269,9 @@ static const char *const stmt_sql_pg[ST_COUNT] = {
 			    " THEN 1 ELSE 0 END",
 	[ST_INST_REAP] = "UPDATE instances SET ended = ?1, state = 'gone',"
 			 " status = 'ended while the telemonitor was away'"
-			 " WHERE ended IS NULL AND id NOT IN " PG_IDS(2),
+			 " WHERE ended IS NULL AND id NOT IN " PG_IDS(2)
+			 " AND (CAST(?3 AS TEXT) IS NULL OR owner IS NULL OR owner = ?3)",
+	[ST_ID_BLOCK] = "SELECT nextval('cmon_id_blocks')",
 };
 
 static const char *const stmt_sql[ST_COUNT] = {

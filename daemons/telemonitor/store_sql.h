@@ -11,6 +11,11 @@
 
 #include "db.h"
 
+/* The rows of the mail and alert queues a telemonitor sends are its own
+ * (column node; ?N is its node name on a shared store, else NULL). */
+#define MINE(n) "(CAST(?" #n " AS TEXT) IS NULL OR node IS NULL OR node = ?" #n ")"
+#define MINE_O(n) "(CAST(?" #n " AS TEXT) IS NULL OR o.node IS NULL OR o.node = ?" #n ")"
+
 /* Prepared statements: X(name, sql). */
 #define STORE_STMTS(X)                                                                       \
 	X(BEGIN, "BEGIN")                                                                    \
@@ -40,12 +45,29 @@
 	X(INST_OPEN,                                                                         \
 	  "SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"  \
 	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, first_seen," \
-	  " token"                                                                           \
-	  " FROM instances WHERE ended IS NULL ORDER BY id")                                 \
+	  " token, owner"                                                                    \
+	  " FROM instances WHERE ended IS NULL"                                              \
+	  " AND (CAST(?1 AS TEXT) IS NULL OR owner IS NULL OR owner = ?1) ORDER BY id")      \
+	X(INST_ONE,                                                                          \
+	  "SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"  \
+	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, first_seen," \
+	  " token, owner"                                                                    \
+	  " FROM instances WHERE id = ?1")                                                   \
+	X(INST_CLAIM,                                                                        \
+	  "UPDATE instances SET owner = ?2, lease_until = ?3 WHERE id = ?1 AND ended IS NULL" \
+	  " AND (owner IS NULL OR owner = ?2 OR lease_until < ?4)")                           \
+	X(LEASE_RENEW,                                                                       \
+	  "UPDATE instances SET lease_until = ?2 WHERE owner = ?1 AND ended IS NULL"         \
+	  " RETURNING id")                                                                   \
+	X(LEASE_EXPIRED,                                                                     \
+	  "SELECT id, owner FROM instances WHERE ended IS NULL"                              \
+	  " AND (owner IS NULL OR (owner <> ?1 AND lease_until < ?2)) ORDER BY id LIMIT ?3") \
+	X(ID_BLOCK, "SELECT 0")                                                              \
 	X(INST_REAP,                                                                         \
 	  "UPDATE instances SET ended = ?1, state = 'gone',"                                 \
 	  " status = 'ended while the telemonitor was away'"                                 \
-	  " WHERE ended IS NULL AND id NOT IN (SELECT value FROM json_each(?2))")            \
+	  " WHERE ended IS NULL AND id NOT IN (SELECT value FROM json_each(?2))"             \
+	  " AND (CAST(?3 AS TEXT) IS NULL OR owner IS NULL OR owner = ?3)")                  \
 	X(FAIL_INSERT,                                                                       \
 	  "INSERT INTO failures (id, instance_id, spec, assert, line, result, kind, type,"   \
 	  " uid, start_pos, end_pos, start_rec, end_rec, start_ts, end_ts, time, start_wall," \
@@ -61,22 +83,22 @@
 	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7)")                                                  \
 	X(MAIL_INSERT,                                                                       \
-	  "INSERT INTO mail_queue (id, queued, recipients, subject, body, failures)"         \
-	  " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (id) DO NOTHING")                         \
+	  "INSERT INTO mail_queue (id, queued, recipients, subject, body, failures, node)"   \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT (id) DO NOTHING")                      \
 	X(MAIL_DELETE, "DELETE FROM mail_queue WHERE id=?1")                                 \
 	X(MAIL_LOAD,                                                                         \
 	  "SELECT id, queued, recipients, subject, body, failures FROM mail_queue"          \
-	  " ORDER BY id")                                                                    \
+	  " WHERE " MINE(1) " ORDER BY id")                                                  \
 	X(DIGEST_INSERT,                                                                     \
 	  "INSERT INTO mail_digest (failure_id, instance_id, prog, machine, pid, spec,"     \
-	  " assert, line, time, what, start_ts, end_ts, metrics, recipients, period, due)"  \
-	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)")                \
+	  " assert, line, time, what, start_ts, end_ts, metrics, recipients, period, due,"  \
+	  " node) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)")      \
 	X(DIGEST_DELETE,                                                                     \
 	  "DELETE FROM mail_digest WHERE instance_id=?1 AND assert=?2 AND line=?3")         \
 	X(DIGEST_LOAD,                                                                       \
 	  "SELECT failure_id, instance_id, prog, machine, pid, spec, assert, line, time,"   \
 	  " what, start_ts, end_ts, metrics, recipients, period, due FROM mail_digest"      \
-	  " ORDER BY id")                                                                    \
+	  " WHERE " MINE(1) " ORDER BY id")                                                  \
 	X(SILENCE_INSERT,                                                                    \
 	  "INSERT INTO silences (id, created, until, prog, machine, assert, comment)"        \
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT (id) DO NOTHING")                      \
@@ -104,22 +126,25 @@
 	  "DELETE FROM silences WHERE id IN (SELECT id FROM silences WHERE until < ?1"      \
 	  " ORDER BY id LIMIT ?2)")                                                          \
 	X(ALERT_INSERT,                                                                      \
-	  "INSERT INTO alert_outbox (id, queued, url, body) VALUES (?1,?2,?3,?4)"           \
+	  "INSERT INTO alert_outbox (id, queued, url, body, node) VALUES (?1,?2,?3,?4,?5)"  \
 	  " ON CONFLICT (id) DO NOTHING")                                                    \
 	X(ALERT_DELETE, "DELETE FROM alert_outbox WHERE id=?1")                              \
-	X(ALERT_LOAD, "SELECT id, queued, url, body FROM alert_outbox ORDER BY id")          \
+	X(ALERT_LOAD,                                                                        \
+	  "SELECT id, queued, url, body FROM alert_outbox WHERE " MINE(1) " ORDER BY id")    \
 	X(ALERT_OPEN,                                                                        \
-	  "INSERT INTO alerts_open (failure_id, instance_id, url, alert)"                    \
-	  " VALUES (?1,?2,?3,?4) ON CONFLICT (failure_id) DO UPDATE SET"                     \
-	  " instance_id=excluded.instance_id, url=excluded.url, alert=excluded.alert")       \
+	  "INSERT INTO alerts_open (failure_id, instance_id, url, alert, node)"              \
+	  " VALUES (?1,?2,?3,?4,?5) ON CONFLICT (failure_id) DO UPDATE SET"                  \
+	  " instance_id=excluded.instance_id, url=excluded.url, alert=excluded.alert,"       \
+	  " node=excluded.node")                                                             \
 	X(ALERT_ENDED,                                                                       \
 	  "SELECT o.failure_id, o.url, o.alert, coalesce(i.ended, ?1) FROM alerts_open o"   \
 	  " LEFT JOIN instances i ON i.id = o.instance_id"                                   \
-	  " WHERE i.id IS NULL OR i.ended IS NOT NULL ORDER BY o.failure_id LIMIT ?2")       \
+	  " WHERE (i.id IS NULL OR i.ended IS NOT NULL) AND " MINE_O(3)                      \
+	  " ORDER BY o.failure_id LIMIT ?2")                                                 \
 	X(ALERT_CLOSE, "DELETE FROM alerts_open WHERE failure_id=?1")                        \
 	X(ALERT_LIVE,                                                                        \
 	  "SELECT o.url, o.alert FROM alerts_open o JOIN instances i ON i.id = o.instance_id" \
-	  " WHERE i.ended IS NULL ORDER BY o.failure_id DESC LIMIT ?1")                      \
+	  " WHERE i.ended IS NULL AND " MINE_O(2) " ORDER BY o.failure_id DESC LIMIT ?1")    \
 	X(PRUNE_ALERTS,                                                                      \
 	  "DELETE FROM alert_outbox WHERE id IN (SELECT id FROM alert_outbox WHERE queued < ?1" \
 	  " ORDER BY id LIMIT ?2)")                                                          \

@@ -85,6 +85,7 @@ struct tm_options {
 	const char *web;              /* -web DIR: the dashboard's files, or NULL (dashboard.h) */
 	size_t store_backlog;         /* -store-backlog N, or 0 */
 	const char *store;            /* -store URL (PostgreSQL), or NULL (see store.h) */
+	const char *node;             /* -node NAME among telemonitors sharing a store, or NULL */
 	bool check_only;              /* -check: check the configuration and exit */
 	bool finish_tools;            /* -finish-tools: finish a killed run's tools and exit */
 	bool debug;                   /* -debug */
@@ -155,6 +156,9 @@ struct tm_instance {
 	unsigned tool_restarts;       /* tool restarts after a crash */
 	char status[256];             /* latest notable event, for telemonctl */
 	bool dirty;                   /* counters or state not yet saved */
+	bool lease_lost;              /* shared store: another telemonitor holds it now, so
+	                                 its row is not ours to write (store.h, leases) */
+	bool lease_seen;              /* set by the renewal that lists it */
 };
 TAILQ_HEAD(tm_instance_list, tm_instance);
 
@@ -296,6 +300,10 @@ void instances_save(struct tmon *tm);
 void instances_save_all(struct tmon *tm);
 /* Free every instance and its session. */
 void instances_free(struct tmon *tm);
+/* Every second on a shared store: renew this node's leases, let go of the
+ * instances another node took over, take over those whose holder's lease
+ * ran out (store.h, leases). */
+void instances_leases(struct tmon *tm);
 /* "listed", "monitoring", ... as stored and shown. */
 const char *inst_state_name(enum inst_state st);
 

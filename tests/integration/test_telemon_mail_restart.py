@@ -42,7 +42,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 8        # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 9        # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -78,6 +78,8 @@ def main():
                          "ALTER TABLE failures DROP COLUMN silence_id;"
                          "ALTER TABLE failures DROP COLUMN acked;"
                          "ALTER TABLE failures DROP COLUMN ack_comment;"
+                         "ALTER TABLE instances DROP COLUMN owner;"
+                         "ALTER TABLE instances DROP COLUMN lease_until;"
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()

@@ -817,6 +817,92 @@ static void typed_reads(void **state)
 	store_close(st);
 }
 
+/* Collects instance ids (and holders) from the lease calls. */
+struct ids_seen {
+	int n;                    /* ids seen */
+	uint64_t ids[8];          /* the ids */
+	char owner[8][32];        /* their holders ("" for none) */
+};
+
+static void on_id(void *arg, uint64_t id, const char *owner)
+{
+	struct ids_seen *s = arg;
+
+	if (s->n < 8) {
+		s->ids[s->n] = id;
+		snprintf(s->owner[s->n], sizeof s->owner[0], "%s", owner ? owner : "");
+	}
+	s->n++;
+}
+
+/* Two telemonitors on one PostgreSQL store: ids from separate blocks, one
+ * claim wins, the lease is renewed by its holder only, and once it has run
+ * out the other takes the instance over; each sends only its own mail. */
+static void shared_store(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "";
+	struct store *a, *b;
+	struct tm_instance in = { .prog = "fs", .machine = "ws1", .pid = 7, .start_ns = 1,
+				  .state = IS_LISTED };
+	struct ids_seen s = { 0 };
+	struct seen m = { 0 };
+	uint64_t ma = 0, mb = 0;
+	double now = tm_now();
+
+	if (!pg_url())
+		skip();
+	a = open_store(dir, err, sizeof err);
+	b = open_store(dir, err, sizeof err);
+	assert_true(a && b);
+	assert_int_equal(store_set_node(a, "node-a"), 0);
+	assert_int_equal(store_set_node(b, "node-b"), 0);
+	assert_true(store_shared(a) && store_shared(b));
+
+	assert_int_equal(store_instance_insert(a, &in), 0);
+	assert_int_equal(store_commit(a), 0);
+	assert_int_equal(store_instance_claim(a, in.id, now), 1);
+	assert_int_equal(store_commit(a), 0);
+	assert_int_equal(store_instance_claim(b, in.id, now), 0);
+	assert_int_equal(store_commit(b), 0);
+	assert_int_equal(store_lease_renew(a, now + 1, on_id, &s), 0);
+	assert_true(s.n == 1 && s.ids[0] == in.id);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_lease_renew(b, now + 1, on_id, &s), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(store_leases_expired(b, now + 2, 10, on_id, &s), 0);
+	assert_int_equal(s.n, 0);                     /* a's lease still runs */
+	assert_int_equal(store_commit(a), 0);
+	assert_int_equal(store_commit(b), 0);
+
+	/* a stops renewing: after its lease, b takes it over */
+	now += 1 + STORE_LEASE_S + 0.5;
+	assert_int_equal(store_leases_expired(b, now, 10, on_id, &s), 0);
+	assert_true(s.n == 1 && s.ids[0] == in.id);
+	assert_string_equal(s.owner[0], "node-a");
+	assert_int_equal(store_instance_claim(b, in.id, now), 1);
+	assert_int_equal(store_commit(b), 0);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_lease_renew(a, now, on_id, &s), 0);
+	assert_int_equal(s.n, 0);                     /* a learns it lost it */
+	assert_int_equal(store_commit(a), 0);
+
+	/* ids from separate blocks; each loads only the mail it queued */
+	assert_int_equal(store_mail_add(a, "ops@example.org", "from a", "Failure a", 1, now, &ma), 0);
+	assert_int_equal(store_mail_add(b, "ops@example.org", "from b", "Failure b", 1, now, &mb), 0);
+	assert_int_equal(store_commit(a), 0);
+	assert_int_equal(store_commit(b), 0);
+	assert_true(ma / STORE_ID_BLOCK != mb / STORE_ID_BLOCK);
+	assert_int_equal(store_mail_load(a, on_mail, &m), 0);
+	assert_true(m.n == 1 && m.ids[0] == ma);
+	assert_string_equal(m.text[0], "from a");
+	memset(&m, 0, sizeof m);
+	assert_int_equal(store_mail_load(b, on_mail, &m), 0);
+	assert_true(m.n == 1 && m.ids[0] == mb);
+	store_close(a);
+	store_close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -831,6 +917,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(prune_in_small_batches, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(silences_and_acks, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(typed_reads, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(shared_store, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(id_lists, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
