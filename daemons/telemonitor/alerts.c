@@ -424,6 +424,16 @@ static void restore(void *arg, uint64_t id, double queued, const char *url, cons
 	a->n++;
 }
 
+void alerts_adopt(struct tmon *tm, const char *from)
+{
+	struct alerts *a = tm->alerts;
+
+	if (!a)
+		return;
+	store_adopt_alerts(tm->store, from, restore, a);
+	kick(a);
+}
+
 void alerts_start(struct tmon *tm)
 {
 	struct alerts *a = calloc(1, sizeof *a);

@@ -36,6 +36,10 @@
  * ended instances. Needs the store and the loop. */
 void alerts_start(struct tmon *tm);
 
+/* Take over the alerts telemonitor `from` queued or left open (after
+ * taking over one of its instances; store_adopt_alerts()). */
+void alerts_adopt(struct tmon *tm, const char *from);
+
 /* Stop sending; what is not accepted stays in the store. Accepts a tm without. */
 void alerts_stop(struct tmon *tm);
 

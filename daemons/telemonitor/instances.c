@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alerts.h"
 #include "cmon/log.h"
 #include "ledger.h"
 #include "session.h"
@@ -441,9 +442,12 @@ static void take_over(void *arg, uint64_t id, const char *owner)
 		in->class_id = c->id;
 	TAILQ_INSERT_TAIL(&tm->instances, in, link);
 	tm->ninstances++;
-	if (owner)
+	if (owner) {
 		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): taken over from %s, "
 			    "whose lease ran out", in->id, in->prog, in->machine, in->pid, was);
+		notify_adopt(tm, was);        /* what it queued and did not send */
+		alerts_adopt(tm, was);
+	}
 	else
 		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): claimed (nobody held it)",
 			  in->id, in->prog, in->machine, in->pid);

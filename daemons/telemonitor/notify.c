@@ -239,6 +239,21 @@ static void restore_queued(void *arg, uint64_t id, double queued, const char *to
 	n->queued++;
 }
 
+void notify_adopt(struct tmon *tm, const char *from)
+{
+	struct notify *n = tm->notify;
+	size_t before;
+
+	if (!n)
+		return;
+	before = n->queued;
+	if (store_adopt_mail(tm->store, from, tm->ctl_hint, restore_queued, restore_waiting, n) == 0 &&
+	    n->queued > before)
+		cmon_notice("mail: %zu mail%s of %s adopted", n->queued - before,
+			    n->queued - before == 1 ? "" : "s", from);
+	schedule(n);
+}
+
 void notify_start(struct tmon *tm)
 {
 	struct notify *n = calloc(1, sizeof *n);

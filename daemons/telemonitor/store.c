@@ -905,18 +905,25 @@ int store_mail_done(struct store *st, uint64_t id)
 	return put(st, bl_item_new(BK_MAIL, ST_MAIL_DELETE, 0, v, NV(v)), "marking a mail sent");
 }
 
-int store_mail_load(struct store *st, store_mail_cb cb, void *arg)
+/* The mail rows of MAIL_LOAD or MAIL_ADOPT run with values `v`, to `cb`. */
+static int mail_rows(struct store *st, enum store_stmt which, const struct bl_value *v, size_t n,
+		     store_mail_cb cb, void *arg)
 {
-	struct db_stmt *q = st->c.stmt[ST_MAIL_LOAD];
-	struct bl_value v[] = { mine(st) };
+	struct db_stmt *q = st->c.stmt[which];
 	enum db_rc rc;
 
-	for (rc = db_run(q, v, NV(v)); rc == DB_ROW; rc = db_next(q))
-		cb(arg, (uint64_t)db_col_int(q, 0), db_col_real(q, 1),
-		   db_col_text(q, 2), db_col_text(q, 3),
-		   db_col_text(q, 4), (size_t)db_col_int(q, 5));
+	for (rc = db_run(q, v, n); rc == DB_ROW; rc = db_next(q))
+		cb(arg, (uint64_t)db_col_int(q, 0), db_col_real(q, 1), db_col_text(q, 2),
+		   db_col_text(q, 3), db_col_text(q, 4), (size_t)db_col_int(q, 5));
 	db_reset(q);
 	return rc == DB_DONE ? 0 : db_fail(st, "reading the mail queue");
+}
+
+int store_mail_load(struct store *st, store_mail_cb cb, void *arg)
+{
+	struct bl_value v[] = { mine(st) };
+
+	return mail_rows(st, ST_MAIL_LOAD, v, NV(v), cb, arg);
 }
 
 int store_digest_add(struct store *st, const struct digest_item *it, double due)
@@ -942,13 +949,15 @@ int store_digest_done(struct store *st, uint64_t instance_id, const char *assert
 	return put(st, bl_item_new(BK_MAIL, ST_DIGEST_DELETE, 0, v, NV(v)), "clearing a digest");
 }
 
-int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, void *arg)
+/* The digest rows of statement `which` (DIGEST_LOAD or DIGEST_ADOPT) run
+ * with values `v`, to `cb`. */
+static int digest_rows(struct store *st, enum store_stmt which, const struct bl_value *v,
+		       size_t n, const char *ctl, store_digest_cb cb, void *arg)
 {
-	struct db_stmt *q = st->c.stmt[ST_DIGEST_LOAD];
-	struct bl_value v[] = { mine(st) };
+	struct db_stmt *q = st->c.stmt[which];
 	enum db_rc rc;
 
-	for (rc = db_run(q, v, NV(v)); rc == DB_ROW; rc = db_next(q)) {
+	for (rc = db_run(q, v, n); rc == DB_ROW; rc = db_next(q)) {
 		const char *label = db_col_text(q, 6);
 		struct digest_item it = {
 			.failure_id = (uint64_t)db_col_int(q, 0),
@@ -978,6 +987,13 @@ int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, voi
 	}
 	db_reset(q);
 	return rc == DB_DONE ? 0 : db_fail(st, "reading the failures waiting for a digest");
+}
+
+int store_digest_load(struct store *st, const char *ctl, store_digest_cb cb, void *arg)
+{
+	struct bl_value v[] = { mine(st) };
+
+	return digest_rows(st, ST_DIGEST_LOAD, v, NV(v), ctl, cb, arg);
 }
 
 /* --- alert hygiene: silences, acknowledgements, retention ------------------------ */
@@ -1095,17 +1111,25 @@ int store_alert_done(struct store *st, uint64_t id)
 	return put(st, bl_item_new(BK_ALERT, ST_ALERT_DELETE, 0, v, NV(v)), "marking an alert sent");
 }
 
-int store_alert_load(struct store *st, store_alert_cb cb, void *arg)
+/* The outbox rows of ALERT_LOAD or ALERT_ADOPT run with values `v`, to `cb`. */
+static int outbox_rows(struct store *st, enum store_stmt which, const struct bl_value *v,
+		       size_t n, store_alert_cb cb, void *arg)
 {
-	struct db_stmt *q = st->c.stmt[ST_ALERT_LOAD];
-	struct bl_value v[] = { mine(st) };
+	struct db_stmt *q = st->c.stmt[which];
 	enum db_rc rc;
 
-	for (rc = db_run(q, v, NV(v)); rc == DB_ROW; rc = db_next(q))
-		cb(arg, (uint64_t)db_col_int(q, 0), db_col_real(q, 1),
-		   db_col_text(q, 2), db_col_text(q, 3));
+	for (rc = db_run(q, v, n); rc == DB_ROW; rc = db_next(q))
+		cb(arg, (uint64_t)db_col_int(q, 0), db_col_real(q, 1), db_col_text(q, 2),
+		   db_col_text(q, 3));
 	db_reset(q);
 	return rc == DB_DONE ? 0 : db_fail(st, "reading the alert outbox");
+}
+
+int store_alert_load(struct store *st, store_alert_cb cb, void *arg)
+{
+	struct bl_value v[] = { mine(st) };
+
+	return outbox_rows(st, ST_ALERT_LOAD, v, NV(v), cb, arg);
 }
 
 int store_alert_open(struct store *st, uint64_t failure_id, uint64_t instance_id, const char *url,
@@ -1262,4 +1286,42 @@ int store_instance_get(struct store *st, uint64_t id, struct tm_instance *in)
 	if (rc != DB_ROW && rc != DB_DONE)
 		return db_fail(st, "reading an instance");
 	return rc == DB_ROW;
+}
+
+/* Ready to adopt `from`'s rows: shared, another node, the batch open. */
+static int adopting(struct store *st, const char *from)
+{
+	if (!st->shared || !from || !strcmp(from, st->node))
+		return 0;
+	if (st->degraded || batch(st) < 0)
+		return -EAGAIN;
+	return 1;
+}
+
+int store_adopt_mail(struct store *st, const char *from, const char *ctl, store_mail_cb mail_cb,
+		     store_digest_cb digest_cb, void *arg)
+{
+	struct bl_value v[] = { db_vtext(st->node), db_vtext(from) };
+	int r = adopting(st, from);
+
+	if (r <= 0)
+		return r;
+	r = mail_cb ? mail_rows(st, ST_MAIL_ADOPT, v, NV(v), mail_cb, arg) : 0;
+	if (digest_cb && digest_rows(st, ST_DIGEST_ADOPT, v, NV(v), ctl, digest_cb, arg) < 0)
+		r = -EIO;
+	return r;
+}
+
+int store_adopt_alerts(struct store *st, const char *from, store_alert_cb cb, void *arg)
+{
+	struct bl_value v[] = { db_vtext(st->node), db_vtext(from) };
+	int r = adopting(st, from);
+
+	if (r <= 0)
+		return r;
+	r = outbox_rows(st, ST_ALERT_ADOPT, v, NV(v), cb, arg);
+	if (db_run(st->c.stmt[ST_ALERTS_OPEN_ADOPT], v, NV(v)) != DB_DONE)
+		r = db_fail(st, "adopting open alerts");
+	db_reset(st->c.stmt[ST_ALERTS_OPEN_ADOPT]);
+	return r;
 }

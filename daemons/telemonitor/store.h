@@ -354,6 +354,16 @@ int store_lease_renew(struct store *st, double now, store_id_cb cb, void *arg);
 /* At most `limit` live instances whose holder's lease ran out before `now`. */
 int store_leases_expired(struct store *st, double now, size_t limit, store_id_cb cb, void *arg);
 
+/* Adopt what telemonitor `from` queued and did not send: they become this
+ * node's, and each row goes to its callback, as at a start. Called after
+ * taking over an instance from `from`. 0, -EAGAIN while degraded, -EIO.
+ * Its mail and the failures waiting for its digests (a NULL callback:
+ * that kind is left where it is): */
+int store_adopt_mail(struct store *st, const char *from, const char *ctl, store_mail_cb mail_cb,
+		     store_digest_cb digest_cb, void *arg);
+/* Its Alertmanager POSTs (to `cb`) and open alerts (resolved by our sweep). */
+int store_adopt_alerts(struct store *st, const char *from, store_alert_cb cb, void *arg);
+
 /* Read instance `id`'s row into *in: 1, 0 if there is none, <0 on error. */
 int store_instance_get(struct store *st, uint64_t id, struct tm_instance *in);
 

@@ -63,6 +63,16 @@
 	  "SELECT id, owner FROM instances WHERE ended IS NULL"                              \
 	  " AND (owner IS NULL OR (owner <> ?1 AND lease_until < ?2)) ORDER BY id LIMIT ?3") \
 	X(ID_BLOCK, "SELECT 0")                                                              \
+	X(MAIL_ADOPT,                                                                        \
+	  "UPDATE mail_queue SET node = ?1 WHERE node = ?2"                                  \
+	  " RETURNING id, queued, recipients, subject, body, failures")                     \
+	X(DIGEST_ADOPT,                                                                      \
+	  "UPDATE mail_digest SET node = ?1 WHERE node = ?2"                                 \
+	  " RETURNING failure_id, instance_id, prog, machine, pid, spec, assert, line, time," \
+	  " what, start_ts, end_ts, metrics, recipients, period, due")                      \
+	X(ALERT_ADOPT,                                                                       \
+	  "UPDATE alert_outbox SET node = ?1 WHERE node = ?2 RETURNING id, queued, url, body") \
+	X(ALERTS_OPEN_ADOPT, "UPDATE alerts_open SET node = ?1 WHERE node = ?2")            \
 	X(INST_REAP,                                                                         \
 	  "UPDATE instances SET ended = ?1, state = 'gone',"                                 \
 	  " status = 'ended while the telemonitor was away'"                                 \

@@ -334,6 +334,9 @@ void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
 /* Set up mail grouping, and send what was not sent before the last stop
  * (the mailer starts with the first mail). Needs the store. */
 void notify_start(struct tmon *tm);
+/* Take over the mail telemonitor `from` queued and did not send (after
+ * taking over one of its instances; store_adopt_mail()). */
+void notify_adopt(struct tmon *tm, const char *from);
 /* Stop the mailer; what is not sent stays in the store for the next start. */
 void notify_stop(struct tmon *tm);
 /* Mail counters as one line, for status output. */

@@ -899,6 +899,20 @@ static void shared_store(void **state)
 	memset(&m, 0, sizeof m);
 	assert_int_equal(store_mail_load(b, on_mail, &m), 0);
 	assert_true(m.n == 1 && m.ids[0] == mb);
+
+	/* b took over a's instance: it adopts a's unsent mail, once */
+	memset(&m, 0, sizeof m);
+	assert_int_equal(store_adopt_mail(b, "node-a", "telemonctl", on_mail, NULL, &m), 0);
+	assert_true(m.n == 1 && m.ids[0] == ma);
+	assert_int_equal(store_commit(b), 0);
+	memset(&m, 0, sizeof m);
+	assert_int_equal(store_adopt_mail(b, "node-a", "telemonctl", on_mail, NULL, &m), 0);
+	assert_int_equal(m.n, 0);
+	assert_int_equal(store_mail_load(b, on_mail, &m), 0);
+	assert_int_equal(m.n, 2);
+	memset(&m, 0, sizeof m);
+	assert_int_equal(store_mail_load(a, on_mail, &m), 0);
+	assert_int_equal(m.n, 0);
 	store_close(a);
 	store_close(b);
 }
