@@ -1,7 +1,8 @@
 /* Typed reads of the store (store_read.h): the queries behind telemonctl's
- * listings, the daily statistics and /metrics. Each prepares its
- * statement, hands every row to the caller as a struct and finalizes it.
- * A column's type is asked before its value is read, and each column is
+ * listings, the daily statistics and /metrics. Each is its SQL, its
+ * values and a row mapper that turns the current row into the caller's
+ * struct; query() prepares, runs, hands every row over and finalizes. A
+ * column's type is asked before its value is read, and each column is
  * read once, so no conversion invalidates a string handed out. */
 #include <errno.h>
 #include <stdio.h>
@@ -10,31 +11,50 @@
 #include "store-internal.h"
 #include "store_read.h"
 
-/* Prepare `sql` on the store's connection; -EIO with "store: ..." in err. */
-static int prepare(struct store *st, const char *sql, struct db_stmt **q, char *err,
-		   size_t errlen)
+#define NV(v) (sizeof(v) / sizeof((v)[0]))
+
+/* A caller's callback and its argument, for the row mappers. */
+struct to {
+	union {                   /* the typed callback (store_read.h) its mapper calls */
+		store_instance_row_cb instance;
+		store_state_count_cb state_count;
+		store_failure_row_cb failure;
+		store_stats_row_cb stats;
+		store_failure_count_cb failure_count;
+		store_report_row_cb report;
+		store_silence_row_cb silence;
+	} cb;
+	void *arg;                /* its argument */
+};
+
+/* Turns the current row of `q` into a struct for `to`; nonzero stops. */
+typedef int (*row_fn)(struct db_stmt *q, const struct to *to);
+
+/* Run `sql` with values `v` and give every row to `row` (until it returns
+ * nonzero). 0, or -EIO with "store: ..." in err (err may be NULL). */
+static int query(struct store *st, const char *sql, const struct bl_value *v, size_t n,
+		 row_fn row, const struct to *to, char *err, size_t errlen)
 {
 	struct db *db = store_conn(st);
+	struct db_stmt *q = db_prepare(db, sql);
+	enum db_rc rc;
 
-	if (!(*q = db_prepare(db, sql))) {
-		snprintf(err, errlen, "store: %s", db_errmsg(db));
+	if (!q) {
+		if (err)
+			snprintf(err, errlen, "store: %s", db_errmsg(db));
 		return -EIO;
 	}
-	return 0;
-}
-
-/* Run `q` with values `v`: its first row (DB_ROW), DB_DONE, or -EIO with
- * the engine's message in err (the statement is finalized then). */
-static int run(struct db_stmt *q, const struct bl_value *v, size_t n, char *err, size_t errlen)
-{
-	enum db_rc rc = db_run(q, v, n);
-
-	if (rc == DB_ROW || rc == DB_DONE)
-		return rc;
-	if (err)
-		snprintf(err, errlen, "store: %s", db_errmsg(db_of(q)));
+	for (rc = db_run(q, v, n); rc == DB_ROW; rc = db_next(q))
+		if (row(q, to))
+			break;
+	if (rc != DB_ROW && rc != DB_DONE) {
+		if (err)
+			snprintf(err, errlen, "store: %s", db_errmsg(db));
+		db_finalize(q);
+		return -EIO;
+	}
 	db_finalize(q);
-	return -EIO;
+	return 0;
 }
 
 static const char *text(struct db_stmt *q, int c)
@@ -47,71 +67,65 @@ static bool is_null(struct db_stmt *q, int c)
 	return db_col_null(q, c);
 }
 
-
-/* --- instances --------------------------------------------------------------- */
-
-int store_instances_list(struct store *st, bool all, int limit, store_instance_row_cb cb,
-			 void *arg, char *err, size_t errlen)
+/* A row was found (for exists()). */
+static int found(struct db_stmt *q, const struct to *to)
 {
-	struct db_stmt *q;
-
-	if (prepare(st, "SELECT * FROM (SELECT id, class_id, prog, machine, pid, state, want,"
-			" records, bytes, lost, gaps, skipped, failures, tool_restarts,"
-			" first_seen, ended, status, endpoint FROM instances"
-			" WHERE ?1 = 1 OR ended IS NULL ORDER BY id DESC LIMIT ?2) AS t ORDER BY id",
-		    &q, err, errlen) < 0)
-		return -EIO;
-	struct bl_value v[] = { db_vint(all), db_vint(limit) };
-	int rc;
-	for (rc = run(q, v, 2, err, errlen); rc == DB_ROW; rc = db_next(q)) {
-		struct store_instance_row r = {
-			.has_first_seen = !is_null(q, 14),
-			.has_ended = !is_null(q, 15),
-		};
-		r.id = (uint64_t)db_col_int(q, 0);
-		r.class_id = (uint64_t)db_col_int(q, 1);
-		r.prog = text(q, 2);
-		r.machine = text(q, 3);
-		r.pid = db_col_int(q, 4);
-		r.state = text(q, 5);
-		r.want = (int)db_col_int(q, 6) != 0;
-		r.records = db_col_int(q, 7);
-		r.bytes = db_col_int(q, 8);
-		r.lost = db_col_int(q, 9);
-		r.gaps = db_col_int(q, 10);
-		r.skipped = db_col_int(q, 11);
-		r.failures = db_col_int(q, 12);
-		r.tool_restarts = db_col_int(q, 13);
-		r.first_seen = r.has_first_seen ? db_col_real(q, 14) : 0;
-		r.ended = r.has_ended ? db_col_real(q, 15) : 0;
-		r.status = text(q, 16);
-		r.endpoint = text(q, 17);
-		if (cb(arg, &r))
-			break;
-	}
-	if (rc < 0)
-		return -EIO;
-	db_finalize(q);
-	return 0;
+	(void)q;
+	*(bool *)to->arg = true;
+	return 1;
 }
 
 /* True if `sql` (one id bound as ?1) gives a row. */
 static bool exists(struct store *st, const char *sql, uint64_t id)
 {
-	struct db_stmt *q;
-	bool found;
-
 	struct bl_value v[] = { db_vint((int64_t)id) };
-	int rc;
+	bool yes = false;
+	struct to to = { .arg = &yes };
 
-	if (!(q = db_prepare(store_conn(st), sql)))
-		return false;
-	rc = run(q, v, 1, NULL, 0);
-	if (rc < 0)
-		return false;
-	found = rc == DB_ROW;
-	db_finalize(q);
-	return found;
+	return query(st, sql, v, NV(v), found, &to, NULL, 0) == 0 && yes;
+}
+
+/* --- instances --------------------------------------------------------------- */
+
+static int instance_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_instance_row r = {
+		.has_first_seen = !is_null(q, 14),
+		.has_ended = !is_null(q, 15),
+	};
+
+	r.id = (uint64_t)db_col_int(q, 0);
+	r.class_id = (uint64_t)db_col_int(q, 1);
+	r.prog = text(q, 2);
+	r.machine = text(q, 3);
+	r.pid = db_col_int(q, 4);
+	r.state = text(q, 5);
+	r.want = db_col_int(q, 6) != 0;
+	r.records = db_col_int(q, 7);
+	r.bytes = db_col_int(q, 8);
+	r.lost = db_col_int(q, 9);
+	r.gaps = db_col_int(q, 10);
+	r.skipped = db_col_int(q, 11);
+	r.failures = db_col_int(q, 12);
+	r.tool_restarts = db_col_int(q, 13);
+	r.first_seen = r.has_first_seen ? db_col_real(q, 14) : 0;
+	r.ended = r.has_ended ? db_col_real(q, 15) : 0;
+	r.status = text(q, 16);
+	r.endpoint = text(q, 17);
+	return to->cb.instance(to->arg, &r);
+}
+
+int store_instances_list(struct store *st, bool all, int limit, store_instance_row_cb cb,
+			 void *arg, char *err, size_t errlen)
+{
+	struct bl_value v[] = { db_vint(all), db_vint(limit) };
+	struct to to = { .cb.instance = cb, .arg = arg };
+
+	return query(st, "SELECT * FROM (SELECT id, class_id, prog, machine, pid, state, want,"
+		     " records, bytes, lost, gaps, skipped, failures, tool_restarts,"
+		     " first_seen, ended, status, endpoint FROM instances"
+		     " WHERE ?1 = 1 OR ended IS NULL ORDER BY id DESC LIMIT ?2) AS t ORDER BY id",
+		     v, NV(v), instance_row, &to, err, errlen);
 }
 
 bool store_instance_exists(struct store *st, uint64_t id)
@@ -130,78 +144,64 @@ bool store_instance_exists(struct store *st, uint64_t id)
  * change them together. */
 #define ASSERT_NAME "coalesce(assert, 'line ' || CAST(line AS TEXT))"
 
+static int metrics_instance_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_instance_row r = {
+		.id = (uint64_t)db_col_int(q, 0),
+		.class_id = (uint64_t)db_col_int(q, 1),
+		.prog = text(q, 2),
+		.machine = text(q, 3),
+		.pid = db_col_int(q, 4),
+		.state = text(q, 5),
+		.records = db_col_int(q, 6),
+		.lost = db_col_int(q, 7),
+		.gaps = db_col_int(q, 8),
+		.bytes = db_col_int(q, 9),
+		.tool_restarts = db_col_int(q, 10),
+	};
+
+	return to->cb.instance(to->arg, &r);
+}
+
 int store_metrics_instances(struct store *st, int limit, store_instance_row_cb cb, void *arg,
 			    char *err, size_t errlen)
 {
-	struct db_stmt *q;
-
-	if (prepare(st, "SELECT id, class_id, prog, machine, pid, state, records, lost,"
-			" gaps, bytes, tool_restarts FROM instances WHERE id IN ("
-			SHOWN_INSTANCES ") ORDER BY id", &q, err, errlen) < 0)
-		return -EIO;
 	struct bl_value v[] = { db_vint(limit) };
-	int rc;
-	for (rc = run(q, v, 1, err, errlen); rc == DB_ROW; rc = db_next(q)) {
-		struct store_instance_row r = {
-			.id = (uint64_t)db_col_int(q, 0),
-			.class_id = (uint64_t)db_col_int(q, 1),
-			.prog = text(q, 2),
-			.machine = text(q, 3),
-			.pid = db_col_int(q, 4),
-			.state = text(q, 5),
-			.records = db_col_int(q, 6),
-			.lost = db_col_int(q, 7),
-			.gaps = db_col_int(q, 8),
-			.bytes = db_col_int(q, 9),
-			.tool_restarts = db_col_int(q, 10),
-		};
-		if (cb(arg, &r))
-			break;
-	}
-	if (rc < 0)
-		return -EIO;
-	db_finalize(q);
-	return 0;
+	struct to to = { .cb.instance = cb, .arg = arg };
+
+	return query(st, "SELECT id, class_id, prog, machine, pid, state, records, lost,"
+		     " gaps, bytes, tool_restarts FROM instances WHERE id IN ("
+		     SHOWN_INSTANCES ") ORDER BY id", v, NV(v), metrics_instance_row, &to, err,
+		     errlen);
+}
+
+static int count_row(struct db_stmt *q, const struct to *to)
+{
+	*(int64_t *)to->arg = db_col_int(q, 0);
+	return 1;
 }
 
 int store_instances_count(struct store *st, int64_t *n, char *err, size_t errlen)
 {
-	struct db_stmt *q;
-	int64_t total = 0;
+	struct to to = { .arg = n };
 
-	int rc;
+	*n = 0;
+	return query(st, "SELECT count(*) FROM instances", NULL, 0, count_row, &to, err, errlen);
+}
 
-	if (prepare(st, "SELECT count(*) FROM instances", &q, err, errlen) < 0)
-		return -EIO;
-	if ((rc = run(q, NULL, 0, err, errlen)) < 0)
-		return -EIO;
-	if (rc == DB_ROW)
-		total = db_col_int(q, 0);
-	db_finalize(q);
-	*n = total;
-	return 0;
+static int state_count_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_state_count r = { .state = text(q, 0), .count = db_col_int(q, 1) };
+
+	return to->cb.state_count(to->arg, &r);
 }
 
 int store_instances_by_state(struct store *st, store_state_count_cb cb, void *arg)
 {
-	struct db_stmt *q;
+	struct to to = { .cb.state_count = cb, .arg = arg };
 
-	int rc;
-
-	if (!(q = db_prepare(store_conn(st), "SELECT state, count(*) FROM instances"
-			     " GROUP BY state")))
-		return -EIO;
-	for (rc = run(q, NULL, 0, NULL, 0); rc == DB_ROW; rc = db_next(q)) {
-		struct store_state_count r;
-		r.state = text(q, 0);
-		r.count = db_col_int(q, 1);
-		if (cb(arg, &r))
-			break;
-	}
-	if (rc < 0)
-		return -EIO;
-	db_finalize(q);
-	return 0;
+	return query(st, "SELECT state, count(*) FROM instances GROUP BY state", NULL, 0,
+		     state_count_row, &to, NULL, 0);
 }
 
 /* --- failures ---------------------------------------------------------------- */
@@ -217,66 +217,65 @@ int store_instances_by_state(struct store *st, store_state_count_cb cb, void *ar
 	" FROM failures f JOIN instances i ON i.id = f.instance_id"                     \
 	" WHERE (CAST(?1 AS TEXT) IS NULL OR i.prog = ?1)"                              \
 	" AND (CAST(?2 AS TEXT) IS NULL OR f.assert = ?2)"                              \
-	" AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR f.time >= ?3)"                               \
+	" AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR f.time >= ?3)"                   \
 	" AND (CAST(?4 AS BIGINT) IS NULL OR f.instance_id = ?4)"                       \
 	" AND (CAST(?6 AS BIGINT) IS NULL OR f.id < ?6)"                                \
 	" ORDER BY f.id DESC LIMIT ?5"
 
+static int failure_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_failure_row r = {
+		.has_ts = !is_null(q, 7),
+		.has_uid = !is_null(q, 14),
+		.has_window = !is_null(q, 18),
+		.has_start_wall = !is_null(q, 19),
+		.has_silence = !is_null(q, 21),
+		.has_acked = !is_null(q, 22),
+	};
+
+	r.id = (uint64_t)db_col_int(q, 0);
+	r.prog = text(q, 1);
+	r.machine = text(q, 2);
+	r.pid = db_col_int(q, 3);
+	r.assertion = text(q, 4);
+	r.line = (int)db_col_int(q, 5);
+	r.time = db_col_real(q, 6);
+	r.start_ts = r.has_ts ? db_col_int(q, 7) : 0;
+	r.end_ts = r.has_ts ? db_col_int(q, 8) : 0;
+	r.metrics = text(q, 9);
+	r.spec = text(q, 10);
+	r.result = text(q, 11);
+	r.kind = text(q, 12);
+	r.type = text(q, 13);
+	r.uid = r.has_uid ? db_col_int(q, 14) : 0;
+	r.start = text(q, 15);
+	r.end = text(q, 16);
+	r.instance_id = (uint64_t)db_col_int(q, 17);
+	r.start_wall = r.has_start_wall ? db_col_real(q, 19) : 0;
+	r.report = db_col_int(q, 20) != 0;
+	r.silence_id = r.has_silence ? (uint64_t)db_col_int(q, 21) : 0;
+	r.acked = r.has_acked ? db_col_real(q, 22) : 0;
+	r.ack_comment = text(q, 23);
+	return to->cb.failure(to->arg, &r);
+}
+
 int store_failures_list(struct store *st, const struct store_failure_query *fq,
 			store_failure_row_cb cb, void *arg, char *err, size_t errlen)
 {
-	struct db_stmt *q;
-
-	/* the latest `limit` (before failure `before_id`), oldest or newest first */
-	if (prepare(st, fq->newest_first ? "SELECT * FROM (" FAILURES_QUERY ") AS t ORDER BY id DESC"
-					 : "SELECT * FROM (" FAILURES_QUERY ") AS t ORDER BY id",
-		    &q, err, errlen) < 0)
-		return -EIO;
 	struct bl_value v[] = {
-		db_vtext(fq->prog), db_vtext(fq->assertion), fq->has_since ? db_vreal(fq->since) : db_vnull(),
-		fq->instance_id ? db_vint((int64_t)fq->instance_id) : db_vnull(), db_vint(fq->limit),
+		db_vtext(fq->prog),
+		db_vtext(fq->assertion),
+		fq->has_since ? db_vreal(fq->since) : db_vnull(),
+		fq->instance_id ? db_vint((int64_t)fq->instance_id) : db_vnull(),
+		db_vint(fq->limit),
 		fq->before_id ? db_vint((int64_t)fq->before_id) : db_vnull(),
 	};
-	int rc;
-	for (rc = run(q, v, 6, err, errlen); rc == DB_ROW; rc = db_next(q)) {
-		struct store_failure_row r = {
-			.has_ts = !is_null(q, 7),
-			.has_uid = !is_null(q, 14),
-			.has_window = !is_null(q, 18),
-			.has_start_wall = !is_null(q, 19),
-			.has_silence = !is_null(q, 21),
-			.has_acked = !is_null(q, 22),
-		};
-		r.id = (uint64_t)db_col_int(q, 0);
-		r.prog = text(q, 1);
-		r.machine = text(q, 2);
-		r.pid = db_col_int(q, 3);
-		r.assertion = text(q, 4);
-		r.line = (int)db_col_int(q, 5);
-		r.time = db_col_real(q, 6);
-		r.start_ts = r.has_ts ? db_col_int(q, 7) : 0;
-		r.end_ts = r.has_ts ? db_col_int(q, 8) : 0;
-		r.metrics = text(q, 9);
-		r.spec = text(q, 10);
-		r.result = text(q, 11);
-		r.kind = text(q, 12);
-		r.type = text(q, 13);
-		r.uid = r.has_uid ? db_col_int(q, 14) : 0;
-		r.start = text(q, 15);
-		r.end = text(q, 16);
-		r.instance_id = (uint64_t)db_col_int(q, 17);
-		r.start_wall = r.has_start_wall ? db_col_real(q, 19) : 0;
-		r.report = (int)db_col_int(q, 20) != 0;
-		r.silence_id = r.has_silence ? (uint64_t)db_col_int(q, 21) : 0;
-		r.acked = r.has_acked ? db_col_real(q, 22) : 0;
-		r.ack_comment = text(q, 23);
-		if (cb(arg, &r))
-			break;
-	}
-	if (rc < 0)
-		return -EIO;
-	db_finalize(q);
-	return 0;
+	struct to to = { .cb.failure = cb, .arg = arg };
+
+	/* the latest `limit` (before failure `before_id`), oldest or newest first */
+	return query(st, fq->newest_first ? "SELECT * FROM (" FAILURES_QUERY ") AS t ORDER BY id DESC"
+					  : "SELECT * FROM (" FAILURES_QUERY ") AS t ORDER BY id",
+		     v, NV(v), failure_row, &to, err, errlen);
 }
 
 bool store_failure_exists(struct store *st, uint64_t id)
@@ -284,24 +283,19 @@ bool store_failure_exists(struct store *st, uint64_t id)
 	return exists(st, "SELECT 1 FROM failures WHERE id = ?1", id);
 }
 
-int store_failure_window(struct store *st, uint64_t id, store_window_cb cb, void *arg, char *err,
-			 size_t errlen)
-{
-	struct store_window_row r = { 0 };
-	struct db_stmt *q;
+/* The window row, and that there was one (to->arg: struct window_found). */
+struct window_found {
+	store_window_cb cb;       /* the caller's callback */
+	void *arg;                /* its argument */
+	bool failure;             /* the failure exists */
+};
 
-	if (prepare(st, "SELECT f.window_id, w.text, w.from_rec, w.to_rec, w.truncated"
-			" FROM failures f LEFT JOIN windows w ON w.id = f.window_id"
-			" WHERE f.id = ?1", &q, err, errlen) < 0)
-		return -EIO;
-	struct bl_value v[] = { db_vint((int64_t)id) };
-	int rc = run(q, v, 1, err, errlen);
-	if (rc < 0)
-		return -EIO;
-	if (rc != DB_ROW) {
-		db_finalize(q);
-		return -ENOENT;
-	}
+static int window_row(struct db_stmt *q, const struct to *to)
+{
+	struct window_found *w = to->arg;
+	struct store_window_row r = { 0 };
+
+	w->failure = true;
 	r.has_window = !is_null(q, 0);
 	r.stored = r.has_window && !is_null(q, 1);
 	if (r.stored) {
@@ -309,124 +303,124 @@ int store_failure_window(struct store *st, uint64_t id, store_window_cb cb, void
 		r.len = strlen(r.text);
 		r.from_rec = db_col_int(q, 2);
 		r.to_rec = db_col_int(q, 3);
-		r.truncated = (int)db_col_int(q, 4) != 0;
+		r.truncated = db_col_int(q, 4) != 0;
 	}
-	cb(arg, &r);
-	db_finalize(q);
-	return 0;
+	w->cb(w->arg, &r);
+	return 1;
+}
+
+int store_failure_window(struct store *st, uint64_t id, store_window_cb cb, void *arg, char *err,
+			 size_t errlen)
+{
+	struct bl_value v[] = { db_vint((int64_t)id) };
+	struct window_found w = { cb, arg, false };
+	struct to to = { .arg = &w };
+	int r = query(st, "SELECT f.window_id, w.text, w.from_rec, w.to_rec, w.truncated"
+		      " FROM failures f LEFT JOIN windows w ON w.id = f.window_id WHERE f.id = ?1",
+		      v, NV(v), window_row, &to, err, errlen);
+
+	return r < 0 ? r : w.failure ? 0 : -ENOENT;
 }
 
 /* --- statistics and /metrics ------------------------------------------------- */
+
+static int stats_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_stats_row r = { .time = db_col_real(q, 0), .metrics = text(q, 1) };
+
+	return to->cb.stats(to->arg, &r);
+}
 
 int store_stats_rows(struct store *st, const char *prog, const char *assertion, bool has_day,
 		     double day_from, int limit, store_stats_row_cb cb, void *arg, char *err,
 		     size_t errlen)
 {
-	struct db_stmt *q;
+	struct bl_value v[] = { db_vtext(prog), db_vtext(assertion),
+				has_day ? db_vreal(day_from) : db_vnull(), db_vint(limit) };
+	struct to to = { .cb.stats = cb, .arg = arg };
 
-	if (prepare(st, "SELECT * FROM (SELECT coalesce(f.start_wall, f.time) AS t, f.metrics"
-			" FROM failures f JOIN instances i ON i.id = f.instance_id"
-			" WHERE i.prog = ?1 AND f.assert = ?2 AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR"
-			" (coalesce(f.start_wall, f.time) >= ?3 AND"
-			"  coalesce(f.start_wall, f.time) < ?3 + 86400))"
-			" ORDER BY f.id DESC LIMIT ?4) AS s ORDER BY t", &q, err, errlen) < 0)
-		return -EIO;
-	struct bl_value v[] = { db_vtext(prog), db_vtext(assertion), has_day ? db_vreal(day_from) : db_vnull(),
-				db_vint(limit) };
-	int rc;
-	for (rc = run(q, v, 4, err, errlen); rc == DB_ROW; rc = db_next(q)) {
-		struct store_stats_row r;
-		r.time = db_col_real(q, 0);
-		r.metrics = text(q, 1);
-		if (cb(arg, &r))
-			break;
-	}
-	if (rc < 0)
-		return -EIO;
-	db_finalize(q);
-	return 0;
+	return query(st, "SELECT * FROM (SELECT coalesce(f.start_wall, f.time) AS t, f.metrics"
+		     " FROM failures f JOIN instances i ON i.id = f.instance_id"
+		     " WHERE i.prog = ?1 AND f.assert = ?2"
+		     " AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR"
+		     " (coalesce(f.start_wall, f.time) >= ?3 AND"
+		     "  coalesce(f.start_wall, f.time) < ?3 + 86400))"
+		     " ORDER BY f.id DESC LIMIT ?4) AS s ORDER BY t",
+		     v, NV(v), stats_row, &to, err, errlen);
+}
+
+static int failure_count_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_failure_count r = {
+		.instance_id = (uint64_t)db_col_int(q, 0),
+		.name = text(q, 1),
+		.count = db_col_int(q, 2),
+	};
+
+	return to->cb.failure_count(to->arg, &r);
 }
 
 int store_failure_counts(struct store *st, int limit, store_failure_count_cb cb, void *arg,
 			 char *err, size_t errlen)
 {
-	struct db_stmt *q;
-
-	if (prepare(st, "SELECT instance_id, " ASSERT_NAME ", count(*) FROM failures"
-			" WHERE instance_id IN (" SHOWN_INSTANCES ")"
-			" AND (result IS NULL OR result <> 'inconclusive')"
-			" GROUP BY instance_id, " ASSERT_NAME, &q, err, errlen) < 0)
-		return -EIO;
 	struct bl_value v[] = { db_vint(limit) };
-	int rc;
-	for (rc = run(q, v, 1, err, errlen); rc == DB_ROW; rc = db_next(q)) {
-		struct store_failure_count r;
-		r.instance_id = (uint64_t)db_col_int(q, 0);
-		r.name = text(q, 1);
-		r.count = db_col_int(q, 2);
-		if (cb(arg, &r))
-			break;
-	}
-	if (rc < 0)
-		return -EIO;
-	db_finalize(q);
-	return 0;
+	struct to to = { .cb.failure_count = cb, .arg = arg };
+
+	return query(st, "SELECT instance_id, " ASSERT_NAME ", count(*) FROM failures"
+		     " WHERE instance_id IN (" SHOWN_INSTANCES ")"
+		     " AND (result IS NULL OR result <> 'inconclusive')"
+		     " GROUP BY instance_id, " ASSERT_NAME, v, NV(v), failure_count_row, &to, err,
+		     errlen);
+}
+
+static int report_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_report_row r = {
+		.instance_id = (uint64_t)db_col_int(q, 0),
+		.name = text(q, 1),
+		.metrics = text(q, 2),
+	};
+
+	return to->cb.report(to->arg, &r);
 }
 
 int store_newest_reports(struct store *st, int limit, store_report_row_cb cb, void *arg,
 			 char *err, size_t errlen)
 {
-	struct db_stmt *q;
-
-	if (prepare(st, "SELECT instance_id, " ASSERT_NAME ", metrics FROM failures"
-			" WHERE id IN (SELECT max(id) FROM failures WHERE instance_id IN ("
-			SHOWN_INSTANCES ") AND metrics IS NOT NULL"
-			" GROUP BY instance_id, " ASSERT_NAME ")"
-			" ORDER BY instance_id, " ASSERT_NAME, &q, err, errlen) < 0)
-		return -EIO;
 	struct bl_value v[] = { db_vint(limit) };
-	int rc;
-	for (rc = run(q, v, 1, err, errlen); rc == DB_ROW; rc = db_next(q)) {
-		struct store_report_row r;
-		r.instance_id = (uint64_t)db_col_int(q, 0);
-		r.name = text(q, 1);
-		r.metrics = text(q, 2);
-		if (cb(arg, &r))
-			break;
-	}
-	if (rc < 0)
-		return -EIO;
-	db_finalize(q);
-	return 0;
+	struct to to = { .cb.report = cb, .arg = arg };
+
+	return query(st, "SELECT instance_id, " ASSERT_NAME ", metrics FROM failures"
+		     " WHERE id IN (SELECT max(id) FROM failures WHERE instance_id IN ("
+		     SHOWN_INSTANCES ") AND metrics IS NOT NULL"
+		     " GROUP BY instance_id, " ASSERT_NAME ")"
+		     " ORDER BY instance_id, " ASSERT_NAME, v, NV(v), report_row, &to, err, errlen);
 }
 
 /* --- silences ---------------------------------------------------------------- */
 
+static int silence_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_silence s = {
+		.id = (uint64_t)db_col_int(q, 0),
+		.until = db_col_real(q, 1),
+		.prog = text(q, 2),
+		.machine = text(q, 3),
+		.assertion = text(q, 4),
+		.created = db_col_real(q, 5),
+		.comment = text(q, 6),
+	};
+
+	return to->cb.silence(to->arg, &s);
+}
+
 int store_silences_list(struct store *st, double now, int limit, store_silence_row_cb cb,
 			void *arg, char *err, size_t errlen)
 {
-	struct db_stmt *q;
-
-	if (prepare(st, "SELECT id, until, prog, machine, assert, created, comment"
-			" FROM silences WHERE removed IS NULL AND until > ?1 ORDER BY id"
-			" LIMIT ?2", &q, err, errlen) < 0)
-		return -EIO;
 	struct bl_value v[] = { db_vreal(now), db_vint(limit) };
-	int rc;
-	for (rc = run(q, v, 2, err, errlen); rc == DB_ROW; rc = db_next(q)) {
-		struct store_silence s;
-		s.id = (uint64_t)db_col_int(q, 0);
-		s.until = db_col_real(q, 1);
-		s.prog = text(q, 2);
-		s.machine = text(q, 3);
-		s.assertion = text(q, 4);
-		s.created = db_col_real(q, 5);
-		s.comment = text(q, 6);
-		if (cb(arg, &s))
-			break;
-	}
-	if (rc < 0)
-		return -EIO;
-	db_finalize(q);
-	return 0;
+	struct to to = { .cb.silence = cb, .arg = arg };
+
+	return query(st, "SELECT id, until, prog, machine, assert, created, comment"
+		     " FROM silences WHERE removed IS NULL AND until > ?1 ORDER BY id LIMIT ?2",
+		     v, NV(v), silence_row, &to, err, errlen);
 }
