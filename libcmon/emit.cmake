@@ -6,7 +6,8 @@
 set(CMON_EMIT_SRC
   ${CMAKE_CURRENT_SOURCE_DIR}/src/emit.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/emit_sink.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/src/emit_wire.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/emit_wire.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/emit_clock.c)
 
 find_package(Threads REQUIRED)
 foreach(kind SHARED STATIC)

@@ -16,6 +16,8 @@
  * bench/emit/run.sh runs the modes in turn, several times, and tabulates.
  *
  * Modes of bench_emit:
+ *   tsc           rdtsc alone (x86-64): the floor of libcmon's clock where the
+ *                 TSC is the kernel's clocksource
  *   clock         clock_gettime(CLOCK_MONOTONIC) alone: the floor every
  *                 timestamping logger pays
  *   cmon-off      cmon_emit() with no log configured (the no-op path)
@@ -41,6 +43,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #ifdef BENCH_LTTNG
 #include "tp.h"
@@ -169,6 +174,10 @@ int main(int argc, char **argv)
 		struct timespec ts;
 		MEASURE(samples, ns, overhead, pace,
 		        (clock_gettime(CLOCK_MONOTONIC, &ts), sink += ts.tv_nsec));
+#if defined(__x86_64__)
+	} else if (strcmp(base, "tsc") == 0) {
+		MEASURE(samples, ns, overhead, pace, sink += __rdtsc());
+#endif
 	} else if (strcmp(base, "cmon-off") == 0 || strcmp(base, "cmon-pipe") == 0 ||
 	           strcmp(base, "cmon-devnull") == 0) {
 		const char *attrs[] = { "tid", "size" };

@@ -39,7 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-modes="clock cmon-off cmon-devnull cmon-pipe fprintf-pipe cmon-pipe-1M fprintf-pipe-1M"
+modes="tsc clock cmon-off cmon-devnull cmon-pipe fprintf-pipe cmon-pipe-1M fprintf-pipe-1M"
 lmodes=""
 note_session="lttng-session: not measured: the lttng tools (lttng, lttng-sessiond) are not installed"
 if [ -x "$lbin" ]; then
@@ -64,7 +64,9 @@ fi
 
 echo "libcmon emit benchmark — $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs"
 lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1
-echo "reps=$reps; event StartRead(tid, size) with CLOCK_MONOTONIC timestamp and thread id"
+echo "reps=$reps; event StartRead(tid, size) with CLOCK_MONOTONIC-nanosecond timestamp and thread id"
+echo "cmon modes read the TSC where the kernel's clocksource is it (emit_clock.c); cmon-pipe-mono"
+echo "is cmon-pipe with CMON_CLOCK=monotonic (clock_gettime), the same run's before/after"
 echo
 
 r=1
@@ -72,13 +74,16 @@ while [ "$r" -le "$reps" ]; do
     for m in $modes; do
         "$bin" "$m" >>"$tmp/raw" || echo "$m failed" >&2
     done
+    # the same as cmon-pipe, timed by clock_gettime() instead of the TSC
+    CMON_CLOCK=monotonic "$bin" cmon-pipe | sed 's/^cmon-pipe /cmon-pipe-mono /' >>"$tmp/raw" ||
+        echo "cmon-pipe-mono failed" >&2
     for m in $lmodes; do
         LTTNG_HOME=$tmp "$lbin" "$m" >>"$tmp/raw" || echo "$m failed" >&2
     done
     r=$((r + 1))
 done
 
-awk -v order="$modes $lmodes" '
+awk -v order="$modes cmon-pipe-mono $lmodes" '
 function median(list,    a, n, i, j, t) {
     n = split(list, a, " ")
     for (i = 2; i <= n; i++)               # insertion sort: n is small

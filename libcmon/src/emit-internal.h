@@ -6,11 +6,14 @@
  *              because it is the hot path)
  * emit_sink.c  the log descriptor: opening it from the environment and
  *              writing whole batches without ever blocking
+ * emit_clock.c the events' clock: the TSC where it is invariant and the
+ *              kernel times CLOCK_MONOTONIC with it, else clock_gettime()
  */
 #ifndef CMON_EMIT_INTERNAL_H
 #define CMON_EMIT_INTERNAL_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +39,67 @@
 #define EMIT_EVENT_MAX(n) (56 + 8 * (size_t)(n))
 /* A thread's batch is written once its oldest event is this old (ns). */
 #define EMIT_FLUSH_NS 10000000ull
+
+/* ---- the events' clock (emit_clock.c) ------------------------------------ */
+
+/* Where CLOCK_MONOTONIC is itself kept by the TSC (the kernel's clocksource
+ * is "tsc", and the CPU says its TSC is invariant), an event reads the TSC
+ * (rdtsc, about a third of clock_gettime() in a VM) and turns it into
+ * CLOCK_MONOTONIC nanoseconds by a per-thread anchor, (tsc, ns) read
+ * together, and a rate: ns = anchor_ns + (tsc - anchor_tsc) * mult >> 32.
+ * The rate is measured over 1 ms at start and refined at every re-anchor
+ * over the whole time since; each batch written re-anchors its thread (at
+ * least every EMIT_FLUSH_NS while it emits), so an event is within the
+ * rate's error of CLOCK_MONOTONIC over at most that long; a thread's times
+ * never go backwards. CMON_CLOCK=monotonic in the environment turns it off
+ * (the log's times are CLOCK_MONOTONIC nanoseconds either way). */
+struct emit_clock {
+	bool tsc;                   /* events are timed by the TSC */
+	_Atomic uint64_t mult;      /* nanoseconds per tick, << 32 */
+	uint64_t base_tsc;          /* the calibration's start: tick ... */
+	uint64_t base_ns;           /* ... and CLOCK_MONOTONIC then */
+};
+
+/* A thread's anchor (in its batch). */
+struct emit_anchor {
+	uint64_t tsc;               /* a tick ... */
+	uint64_t ns;                /* ... and CLOCK_MONOTONIC then */
+	uint64_t mult;              /* the rate when anchored */
+	uint64_t last_ns;           /* the thread's latest time (never go back) */
+};
+
+extern struct emit_clock emit_clk EMIT_HIDDEN;
+
+/* Decide the clock and calibrate (once, at library start). */
+void emit_clock_init(void) EMIT_HIDDEN;
+
+/* CLOCK_MONOTONIC nanoseconds, read by the system call. */
+uint64_t emit_clock_mono(void) EMIT_HIDDEN;
+
+/* Anchor `a` at this moment, refining the rate. */
+void emit_clock_anchor(struct emit_anchor *a) EMIT_HIDDEN;
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+/* An event's time, CLOCK_MONOTONIC nanoseconds. */
+static inline uint64_t emit_clock_now(struct emit_anchor *a)
+{
+#if defined(__x86_64__)
+	if (__builtin_expect(emit_clk.tsc, 1)) {
+		int64_t d = (int64_t)(__rdtsc() - a->tsc);  /* < 0: another CPU's skew */
+		uint64_t ns = a->ns + (uint64_t)(((unsigned __int128)(uint64_t)(d > 0 ? d : 0) *
+						  a->mult) >> 32);
+		if (__builtin_expect(ns < a->last_ns, 0))
+			ns = a->last_ns;
+		a->last_ns = ns;
+		return ns;
+	}
+#endif
+	(void)a;
+	return emit_clock_mono();
+}
 
 /* ---- protobuf wire format ------------------------------------------- */
 

@@ -1,9 +1,10 @@
 /* emit.c — the instrumentation API (cmon/emit.h): library state, per-thread
  * batches, flushing at the right moments, process exit and fork.
  *
- * Life of an event: cmon_emit() reads CLOCK_MONOTONIC and appends an Event
- * frame to the calling thread's batch (no lock, no syscall besides the vDSO
- * clock). The batch is written in one write() of at most PIPE_BUF bytes when
+ * Life of an event: cmon_emit() reads the clock (the TSC turned into
+ * CLOCK_MONOTONIC nanoseconds where it can, emit_clock.c, else the vDSO
+ * clock) and appends an Event frame to the calling thread's batch (no lock,
+ * no syscall). The batch is written in one write() of at most PIPE_BUF bytes when
  * it is full, when its oldest event is EMIT_FLUSH_NS old, on cmon_flush(), at
  * thread exit (pthread key destructor) and at exit() (atexit handler).
  *
@@ -70,6 +71,7 @@ struct emit_tbuf {
 	uint32_t nevents;           /* events in the batch */
 	uint32_t tid_len;           /* bytes of tid_enc in use */
 	uint64_t oldest_ts;         /* timestamp of the batch's first event */
+	struct emit_anchor clk;     /* the thread's clock anchor (emit_clock.c) */
 	int64_t tid;                /* the owner's kernel thread id */
 	uint8_t tid_enc[16];        /* Event.thread pre-encoded (tag + varint) */
 	struct emit_tbuf *next;     /* registry of live batches */
@@ -312,6 +314,7 @@ unlock:
 out:
 	tb->len = 0;
 	tb->nevents = 0;
+	emit_clock_anchor(&tb->clk);   /* at least every EMIT_FLUSH_NS while it emits */
 	errno = saved_errno;
 }
 
@@ -420,6 +423,7 @@ static struct emit_tbuf *tbuf_get(void)
 	if (!tb)
 		goto out;
 	tbuf_set_tid(tb);
+	emit_clock_anchor(&tb->clk);
 	if (pthread_setspecific(g.key, tb) != 0) {
 		free(tb);
 		tb = NULL;
@@ -597,6 +601,7 @@ static int emit_init(const char *program)
 	r = emit_sink_open(&g.sink);
 	if (r != 0)
 		goto out_off;
+	emit_clock_init();
 	r = meta_init(program);
 	if (r < 0)
 		goto out_close;
@@ -789,7 +794,7 @@ static __attribute__((noinline)) void emit_slow(cmon_type type, size_t n,
 	}
 	st = state_claimed();
 	if (may_write(st)) {
-		ts = clock_ns(CLOCK_MONOTONIC);
+		ts = emit_clock_now(&tb->clk);
 		if (tb->len + EMIT_EVENT_MAX(n) > EMIT_BATCH_MAX)
 			tbuf_flush(tb);
 		tbuf_append(tb, type, n, values, ts);
@@ -805,7 +810,6 @@ static __attribute__((noinline)) void emit_slow(cmon_type type, size_t n,
 void cmon_emit(cmon_type type, size_t n, const double *values)
 {
 	struct emit_tbuf *tb;
-	struct timespec now;
 	uint64_t ts;
 	int st;
 
@@ -837,8 +841,7 @@ void cmon_emit(cmon_type type, size_t n, const double *values)
 		emit_slow(type, n, values);
 		return;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ts = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	ts = emit_clock_now(&tb->clk);
 	if (unlikely(tb->len + EMIT_EVENT_MAX(n) > EMIT_BATCH_MAX))
 		tbuf_flush(tb);
 	tbuf_append(tb, type, n, values, ts);
