@@ -23,7 +23,7 @@
 /* Values kept exactly per aggregate instance before switching to the sketch. */
 #define PS_QUANT_EXACT_MAX 100000
 /* Entries a level of the sketch compacts at (it holds up to 1.5 times this). */
-#define PS_QUANT_SKETCH_K 8192
+#define PS_QUANT_SKETCH_K 16384
 /* Confidence of the interval: P(lower <= population quantile <= upper). */
 #define PS_QUANT_CONFIDENCE 0.95
 /* Levels of the sketch: enough for 2^64 values at PS_QUANT_SKETCH_K. */
