@@ -149,6 +149,8 @@ typedef enum ps_agg_place {
 
 struct ps_agg {
     pv_aggop op;
+    double quant;               /* PV_AGG_QUANT: N of {pN ...}, a percentage */
+    const char *quant_text;     /* PV_AGG_QUANT: N as written ("99.9"), for messages */
     ps_agg_place place;
     ps_loc loc;
     ps_binder *var;             /* the aggregate's variable */
@@ -168,6 +170,14 @@ struct ps_agg {
      * engine indexes open intervals by start_key. */
     ps_expr *elem_key, *start_key;
 };
+
+/* A new accumulator for aggregate a (its operator, its quantile, its
+ * mapping depth). */
+static inline pv_acc *ps_agg_acc_new(const ps_agg *a)
+{
+    return a->op == PV_AGG_QUANT ? pv_acc_new_quantile(a->quant / 100, a->map_depth)
+                                 : pv_acc_new(a->op, a->map_depth);
+}
 
 /* ---- declarations --------------------------------------------------------------- */
 

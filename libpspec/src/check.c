@@ -834,6 +834,8 @@ static const ps_type *agg_result(cx *c, pv_aggop op, const ps_type *t)
             return r ? map_of(prog, r) : NULL;
         }
         return NULL;
+    case PV_AGG_QUANT:
+        return is_numeric(t) ? &ps_t_triple : NULL;     /* mappings: check_agg says why */
     default:
         return NULL;
     }
@@ -992,12 +994,25 @@ static const ps_type *check_agg(cx *c, ps_expr *e)
         if (is_err(valt))
             ok = false;
     }
+    if (a->op == PV_AGG_QUANT && !(a->quant > 0 && a->quant < 100)) {
+        ERR(c, e->loc, "quantile 'p%s' out of range: N in pN must be between 0 and 100 (exclusive)",
+            a->quant_text);
+        ok = false;
+    }
+    if (ok && a->op == PV_AGG_QUANT && valt->kind == T_MAP) {
+        ERR(c, e->loc, "quantile 'p%s' of mapping values (%s) is not supported: aggregate numbers "
+            "or triples", a->quant_text, tdesc(c, valt));
+        ok = false;
+    }
     if (!ok)
         return bad(e);
     const ps_type *rt = agg_result(c, a->op, valt);
     if (!rt) {
-        ERR(c, e->loc, "aggregate '%s' cannot combine values of type %s", pv_aggop_spelling[a->op],
-            tdesc(c, valt));
+        if (a->op == PV_AGG_QUANT)
+            ERR(c, e->loc, "aggregate 'p%s' cannot combine values of type %s", a->quant_text, tdesc(c, valt));
+        else
+            ERR(c, e->loc, "aggregate '%s' cannot combine values of type %s", pv_aggop_spelling[a->op],
+                tdesc(c, valt));
         return bad(e);
     }
     a->map_depth = map_depth(valt);

@@ -651,7 +651,7 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
         o->naggs = na;
         o->ncls = nc;
         for (uint32_t k = 0; k < na; k++)
-            o->accs[k] = pv_acc_new(is->aggs[k].a->op, is->aggs[k].a->map_depth);
+            o->accs[k] = ps_agg_acc_new(is->aggs[k].a);
     }
     o->start = ev;
     ev->refs++;
@@ -1185,7 +1185,7 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
         topst *ts = &g->tops[k];
         ts->k = k;
         ts->slot = &g->slots[a->var->slot];
-        ts->acc = pv_acc_new(a->op, a->map_depth);
+        ts->acc = ps_agg_acc_new(a);
         ts->sink = p->is_sink && p->is_sink[k] && p->sink;
         ts->where = cx_cond(&g->cc, a->where, NULL);
         if (!ts->sink)

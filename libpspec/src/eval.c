@@ -479,7 +479,7 @@ static pv eval_domain_agg(ps_evalctx *ev, const ps_agg *a)
     }
     double *keys = NULL;
     uint32_t n = pv_map_keys_sorted(&m, &keys);
-    pv_acc *acc = pv_acc_new(a->op, a->map_depth);
+    pv_acc *acc = ps_agg_acc_new(a);
     pv *slot = &ev->slots[a->var->slot];
     pv saved = *slot;
     for (uint32_t i = 0; i < n; i++) {

@@ -63,6 +63,7 @@ void ps_lex_init(ps_lexer *lx, const char *src)
         lx->p += 3;     /* a UTF-8 byte order mark, as some editors write */
     lx->line = 1;
     lx->line_start = lx->p;
+    lx->prev = TK_EOF;
 }
 
 static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
@@ -157,6 +158,17 @@ static ps_token lex_string(ps_lexer *lx)
     return make(lx, TK_STRING, s, q + 1);
 }
 
+/* Whether [s, q) is `p` followed by digits only. */
+static bool quantile_head(const char *s, const char *q)
+{
+    if (q - s < 2 || s[0] != 'p')
+        return false;
+    for (const char *d = s + 1; d < q; d++)
+        if (!is_digit(*d))
+            return false;
+    return true;
+}
+
 /* id ::= alpha alnum*  with the reference's '@' forms: call@p, ret@p, intv@p,
  * and names ending in '@' such as logstart@. */
 static ps_token lex_ident(ps_lexer *lx)
@@ -164,6 +176,11 @@ static ps_token lex_ident(ps_lexer *lx)
     const char *s = lx->p, *q = s;
     while (is_alnum(*q))
         q++;
+    if (lx->prev == TK_LBRACE && quantile_head(s, q) && q[0] == '.' && is_digit(q[1])) {
+        q++;                    /* {p99.9 ...}: a quantile's operator */
+        while (is_digit(*q))
+            q++;
+    }
     if (*q == '@') {
         q++;
         if (is_alpha(*q))
@@ -181,7 +198,16 @@ static ps_token lex_ident(ps_lexer *lx)
     return t;
 }
 
+static ps_token lex_token(ps_lexer *lx);
+
 ps_token ps_lex_next(ps_lexer *lx)
+{
+    ps_token t = lex_token(lx);
+    lx->prev = t.kind;
+    return t;
+}
+
+static ps_token lex_token(ps_lexer *lx)
 {
     skip_space(lx);
     const char *s = lx->p;

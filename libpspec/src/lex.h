@@ -4,6 +4,10 @@
  * and column. `%` starts a comment to the end of the line. Besides the ASCII
  * spellings the lexer accepts the reference's symbols in UTF-8:
  * ≤ ≥ ≠ → ⟶ ⇒ ×.
+ *
+ * Right after `{`, `p` followed by digits, a '.' and more digits is one
+ * identifier ("p99.9"), the spelling of a quantile aggregate's operator;
+ * elsewhere the '.' is a field access as always.
  */
 #ifndef PSPEC_LEX_H
 #define PSPEC_LEX_H
@@ -27,6 +31,7 @@ typedef struct ps_lexer {
     const char *p;          /* next byte */
     uint32_t line;          /* line of *p */
     const char *line_start; /* first byte of the current line */
+    ps_tok prev;            /* kind of the token returned last (TK_EOF at first) */
 } ps_lexer;
 
 void ps_lex_init(ps_lexer *lx, const char *src);

@@ -209,17 +209,42 @@ static ps_tname type_name(parser *ps, const char *what)
     return t;
 }
 
-static bool aggop_of(parser *ps, pv_aggop *op)
+/* Whether t spells a quantile's operator: p digit+ [. digit+] (the lexer
+ * makes "p99.9" one token only right after '{'). */
+static bool quantile_word(const ps_token *t)
+{
+    if (t->kind != TK_IDENT || t->len < 2 || t->start[0] != 'p')
+        return false;
+    uint32_t i = 1, dots = 0;
+    for (; i < t->len; i++) {
+        char c = t->start[i];
+        if (c == '.' && i > 1 && i + 1 < t->len && !dots)
+            dots++;
+        else if (c < '0' || c > '9')
+            return false;
+    }
+    return true;
+}
+
+/* aggrop ::= + | * | & | '|' | min | max | mean | stdev | var | the | last
+ *          | first | count | p digit+ [. digit+]   (the quantile extension) */
+static bool aggop_of(parser *ps, ps_agg *a)
 {
     switch (ps->tok.kind) {
-    case TK_PLUS: *op = PV_AGG_SUM; return true;
-    case TK_STAR: *op = PV_AGG_PROD; return true;
-    case TK_AMP: *op = PV_AGG_ALL; return true;
-    case TK_BAR: *op = PV_AGG_ANY; return true;
+    case TK_PLUS: a->op = PV_AGG_SUM; return true;
+    case TK_STAR: a->op = PV_AGG_PROD; return true;
+    case TK_AMP: a->op = PV_AGG_ALL; return true;
+    case TK_BAR: a->op = PV_AGG_ANY; return true;
     case TK_IDENT:
-        for (int i = PV_AGG_MIN; i < PV_AGG__COUNT; i++) {
+        if (quantile_word(&ps->tok)) {
+            a->op = PV_AGG_QUANT;
+            a->quant_text = ps_arena_strndup(ps->arena, ps->tok.start + 1, ps->tok.len - 1);
+            a->quant = strtod(a->quant_text, NULL);
+            return true;
+        }
+        for (int i = PV_AGG_MIN; i < PV_AGG_QUANT; i++) {
             if (is_word(ps, pv_aggop_spelling[i])) {
-                *op = (pv_aggop)i;
+                a->op = (pv_aggop)i;
                 return true;
             }
         }
@@ -260,9 +285,9 @@ static ps_expr *aggregate(parser *ps)
     expect(ps, TK_LBRACE, NULL);
     ps_agg *a = PS_NEW(ps->arena, ps_agg);
     a->loc = loc;
-    if (!aggop_of(ps, &a->op))
+    if (!aggop_of(ps, a))
         fail_at(ps, here(ps),
-                "expected an aggregate operator (+ * & | min max mean stdev var the last first count), "
+                "expected an aggregate operator (+ * & | min max mean stdev var the last first count pN), "
                 "found %s", found(ps, &ps->tok));
     advance(ps);
     var_range(ps, a);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "program.h"
+#include "quant.h"
 #include "run-internal.h"
 #include "util.h"
 
@@ -17,7 +18,8 @@ static const char *file_of(const ps_program *prog, ps_loc loc)
 /* "{OP x : T ...}" for an aggregate: its operator and what it ranges over. */
 static void agg_text(ps_buf *b, const ps_agg *a)
 {
-    ps_buf_printf(b, "{%s %s : %s}", pv_aggop_spelling[a->op], a->var ? a->var->name : "x",
+    ps_buf_printf(b, "{%s%s %s : %s}", pv_aggop_spelling[a->op], a->op == PV_AGG_QUANT ? a->quant_text : "",
+                  a->var ? a->var->name : "x",
                   a->ev ? pv_type_name(a->ev) : a->iv ? a->iv->name : "domain(...)");
 }
 
@@ -26,7 +28,7 @@ char *pspec_plan(const pspec *ps)
     const ps_program *prog = &ps->prog;
     plan pl;
     ps_buf b = {0};
-    unsigned per_key = 0;
+    unsigned per_key = 0, quants = 0;
 
     plan_init(&pl, (ps_program *)prog);
     for (uint32_t i = 0; i < prog->stmts.n; i++)
@@ -63,13 +65,20 @@ char *pspec_plan(const pspec *ps)
         ps_buf_printf(&b, "  interval %s (%s:%u): one record per open interval", t->name,
                       file_of(prog, t->loc), t->loc.line);
         if (t->naggs) {
-            unsigned maps = 0;
-            for (uint32_t k = 0; k < t->naggs; k++)
+            unsigned maps = 0, nq = 0;
+            for (uint32_t k = 0; k < t->naggs; k++) {
                 maps += t->aggs[k]->map_depth > 0;
+                nq += t->aggs[k]->op == PV_AGG_QUANT;
+            }
             ps_buf_printf(&b, ", with %u metric aggregate%s", t->naggs, t->naggs == 1 ? "" : "s");
             if (maps) {
                 ps_buf_printf(&b, " (%u a mapping: one entry per distinct key, per open interval)", maps);
                 per_key++;
+            }
+            if (nq) {
+                ps_buf_printf(&b, " (%u a quantile: its values up to %u, then a sketch of %u entries per "
+                              "level, per open interval)", nq, PS_QUANT_EXACT_MAX, PS_QUANT_SKETCH_K);
+                quants++;
             }
         }
         if (t->end_kind == IVE_AFTER)
@@ -95,6 +104,11 @@ char *pspec_plan(const pspec *ps)
             ps_buf_printf(&b, "one entry per distinct key%s of its mapping\n",
                           a->map_depth > 1 ? " at each level" : "");
             per_key++;
+        } else if (a->op == PV_AGG_QUANT) {
+            ps_buf_printf(&b, "its values up to %u, then a sketch of %u entries per level "
+                          "(log2(n / %u) + 1 levels for n values)\n",
+                          PS_QUANT_EXACT_MAX, PS_QUANT_SKETCH_K, PS_QUANT_SKETCH_K);
+            quants++;
         } else if (a->op == PV_AGG_THE || a->op == PV_AGG_FIRST || a->op == PV_AGG_LAST) {
             ps_buf_puts(&b, "one value\n");
         } else {
@@ -112,6 +126,11 @@ char *pspec_plan(const pspec *ps)
     }
     if (per_key) {
         ps_buf_printf(&b, "%sdistinct mapping keys", first ? "" : " + ");
+        first = false;
+    }
+    if (quants) {
+        ps_buf_printf(&b, "%squantile values (up to %u per quantile, then a sketch of log2(n / %u) + 1 "
+                      "levels)", first ? "" : " + ", PS_QUANT_EXACT_MAX, PS_QUANT_SKETCH_K);
         first = false;
     }
     ps_buf_printf(&b, "%s)%s\n", first ? "1" : "",

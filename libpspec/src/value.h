@@ -248,7 +248,13 @@ static inline bool pv_is_true(pv v) { return v.kind == PV_BOOL && v.b; }
     X(THE, "the")           \
     X(LAST, "last")         \
     X(FIRST, "first")       \
-    X(COUNT, "count")
+    X(COUNT, "count")       \
+    X(QUANT, "p")
+
+/* PV_AGG_QUANT is the quantile aggregate {pN x : T : e} (an extension): its
+ * spelling is "p" followed by N, which the accumulator keeps as a fraction
+ * (pv_acc_new_quantile). It is last so that the reference's operators keep
+ * their numbers. */
 
 typedef enum pv_aggop {
 #define X(name, spelling) PV_AGG_##name,
@@ -260,6 +266,7 @@ typedef enum pv_aggop {
 extern const char *const pv_aggop_spelling[PV_AGG__COUNT];
 
 typedef struct pv_acc pv_acc;
+struct ps_quant;
 
 /* An accumulator's state: value_acc.c's business. It is here only so that
  * the inline fast paths below can be inlined into the engine's loops. */
@@ -277,6 +284,8 @@ struct pv_acc {
     double *kkeys;          /* per key: key of each child */
     pv_acc **kids;          /* per key: child accumulators, depth - 1 */
     uint32_t nkids, capkids;
+    double q;               /* quantile: the fraction N / 100 of {pN ...}, 0 < q < 1 */
+    struct ps_quant *qs;    /* quantile: the values or their sketch (quant.h), owned */
 };
 
 /* A new accumulator for `op`. `map_depth` is how many mapping levels the
@@ -284,6 +293,9 @@ struct pv_acc {
  * map[map[num]] ...): it decides the empty result, e.g. {+ ...} over no
  * elements is 0 at depth 0 and the empty mapping at depth >= 1. */
 pv_acc *pv_acc_new(pv_aggop op, int map_depth);
+/* A new quantile accumulator ({pN ...} with q = N / 100, 0 < q < 1).
+ * pv_acc_new(PV_AGG_QUANT, d) is the median's. */
+pv_acc *pv_acc_new_quantile(double q, int map_depth);
 void pv_acc_free(pv_acc *a);                /* NULL ok */
 /* Back to the empty sequence. */
 static inline void pv_acc_reset(pv_acc *a);
@@ -313,6 +325,10 @@ uint64_t pv_acc_count(const pv_acc *a);
  *  - + * & | min max: left-to-right reduction with pv_binary semantics.
  *  - mean/stdev/var: over numbers, or the favoured values of triples; result is
  *    a number; var is the unbiased (n-1) estimate, stdev its square root.
+ *  - quantile (pN): over numbers, or the favoured values of triples, the
+ *    triple of ps_quant_result (quant.h): the nearest-rank sample quantile
+ *    with a 95% order-statistic confidence interval; UNDEFINED when empty
+ *    or when too few elements bound a side.
  *  - the: the single element, UNDEFINED if there are two or more.
  *  - first/last: the first/last element (which may itself be UNDEFINED).
  *  - an UNDEFINED element makes + * & | min max mean stdev var UNDEFINED.
@@ -334,7 +350,7 @@ static inline void pv_acc_reset(pv_acc *a)
         a->poisoned = false;
         return;
     }
-    if (PS_LIKELY(a->val.kind < PV_MAP && a->kidx.kind < PV_MAP && !a->kids && !a->kkeys)) {
+    if (PS_LIKELY(a->val.kind < PV_MAP && a->kidx.kind < PV_MAP && !a->kids && !a->kkeys && !a->qs)) {
         /* Nothing owned: clear the state field by field (a struct
          * assignment becomes a slow `rep stos`). */
         a->poisoned = a->first_undef = a->last_undef = false;

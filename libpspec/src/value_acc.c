@@ -9,9 +9,12 @@
  *    running mean and sum of squared deviations for var/stdev;
  *  - per key (mean stdev var the first last at depth >= 1): one child
  *    accumulator of depth - 1 for every key seen, fed in sequence order.
- * count only counts.
+ * count only counts. A quantile (pN) keeps its elements' favoured values in
+ * a ps_quant (quant.c): exactly up to a bound, then as a sketch.
  */
 #include "value.h"
+
+#include "quant.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -48,6 +51,14 @@ pv_acc *pv_acc_new(pv_aggop op, int map_depth)
     pv_acc *a = ps_calloc(1, sizeof(*a));
     a->op = (uint8_t)op;
     a->depth = map_depth < 0 ? 0 : map_depth;
+    a->q = 0.5;
+    return a;
+}
+
+pv_acc *pv_acc_new_quantile(double q, int map_depth)
+{
+    pv_acc *a = pv_acc_new(PV_AGG_QUANT, map_depth);
+    a->q = q;
     return a;
 }
 
@@ -60,11 +71,14 @@ static void acc_clear(pv_acc *a)
         pv_acc_free(a->kids[i]);
     free(a->kids);
     free(a->kkeys);
+    ps_quant_free(a->qs);
     uint8_t op = a->op;
     int depth = a->depth;
+    double q = a->q;
     memset(a, 0, sizeof(*a));
     a->op = op;
     a->depth = depth;
+    a->q = q;
 }
 
 void pv_acc_free(pv_acc *a)
@@ -108,6 +122,7 @@ static pv_acc *acc_kid(pv_acc *a, double key)
     }
     uint32_t i = a->nkids++;
     a->kids[i] = pv_acc_new((pv_aggop)a->op, a->depth - 1);
+    a->kids[i]->q = a->q;
     a->kkeys[i] = key;
     a->kidx = pv_map_set(a->kidx, key, pv_num(i));
     return a->kids[i];
@@ -153,6 +168,19 @@ static void add_stat(pv_acc *a, pv v)
     pv_acc__stat(a, x);
 }
 
+/* A quantile's element: a number, or a triple's favoured value. */
+static void add_quant(pv_acc *a, pv v)
+{
+    if ((v.kind != PV_NUM && v.kind != PV_TRIPLE) || (v.kind == PV_NUM && !isfinite(v.num))) {
+        pv_free(v);
+        a->poisoned = true;
+        return;
+    }
+    if (!a->qs)
+        a->qs = ps_quant_new();
+    ps_quant_add(a->qs, v.kind == PV_NUM ? v.num : v.t.v);
+}
+
 void pv_acc_add(pv_acc *a, pv v)
 {
     a->n++;
@@ -182,6 +210,7 @@ void pv_acc_add(pv_acc *a, pv v)
     case PV_AGG_MEAN:
     case PV_AGG_VAR:
     case PV_AGG_STDEV: add_stat(a, v); break;
+    case PV_AGG_QUANT: add_quant(a, v); break;
     case PV_AGG_THE:
     case PV_AGG_FIRST:
         if (a->n == 1)
@@ -242,6 +271,15 @@ void pv_acc_add_num_slow(pv_acc *a, double x)
     case PV_AGG_MEAN:
     case PV_AGG_VAR:
     case PV_AGG_STDEV: pv_acc__stat(a, x); return;
+    case PV_AGG_QUANT:
+        if (!isfinite(x)) {
+            a->poisoned = true;
+            return;
+        }
+        if (!a->qs)
+            a->qs = ps_quant_new();
+        ps_quant_add(a->qs, x);
+        return;
     case PV_AGG_THE:
     case PV_AGG_FIRST:
         if (a->n == 1)
@@ -371,6 +409,7 @@ pv pv_acc_result(const pv_acc *a)
     case PV_AGG_VAR: return a->n < 2 ? pv_undef() : finite_num(a->m2 / (double)(a->n - 1));
     case PV_AGG_STDEV:
         return a->n < 2 ? pv_undef() : finite_num(sqrt(a->m2 / (double)(a->n - 1)));
+    case PV_AGG_QUANT: return a->qs ? ps_quant_result(a->qs, a->q) : pv_undef();
     case PV_AGG_THE: return a->n == 1 ? pv_copy(a->val) : pv_undef();
     case PV_AGG_FIRST:
     case PV_AGG_LAST: return pv_copy(a->val);
