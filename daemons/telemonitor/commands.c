@@ -265,13 +265,15 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			      "alertmanager:     %s\n"
 			      "retention:        %s\n"
 			      "http:             %s\n"
+			      "store engine:     %s%s%s\n"
 			      "store:            ",
 			  CMON_VERSION, (long)getpid(), since, tm->state_dir,
 			  tm->rc->path ? tm->rc->path : "(none)", tm->nclasses, tm->classes_rc,
 			  access(tm->classes_rc, F_OK) == 0 ? "" : " (none yet)", tm->opt.regmachine,
 			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
 			  h.degraded ? "reported (some held in memory, see store)" : "stored", mail,
-			  tm->pcheck, am, keep, http_address(tm) ? http_address(tm) : "off");
+			  tm->pcheck, am, keep, http_address(tm) ? http_address(tm) : "off", h.engine,
+			  h.node ? ", shared, this node " : "", h.node ? h.node : "");
 		store_text(&b, &h);
 	}
 	emit(out, &b);

@@ -43,6 +43,8 @@ def main():
         for n, tm in tms.items():
             st = tm.json("status")["store"]
             check(st["engine"] == "postgresql" and st["node"] == n, "%s: %r", n, st)
+            check("store engine:     postgresql, shared, this node %s\n" % n in tm.ctl("status"),
+                  "status text of %s: %s", n, tm.ctl("status"))
 
         gate = env.path("gate")
         snarf = env.snarflog("fo", reg=reg, cmd=tt.writer_cmd(
