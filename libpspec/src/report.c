@@ -219,6 +219,10 @@ char *pspec_report_format(const pspec_report *r, pspec_format fmt)
         if (json) {
             assert_json_head(&b, r);
             ps_buf_printf(&b, ",\"offenders\":%" PRIu64, r->offenders);
+            if (r->false_part) {
+                ps_buf_puts(&b, ",\"false_part\":");
+                pv_json_string(&b, r->false_part);
+            }
             if (r->nwit) {
                 ps_buf_puts(&b, ",\"witness\":{");
                 for (uint32_t i = 0; i < r->nwit; i++) {
@@ -246,6 +250,8 @@ char *pspec_report_format(const pspec_report *r, pspec_format fmt)
             ps_buf_printf(&b, " (%" PRIu64 " record%s lost)", r->lost, r->lost == 1 ? "" : "s");
         else if (r->offenders)
             ps_buf_printf(&b, " (%" PRIu64 " offender%s)", r->offenders, r->offenders == 1 ? "" : "s");
+        if (r->false_part)
+            ps_buf_printf(&b, " at %s", r->false_part);
         for (uint32_t i = 0; i < r->nwit; i++) {
             ps_buf_puts(&b, i ? "; " : ": where ");
             ps_buf_printf(&b, "%s = ", r->wit[i].name);

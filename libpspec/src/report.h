@@ -24,6 +24,8 @@ struct pspec_report {
     const ps_ivtype *ivtype;    /* UNCLOSED: the interval type */
     uint64_t count;             /* UNCLOSED: intervals still open */
     const ps_witness *wit;      /* ASSERT with explain: [nwit] */
+    const char *false_part;     /* ASSERT with explain: its smallest false part, when it is
+                                   a conjunct of it (NULL: the whole) */
     uint32_t nwit;
     double age, within;         /* OVERDUE: how long it has been open, its bound (ticks); the
                                    start event is `elem` */

@@ -16,6 +16,7 @@
 #include "program.h"
 #include "run-internal.h"
 #include "report.h"
+#include "unparse.h"
 #include "util.h"
 
 /* ---- what an evaluation needs ------------------------------------------------------ */
@@ -312,50 +313,13 @@ static pspec_result result_of(const pv *v)
 
 /* ---- witnesses (pcheck --explain) ---- */
 
-enum { WITNESS_MAX = 16, WITNESS_SRC_MAX = 120 };
+enum { WITNESS_MAX = 16 };
 
 typedef struct witness_walk {
-    const runner *rn;
+    runner *rn;
     ps_witness w[WITNESS_MAX];
     uint32_t n;
 } witness_walk;
-
-/* The source text of the aggregate that opens at loc (its braces matched),
- * shortened to WITNESS_SRC_MAX bytes; NULL if it cannot be found. */
-static char *agg_source(const ps_program *prog, ps_loc loc)
-{
-    const char *t = prog->files.v[loc.file]->text;
-    uint32_t line = 1, col = 1;
-    while (*t && (line < loc.line || col < loc.col)) {
-        if (*t++ == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
-    if (*t != '{')
-        return NULL;
-    const char *p = t;
-    int depth = 0;
-    do {
-        if (*p == '{')
-            depth++;
-        else if (*p == '}')
-            depth--;
-        else if (*p == '"')
-            while (p[1] && *++p != '"')
-                ;
-        p++;
-    } while (*p && depth > 0);
-    size_t len = (size_t)(p - t);
-    ps_buf b = {0};
-    for (size_t i = 0; i < len && b.len < WITNESS_SRC_MAX; i++)
-        ps_buf_putc(&b, t[i] == '\n' || t[i] == '\t' ? ' ' : t[i]);
-    if (len > WITNESS_SRC_MAX)
-        ps_buf_puts(&b, "...");
-    return ps_buf_take(&b);
-}
 
 static bool witness_part(const ps_expr *e, void *ctx)
 {
@@ -364,7 +328,7 @@ static bool witness_part(const ps_expr *e, void *ctx)
     if (ww->n == WITNESS_MAX)
         return true;
     if (e->kind == X_AGG && e->agg->place == AGG_TOP) {
-        char *src = agg_source(prog, e->agg->loc);
+        char *src = ps_agg_source(prog, e->agg->loc);
         if (src) {
             for (uint32_t i = 0; i < ww->n; i++)
                 if (!strcmp(ww->w[i].name, src)) {
@@ -388,6 +352,65 @@ static bool witness_part(const ps_expr *e, void *ctx)
         return false;
     }
     return ps_expr_any_child(e, witness_part, ctx);
+}
+
+/* A value is certainly false. */
+static bool is_false(pv v)
+{
+    bool f = v.kind == PV_BOOL && !v.b;
+
+    pv_free(v);
+    return f;
+}
+
+/* The smallest false part of `e`, an assertion that is false: into the
+ * side of an & that is false (the first, if both are), through
+ * nothing else. */
+static const ps_expr *false_part(runner *rn, const ps_expr *e)
+{
+    while (e->kind == X_BINARY && e->op == PV_OP_AND) {
+        if (is_false(ps_eval(&rn->ev, e->bin.a)))
+            e = e->bin.a;
+        else if (is_false(ps_eval(&rn->ev, e->bin.b)))
+            e = e->bin.b;
+        else
+            break;
+    }
+    return e;
+}
+
+/* Add an operand of the false part, by its text, unless it is a literal,
+ * an aggregate or a constant (those are listed by witness_part). */
+static void witness_operand(witness_walk *ww, const ps_expr *e)
+{
+    if (ww->n == WITNESS_MAX || e->kind == X_NUM || e->kind == X_TIMELIT || e->kind == X_BOOL ||
+        e->kind == X_STR || e->kind == X_AGG || e->kind == X_CONST)
+        return;
+    char *name = ps_unparse(ww->rn->prog, e);
+    for (uint32_t i = 0; i < ww->n; i++)
+        if (!strcmp(ww->w[i].name, name)) {
+            free(name);
+            return;
+        }
+    ww->w[ww->n].name = name;
+    ww->w[ww->n].value = ps_eval(&ww->rn->ev, e);
+    ww->n++;
+}
+
+/* The witness of false assertion `e`: its smallest false part (as text,
+ * into *part), the values of that part's operands, then of every log
+ * aggregate and constant in it. */
+static void witness(runner *rn, const ps_expr *e, witness_walk *ww, char **part)
+{
+    const ps_expr *f = false_part(rn, e);
+
+    *part = f != e ? ps_unparse(rn->prog, f) : NULL;
+    if (f->kind == X_CHAIN)
+        for (uint32_t i = 0; i < f->list.n; i++)
+            witness_operand(ww, f->list.items[i]);
+    else if (f->kind == X_BINARY)
+        witness_operand(ww, f->bin.a), witness_operand(ww, f->bin.b);
+    witness_part(f, ww);
 }
 
 /* A false assertion over a log that lost records: FAIL if some offender is
@@ -462,12 +485,14 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
                     rep.kind = PSPEC_REPORT_PRINT;
                 }
                 witness_walk ww = {.rn = &rn};
+                char *part = NULL;
                 /* (an outermost {& x : T ...} has its offenders for a witness) */
                 if (st->kind == ST_ASSERT && opt->explain && rep.result != PSPEC_PASS &&
                     !reporting_agg(st)) {
-                    witness_part(st->expr, &ww);
+                    witness(&rn, st->expr, &ww, &part);
                     rep.wit = ww.w;
                     rep.nwit = ww.n;
+                    rep.false_part = part;
                 }
                 if (opt->report)
                     opt->report(opt->ctx, &rep);
@@ -475,6 +500,7 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
                     free(ww.w[k].name);
                     pv_free(ww.w[k].value);
                 }
+                free(part);
                 pv_free(v);
             }
         }
