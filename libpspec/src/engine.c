@@ -22,7 +22,9 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,6 +261,7 @@ typedef struct topst {
     const ps_stmt *report;  /* report offenders of this assertion, or NULL */
     bool sink;              /* hand elements to the pass's sink instead */
     uint8_t mode;           /* TOP_*: a common case with its own path */
+    ps_fed *fed;            /* note the elements that feed it (--explain), or NULL */
 } topst;
 
 /* Common top-level aggregates, fed without the general dispatch. */
@@ -482,6 +485,24 @@ static __attribute__((noinline, cold)) void top_report(engine *g, const topst *t
     g->p->offender(g->p->ctx, ts->report, &v, result);
 }
 
+/* Note element x as one that fed an aggregate. */
+static __attribute__((noinline, cold)) void fed_note(ps_fed *f, elemref x)
+{
+    if (f->n < PS_FED_MAX) {
+        char *t = f->first[f->n];
+        size_t size = sizeof f->first[0];
+        if (x.kind == PV_EVENT) {
+            const pv_event *e = x.ptr;
+            snprintf(t, size, "%.20s %" PRIu64 ".%u", pv_type_name(e->type), e->pos, e->sub);
+        } else {
+            const pv_interval *iv = x.ptr;
+            snprintf(t, size, "%.20s #%" PRIu64 " %" PRIu64 ".%u", pv_type_name(iv->type), iv->uid,
+                     iv->start->pos, iv->start->sub);
+        }
+    }
+    f->n++;
+}
+
 static __attribute__((noinline)) void top_sink(engine *g, const topst *ts, elemref x, bool undefined)
 {
     pv v = elem_val(x);
@@ -548,6 +569,8 @@ static inline __attribute__((always_inline)) void feed_top(engine *g, const tops
         top_sink(g, ts, x, false);
         return;
     }
+    if (PS_UNLIKELY(ts->fed != NULL))
+        fed_note(ts->fed, x);
     int r = acc_add_value(g->ev, ts->acc, &ts->value);
     if (PS_UNLIKELY(ts->report && r))
         top_report(g, ts, x, r);
@@ -1192,7 +1215,10 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
             ts->value = cx_value(&g->cc, a->value);
         ts->report = p->report_for && p->offender && !ts->sink ? p->report_for[k] : NULL;
         ts->mode = TOP_GENERIC;
-        if (!ts->sink && a->op == PV_AGG_COUNT && ts->value.kind == CX_NONE && !ts->report)
+        ts->fed = p->fed && !ts->sink ? &p->fed[a->id] : NULL;
+        if (ts->fed)
+            memset(ts->fed, 0, sizeof *ts->fed);   /* (the general path notes them) */
+        else if (!ts->sink && a->op == PV_AGG_COUNT && ts->value.kind == CX_NONE && !ts->report)
             ts->mode = TOP_COUNT;
         else if (!ts->sink && a->op == PV_AGG_ALL && a->map_depth == 0 && ts->value.kind == CX_BOOL)
             ts->mode = TOP_ALL;

@@ -16,6 +16,16 @@
 #include "eval.h"
 #include "logread.h"
 
+/* The elements that fed a top-level aggregate (pcheck --explain): how many
+ * passed its where-clause, and the first PS_FED_MAX of them by position,
+ * as text ("V 3.0": an event's type and position; "Read #4 3.0": an
+ * interval's type, uid and start). */
+#define PS_FED_MAX 5
+typedef struct ps_fed {
+    uint64_t n;                         /* elements that fed it */
+    char first[PS_FED_MAX][48];         /* the first of them */
+} ps_fed;
+
 typedef struct ps_pass {
     ps_program *prog;
     ps_evalctx *ev;             /* slots, constants, earlier aggregates; results go to ev->topvals */
@@ -56,6 +66,10 @@ typedef struct ps_pass {
      * with tops[k] the aggregate holding x, T and P (ps_solve.range). */
     void (*sink)(void *ctx, uint32_t k, const pv *elem);
     const bool *is_sink;        /* per top: feed `sink` instead of accumulating; NULL: none */
+    /* If not NULL: [top-level aggregate id], filled with the elements that
+     * fed each aggregate of this pass (a little slower: every aggregate
+     * takes the general path). */
+    ps_fed *fed;
     void *ctx;
 } ps_pass;
 

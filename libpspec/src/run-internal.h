@@ -4,6 +4,7 @@
 #define PSPEC_RUN_INTERNAL_H
 
 #include "ast.h"
+#include "engine.h"
 #include "eval.h"
 #include "logread.h"
 #include "pspec/pspec.h"
@@ -39,6 +40,7 @@ typedef struct runner {
     bool *judges_loss;          /* [stmts] it aggregates gap@ itself: loss never makes it inconclusive */
     uint64_t overdue;           /* intervals reported open longer than their `within` */
     const ps_stmt **report_for; /* [topaggs] */
+    ps_fed *fed;                /* [topaggs] the elements that fed each (--explain), or NULL */
 } runner;
 
 void runner_init(runner *rn, pspec *ps, double tick_ns);

@@ -8,6 +8,7 @@
  * exactly one pass. Assertions and prints are evaluated at the end.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,7 @@ void runner_free(runner *rn)
     free(rn->unclosed);
     free(rn->judges_loss);
     free(rn->report_for);
+    free(rn->fed);
 }
 
 /* Evaluate the constants of depth `depth` (all of depth 0; of larger depths
@@ -248,7 +250,7 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
                      .report_for = rep, .want_intervals = want_iv && pass == 1,
                      .want_events = want_ev && pass == 1, .lost = &rn->lost, .unclosed = rn->unclosed,
                      .offender = on_offender, .overdue = pass == 1 && rn->opt ? on_overdue : NULL,
-                     .interval = on_interval, .event = on_event, .ctx = rn};
+                     .interval = on_interval, .event = on_event, .fed = rn->fed, .ctx = rn};
         int rc = ps_engine_run(&p, r, errmsg);
         if (rc == -EDOM) {
             status = PSPEC_EXIT_SPEC;
@@ -319,7 +321,30 @@ typedef struct witness_walk {
     runner *rn;
     ps_witness w[WITNESS_MAX];
     uint32_t n;
+    char *texts[WITNESS_MAX];   /* strings the witness's values point to (owned) */
+    uint32_t ntexts;
 } witness_walk;
+
+/* After aggregate `id`'s value (named `src`): the elements that fed it,
+ * "V 1.0, V 2.0, V 3.0 and 7 more", if they were noted. */
+static void witness_fed(witness_walk *ww, uint32_t id, const char *src)
+{
+    const ps_fed *f = ww->rn->fed ? &ww->rn->fed[id] : NULL;
+    ps_buf b = {0};
+
+    if (!f || ww->n == WITNESS_MAX)
+        return;
+    for (uint64_t i = 0; i < f->n && i < PS_FED_MAX; i++)
+        ps_buf_printf(&b, "%s%s", i ? ", " : "", f->first[i]);
+    if (f->n > PS_FED_MAX)
+        ps_buf_printf(&b, " and %" PRIu64 " more", f->n - PS_FED_MAX);
+    if (!f->n)
+        ps_buf_puts(&b, "nothing");
+    ww->texts[ww->ntexts] = ps_buf_take(&b);
+    ww->w[ww->n].name = ps_asprintf("%s fed by", src);
+    ww->w[ww->n].value = pv_str(ww->texts[ww->ntexts++]);
+    ww->n++;
+}
 
 static bool witness_part(const ps_expr *e, void *ctx)
 {
@@ -338,6 +363,7 @@ static bool witness_part(const ps_expr *e, void *ctx)
             ww->w[ww->n].name = src;
             ww->w[ww->n].value = pv_copy(ww->rn->ev.topvals[e->agg->id]);
             ww->n++;
+            witness_fed(ww, e->agg->id, src);
         }
         return false;       /* its insides are not evaluated on their own */
     }
@@ -450,6 +476,8 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     runner rn;
     runner_init(&rn, ps, log_reader_header(r)->tick_ns);
     rn.opt = opt;
+    if (opt->explain)
+        rn.fed = ps_calloc(prog->topaggs.n + 1, sizeof *rn.fed);
     plan pl;
     plan_init(&pl, prog);
     for (uint32_t i = 0; i < prog->stmts.n; i++) {
@@ -501,6 +529,8 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
                     pv_free(ww.w[k].value);
                 }
                 free(part);
+                for (uint32_t k = 0; k < ww.ntexts; k++)
+                    free(ww.texts[k]);
                 pv_free(v);
             }
         }

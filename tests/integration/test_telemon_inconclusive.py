@@ -52,7 +52,8 @@ def main():
                             20, "five stored results")
         whole = [f for f in fails if f["kind"] == "assertion"]
         check(len(whole) == 1 and whole[0]["result"] == "inconclusive" and
-              whole[0]["metrics"] == {"{count r : Read}": 2},
+              whole[0]["metrics"] == {"{count r : Read}": 2,
+                                      "{count r : Read} fed by": "Read #1 1.0, Read #2 4.0"},
               "the whole-log verdict over a lossy log is inconclusive, with its witness: %r",
               whole)
         by_uid = {f["uid"]: f for f in fails}
