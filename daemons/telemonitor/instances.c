@@ -468,8 +468,13 @@ void instances_leases(struct tmon *tm)
 		return;
 	TAILQ_FOREACH(in, &tm->instances, link)
 		in->lease_seen = false;
-	if (store_lease_renew(tm->store, now, renewed, tm) < 0)
-		return;                 /* the store is down: nobody can take them meanwhile */
+	if (store_lease_renew(tm->store, now, renewed, tm) < 0) {
+		/* the store is down: nobody can take them meanwhile; once it is
+		 * back, every lease may have run out, so the others get a lease
+		 * period to renew theirs before we take any over */
+		tm->lease_grace = now + STORE_LEASE_S + 1;
+		return;
+	}
 	for (in = TAILQ_FIRST(&tm->instances); in; in = next) {
 		next = TAILQ_NEXT(in, link);
 		if (in->lease_seen || in->lease_lost)
@@ -483,7 +488,8 @@ void instances_leases(struct tmon *tm)
 		else
 			drop(tm, in);
 	}
-	store_leases_expired(tm->store, now, 64, take_over, tm);
+	if (now >= tm->lease_grace)
+		store_leases_expired(tm->store, now, 64, take_over, tm);
 }
 
 void instances_save_all(struct tmon *tm)

@@ -179,6 +179,8 @@ struct tmon {
 	struct evdns_base *dns;       /* asynchronous resolver */
 	SSL_CTX *tls;                 /* client TLS context, or NULL */
 	struct rc_config *rc;         /* the configuration in force (telemonrc + classes.rc) */
+	double lease_grace;           /* shared store: take over no lease before this (the
+	                                 owners renew theirs first after an outage) */
 	struct rc_config *rc_file;    /* the telemonrc file as read (never written) */
 	char classes_rc[PATH_MAX + 16]; /* STATE/classes.rc: the classes changed with telemonctl */
 	char state_dir[PATH_MAX];     /* -state DIR */
