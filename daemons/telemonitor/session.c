@@ -661,7 +661,10 @@ static void lost(struct session *s, const char *why)
 		drain(s, in->state, why);
 		return;
 	}
-	if ((!in->up && s->attempts >= 3) || s->attempts >= TM_RETRY_GIVEUP) {
+	/* an instance no registry lists is given up soon, unless its snarflog
+	 * answered "busy" (it is alive: another consumer is letting go of it,
+	 * e.g. a telemonitor whose lease we took over) */
+	if ((!in->up && !busy && s->attempts >= 3) || s->attempts >= TM_RETRY_GIVEUP) {
 		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s; giving up",
 			    in->id, in->prog, in->machine, in->pid, why);
 		drain(s, busy ? IS_BUSY : IS_GONE, why);
