@@ -30,6 +30,7 @@ struct db_ops {
 	void (*fault)(struct db *db, const char *what, char *reason, size_t rlen, char *detail,
 		      size_t dlen);
 	bool (*lost)(struct db *db);
+	bool (*commit_lost)(struct db *db);
 };
 
 /* The part of a connection every driver has (first in its own struct). */

@@ -165,3 +165,8 @@ bool db_lost(struct db *db)
 {
 	return db->ops->lost(db);
 }
+
+bool db_commit_lost(struct db *db)
+{
+	return db->ops->commit_lost(db);
+}

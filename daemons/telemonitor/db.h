@@ -159,6 +159,12 @@ void db_fault(struct db *db, const char *what, char *reason, size_t rlen, char *
  * the connection is lost. Either way, the cure is to open it again. */
 bool db_lost(struct db *db);
 
+/* True if what was just committed went where nobody will read it again:
+ * sqlite's file was deleted or replaced (db_lost()). Never on PostgreSQL,
+ * where a commit the server acknowledged is kept even if the connection
+ * is lost right after. */
+bool db_commit_lost(struct db *db);
+
 /* sqlite only: forget the -wal and -shm files of a database file that
  * vanished, before opening a new one at `path` (see store.c reopen()). */
 void db_sqlite_clear_sidecars(struct db *db, const char *path);

@@ -466,6 +466,12 @@ static void pg_fault(struct db *db, const char *what, char *reason, size_t rlen,
 		 *s ? ")" : "");
 }
 
+static bool pg_commit_lost(struct db *db)
+{
+	(void)db;
+	return false;
+}
+
 static void pg_close(struct db *db)
 {
 	PQfinish(PG(db)->h);
@@ -528,4 +534,5 @@ static const struct db_ops pg_ops = {
 	.in_transaction = pg_in_transaction,
 	.fault = pg_fault,
 	.lost = pg_lost,
+	.commit_lost = pg_commit_lost,
 };

@@ -392,5 +392,6 @@ static const struct db_ops sq_ops = {
 	.in_transaction = sq_in_transaction,
 	.fault = sq_fault,
 	.lost = sq_lost,
+	.commit_lost = sq_lost,  /* committed to a file nobody will read again */
 };
 

@@ -365,7 +365,7 @@ int store_commit(struct store *st)
 		return -EAGAIN;
 	}
 	st->in_batch = false;
-	if (moved(st) && db_engine(st->c.db) == DB_SQLITE) {
+	if (db_commit_lost(st->c.db)) {
 		/* committed to a file nobody will read again */
 		degrade(st, NULL, "committing");
 		return -EAGAIN;
@@ -502,7 +502,7 @@ int store_retry(struct store *st, double now)
 			unflush(st, "committing held writes");
 			return -EAGAIN;
 		}
-		if (moved(st) && db_engine(st->c.db) == DB_SQLITE) {
+		if (db_commit_lost(st->c.db)) {
 			unflush(st, "committing held writes");
 			st->next_retry = now;       /* reopen at once */
 			return -EAGAIN;
