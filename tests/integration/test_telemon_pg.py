@@ -15,9 +15,10 @@ it cannot start).
   restart      the telemonitor stopped and started on the same database
                finds its failures and instances there, and ids go on.
   bad target   -store with something not a postgresql:// URL is a usage
-               error (exit 2); a server that does not answer is a start
-               failure (exit 1) whose message names the URL, password
-               masked.
+               error (exit 2), and so is an empty -node; (store PATH) in
+               telemonrc is a configuration error naming its line (exit 2);
+               a server that does not answer is a start failure (exit 1)
+               whose message names the URL, password masked.
 """
 import subprocess
 
@@ -97,6 +98,17 @@ def main():
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         check(r.returncode == 2 and b"-store" in r.stderr and b"Try" in r.stderr,
               "-store PATH: %d %r", r.returncode, r.stderr)
+        with open(env.path("bad.rc"), "w") as f:
+            f.write('(defaults (store "/var/lib/cmon.db"))\n' + rc)
+        r = subprocess.run([tmb, "-rc", env.path("bad.rc"), "-state", env.path("z.state"),
+                            "-check"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        check(r.returncode == 2 and b"bad.rc:1: error: store:" in r.stderr and
+              b"postgresql://" in r.stderr, "(store PATH) in telemonrc: %d %r", r.returncode,
+              r.stderr)
+        r = subprocess.run([tmb, "-state", env.path("x.state"), "-node", ""],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        check(r.returncode == 2 and b"-node" in r.stderr, "-node '': %d %r", r.returncode,
+              r.stderr)
         dead = "postgresql://cmon:s3cret@127.0.0.1:%d/tm" % ct.free_port()
         r = subprocess.run([tmb, "-rc", tm.rc, "-state", env.path("y.state"), "-regmachine",
                             reg.addr(), "-store", dead], stdout=subprocess.PIPE,

@@ -917,6 +917,43 @@ static void shared_store(void **state)
 	store_close(b);
 }
 
+/* Window text that is not UTF-8 (a log holds whatever its program wrote):
+ * sqlite keeps the bytes; on PostgreSQL, whose UTF8 database would refuse
+ * them, each invalid byte and NUL becomes U+FFFD and the rest is kept. */
+static int on_text_window(void *arg, const struct store_window_row *w)
+{
+	snprintf(arg, 64, "%s", w->stored ? w->text : "(none)");
+	return 0;
+}
+
+static void texts_not_utf8(void **state)
+{
+	const char *dir = *state;
+	static const char raw[] = "ok \xff\xfe caf\xc3\xa9 \xe2\x82 end";
+	char err[300] = "", got[64] = "";
+	struct store *st = open_store(dir, err, sizeof err);
+	struct store_failure f = { .instance_id = 1, .line = 1, .result = "fail", .uid = -1,
+				   .time = 5 };
+	struct store_health h;
+	uint64_t wid, fid = 0;
+
+	assert_non_null(st);
+	wid = store_next_window_id(st);
+	f.window_id = wid;
+	assert_int_equal(store_add_window(st, wid, 1, 1, 2, false, raw, sizeof raw - 1), 0);
+	assert_int_equal(store_add_failure(st, &f, &fid), 0);
+	assert_int_equal(store_commit(st), 0);
+	store_health(st, &h);
+	assert_int_equal(h.rejected, 0);
+	assert_int_equal(store_failure_window(st, fid, on_text_window, got, err, sizeof err), 0);
+	if (pg_url())
+		assert_string_equal(got, "ok \xef\xbf\xbd\xef\xbf\xbd caf\xc3\xa9 "
+					 "\xef\xbf\xbd\xef\xbf\xbd end");
+	else
+		assert_string_equal(got, raw);
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -932,6 +969,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(silences_and_acks, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(typed_reads, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(shared_store, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(texts_not_utf8, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(id_lists, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
