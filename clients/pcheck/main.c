@@ -1,6 +1,7 @@
 /* pcheck — check a PSpec specification against a monitoring log.
  *
- *   pcheck -s SPEC [-i PATH] [-f] [-cont] [-v INTERVALFILE] [-e EVENTFILE] [--json] [LOG|-]
+ *   pcheck -s SPEC [-i PATH] [-f] [-cont] [-v INTERVALFILE] [-e EVENTFILE] [--json] [--explain]
+ *          [--plan] [--bounded] [LOG|-]
  *
  * Exit status: 0 every assertion held, 1 some failed or was UNDEFINED,
  * 2 the spec did not parse or type-check (or a usage error: CMON_EXIT_USAGE
@@ -39,6 +40,9 @@ static const char usage[] =
     "                              aggregates and constants it uses (its witness)\n"
     "  -plan, --plan               print the passes, which assertions stream in -cont and the\n"
     "                              state the check keeps, without reading a log; then exit\n"
+    "  -bounded, --bounded         refuse (exit 2) a specification whose continuous check\n"
+    "                              keeps state that grows with the length of the log (a\n"
+    "                              second pass, a mapping over the whole log), naming why\n"
     "  -h, --help                  show this help and exit\n"
     "  -V, --version               show the version and exit\n"
     "Long options may be written with one dash or two.\n"
@@ -172,7 +176,7 @@ static FILE *open_out(const char *path)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN };
+    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN, OPT_BOUNDED };
     static const struct option longopts[] = {
         { "spec", required_argument, NULL, 's' },
         { "path", required_argument, NULL, 'i' },
@@ -183,12 +187,13 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, OPT_JSON },
         { "plan", no_argument, NULL, OPT_PLAN },
         { "explain", no_argument, NULL, OPT_EXPLAIN },
+        { "bounded", no_argument, NULL, OPT_BOUNDED },
         { NULL, 0, NULL, 0 },
     };
     static const struct cmon_cmdline cl = { "pcheck", usage, "s:i:fv:e:", longopts };
     const char *spec = NULL, *path = NULL, *vpath = NULL, *epath = NULL, *log = NULL;
     out o = {0};
-    bool plan = false, explain = false;
+    bool plan = false, explain = false, bounded = false;
     int ch;
     while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
         switch (ch) {
@@ -201,6 +206,7 @@ int main(int argc, char **argv)
         case OPT_JSON: o.json = true; break;
         case OPT_PLAN: plan = true; break;
         case OPT_EXPLAIN: explain = true; break;
+        case OPT_BOUNDED: bounded = true; break;
         }
     }
     if (argc - optind > 1)
@@ -219,6 +225,16 @@ int main(int argc, char **argv)
         free(text);
         pspec_free(ps);
         return PSPEC_EXIT_OK;
+    }
+    if (bounded) {
+        char *why = pspec_unbounded(ps);
+        if (why) {
+            fprintf(stderr, "pcheck: %s: refused (--bounded): its state in continuous mode grows with the "
+                    "log:\n%s", spec, why);
+            free(why);
+            pspec_free(ps);
+            return PSPEC_EXIT_SPEC;
+        }
     }
     if (pspec_uses_unknowns(ps))
         fprintf(stderr, "pcheck: warning: %s uses unknowns (def X = ?); assertions that depend on them "

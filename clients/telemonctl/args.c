@@ -24,7 +24,7 @@ static const char usage[] =
 	"  classes                         the configured classes\n"
 	"  class add PROP=VALUE...         add a class (prog machine pid tool spec mail\n"
 	"                                  window mailgroup block auto notify-reports\n"
-	"                                  alertmanager); saved and live\n"
+	"                                  alertmanager allow-unbounded); saved and live\n"
 	"  class set ID PROP=VALUE...      change a class\n"
 	"  class rm ID                     remove a class\n"
 	"  instances [--all] [--limit N]   running instances (--all: ended ones too)\n"

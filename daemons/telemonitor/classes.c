@@ -69,6 +69,7 @@ static struct tm_class *class_build(struct tmon *tm, const struct rc_config *rc,
 	c->block = rc_flag(rc, k, RC_BLOCK);
 	c->autostart = rc_flag(rc, k, RC_AUTO);
 	c->notify_reports = rc_flag(rc, k, RC_NOTIFY_REPORTS);
+	c->allow_unbounded = rc_flag(rc, k, RC_ALLOW_UNBOUNDED);
 	c->mailgroup = DIGEST_DEFAULT_PERIOD;
 	if (*group)
 		window_parse_duration(group, &c->mailgroup);
@@ -88,12 +89,12 @@ static struct tm_class *class_build(struct tmon *tm, const struct rc_config *rc,
 	return c;
 }
 
-int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errlen)
+int classes_check_spec(struct tmon *tm, const char *spec, bool bounded, char *err, size_t errlen)
 {
 	int pin[2], perr[2], status = 0, r;
-	char *argv[] = { tm->pcheck, "-cont", "-s", (char *)spec, "-", NULL };
+	char *argv[] = { tm->pcheck, "-cont", "-s", (char *)spec, "-", NULL, NULL };
 	posix_spawn_file_actions_t fa;
-	char buf[1024];
+	char buf[2048];
 	size_t got = 0;
 	ssize_t n;
 	pid_t pid;
@@ -104,6 +105,12 @@ int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errl
 		close(pin[0]);
 		close(pin[1]);
 		return -errno;
+	}
+	if (bounded) {
+		argv[5] = argv[4];
+		argv[4] = argv[3];
+		argv[3] = argv[2];
+		argv[2] = "--bounded";
 	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pin[0], 0);
@@ -141,6 +148,26 @@ int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errl
 		}
 		return 0;
 	}
+	if (bounded && strstr(buf, "(--bounded)")) {
+		/* one line: the refusal, its causes ("\n  CAUSE" each), and how a
+		 * class allows it */
+		char *w = buf;
+		for (const char *r = buf; *r; r++) {
+			if (*r != '\n') {
+				*w++ = *r;
+				continue;
+			}
+			while (r[1] == ' ')
+				r++;
+			if (r[1] != '\0' && w > buf && w[-1] != ':')
+				*w++ = ';';
+			if (r[1] != '\0')
+				*w++ = ' ';
+		}
+		*w = '\0';
+		snprintf(err, errlen, "%s; (allow-unbounded TRUE) lets the class run it", buf);
+		return -EINVAL;
+	}
 	buf[strcspn(buf, "\n")] = '\0';
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
 		snprintf(err, errlen, "%s", buf[0] ? buf : "the specification has errors");
@@ -156,10 +183,10 @@ int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errl
 static int check_spec(struct tmon *tm, const struct rc_config *rc, const struct rc_class *k,
 		      const struct tm_class *c, char *err, size_t errlen)
 {
-	char why[900];
+	char why[1800];
 	int line = k->p.set[RC_SPEC] ? k->p.line[RC_SPEC] : k->line;
 
-	if (!c->spec || classes_check_spec(tm, c->spec, why, sizeof why) == 0)
+	if (!c->spec || classes_check_spec(tm, c->spec, !c->allow_unbounded, why, sizeof why) == 0)
 		return 0;
 	if (line && rc->name)
 		snprintf(err, errlen, "%s:%d: error: spec: %s", rc->name, line, why);

@@ -309,9 +309,9 @@ static int cmd_classes(struct tmon *tm, const struct ctl_request *r, struct evbu
 			sb_printf(&b, ",\"window\":");
 			sb_json_str(&b, c->window_text);
 			sb_printf(&b, ",\"mailgroup\":%g,\"block\":%s,\"auto\":%s,"
-				      "\"notify_reports\":%s,\"alertmanager\":", c->mailgroup,
-				  c->block ? "true" : "false", c->autostart ? "true" : "false",
-				  c->notify_reports ? "true" : "false");
+				      "\"notify_reports\":%s,\"allow_unbounded\":%s,\"alertmanager\":",
+				  c->mailgroup, c->block ? "true" : "false", c->autostart ? "true" : "false",
+				  c->notify_reports ? "true" : "false", c->allow_unbounded ? "true" : "false");
 			sb_json_str(&b, c->alertmanager);
 			sb_add(&b, "}", 1);
 			first = false;

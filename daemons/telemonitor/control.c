@@ -66,7 +66,7 @@ static void reply_error(struct ctl_conn *cc, const char *msg)
 static void answer(struct ctl_conn *cc, struct evbuffer *in, size_t len)
 {
 	struct tmon *tm = cc->ctl->tm;
-	char *buf = malloc(len + 1), *argv[CTL_ARGS_MAX], err[700] = "";
+	char *buf = malloc(len + 1), *argv[CTL_ARGS_MAX], err[2048] = "";
 	struct ctl_request r = { 0 };
 	struct evbuffer *body = evbuffer_new();
 	size_t n = 0, off = 0;

@@ -439,7 +439,7 @@ static void serve_api(struct http *h, struct evhttp_request *req, const char *pa
 	struct ctl_request r = { .json = true };
 	struct evbuffer *body = evbuffer_new();
 	const char *const *keys = none;
-	char err[700] = "", id[24];
+	char err[2048] = "", id[24];
 	int rc;
 
 	if (!a || !body) {

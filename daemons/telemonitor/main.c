@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 	static struct tmon tm;
 	struct event *ev[8] = { 0 }, *watchdog = NULL;
 	struct timeval flush = { 0, TM_FLUSH_MS * 1000 }, second = { 1, 0 };
-	char err[1200] = "";
+	char err[2048] = "";
 	int rc = 1;
 
 	tm.lock_fd = -1;

@@ -472,7 +472,8 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 	p = rc_prop_lookup(name);
 	if (p < 0)
 		return rc_fail(ps, line, name, "unknown property (known: prog machine pid tool "
-			    "spec mail window mailgroup block auto notify-reports alertmanager; in defaults also "
+			    "spec mail window mailgroup block auto notify-reports alertmanager allow-unbounded; in "
+			    "defaults also "
 			    "smtp from store-backlog retention http store)");
 	if (!in_defaults && !props[p].in_class)
 		return rc_fail(ps, line, name, "only allowed in (defaults ...)");

@@ -1,6 +1,6 @@
 /* The telemonitor configuration file (telemonrc(5)): the S-expression
  * format of the original CMon telemonitor plus the properties spec, mail,
- * window, mailgroup, notify-reports, alertmanager, and in (defaults ...) smtp, from,
+ * window, mailgroup, notify-reports, alertmanager, allow-unbounded, and in (defaults ...) smtp, from,
  * store-backlog, retention and http.
  *
  *   description ::= '(' ('defaults' | 'class') property* ')'
@@ -33,6 +33,7 @@
 	X(RC_AUTO, "auto", true, true, true)                    \
 	X(RC_NOTIFY_REPORTS, "notify-reports", true, true, false) \
 	X(RC_ALERTMANAGER, "alertmanager", false, true, false)  \
+	X(RC_ALLOW_UNBOUNDED, "allow-unbounded", true, true, false) \
 	X(RC_SMTP, "smtp", false, false, false)                 \
 	X(RC_FROM, "from", false, false, false)                 \
 	X(RC_STORE_BACKLOG, "store-backlog", false, false, false) \

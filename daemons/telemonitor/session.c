@@ -144,7 +144,7 @@ static void tool_catch_up(struct session *s, struct tool *t)
 static void spawn_tool(struct session *s, struct tool *t)
 {
 	struct tm_instance *in = s->inst;
-	char pid[32], id[32], *argv[8], *env[5], err[300];
+	char pid[32], id[32], *argv[9], *env[5], err[300];
 	char e_prog[CMON_NAME_MAX + 8], e_machine[CMON_NAME_MAX + 12], e_pid[48], e_inst[48];
 	const uint8_t *hdr;
 	size_t hlen;
@@ -169,6 +169,13 @@ static void spawn_tool(struct session *s, struct tool *t)
 		argv[5] = s->cls.spec;
 		argv[6] = "-";
 		argv[7] = NULL;
+		if (!s->cls.allow_unbounded) {  /* the spec may have changed since the class was checked */
+			argv[7] = argv[6];
+			argv[6] = argv[5];
+			argv[5] = argv[4];
+			argv[4] = "--bounded";
+			argv[8] = NULL;
+		}
 	} else {
 		argv[0] = "/bin/sh";
 		argv[1] = "-c";
@@ -901,6 +908,7 @@ int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class
 	s->cls.id = c->id;
 	s->cls.block = c->block;
 	s->cls.notify_reports = c->notify_reports;
+	s->cls.allow_unbounded = c->allow_unbounded;
 	s->cls.mailgroup = c->mailgroup;
 	s->cls.tool = c->tool ? strdup(c->tool) : NULL;
 	s->cls.spec = c->spec ? strdup(c->spec) : NULL;

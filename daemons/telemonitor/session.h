@@ -39,6 +39,7 @@ struct sess_class {
 	double mailgroup;             /* grouping period */
 	bool block;                   /* back-pressure the program */
 	bool notify_reports;          /* mail report assertions' failures too */
+	bool allow_unbounded;         /* run a spec whose -cont state grows with the log */
 	char *alertmanager;           /* Alertmanager base URL, or NULL */
 };
 

@@ -109,6 +109,7 @@ struct tm_class {
 	bool block;                   /* may block the program */
 	bool autostart;               /* monitor new instances at once */
 	bool notify_reports;          /* mail report assertions' failures too */
+	bool allow_unbounded;         /* run a spec whose -cont state grows with the log */
 	char *alertmanager;           /* Alertmanager base URL, or NULL */
 };
 TAILQ_HEAD(tm_class_list, tm_class);
@@ -235,8 +236,10 @@ int classes_add(struct tmon *tm, char **pairs, size_t n, uint32_t *id, char *err
 int classes_set(struct tmon *tm, uint32_t id, char **pairs, size_t n, char *err, size_t errlen);
 /* Remove class `id`: save, forget it. */
 int classes_rm(struct tmon *tm, uint32_t id, char *err, size_t errlen);
-/* Run the checker on an empty log to check `spec`; 0 or a message. */
-int classes_check_spec(struct tmon *tm, const char *spec, char *err, size_t errlen);
+/* Run the checker on an empty log to check `spec` (with `bounded`, also that
+ * its continuous state does not grow with the log: pcheck --bounded); 0 or a
+ * message. */
+int classes_check_spec(struct tmon *tm, const char *spec, bool bounded, char *err, size_t errlen);
 /* Free every class. */
 void classes_free(struct tmon *tm);
 

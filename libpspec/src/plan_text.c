@@ -23,6 +23,69 @@ static void agg_text(ps_buf *b, const ps_agg *a)
                   a->ev ? pv_type_name(a->ev) : a->iv ? a->iv->name : "domain(...)");
 }
 
+/* What checking the whole spec needs: every statement but solve, and the
+ * interval types with a deadline (they report overdue ones by themselves). */
+static void plan_spec(plan *pl, const ps_program *prog)
+{
+    plan_init(pl, (ps_program *)prog);
+    for (uint32_t i = 0; i < prog->stmts.n; i++)
+        if (prog->stmts.v[i]->kind != ST_SOLVE)
+            plan_walk(pl, prog->stmts.v[i]->expr);
+    for (uint32_t i = 0; i < prog->ivtypes.n; i++)
+        if (prog->ivtypes.v[i]->within)
+            plan_mark_iv(pl, prog->ivtypes.v[i]);
+}
+
+/* The state of a continuous check that grows with the length of the stream
+ * rather than with what is open at one time: one "FILE:LINE: AGGREGATE ..."
+ * line per cause into b, and how many. A second pass needs the whole log
+ * kept (pspec_check spools it), and a mapping over the whole log keeps a
+ * key for every value the stream ever brings. Open intervals, mappings
+ * inside an interval's metrics (dropped when it ends) and quantile sketches
+ * (log2 levels) are bounded by what the program has open at once. */
+static unsigned unbounded_causes(const ps_program *prog, const plan *pl, ps_buf *b)
+{
+    unsigned n = 0;
+
+    for (uint32_t i = 0; i < prog->topaggs.n; i++) {
+        const ps_agg *a = prog->topaggs.v[i];
+        if (!pl->agg_needed[i])
+            continue;
+        if (a->depth > 1) {
+            ps_buf_printf(b, "  %s:%u: ", file_of(prog, a->loc), a->loc.line);
+            agg_text(b, a);
+            ps_buf_printf(b, " needs another aggregate over the whole log first (pass %u of %u): "
+                          "the whole log is kept in a temporary file until it ends\n",
+                          a->depth, pl->passes);
+            n++;
+        }
+        if (a->map_depth > 0) {
+            ps_buf_printf(b, "  %s:%u: ", file_of(prog, a->loc), a->loc.line);
+            agg_text(b, a);
+            ps_buf_puts(b, " is a mapping over the whole log: one entry per distinct key, kept as long "
+                           "as the log lasts\n");
+            n++;
+        }
+    }
+    return n;
+}
+
+char *pspec_unbounded(const pspec *ps)
+{
+    const ps_program *prog = &ps->prog;
+    plan pl;
+    ps_buf b = {0};
+
+    plan_spec(&pl, prog);
+    unsigned n = unbounded_causes(prog, &pl, &b);
+    plan_free(&pl);
+    if (n == 0) {
+        ps_buf_free(&b);
+        return NULL;
+    }
+    return ps_buf_take(&b);
+}
+
 char *pspec_plan(const pspec *ps)
 {
     const ps_program *prog = &ps->prog;
@@ -30,13 +93,7 @@ char *pspec_plan(const pspec *ps)
     ps_buf b = {0};
     unsigned per_key = 0, quants = 0;
 
-    plan_init(&pl, (ps_program *)prog);
-    for (uint32_t i = 0; i < prog->stmts.n; i++)
-        if (prog->stmts.v[i]->kind != ST_SOLVE)
-            plan_walk(&pl, prog->stmts.v[i]->expr);
-    for (uint32_t i = 0; i < prog->ivtypes.n; i++)
-        if (prog->ivtypes.v[i]->within)
-            plan_mark_iv(&pl, prog->ivtypes.v[i]);
+    plan_spec(&pl, prog);
 
     ps_buf_printf(&b, "passes over the log: %u%s\n", pl.passes ? pl.passes : 1,
                   pl.passes > 1 ? " (an aggregate over the log inside another; -cont keeps the log in a "
@@ -135,6 +192,12 @@ char *pspec_plan(const pspec *ps)
     }
     ps_buf_printf(&b, "%s)%s\n", first ? "1" : "",
                   per_key ? "; mapping keys grow with the values the log brings" : "");
+    ps_buf causes = {0};
+    if (unbounded_causes(prog, &pl, &causes) == 0)
+        ps_buf_puts(&b, "continuous mode (-cont): bounded by what is open at one time\n");
+    else
+        ps_buf_printf(&b, "continuous mode (-cont): unbounded, grows with the stream:\n%s", ps_buf_str(&causes));
+    ps_buf_free(&causes);
     plan_free(&pl);
     return ps_buf_take(&b);
 }

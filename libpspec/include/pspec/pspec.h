@@ -62,6 +62,13 @@ unsigned pspec_passes(const pspec *ps);
  * state each interval type and log aggregate keeps, as text (heap string),
  * without reading a log. */
 char *pspec_plan(const pspec *ps);
+/* Does a continuous check of the spec keep state that grows with the length
+ * of the stream (a second pass keeps the whole log; a mapping over the whole
+ * log keeps every key it ever saw)? NULL when not; else one line per cause,
+ * "  FILE:LINE: {OP x : T} ...\n" (heap string). What is bounded by the
+ * intervals open at one time (docs/pspec.md "A plan before running") is not
+ * a cause. */
+char *pspec_unbounded(const pspec *ps);
 /* Does the spec contain unknowns (def X = ?) that an assertion or print uses? */
 bool pspec_uses_unknowns(const pspec *ps);
 
