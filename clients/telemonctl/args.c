@@ -31,6 +31,8 @@ static const char usage[] =
 	"  start ID                        start monitoring a listed instance\n"
 	"  stop ID                         stop monitoring an instance\n"
 	"  typescript ID                   what an instance's tools printed\n"
+	"  verdicts ID                     an instance's end-of-log verdicts, and the intervals\n"
+	"                                  it left open (unclosed)\n"
 	"  failures [--prog P] [--assert LABEL] [--since T] [--instance ID] [--limit N]\n"
 	"           [--before ID]          stored failures (T: 2024-03-01, 2024-03-01T12:00,\n"
 	"                                  '2 hours' ago, @UNIXTIME; times are UTC); the\n"
@@ -382,7 +384,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		if (all)
 			word(c, "all=1");
 	} else if (!strcmp(cmd, "start") || !strcmp(cmd, "stop") || !strcmp(cmd, "typescript") ||
-		   !strcmp(cmd, "window")) {
+		   !strcmp(cmd, "window") || !strcmp(cmd, "verdicts")) {
 		need_id(cmd, n > 1 ? pos[1] : NULL);
 		if (n != 2)
 			die("%s takes one id", cmd);

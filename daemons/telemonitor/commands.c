@@ -574,6 +574,86 @@ static int cmd_typescript(struct tmon *tm, const struct ctl_request *r, struct e
 	return 0;
 }
 
+/* One row of `telemonctl verdicts ID`. */
+static int verdict_row(void *arg, const struct store_verdict *v)
+{
+	struct listing *l = arg;
+	struct sbuf *b = l->b;
+	bool unclosed = v->result && !strcmp(v->result, "unclosed");
+	char when[40], line[16], count[24], what[600];
+
+	fmt_time(true, v->time, when, sizeof when);
+	l->rows++;
+	if (l->json) {
+		sb_printf(b, "%s{\"id\":%" PRIu64 ",\"kind\":\"%s\",\"spec\":", l->first ? "" : ",",
+			  v->id, unclosed ? "unclosed" : "assertion");
+		sb_json_str(b, v->spec);
+		sb_printf(b, ",\"line\":%d,\"assert\":", v->line);
+		sb_json_str(b, unclosed ? NULL : v->assertion);
+		sb_printf(b, ",\"type\":");
+		sb_json_str(b, unclosed ? v->assertion : NULL);
+		sb_printf(b, ",\"result\":");
+		sb_json_str(b, v->result);
+		sb_printf(b, ",\"count\":%" PRId64 ",\"time\":\"%s\",\"time_unix\":%.6f}",
+			  v->offenders, when, v->time);
+		l->first = false;
+	} else {
+		snprintf(line, sizeof line, "%d", v->line);
+		snprintf(count, sizeof count, "%" PRId64, v->offenders);
+		if (unclosed)
+			snprintf(what, sizeof what, "interval %s", str(v->assertion));
+		else if (v->assertion)
+			snprintf(what, sizeof what, "assertion \"%s\"", v->assertion);
+		else
+			snprintf(what, sizeof what, "assertion");
+		const char *row[] = { line, what, str(v->result), count, when };
+		table_row(l->t, row);
+	}
+	return 0;
+}
+
+/* telemonctl verdicts ID: the instance's end-of-log verdicts, and the
+ * intervals it left open (unclosed), as its checker said them. */
+static int cmd_verdicts(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+			char *err, size_t errlen)
+{
+	static const char *const head[] = { "LINE", "WHAT", "RESULT", "COUNT", "TIME", NULL };
+	struct sbuf b = { 0 };
+	struct table t;
+	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
+	uint64_t id;
+
+	if (r->argc != 2) {
+		snprintf(err, errlen, "verdicts: give one instance id");
+		return -EINVAL;
+	}
+	if (parse_id(r->argv[1], &id, "instance", err, errlen) < 0)
+		return -EINVAL;
+	if (!store_instance_exists(tm->store, id)) {
+		snprintf(err, errlen, "no instance %" PRIu64 " (see telemonctl instances --all)", id);
+		return -ENOENT;
+	}
+	if (r->json)
+		sb_add(&b, "[", 1);
+	else
+		table_init(&t, head);
+	if (store_verdicts_list(tm->store, id, verdict_row, &l, err, errlen) < 0) {
+		if (!r->json)
+			table_discard(&t);
+		sb_free(&b);
+		return -EIO;
+	}
+	if (r->json) {
+		sb_add(&b, "]\n", 2);
+	} else {
+		table_print(&t, &b, r->width);
+		if (!l.rows)
+			sb_printf(&b, "(no verdicts yet: a checker says them when its log ends)\n");
+	}
+	emit(out, &b);
+	return 0;
+}
+
 /* The answer to `telemonctl window ID`, from the failure's window. */
 struct window_answer {
 	struct sbuf *b;           /* the answer */
@@ -961,6 +1041,8 @@ int commands_run(struct tmon *tm, const struct ctl_request *r, struct evbuffer *
 		return cmd_typescript(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "window"))
 		return cmd_window(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "verdicts"))
+		return cmd_verdicts(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "failures"))
 		return cmd_failures(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "silence"))

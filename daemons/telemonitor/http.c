@@ -399,15 +399,14 @@ static int query_words(const char *query, const char *const *keys, struct http_a
 	return rc;
 }
 
-/* Is `path` "/api/v1/failures/ID/window"? Then copy ID. */
-static bool window_path(const char *path, char *id, size_t size)
+/* Is `path` "PRE" ID "POST" (as "/api/v1/failures/ID/window")? Then copy ID. */
+static bool id_path(const char *path, const char *pre, const char *post, char *id, size_t size)
 {
-	static const char pre[] = "/api/v1/failures/", post[] = "/window";
 	size_t n;
 
-	if (strncmp(path, pre, sizeof pre - 1))
+	if (strncmp(path, pre, strlen(pre)))
 		return false;
-	path += sizeof pre - 1;
+	path += strlen(pre);
 	n = strspn(path, "0123456789");
 	if (!n || n >= size || strcmp(path + n, post))
 		return false;
@@ -446,10 +445,13 @@ static void serve_api(struct http *h, struct evhttp_request *req, const char *pa
 		evhttp_send_error(req, 500, NULL);
 		goto out;
 	}
-	if (window_path(path, id, sizeof id)) {
+	if (id_path(path, "/api/v1/failures/", "/window", id, sizeof id)) {
 		add_word(a, "%s", "window");
 		add_word(a, "%s", id);
 		r.json = false;
+	} else if (id_path(path, "/api/v1/instances/", "/verdicts", id, sizeof id)) {
+		add_word(a, "%s", "verdicts");
+		add_word(a, "%s", id);
 	} else if (!strcmp(path, "/api/v1/status")) {
 		add_word(a, "%s", "status");
 	} else if (!strcmp(path, "/api/v1/classes")) {

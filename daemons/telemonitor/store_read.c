@@ -23,6 +23,7 @@ struct to {
 		store_failure_count_cb failure_count;
 		store_report_row_cb report;
 		store_silence_row_cb silence;
+		store_verdict_row_cb verdict;
 	} cb;
 	void *arg;                /* its argument */
 };
@@ -423,4 +424,32 @@ int store_silences_list(struct store *st, double now, int limit, store_silence_r
 	return query(st, "SELECT id, until, prog, machine, assert, created, comment"
 		     " FROM silences WHERE removed IS NULL AND until > ?1 ORDER BY id LIMIT ?2",
 		     v, NV(v), silence_row, &to, err, errlen);
+}
+
+/* --- end-of-log verdicts ----------------------------------------------------- */
+
+static int verdict_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_verdict v = {
+		.id = (uint64_t)db_col_int(q, 0),
+		.spec = text(q, 1),
+		.assertion = text(q, 2),
+		.line = (int)db_col_int(q, 3),
+		.result = text(q, 4),
+		.offenders = db_col_int(q, 5),
+		.time = db_col_real(q, 6),
+	};
+
+	return to->cb.verdict(to->arg, &v);
+}
+
+int store_verdicts_list(struct store *st, uint64_t instance_id, store_verdict_row_cb cb, void *arg,
+			char *err, size_t errlen)
+{
+	struct bl_value v[] = { db_vint((int64_t)instance_id) };
+	struct to to = { .cb.verdict = cb, .arg = arg };
+
+	return query(st, "SELECT id, spec, assert, line, result, offenders, time"
+		     " FROM verdicts WHERE instance_id = ?1 ORDER BY id",
+		     v, NV(v), verdict_row, &to, err, errlen);
 }

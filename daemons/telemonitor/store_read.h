@@ -204,6 +204,29 @@ typedef int (*store_report_row_cb)(void *arg, const struct store_report_row *row
 int store_newest_reports(struct store *st, int limit, store_report_row_cb cb, void *arg,
 			 char *err, size_t errlen);
 
+/* --- end-of-log verdicts ------------------------------------------------------ */
+
+/* One end-of-log verdict of an instance's checker: an assertion's result
+ * (pass, fail, undefined, inconclusive) with its offenders, or, result
+ * "unclosed", the intervals of type `assertion` still open at end of log
+ * (count in `offenders`). Strings may be NULL. */
+struct store_verdict {
+	uint64_t id;
+	const char *spec;
+	const char *assertion;   /* the label (NULL: none), or the interval type */
+	int line;
+	const char *result;
+	int64_t offenders;
+	double time;
+};
+
+/* Called for each verdict. */
+typedef int (*store_verdict_row_cb)(void *arg, const struct store_verdict *v);
+
+/* The verdicts of instance `instance_id`, in the order they were recorded. */
+int store_verdicts_list(struct store *st, uint64_t instance_id, store_verdict_row_cb cb, void *arg,
+			char *err, size_t errlen);
+
 /* --- silences ---------------------------------------------------------------- */
 
 /* Called for each silence; its strings are NULL where it matches anything. */

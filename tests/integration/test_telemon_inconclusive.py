@@ -3,9 +3,11 @@ lost (#cmon-gap) inside a slow interval gets an *inconclusive* offender,
 stored with result "inconclusive" and shown apart (the flag in `telemonctl
 failures`), neither counted as a failure of the instance nor in
 cmon_failures_total; a slow interval without loss is a failure as usual.
-Intervals whose end never came are said in the typescript (unclosed), and
+Intervals whose end never came are said in the typescript (unclosed) and
+listed with the end-of-log verdicts (telemonctl verdicts, the API), and
 those of a type with a deadline (`within`) are overdue failures. A whole-log
 verdict is stored with its witness (pcheck --explain) as its metrics."""
+import json
 import urllib.request
 
 import cmontest as ct
@@ -78,6 +80,20 @@ def main():
             tm.ctl("typescript", str(inst["id"]))), 10, "the unclosed note")
         check("3 intervals of type Read still open at end of log (unclosed)" in ts,
               "unclosed intervals are counted: %s", ts)
+        # ... and listed with the end-of-log verdicts (telemonctl verdicts, the API)
+        verdicts = json.loads(tm.ctl("--json", "verdicts", str(inst["id"])))
+        got = [(v["kind"], v["line"], v["assert"], v["type"], v["result"], v["count"])
+               for v in verdicts]
+        check(got == [("assertion", 6, "fast", None, "fail", 1),
+                      ("assertion", 7, "enough reads", None, "inconclusive", 0),
+                      ("unclosed", 3, None, "Read", "unclosed", 3)],
+              "the verdicts of the instance: %r", verdicts)
+        api = json.loads(urllib.request.urlopen("http://%s:%d/api/v1/instances/%d/verdicts" % (
+            host, port, inst["id"]), timeout=10).read().decode())
+        check(api == verdicts, "the API answers the same: %r", api)
+        text = tm.ctl("verdicts", str(inst["id"]))
+        check("interval Read" in text and "unclosed" in text and
+              'assertion "enough reads"' in text, "as a table: %s", text)
         tm.stop()
 
 
