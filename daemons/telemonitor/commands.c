@@ -151,6 +151,36 @@ static void table_discard(struct table *t)
 	sb_free(&scratch);
 }
 
+/* Start a listing: "[" for JSON, else a table with columns `head`. */
+static void listing_begin(struct listing *l, const char *const *head)
+{
+	if (l->json)
+		sb_add(l->b, "[", 1);
+	else
+		table_init(l->t, head);
+}
+
+/* Finish a listing whose rows were read with status `rc`: close it, say
+ * `none` when it has no rows (text), and send it; -EIO if the read failed. */
+static int listing_end(struct listing *l, int rc, struct evbuffer *out, int width, const char *none)
+{
+	if (rc < 0) {
+		if (!l->json)
+			table_discard(l->t);
+		sb_free(l->b);
+		return -EIO;
+	}
+	if (l->json) {
+		sb_add(l->b, "]\n", 2);
+	} else {
+		table_print(l->t, l->b, width);
+		if (!l->rows)
+			sb_printf(l->b, "%s\n", none);
+	}
+	emit(out, l->b);
+	return 0;
+}
+
 /* --- status ------------------------------------------------------------------ */
 
 /* The store's health as the JSON object "store". */
@@ -633,25 +663,9 @@ static int cmd_verdicts(struct tmon *tm, const struct ctl_request *r, struct evb
 		snprintf(err, errlen, "no instance %" PRIu64 " (see telemonctl instances --all)", id);
 		return -ENOENT;
 	}
-	if (r->json)
-		sb_add(&b, "[", 1);
-	else
-		table_init(&t, head);
-	if (store_verdicts_list(tm->store, id, verdict_row, &l, err, errlen) < 0) {
-		if (!r->json)
-			table_discard(&t);
-		sb_free(&b);
-		return -EIO;
-	}
-	if (r->json) {
-		sb_add(&b, "]\n", 2);
-	} else {
-		table_print(&t, &b, r->width);
-		if (!l.rows)
-			sb_printf(&b, "(no verdicts yet: a checker says them when its log ends)\n");
-	}
-	emit(out, &b);
-	return 0;
+	listing_begin(&l, head);
+	return listing_end(&l, store_verdicts_list(tm->store, id, verdict_row, &l, err, errlen), out,
+			   r->width, "(no verdicts yet: a checker says them when its log ends)");
 }
 
 /* The answer to `telemonctl window ID`, from the failure's window. */
@@ -916,26 +930,10 @@ static int silence_list(struct tmon *tm, const struct ctl_request *r, struct evb
 	struct table t;
 	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
 
-	if (r->json)
-		sb_add(&b, "[", 1);
-	else
-		table_init(&t, head);
-	if (store_silences_list(tm->store, tm_now(), HYG_SILENCES_MAX, silence_row, &l, err,
-				errlen) < 0) {
-		if (!r->json)
-			table_discard(&t);
-		sb_free(&b);
-		return -EIO;
-	}
-	if (r->json) {
-		sb_add(&b, "]\n", 2);
-	} else {
-		table_print(&t, &b, r->width);
-		if (!l.rows)
-			sb_printf(&b, "(no active silences)\n");
-	}
-	emit(out, &b);
-	return 0;
+	listing_begin(&l, head);
+	return listing_end(&l, store_silences_list(tm->store, tm_now(), HYG_SILENCES_MAX, silence_row,
+						    &l, err, errlen),
+			   out, r->width, "(no active silences)");
 }
 
 /* silence add KEY=VALUE... | silence list | silence rm ID */
