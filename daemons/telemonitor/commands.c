@@ -571,23 +571,34 @@ static void add_file(struct sbuf *b, const char *path)
 	fclose(f);
 }
 
+/* The one argument of "CMD ID" naming a known instance; 0, or -EINVAL/-ENOENT
+ * with a message. */
+static int instance_arg(struct tmon *tm, const struct ctl_request *r, uint64_t *id, char *err,
+			size_t errlen)
+{
+	if (r->argc != 2) {
+		snprintf(err, errlen, "%s: give one instance id", r->argv[0]);
+		return -EINVAL;
+	}
+	if (parse_id(r->argv[1], id, "instance", err, errlen) < 0)
+		return -EINVAL;
+	if (!store_instance_exists(tm->store, *id)) {
+		snprintf(err, errlen, "no instance %" PRIu64 " (see telemonctl instances --all)", *id);
+		return -ENOENT;
+	}
+	return 0;
+}
+
 static int cmd_typescript(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
 			  char *err, size_t errlen)
 {
 	char path[PATH_MAX], old[PATH_MAX + 4];
 	struct sbuf text = { 0 }, b = { 0 };
 	uint64_t id;
+	int rc = instance_arg(tm, r, &id, err, errlen);
 
-	if (r->argc != 2) {
-		snprintf(err, errlen, "typescript: give one instance id");
-		return -EINVAL;
-	}
-	if (parse_id(r->argv[1], &id, "instance", err, errlen) < 0)
-		return -EINVAL;
-	if (!store_instance_exists(tm->store, id)) {
-		snprintf(err, errlen, "no instance %" PRIu64 " (see telemonctl instances --all)", id);
-		return -ENOENT;
-	}
+	if (rc < 0)
+		return rc;
 	typescript_path(tm->state_dir, id, path, sizeof path);
 	snprintf(old, sizeof old, "%s.1", path);
 	add_file(&text, old);
@@ -652,17 +663,10 @@ static int cmd_verdicts(struct tmon *tm, const struct ctl_request *r, struct evb
 	struct table t;
 	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
 	uint64_t id;
+	int rc = instance_arg(tm, r, &id, err, errlen);
 
-	if (r->argc != 2) {
-		snprintf(err, errlen, "verdicts: give one instance id");
-		return -EINVAL;
-	}
-	if (parse_id(r->argv[1], &id, "instance", err, errlen) < 0)
-		return -EINVAL;
-	if (!store_instance_exists(tm->store, id)) {
-		snprintf(err, errlen, "no instance %" PRIu64 " (see telemonctl instances --all)", id);
-		return -ENOENT;
-	}
+	if (rc < 0)
+		return rc;
 	listing_begin(&l, head);
 	return listing_end(&l, store_verdicts_list(tm->store, id, verdict_row, &l, err, errlen), out,
 			   r->width, "(no verdicts yet: a checker says them when its log ends)");
