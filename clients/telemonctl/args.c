@@ -33,6 +33,8 @@ static const char usage[] =
 	"  typescript ID                   what an instance's tools printed\n"
 	"  verdicts ID                     an instance's end-of-log verdicts, and the intervals\n"
 	"                                  it left open (unclosed)\n"
+	"  history PROG                    the versions PROG ran with (log header), first and\n"
+	"                                  last seen\n"
 	"  failures [--prog P] [--assert LABEL] [--since T] [--instance ID] [--limit N]\n"
 	"           [--before ID]          stored failures (T: 2024-03-01, 2024-03-01T12:00,\n"
 	"                                  '2 hours' ago, @UNIXTIME; times are UTC); the\n"
@@ -388,6 +390,10 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		need_id(cmd, n > 1 ? pos[1] : NULL);
 		if (n != 2)
 			die("%s takes one id", cmd);
+		word(c, "%s", pos[1]);
+	} else if (!strcmp(cmd, "history")) {
+		if (n != 2 || !*pos[1])
+			die("history takes one program name");
 		word(c, "%s", pos[1]);
 	} else if (!strcmp(cmd, "failures")) {
 		if (n != 1)

@@ -271,6 +271,20 @@ static long run_stage(struct snarf *s, const uint8_t *p, size_t avail)
 	}
 }
 
+/* ascii: keep one header line; after the first (the magic line), the
+ * program's version, if there is one. */
+static void header_line(struct snarf *s, const uint8_t *p, size_t len)
+{
+	bool first = s->hdr.len == 0;
+	char line[SNARF_VERSION_MAX + 32];
+
+	core_header_append(s, p, len);
+	if (first && s->version[0]) {
+		int n = snprintf(line, sizeof line, "#program-version %s\n", s->version);
+		core_header_append(s, (const uint8_t *)line, (size_t)n);
+	}
+}
+
 /* ascii: one step at `p` (`avail` bytes). Returns bytes consumed, 0 if it
  * needs more input, or -1 if the record was refused (buffer must not drop). */
 static long step_ascii(struct snarf *s, const uint8_t *p, size_t avail)
@@ -297,7 +311,7 @@ static long step_ascii(struct snarf *s, const uint8_t *p, size_t avail)
 		memcpy(in->scratch, p, avail);
 		in->scratch[avail] = '\n';
 		if (in->state == IN_HEADER && p[0] == '#') {
-			core_header_append(s, in->scratch, avail + 1);
+			header_line(s, in->scratch, avail + 1);
 			return (long)avail;
 		}
 		if (blank_line(p, avail))
@@ -313,7 +327,7 @@ static long step_ascii(struct snarf *s, const uint8_t *p, size_t avail)
 	}
 	if (in->state == IN_HEADER) {
 		if (p[0] == '#') {
-			core_header_append(s, p, len);
+			header_line(s, p, len);
 			return (long)len;
 		}
 		if (blank_line(p, len))
@@ -382,6 +396,55 @@ static size_t rewrite_event(struct input *in, const uint8_t *body, size_t blen, 
 	return n;
 }
 
+/* binary: keep the Header record (frame `p`, `flen` bytes, body at `body`),
+ * with the program's version added as Header.extra "program-version" when
+ * there is one (kept as it came if it cannot be decoded). */
+static void header_binary(struct snarf *s, const uint8_t *p, size_t flen, const uint8_t *body,
+			  size_t blen)
+{
+	Cmonlog__Record *rec;
+	Cmonlog__HeaderField f = CMONLOG__HEADER_FIELD__INIT, **extra;
+	uint8_t *frame;
+	size_t n, plen = 0;
+
+	if (!s->version[0] || !(rec = cmonlog__record__unpack(NULL, blen, body))) {
+		core_header_append(s, p, flen);
+		return;
+	}
+	extra = rec->kind_case == CMONLOG__RECORD__KIND_HEADER
+			? malloc((rec->header->n_extra + 1) * sizeof *extra) : NULL;
+	if (!extra) {
+		cmonlog__record__free_unpacked(rec, NULL);
+		core_header_append(s, p, flen);
+		return;
+	}
+	memcpy(extra, rec->header->extra, rec->header->n_extra * sizeof *extra);
+	f.key = "program-version";
+	f.value = s->version;
+	extra[rec->header->n_extra] = &f;
+	Cmonlog__HeaderField **old = rec->header->extra;
+	rec->header->extra = extra;
+	rec->header->n_extra++;
+	n = cmonlog__record__get_packed_size(rec);
+	frame = malloc(n + 5);
+	if (frame) {
+		for (size_t v = n; ; v >>= 7) {
+			frame[plen++] = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+			if (v < 0x80)
+				break;
+		}
+		cmonlog__record__pack(rec, frame + plen);
+		core_header_append(s, frame, plen + n);
+		free(frame);
+	} else {
+		core_header_append(s, p, flen);
+	}
+	rec->header->n_extra--;
+	rec->header->extra = old;
+	free(extra);
+	cmonlog__record__free_unpacked(rec, NULL);
+}
+
 /* binary: one step; same contract as step_ascii(). */
 static long step_binary(struct snarf *s, const uint8_t *p, size_t avail)
 {
@@ -421,7 +484,7 @@ static long step_binary(struct snarf *s, const uint8_t *p, size_t avail)
 	if (in->state == IN_HEADER) {
 		in->state = IN_RECORDS;
 		if (kind == CMON_REC_HEADER) {
-			core_header_append(s, p, flen);
+			header_binary(s, p, flen, p + hdr, (size_t)body);
 			return (long)flen;
 		}
 		cmon_warn("binary log does not start with a Header record");

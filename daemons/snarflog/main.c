@@ -21,7 +21,7 @@ static const char usage[] =
 	"Usage: snarflog PROGNAME [-ascii|-binary] [-buffer NBYTES] [-fifo PATH] [-debug]\n"
 	"                [-regmachine HOST[:PORT]] [-standalone] [-data-listen ADDR]\n"
 	"                [-machine NAME] [-hold SECONDS] [-drain SECONDS] [-maxblock SECONDS]\n"
-	"                [-portfile FILE] [-token-file FILE]\n"
+	"                [-portfile FILE] [-token-file FILE] [-program-version STR]\n"
 	"                [-hello-timeout SECONDS] [-tls-cert FILE -tls-key FILE]\n"
 	"                [-tls-ca FILE] [-- CMD ARGS...]\n"
 	"\n"
@@ -62,6 +62,10 @@ static const char usage[] =
 	"                             write the token a consumer must show to FILE (mode\n"
 	"                             0600), for consumers that do not come through the\n"
 	"                             registry\n"
+	"  -program-version, --program-version STR\n"
+	"                             the program's version, put in the log header\n"
+	"                             (#program-version); default: the build-id of\n"
+	"                             CMD's executable, if it has one\n"
 	"  -hello-timeout, --hello-timeout SECONDS\n"
 	"                             drop data connections that have not sent Hello and\n"
 	"                             Start within SECONDS (default 10)\n"
@@ -83,7 +87,7 @@ static const char usage[] =
 /* The command line: these options plus -h/--help and -V/--version. */
 enum { O_ASCII = 256, O_BINARY, O_BUFFER, O_FIFO, O_DEBUG, O_REG, O_REGNAME, O_STANDALONE,
        O_LISTEN, O_MACHINE, O_HOLD, O_DRAIN, O_MAXBLOCK, O_HELLO, O_PORTFILE, O_TOKENFILE,
-       O_CERT, O_KEY, O_CA };
+       O_CERT, O_KEY, O_CA, O_PROGVERSION };
 static const struct option opts[] = {
 	{ "ascii", no_argument, NULL, O_ASCII },
 	{ "binary", no_argument, NULL, O_BINARY },
@@ -101,6 +105,7 @@ static const struct option opts[] = {
 	{ "hello-timeout", required_argument, NULL, O_HELLO },
 	{ "portfile", required_argument, NULL, O_PORTFILE },
 	{ "token-file", required_argument, NULL, O_TOKENFILE },
+	{ "program-version", required_argument, NULL, O_PROGVERSION },
 	{ "tls-cert", required_argument, NULL, O_CERT },
 	{ "tls-key", required_argument, NULL, O_KEY },
 	{ "tls-ca", required_argument, NULL, O_CA },
@@ -191,6 +196,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 			break;
 		case O_PORTFILE: o->portfile = optarg; break;
 		case O_TOKENFILE: o->token_file = optarg; break;
+		case O_PROGVERSION:
+			if (!snarf_version_valid(optarg))
+				cmon_cmdline_fail(&cmdline, "bad value '%s' for -program-version (1 to "
+						  "%d printable characters)", optarg, SNARF_VERSION_MAX);
+			o->program_version = optarg;
+			break;
 		case O_CERT: o->tls.cert = optarg; break;
 		case O_KEY: o->tls.key = optarg; break;
 		case O_CA: o->tls.ca = optarg; break;
@@ -258,6 +269,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &now);
 	s->start_unix_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	srandom((unsigned)(now.tv_nsec ^ getpid()));
+	snarf_version(s);
 
 	if (signals_block() < 0) {
 		cmon_err("cannot block signals: %s", strerror(errno));

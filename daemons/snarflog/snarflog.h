@@ -35,6 +35,7 @@
 #define SNARF_MAX_BUFFER (1u << 30)       /* largest -buffer */
 #define SNARF_RECORD_MAX (1u << 20)       /* longest record (also <= buffer/4) */
 #define SNARF_HEADER_MAX (1u << 20)       /* largest saved header */
+#define SNARF_VERSION_MAX 128             /* longest program version */
 #define SNARF_CHUNK (256u << 10)          /* LogData payload per frame */
 #define SNARF_OUT_HIGH (512u << 10)       /* stop moving records to a socket above this */
 #define SNARF_OUT_LOW (128u << 10)        /* ...and resume below this */
@@ -57,6 +58,7 @@ struct options {
 	const char *machine;          /* -machine (default: host name) */
 	const char *portfile;         /* -portfile: write the data port there */
 	const char *token_file;       /* -token-file: write the consumer token there (0600) */
+	const char *program_version;  /* --program-version: the version for the header */
 	double hold_s;                /* -hold: seconds to hold for an auto subscriber */
 	double drain_s;               /* -drain: seconds to deliver at end of log */
 	double maxblock_s;            /* -maxblock: longest stall a blocking consumer causes */
@@ -123,6 +125,7 @@ struct snarf {
 	enum snarf_phase phase;       /* see enum snarf_phase */
 	Cmon__Format format;          /* the log's format once known */
 	char machine[CMON_NAME_MAX + 1]; /* announced machine name */
+	char version[SNARF_VERSION_MAX + 1]; /* program version for the header, or "" */
 	int64_t pid;                  /* announced pid (CMD's, else our own) */
 	int64_t start_unix_ns;        /* when we started */
 	struct input in;              /* the log input */
@@ -216,5 +219,10 @@ int child_spawn(struct snarf *s, int *log_fd);           /* run CMD with the log
 int child_exit_code(struct snarf *s);                    /* CMD's status (may die of its signal) */
 int signals_setup(struct snarf *s);                      /* signalfd into the loop */
 void signals_free(struct snarf *s);                      /* release the signalfd */
+
+/* version.c: the program's version for the log header (--program-version,
+ * else CMD's build-id); s->version, "" when there is none. */
+void snarf_version(struct snarf *s);
+bool snarf_version_valid(const char *v);
 
 #endif

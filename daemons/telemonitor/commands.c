@@ -477,6 +477,8 @@ static int instance_row(void *arg, const struct store_instance_row *in)
 		sb_json_str(b, str(in->status));
 		sb_printf(b, ",\"endpoint\":");
 		sb_json_str(b, str(in->endpoint));
+		sb_printf(b, ",\"version\":");
+		sb_json_str(b, in->version);
 		sb_add(b, "}", 1);
 		l->first = false;
 	} else {
@@ -613,6 +615,60 @@ static int cmd_typescript(struct tmon *tm, const struct ctl_request *r, struct e
 		emit(out, &text);
 	}
 	return 0;
+}
+
+/* One row of `telemonctl history PROG`. */
+static int version_row(void *arg, const struct store_version_row *v)
+{
+	struct listing *l = arg;
+	struct sbuf *b = l->b;
+	char first[40], last[40];
+
+	fmt_time(true, v->first_seen, first, sizeof first);
+	fmt_time(true, v->last_seen, last, sizeof last);
+	l->rows++;
+	if (l->json) {
+		sb_printf(b, "%s{\"version\":", l->first ? "" : ",");
+		sb_json_str(b, v->version);
+		sb_printf(b, ",\"instances\":%" PRId64 ",\"running\":%" PRId64 ",\"first_seen\":\"%s\","
+			      "\"first_seen_unix\":%.3f,\"last_seen\":\"%s\",\"last_seen_unix\":%.3f,"
+			      "\"records\":%" PRId64 ",\"failures\":%" PRId64 "}",
+			  v->instances, v->running, first, v->first_seen, last, v->last_seen,
+			  v->records, v->failures);
+		l->first = false;
+	} else {
+		char n[24], run[24], recs[24], fails[24];
+		snprintf(n, sizeof n, "%" PRId64, v->instances);
+		snprintf(run, sizeof run, "%" PRId64, v->running);
+		snprintf(recs, sizeof recs, "%" PRId64, v->records);
+		snprintf(fails, sizeof fails, "%" PRId64, v->failures);
+		const char *row[] = { v->version ? v->version : "(none)", n, run, first, last, recs,
+				      fails };
+		table_row(l->t, row);
+	}
+	return 0;
+}
+
+/* telemonctl history PROG: the versions of a program, with when each was
+ * first and last seen (the version comes from the log header; snarflog
+ * --program-version or the executable's build-id). */
+static int cmd_history(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		       char *err, size_t errlen)
+{
+	static const char *const head[] = { "VERSION", "INSTANCES", "RUNNING", "FIRST SEEN",
+					    "LAST SEEN", "RECORDS", "FAILURES", NULL };
+	struct sbuf b = { 0 };
+	struct table t;
+	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
+
+	if (r->argc != 2 || !r->argv[1][0]) {
+		snprintf(err, errlen, "history: give one program name");
+		return -EINVAL;
+	}
+	listing_begin(&l, head);
+	return listing_end(&l, store_versions_list(tm->store, r->argv[1], tm_now(), version_row, &l,
+						   err, errlen),
+			   out, r->width, "(no instances of this program yet)");
 }
 
 /* One row of `telemonctl verdicts ID`. */
@@ -1045,6 +1101,8 @@ int commands_run(struct tmon *tm, const struct ctl_request *r, struct evbuffer *
 		return cmd_window(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "verdicts"))
 		return cmd_verdicts(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "history"))
+		return cmd_history(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "failures"))
 		return cmd_failures(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "silence"))

@@ -60,6 +60,19 @@ static int ascii_line(struct logscan *s, const char *fmt, const char *k, const c
 	return append((uint8_t **)&s->ascii_hdr, &s->ahlen, line, strlen(line), LOGSCAN_HEADER_MAX);
 }
 
+/* The program's version from the header: up to its end of line. */
+static void set_version(struct logscan *s, const char *val)
+{
+	size_t n = strcspn(val, "\r\n");
+
+	while (n && val[n - 1] == ' ')
+		n--;
+	if (n > LOGSCAN_VERSION_MAX)
+		n = LOGSCAN_VERSION_MAX;
+	memcpy(s->version, val, n);
+	s->version[n] = '\0';
+}
+
 /* A '#key value' header line (ascii) seen: note the keys we use. */
 static void header_key(struct logscan *s, const char *key, size_t klen, const char *val)
 {
@@ -71,6 +84,8 @@ static void header_key(struct logscan *s, const char *key, size_t klen, const ch
 		s->realtime = strcasestr(val, "realtime") != NULL;
 	} else if (klen == 13 && !strncmp(key, "start-unix-ns", 13)) {
 		s->start_unix_ns = strtoll(val, NULL, 10);
+	} else if (klen == 15 && !strncmp(key, "program-version", 15)) {
+		set_version(s, val);
 	}
 }
 
@@ -277,6 +292,8 @@ static int bin_header(struct logscan *s, const Cmonlog__Header *h)
 		const Cmonlog__HeaderField *f = h->extra[i];
 		if (f->key && f->value && *f->key && !strpbrk(f->key, " \t\r\n"))
 			r |= ascii_line(s, "#%s %s", f->key, f->value);
+		if (f->key && f->value && !strcmp(f->key, "program-version"))
+			set_version(s, f->value);
 	}
 	return r ? -ENOMEM : 0;
 }

@@ -16,6 +16,7 @@
 /* Limits. */
 #define LOGSCAN_RECORD_MAX (1u << 20)   /* longest record carried across chunks */
 #define LOGSCAN_HEADER_MAX (1u << 20)   /* largest replayable header */
+#define LOGSCAN_VERSION_MAX 128         /* longest program version kept */
 #define LOGSCAN_TYPES_MAX 65536         /* binary type ids */
 
 /* One record found in the stream. */
@@ -40,6 +41,7 @@ struct logscan {
 	double tick_ns;          /* from the header; 1 if absent */
 	bool realtime;           /* the header's clock is wall-clock time */
 	int64_t start_unix_ns;   /* from the header; 0 if absent */
+	char version[LOGSCAN_VERSION_MAX + 1]; /* #program-version (snarflog), or "" */
 	uint8_t *carry;          /* bytes of an incomplete record */
 	size_t clen;             /* how many */
 	bool skipping;           /* ascii: discarding an over-long line */

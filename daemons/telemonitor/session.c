@@ -286,6 +286,16 @@ static void to_tools(struct session *s, const void *p, size_t n)
 			tool_write(s->tools[i], p, n);
 }
 
+/* The program's version, once its log header (the saved header, or the
+ * '#' lines of a stream followed from its start) has said it. */
+static void note_version(struct session *s)
+{
+	if (s->scan.version[0] && strcmp(s->scan.version, s->inst->version)) {
+		snprintf(s->inst->version, sizeof s->inst->version, "%s", s->scan.version);
+		s->inst->dirty = true;
+	}
+}
+
 static void on_data(struct session *s, const uint8_t *p, size_t n)
 {
 	struct window_done done[WINDOW_PENDING_MAX];
@@ -294,6 +304,7 @@ static void on_data(struct session *s, const uint8_t *p, size_t n)
 
 	if (logscan_data(&s->scan, p, n, on_record, s) < 0)
 		cmon_warn("instance %" PRIu64 ": out of memory following the log", s->inst->id);
+	note_version(s);
 	refresh_window_header(s);
 	s->inst->bytes += n;
 	s->inst->dirty = true;
@@ -502,6 +513,7 @@ static void session_drive(struct session *s, const Cmon__Msg *m)
 			if (m->header->has_data &&
 			    logscan_header(&s->scan, m->header->data.data, m->header->data.len) < 0)
 				cmon_warn("instance %" PRIu64 ": header too large", s->inst->id);
+			note_version(s);
 			refresh_window_header(s);
 			return;
 		case CMON__MSG__KIND_DATA:

@@ -737,6 +737,7 @@ static int instance_put(struct store *st, const struct tm_instance *in, enum ins
 		db_vint((int64_t)in->gaps), db_vint((int64_t)in->skipped), db_vint((int64_t)in->failures),
 		db_vint(in->tool_restarts), db_vtext(in->status),
 		in->has_token ? db_vblob(in->token, CMON_TOKEN_LEN) : db_vnull(),
+		in->version[0] ? db_vtext(in->version) : db_vnull(),
 	};
 	return put(st, bl_item_new(BK_INSTANCE, ST_INST_PUT, in->id, v, NV(v)), what);
 }
@@ -800,6 +801,7 @@ static void row_instance(struct db_stmt *q, struct tm_instance *in)
 		in->has_token = true;
 		memcpy(in->token, tok, CMON_TOKEN_LEN);
 	}
+	copy_col(in->version, sizeof in->version, q, 21);
 }
 
 int store_instances_open(struct store *st, store_instance_cb cb, void *arg)

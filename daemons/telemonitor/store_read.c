@@ -24,6 +24,7 @@ struct to {
 		store_report_row_cb report;
 		store_silence_row_cb silence;
 		store_verdict_row_cb verdict;
+		store_version_row_cb version;
 	} cb;
 	void *arg;                /* its argument */
 };
@@ -113,6 +114,7 @@ static int instance_row(struct db_stmt *q, const struct to *to)
 	r.ended = r.has_ended ? db_col_real(q, 15) : 0;
 	r.status = text(q, 16);
 	r.endpoint = text(q, 17);
+	r.version = text(q, 18);
 	return to->cb.instance(to->arg, &r);
 }
 
@@ -124,7 +126,7 @@ int store_instances_list(struct store *st, bool all, int limit, store_instance_r
 
 	return query(st, "SELECT * FROM (SELECT id, class_id, prog, machine, pid, state, want,"
 		     " records, bytes, lost, gaps, skipped, failures, tool_restarts,"
-		     " first_seen, ended, status, endpoint FROM instances"
+		     " first_seen, ended, status, endpoint, version FROM instances"
 		     " WHERE ?1 = 1 OR ended IS NULL ORDER BY id DESC LIMIT ?2) AS t ORDER BY id",
 		     v, NV(v), instance_row, &to, err, errlen);
 }
@@ -452,4 +454,35 @@ int store_verdicts_list(struct store *st, uint64_t instance_id, store_verdict_ro
 	return query(st, "SELECT id, spec, assert, line, result, offenders, time"
 		     " FROM verdicts WHERE instance_id = ?1 ORDER BY id",
 		     v, NV(v), verdict_row, &to, err, errlen);
+}
+
+/* --- versions of a program --------------------------------------------------- */
+
+static int version_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_version_row v = {
+		.version = text(q, 0),
+		.instances = db_col_int(q, 1),
+		.running = db_col_int(q, 2),
+		.first_seen = db_col_real(q, 3),
+		.last_seen = db_col_real(q, 4),
+		.records = db_col_int(q, 5),
+		.failures = db_col_int(q, 6),
+	};
+
+	return to->cb.version(to->arg, &v);
+}
+
+int store_versions_list(struct store *st, const char *prog, double now, store_version_row_cb cb,
+			void *arg, char *err, size_t errlen)
+{
+	struct bl_value v[] = { db_vtext(prog), db_vreal(now) };
+	struct to to = { .cb.version = cb, .arg = arg };
+
+	return query(st, "SELECT version, count(*),"
+		     " CAST(sum(CASE WHEN ended IS NULL THEN 1 ELSE 0 END) AS BIGINT),"
+		     " min(first_seen), max(coalesce(ended, ?2)),"
+		     " CAST(sum(records) AS BIGINT), CAST(sum(failures) AS BIGINT)"
+		     " FROM instances WHERE prog = ?1 GROUP BY version ORDER BY min(first_seen)",
+		     v, NV(v), version_row, &to, err, errlen);
 }

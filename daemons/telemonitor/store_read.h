@@ -46,6 +46,7 @@ struct store_instance_row {
 	double ended;            /* when it ended (Unix time) */
 	const char *status;      /* last status line, or NULL */
 	const char *endpoint;    /* its snarflog's endpoint, or NULL */
+	const char *version;     /* the program's version (log header), or NULL */
 };
 
 /* Called for each instance row. */
@@ -203,6 +204,27 @@ typedef int (*store_report_row_cb)(void *arg, const struct store_report_row *row
  * store_metrics_instances(`limit`) shows, by instance and assertion name. */
 int store_newest_reports(struct store *st, int limit, store_report_row_cb cb, void *arg,
 			 char *err, size_t errlen);
+
+/* --- versions of a program ---------------------------------------------------- */
+
+/* The instances of one program with one version (NULL: none said). */
+struct store_version_row {
+	const char *version;     /* NULL: the log header named none */
+	int64_t instances;       /* how many instances ran it */
+	int64_t running;         /* ...of which still run */
+	double first_seen;       /* the first one's start (Unix time) */
+	double last_seen;        /* the last one's end, or now if one runs */
+	int64_t records;         /* records of all of them */
+	int64_t failures;        /* failures of all of them */
+};
+
+/* Called for each version. */
+typedef int (*store_version_row_cb)(void *arg, const struct store_version_row *row);
+
+/* The versions program `prog` ran with, the oldest first (running
+ * instances count as seen at `now`). */
+int store_versions_list(struct store *st, const char *prog, double now, store_version_row_cb cb,
+			void *arg, char *err, size_t errlen);
 
 /* --- end-of-log verdicts ------------------------------------------------------ */
 

@@ -17,6 +17,12 @@
 	"ALTER TABLE alert_outbox ADD COLUMN node TEXT;"                                    \
 	"ALTER TABLE alerts_open ADD COLUMN node TEXT;"
 
+/* Migration 10, both engines: the program's version of each instance, and
+ * the listing of a program's versions (telemonctl history) by it. */
+#define INSTANCE_VERSION                                                                    \
+	"ALTER TABLE instances ADD COLUMN version TEXT;"                                    \
+	"CREATE INDEX instances_prog_version ON instances (prog, version);"
+
 const char *const sqlite_migrations[] = {
 	/* 0 -> 1: the first schema */
 	"CREATE TABLE classes ("
@@ -142,6 +148,9 @@ const char *const sqlite_migrations[] = {
 	 * once it has run out (store.h, Leases). Unused on sqlite. */
 	"ALTER TABLE instances ADD COLUMN owner TEXT;"
 	"ALTER TABLE instances ADD COLUMN lease_until REAL;" MAIL_NODES,
+	/* 9 -> 10: the program's version, from its log header
+	 * (#program-version, snarflog), for telemonctl history. */
+	INSTANCE_VERSION,
 };
 
 #define NMIGRATIONS (sizeof sqlite_migrations / sizeof sqlite_migrations[0])
@@ -251,6 +260,8 @@ static const char *const pg_migrations[] = {
 	"ALTER TABLE instances ADD COLUMN lease_until DOUBLE PRECISION;"
 	"CREATE INDEX instances_owner ON instances (owner) WHERE ended IS NULL;"
 	"CREATE SEQUENCE cmon_id_blocks START 1;" MAIL_NODES,
+	/* 9 -> 10: as sqlite's */
+	INSTANCE_VERSION,
 	NULL,
 };
 

@@ -33,25 +33,26 @@
 	X(INST_PUT,                                                                          \
 	  "INSERT INTO instances (id, class_id, prog, machine, pid, start_ns, endpoint, tls," \
 	  " first_seen, ended, state, want, bytes, records, lost, gaps, skipped, failures,"  \
-	  " tool_restarts, status, token) VALUES"                                            \
-	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)"     \
+	  " tool_restarts, status, token, version) VALUES"                                   \
+	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)" \
 	  " ON CONFLICT (id) DO UPDATE SET class_id=excluded.class_id,"                      \
 	  " endpoint=excluded.endpoint, tls=excluded.tls,"                                   \
 	  " ended=coalesce(instances.ended, excluded.ended), state=excluded.state,"          \
 	  " want=excluded.want, bytes=excluded.bytes, records=excluded.records,"             \
 	  " lost=excluded.lost, gaps=excluded.gaps, skipped=excluded.skipped,"               \
 	  " failures=excluded.failures, tool_restarts=excluded.tool_restarts,"               \
-	  " status=excluded.status, token=coalesce(excluded.token, instances.token)")       \
+	  " status=excluded.status, token=coalesce(excluded.token, instances.token),"       \
+	  " version=coalesce(excluded.version, instances.version)")                         \
 	X(INST_OPEN,                                                                         \
 	  "SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"  \
 	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, first_seen," \
-	  " token, owner"                                                                    \
+	  " token, owner, version"                                                           \
 	  " FROM instances WHERE ended IS NULL"                                              \
 	  " AND (CAST(?1 AS TEXT) IS NULL OR owner IS NULL OR owner = ?1) ORDER BY id")      \
 	X(INST_ONE,                                                                          \
 	  "SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"  \
 	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, first_seen," \
-	  " token, owner"                                                                    \
+	  " token, owner, version"                                                           \
 	  " FROM instances WHERE id = ?1")                                                   \
 	X(INST_CLAIM,                                                                        \
 	  "UPDATE instances SET owner = ?2, lease_until = ?3 WHERE id = ?1 AND ended IS NULL" \

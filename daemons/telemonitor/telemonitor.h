@@ -156,6 +156,7 @@ struct tm_instance {
 	uint64_t failures;            /* failures stored */
 	unsigned tool_restarts;       /* tool restarts after a crash */
 	char status[256];             /* latest notable event, for telemonctl */
+	char version[129];            /* the program's version from its log header, or "" */
 	bool dirty;                   /* counters or state not yet saved */
 	bool lease_lost;              /* shared store: another telemonitor holds it now, so
 	                                 its row is not ours to write (store.h, leases) */

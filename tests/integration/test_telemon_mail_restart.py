@@ -42,7 +42,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 9        # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 10       # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -80,6 +80,8 @@ def main():
                          "ALTER TABLE failures DROP COLUMN ack_comment;"
                          "ALTER TABLE instances DROP COLUMN owner;"
                          "ALTER TABLE instances DROP COLUMN lease_until;"
+                         "DROP INDEX instances_prog_version;"
+                         "ALTER TABLE instances DROP COLUMN version;"
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()
