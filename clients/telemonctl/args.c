@@ -35,6 +35,9 @@ static const char usage[] =
 	"                                  it left open (unclosed)\n"
 	"  history PROG                    the versions PROG ran with (log header), first and\n"
 	"                                  last seen\n"
+	"  compare PROG V1 V2 [--assert LABEL]\n"
+	"                                  which report metrics changed from version V1 to\n"
+	"                                  V2, by how much (95% interval), and a verdict\n"
 	"  failures [--prog P] [--assert LABEL] [--since T] [--instance ID] [--limit N]\n"
 	"           [--before ID]          stored failures (T: 2024-03-01, 2024-03-01T12:00,\n"
 	"                                  '2 hours' ago, @UNIXTIME; times are UTC); the\n"
@@ -342,13 +345,15 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 			die("empty argument");
 	/* which options each command takes */
 	bool list_opts = !strcmp(cmd, "failures") || !strcmp(cmd, "stats") ||
-			 !strcmp(cmd, "instances");
+			 !strcmp(cmd, "instances") || !strcmp(cmd, "compare");
 	if (!list_opts && (prog || assertion || since || limit || inst || day || all || before))
 		die("%s takes no such option", cmd);
 	if (!strcmp(cmd, "instances") && (prog || assertion || since || inst || day || before))
 		die("instances takes only --all and --limit");
 	if (!strcmp(cmd, "failures") && (all || day))
 		die("failures takes --prog, --assert, --since, --instance, --limit and --before");
+	if (!strcmp(cmd, "compare") && (prog || all || since || limit || inst || day || before))
+		die("compare takes only --assert");
 	if (!strcmp(cmd, "stats") && (all || since || limit || inst || before))
 		die("stats takes --prog, --assert and --day");
 	if ((until || dur) && !(!strcmp(cmd, "silence") && n > 1 && !strcmp(pos[1], "add")))
@@ -391,6 +396,13 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		if (n != 2)
 			die("%s takes one id", cmd);
 		word(c, "%s", pos[1]);
+	} else if (!strcmp(cmd, "compare")) {
+		if (n != 4)
+			die("compare takes PROG V1 V2 (and --assert LABEL)");
+		for (int i = 1; i < 4; i++)
+			word(c, "%s", pos[i]);
+		if (assertion)
+			word(c, "assert=%s", assertion);
 	} else if (!strcmp(cmd, "history")) {
 		if (n != 2 || !*pos[1])
 			die("history takes one program name");

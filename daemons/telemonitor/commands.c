@@ -1103,6 +1103,16 @@ int commands_run(struct tmon *tm, const struct ctl_request *r, struct evbuffer *
 		return cmd_verdicts(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "history"))
 		return cmd_history(tm, r, out, err, errlen);
+	if (!strcmp(cmd, "compare")) {
+		static const char *const keys[] = { "assert", NULL };
+		if (r->argc < 4 || only_opts(r, 4, keys, err, errlen) < 0) {
+			if (r->argc < 4)
+				snprintf(err, errlen, "compare: give PROG V1 V2");
+			return -EINVAL;
+		}
+		return versions_compare(tm, r, r->argv[1], r->argv[2], r->argv[3], opt(r, 4, "assert"),
+					out, err, errlen);
+	}
 	if (!strcmp(cmd, "failures"))
 		return cmd_failures(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "silence"))

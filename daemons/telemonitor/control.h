@@ -63,4 +63,9 @@ int commands_run(struct tmon *tm, const struct ctl_request *r, struct evbuffer *
 int stats_run(struct tmon *tm, const struct ctl_request *r, const char *prog, const char *assertion,
 	      const char *day, struct evbuffer *out, char *err, size_t errlen);
 
+/* `compare` (versions.c): report metrics under version v1 against v2. */
+int versions_compare(struct tmon *tm, const struct ctl_request *r, const char *prog,
+		     const char *v1, const char *v2, const char *assertion, struct evbuffer *out,
+		     char *err, size_t errlen);
+
 #endif

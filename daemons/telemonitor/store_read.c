@@ -25,6 +25,7 @@ struct to {
 		store_silence_row_cb silence;
 		store_verdict_row_cb verdict;
 		store_version_row_cb version;
+		store_version_report_cb version_report;
 	} cb;
 	void *arg;                /* its argument */
 };
@@ -485,4 +486,26 @@ int store_versions_list(struct store *st, const char *prog, double now, store_ve
 		     " CAST(sum(records) AS BIGINT), CAST(sum(failures) AS BIGINT)"
 		     " FROM instances WHERE prog = ?1 GROUP BY version ORDER BY min(first_seen)",
 		     v, NV(v), version_row, &to, err, errlen);
+}
+
+static int version_report_row(struct db_stmt *q, const struct to *to)
+{
+	return to->cb.version_report(to->arg, text(q, 0), text(q, 1));
+}
+
+int store_version_reports(struct store *st, const char *prog, const char *version,
+			  const char *assertion, int limit, store_version_report_cb cb, void *arg,
+			  char *err, size_t errlen)
+{
+	struct bl_value v[] = { db_vtext(prog), db_vtext(version),
+				assertion ? db_vtext(assertion) : db_vnull(), db_vint(limit) };
+	struct to to = { .cb.version_report = cb, .arg = arg };
+
+	return query(st, "SELECT coalesce(f.assert, 'line ' || CAST(f.line AS TEXT)), f.metrics"
+		     " FROM failures f JOIN instances i ON i.id = f.instance_id"
+		     " WHERE i.prog = ?1 AND i.version = ?2 AND f.report = 1"
+		     " AND f.metrics IS NOT NULL AND (CAST(?3 AS TEXT) IS NULL OR"
+		     " coalesce(f.assert, 'line ' || CAST(f.line AS TEXT)) = ?3)"
+		     " ORDER BY f.id DESC LIMIT ?4",
+		     v, NV(v), version_report_row, &to, err, errlen);
 }

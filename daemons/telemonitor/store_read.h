@@ -226,6 +226,15 @@ typedef int (*store_version_row_cb)(void *arg, const struct store_version_row *r
 int store_versions_list(struct store *st, const char *prog, double now, store_version_row_cb cb,
 			void *arg, char *err, size_t errlen);
 
+/* The metrics of report failures (report assertions, "report":true) of the
+ * instances of `prog` with version `version`, the newest first, at most
+ * `limit`; only assertion `assertion` (its label, or "line N") unless NULL.
+ * Called with the assertion's name and the metrics' JSON text. */
+typedef int (*store_version_report_cb)(void *arg, const char *assertion, const char *metrics);
+int store_version_reports(struct store *st, const char *prog, const char *version,
+			  const char *assertion, int limit, store_version_report_cb cb, void *arg,
+			  char *err, size_t errlen);
+
 /* --- end-of-log verdicts ------------------------------------------------------ */
 
 /* One end-of-log verdict of an instance's checker: an assertion's result

@@ -5,10 +5,13 @@ snarflog puts the version in the log header, right after the magic line
 "build-id:HEX" (none for a program without one). The telemonitor keeps it
 with each instance (instances --json "version"), and `telemonctl history
 PROG` lists the versions with their instances, first and last seen,
-records and failures, oldest first, the same after a restart. A bad
---program-version is a usage error."""
+records and failures, oldest first, the same after a restart. `telemonctl
+compare PROG V1 V2` finds a planted 10% slowdown of a per-minute report
+metric and no change where there is none. A bad --program-version is a
+usage error."""
 import json
 import os
+import random
 import re
 import subprocess
 
@@ -24,6 +27,74 @@ def build_id(path):
                          stderr=subprocess.DEVNULL).stdout.decode()
     m = re.search(r"Build ID: ([0-9a-f]+)", out)
     return "build-id:" + m.group(1) if m else None
+
+
+SPEC = """perfspec reads
+  timed event StartRead(tid); EndRead(tid);
+  interval Read = s: StartRead, e: EndRead where e.tid = s.tid
+    metrics time = ts(e) - ts(s)
+  end Read;
+  interval Minute = s: every 1 min, e: after 1 min
+    metrics reads = {count r : Read}, meantime = {mean r : Read : r.time}
+  end Minute;
+  assert "per minute": {& m : Minute : false};
+end reads
+"""
+
+
+def reads_log(path, seed, scale, minutes=16):
+    """A log of `minutes` minutes (1 ms ticks), 40 reads a minute taking
+    Normal(10 ms, 3 ms) times `scale`: per-minute means spread about 5%."""
+    r = random.Random(seed)
+    lines = ["#cmon-ascii 1", "#tick-ns 1000000"]
+    for minute in range(minutes):
+        for i in range(40):
+            t = minute * 60000 + i * 1400 + r.randint(0, 100)
+            d = max(1, int(round(r.gauss(10, 3) * scale)))
+            lines += ["%d 1 StartRead 1" % t, "%d 1 EndRead 1" % (t + d)]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def compare(env, reg):
+    """telemonctl compare: V2 reads 10% slower is found, V3 (as V1) is not."""
+    spec = env.path("reads.pspec")
+    with open(spec, "w") as f:
+        f.write(SPEC)
+    tm = tt.Telemonitor(env, reg, tt.rc_class("reads", spec=spec), name="tm2")
+    runs = [("v1", 1, 1.0), ("v1", 2, 1.0), ("v2", 3, 1.1), ("v2", 4, 1.1), ("v3", 5, 1.0),
+            ("v3", 6, 1.0)]
+    for version, seed, scale in runs:
+        log = env.path("reads%d.log" % seed)
+        reads_log(log, seed, scale)
+        s = env.snarflog("reads", "--program-version", version, reg=reg,
+                         cmd=tt.writer_cmd("--file", log))
+        check(s.wait(30) == 0, "snarflog: %s", s.stderr())
+    ct.wait_for(lambda: len([i for i in tm.instances() if i["state"] == "ended"]) == 6, 30,
+                "six runs to end")
+    # 15 whole minutes per run are reported (the 16th ends with the log)
+    ct.wait_for(lambda: len(tm.failures()) >= 90 or None, 30, "the per-minute reports")
+
+    def cmp(v1, v2):
+        out = json.loads(tm.ctl("--json", "compare", "reads", v1, v2))
+        return {m["metric"]: m for m in out["metrics"]}, out
+    got, whole = cmp("v1", "v2")
+    mt = got.get("meantime", {})
+    check(mt.get("verdict") == "slower" and mt["n1"] >= 28 and mt["n2"] >= 28 and
+          0.05 * mt["median1"] < mt["shift"] < 0.15 * mt["median1"] and
+          mt["ci_low"] > 0 and mt["ci_low"] <= mt["shift"] <= mt["ci_high"],
+          "v2's planted 10%% is found, with an interval around it: %r", whole)
+    check(got["reads"]["verdict"] == "no change detected", "the read count did not move: %r",
+          got["reads"])
+    check("Mann-Whitney" in whole["method"], "the method is said: %r", whole["method"])
+    got, whole = cmp("v1", "v3")
+    check(got["meantime"]["verdict"] == "no change detected",
+          "no change between v1 and v3: %r", whole)
+    text = tm.ctl("compare", "reads", "v1", "v2", "--assert", "per minute")
+    check("per minute: meantime:" in text and "slower" in text and "95% interval" in text,
+          "as text: %s", text)
+    check("no report metric" in tm.ctl("compare", "reads", "v1", "nosuch"), "an unknown version")
+    tm.stop()
 
 
 def main():
@@ -86,6 +157,7 @@ def main():
         tm.start()
         check(history() == want, "the same after a restart: %r", history())
         tm.stop()
+        compare(env, reg)
         # usage errors
         for bad in ["", "two\nlines", "x" * 129]:
             p = subprocess.run([ct.binary("snarflog"), "vers", "--program-version", bad],
