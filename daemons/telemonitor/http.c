@@ -433,6 +433,8 @@ static void serve_api(struct http *h, struct evhttp_request *req, const char *pa
 	static const char *const fail_keys[] = { "prog", "assert", "since", "instance", "limit",
 						 "before", NULL };
 	static const char *const stats_keys[] = { "prog", "assert", "day", NULL };
+	static const char *const history_keys[] = { "prog", NULL };
+	static const char *const compare_keys[] = { "prog", "v1", "v2", "assert", NULL };
 	struct tmon *tm = h->tm;
 	struct http_args *a = calloc(1, sizeof *a);
 	struct ctl_request r = { .json = true };
@@ -466,6 +468,12 @@ static void serve_api(struct http *h, struct evhttp_request *req, const char *pa
 	} else if (!strcmp(path, "/api/v1/stats")) {
 		add_word(a, "%s", "stats");
 		keys = stats_keys;
+	} else if (!strcmp(path, "/api/v1/history")) {
+		add_word(a, "%s", "history");
+		keys = history_keys;
+	} else if (!strcmp(path, "/api/v1/compare")) {
+		add_word(a, "%s", "compare");
+		keys = compare_keys;
 	} else {
 		reply_error(req, 404, "no such endpoint (see docs/http.md)");
 		goto out;

@@ -14,6 +14,8 @@ import os
 import random
 import re
 import subprocess
+import urllib.error
+import urllib.request
 
 import cmontest as ct
 import telemontest as tt
@@ -61,7 +63,8 @@ def compare(env, reg):
     spec = env.path("reads.pspec")
     with open(spec, "w") as f:
         f.write(SPEC)
-    tm = tt.Telemonitor(env, reg, tt.rc_class("reads", spec=spec), name="tm2")
+    tm = tt.Telemonitor(env, reg, tt.rc_class("reads", spec=spec), name="tm2",
+                        extra=["-http", "127.0.0.1:0"])
     runs = [("v1", 1, 1.0), ("v1", 2, 1.0), ("v2", 3, 1.1), ("v2", 4, 1.1), ("v3", 5, 1.0),
             ("v3", 6, 1.0)]
     for version, seed, scale in runs:
@@ -94,6 +97,21 @@ def compare(env, reg):
     check("per minute: meantime:" in text and "slower" in text and "95% interval" in text,
           "as text: %s", text)
     check("no report metric" in tm.ctl("compare", "reads", "v1", "nosuch"), "an unknown version")
+    # the same in the HTTP API
+    host, port = tm.http_addr()
+
+    def api(path):
+        return json.loads(urllib.request.urlopen("http://%s:%d%s" % (host, port, path),
+                                                 timeout=10).read().decode())
+    check(api("/api/v1/compare?v2=v2&prog=reads&v1=v1") == json.loads(
+        tm.ctl("--json", "compare", "reads", "v1", "v2")), "GET /api/v1/compare")
+    check(api("/api/v1/history?prog=reads") == json.loads(tm.ctl("--json", "history", "reads")),
+          "GET /api/v1/history")
+    try:
+        api("/api/v1/compare?prog=reads&v1=v1")
+        check(False, "compare without v2 is refused")
+    except urllib.error.HTTPError as e:
+        check(e.code == 400, "400 without v2: %d", e.code)
     tm.stop()
 
 
