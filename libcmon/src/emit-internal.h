@@ -161,6 +161,9 @@ struct emit_header_info {
 	int64_t pid;               /* process id of the writer */
 	int64_t start_unix_ns;     /* CLOCK_REALTIME when the log was opened */
 	uint64_t start_ts;         /* CLOCK_MONOTONIC at the same moment */
+	bool has_overhead;         /* the library measured its own cost */
+	double overhead_ns;        /* ns one event costs its thread (median) */
+	double overhead_spread_ns; /* the batches' deviation from it (MAD) */
 };
 
 /* Encodes the Header frame into OUT (CAP bytes); returns its length, or 0 if

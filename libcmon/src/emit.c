@@ -7,6 +7,9 @@
  * no syscall). The batch is written in one write() of at most PIPE_BUF bytes when
  * it is full, when its oldest event is EMIT_FLUSH_NS old, on cmon_flush(), at
  * thread exit (pthread key destructor) and at exit() (atexit handler).
+ * Once, at start, the library times that very path on a scratch batch that
+ * is never written (emit_overhead) and puts what an event costs its thread
+ * in the Header, for readers to take out of the durations they measure.
  *
  * Ordering rules, and how they hold:
  *   - Header first, TypeDef before its first Event: the Header and TypeDefs
@@ -209,6 +212,15 @@ static inline void tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 		tb->oldest_ts = ts;
 }
 
+/* Empties TB after its batch was written (or dropped) and re-anchors its
+ * clock: at least every EMIT_FLUSH_NS while the thread emits. */
+static void tbuf_empty(struct emit_tbuf *tb)
+{
+	tb->len = 0;
+	tb->nevents = 0;
+	emit_clock_anchor(&tb->clk);
+}
+
 /* True when every meta record declared so far is in the log. */
 static bool meta_ready(void)
 {
@@ -312,10 +324,39 @@ unlock:
 	if (serial)
 		pthread_mutex_unlock(&g.meta_lock);
 out:
-	tb->len = 0;
-	tb->nevents = 0;
-	emit_clock_anchor(&tb->clk);   /* at least every EMIT_FLUSH_NS while it emits */
+	tbuf_empty(tb);
 	errno = saved_errno;
+}
+
+/* Writes TB's batch, or (SCRATCH: a batch that is never written, see
+ * emit_overhead) only empties it. */
+static inline __attribute__((always_inline)) void
+tbuf_write(struct emit_tbuf *tb, bool scratch)
+{
+	if (scratch)
+		tbuf_empty(tb);
+	else
+		tbuf_flush(tb);
+}
+
+/* Records an event in TB, claimed by its owner: reads the clock, writes the
+ * batch first when the event does not fit and after it when its oldest
+ * event is EMIT_FLUSH_NS old, encodes the event. Returns its time. Every
+ * event of a thread's batch pays this; cmon_emit adds only its checks and
+ * the claim. With SCRATCH (a constant) nothing is ever written: what
+ * emit_overhead times is this very code. */
+static inline __attribute__((always_inline)) uint64_t
+tbuf_event(struct emit_tbuf *tb, uint32_t type, size_t n,
+           const double *values, bool scratch)
+{
+	uint64_t ts = emit_clock_now(&tb->clk);
+
+	if (unlikely(tb->len + EMIT_EVENT_MAX(n) > EMIT_BATCH_MAX))
+		tbuf_write(tb, scratch);
+	tbuf_append(tb, type, n, values, ts);
+	if (unlikely(ts - tb->oldest_ts >= EMIT_FLUSH_NS))
+		tbuf_write(tb, scratch);
+	return ts;
 }
 
 /* True while this thread holds one of the library's locks outside a claimed
@@ -553,11 +594,84 @@ static uint64_t clock_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- its own cost ----------------------------------------------------- */
+
+/* Batches timed, and events in each; one more batch first warms up. */
+#define OVH_BATCHES 7
+#define OVH_EVENTS 1000
+/* The calibration events' type id and values: a typical event, never
+ * written anywhere (the batch is a scratch one). */
+#define OVH_TYPE 1
+
+/* Sorts the N doubles at V (N is small). */
+static void sort_small(double *v, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+}
+
+/* One calibration event: what cmon_emit does on a thread that has emitted
+ * before (claim, clock, encode, leave; not its two loads checking the type
+ * and the state), on the scratch batch TB. Not inlined: the call is paid as
+ * a program pays it. */
+static __attribute__((noinline)) void ovh_event(struct emit_tbuf *tb,
+                                               const double *values)
+{
+	if (unlikely(!tbuf_claim(tb)))
+		return;
+	tbuf_event(tb, OVH_TYPE, 2, values, true);
+	tbuf_leave(tb);
+}
+
+/* Measures what one event costs the thread that emits it, once, at start
+ * (issue 13): OVH_BATCHES batches of OVH_EVENTS events of two small values
+ * run through the emit path on a scratch batch that is never written (no
+ * write(2), no effect on the log or the counters), each batch timed by
+ * CLOCK_MONOTONIC. *NS is the median batch's ns per event, *SPREAD the
+ * median absolute deviation of the batches from it. What is measured is
+ * the clock read (TSC or clock_gettime, whichever the log uses) and the
+ * encoding, with the clock re-anchor every full batch; not the write of
+ * a batch (one per about 120 events). Takes about 0.5 ms. Returns 0, or
+ * -ENOMEM (nothing measured). */
+static int emit_overhead(double *ns, double *spread)
+{
+	double per[OVH_BATCHES], dev[OVH_BATCHES], values[2] = { 0, 4096 };
+	struct emit_tbuf *tb = calloc(1, sizeof *tb);
+
+	if (!tb)
+		return -ENOMEM;
+	tbuf_set_tid(tb);
+	emit_clock_anchor(&tb->clk);
+	for (int b = -1; b < OVH_BATCHES; b++) {
+		uint64_t t0 = emit_clock_mono();
+
+		for (int i = 0; i < OVH_EVENTS; i++) {
+			values[0] = (double)(i & 63);
+			ovh_event(tb, values);
+		}
+		if (b >= 0)
+			per[b] = (double)(emit_clock_mono() - t0) / OVH_EVENTS;
+	}
+	free(tb);
+	sort_small(per, OVH_BATCHES);
+	*ns = per[OVH_BATCHES / 2];
+	for (int b = 0; b < OVH_BATCHES; b++)
+		dev[b] = per[b] > *ns ? per[b] - *ns : *ns - per[b];
+	sort_small(dev, OVH_BATCHES);
+	*spread = dev[OVH_BATCHES / 2];
+	return 0;
+}
+
 /* Encodes the Header as meta record 0. */
 static int meta_init(const char *program)
 {
 	struct emit_header_info h;
 	char prog[65], host[65], rawhost[256];
+	const char *want;
 	uint8_t frame[EMIT_WRITE_MAX];
 	size_t len;
 
@@ -572,6 +686,10 @@ static int meta_init(const char *program)
 	h.pid = getpid();
 	h.start_unix_ns = (int64_t)clock_ns(CLOCK_REALTIME);
 	h.start_ts = clock_ns(CLOCK_MONOTONIC);
+	/* CMON_OVERHEAD=0: no measurement, no overhead fields. */
+	want = getenv("CMON_OVERHEAD");
+	h.has_overhead = !(want && strcmp(want, "0") == 0) &&
+	                 emit_overhead(&h.overhead_ns, &h.overhead_spread_ns) == 0;
 	len = emit_wire_header(frame, sizeof frame, &h);
 	g.meta_cap = 16;
 	g.meta = calloc(g.meta_cap, sizeof *g.meta);
@@ -783,7 +901,6 @@ static __attribute__((noinline)) void emit_slow(cmon_type type, size_t n,
                                                 const double *values)
 {
 	struct emit_tbuf *tb = tbuf_get();
-	uint64_t ts;
 	int st;
 
 	if (n > CMON_MAX_ATTRS)
@@ -794,12 +911,9 @@ static __attribute__((noinline)) void emit_slow(cmon_type type, size_t n,
 	}
 	st = state_claimed();
 	if (may_write(st)) {
-		ts = emit_clock_now(&tb->clk);
-		if (tb->len + EMIT_EVENT_MAX(n) > EMIT_BATCH_MAX)
-			tbuf_flush(tb);
-		tbuf_append(tb, type, n, values, ts);
+		tbuf_event(tb, type, n, values, false);
 		/* While exiting nobody flushes later: write through. */
-		if (st != ST_ON || ts - tb->oldest_ts >= EMIT_FLUSH_NS)
+		if (st != ST_ON && tb->nevents)
 			tbuf_flush(tb);
 	} else if (st == ST_DEAD || st == ST_EXITING) {
 		atomic_fetch_add_explicit(&g.st_dropped, 1, memory_order_relaxed);
@@ -810,7 +924,6 @@ static __attribute__((noinline)) void emit_slow(cmon_type type, size_t n,
 void cmon_emit(cmon_type type, size_t n, const double *values)
 {
 	struct emit_tbuf *tb;
-	uint64_t ts;
 	int st;
 
 	/* Type 0, and any type while logging is off (no id handed out), end
@@ -841,12 +954,7 @@ void cmon_emit(cmon_type type, size_t n, const double *values)
 		emit_slow(type, n, values);
 		return;
 	}
-	ts = emit_clock_now(&tb->clk);
-	if (unlikely(tb->len + EMIT_EVENT_MAX(n) > EMIT_BATCH_MAX))
-		tbuf_flush(tb);
-	tbuf_append(tb, type, n, values, ts);
-	if (unlikely(ts - tb->oldest_ts >= EMIT_FLUSH_NS))
-		tbuf_flush(tb);
+	tbuf_event(tb, type, n, values, false);
 	tbuf_leave(tb);
 }
 

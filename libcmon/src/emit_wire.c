@@ -45,6 +45,13 @@ static void pb_field_varint(struct pbuf *b, unsigned field, uint64_t v)
 	pb_varint(b, v);
 }
 
+/* Appends a double field (fixed64, little-endian like the host). */
+static void pb_field_double(struct pbuf *b, unsigned field, double v)
+{
+	pb_varint(b, PB_TAG(field, PB_FIXED64));
+	pb_bytes(b, &v, sizeof v);
+}
+
 /* Appends a length-delimited field (string, bytes or sub-message). */
 static void pb_field_bytes(struct pbuf *b, unsigned field, const void *data,
                            size_t n)
@@ -117,7 +124,6 @@ size_t emit_wire_header(uint8_t *out, size_t cap,
 {
 	uint8_t body[1024];
 	struct pbuf b = { body, body + sizeof body, false };
-	double tick_ns = 1.0;
 	char start_ts[24];
 
 	pb_field_string(&b, 1, "cmon-bin");
@@ -125,8 +131,7 @@ size_t emit_wire_header(uint8_t *out, size_t cap,
 	pb_field_string(&b, 3, h->program);
 	pb_field_string(&b, 4, h->machine);
 	pb_field_varint(&b, 5, (uint64_t)h->pid);
-	pb_varint(&b, PB_TAG(6, PB_FIXED64));
-	pb_bytes(&b, &tick_ns, sizeof tick_ns);
+	pb_field_double(&b, 6, 1.0);           /* tick_ns: ts is in ns */
 	pb_field_string(&b, 7, "CLOCK_MONOTONIC");
 	pb_field_varint(&b, 8, (uint64_t)h->start_unix_ns);
 	/* Where the log's clock stood at start_unix_ns: maps ts to wall time. */
@@ -134,6 +139,11 @@ size_t emit_wire_header(uint8_t *out, size_t cap,
 	         (unsigned long long)h->start_ts);
 	header_extra(&b, "start_ts", start_ts);
 	header_extra(&b, "writer", "libcmon " CMON_VERSION);
+	/* What an event costs its thread, for readers to take it out. */
+	if (h->has_overhead) {
+		pb_field_double(&b, 10, h->overhead_ns);
+		pb_field_double(&b, 11, h->overhead_spread_ns);
+	}
 	if (b.full)
 		return 0;
 	return frame_record(out, cap, REC_HEADER, body, (size_t)(b.p - body));

@@ -556,6 +556,24 @@ static int child_names(void)
 	return 0;
 }
 
+/* One event of the program's own after start (and the library's cost
+ * measured, unless CMON_OVERHEAD=0); reports how long cmon_init took. */
+static int child_overhead(void)
+{
+	const char *attrs[] = { "a", "b" };
+	uint64_t t0 = mono_ns(), took;
+	cmon_type t;
+
+	CK(cmon_init("emit-overhead") == 0);
+	took = mono_ns() - t0;
+	t = cmon_declare("First", 2, attrs);
+	CK(t == 1);
+	CMON_EMIT(t, 7, 8);
+	cmon_flush();
+	send_report((int64_t)took, 1);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -567,6 +585,7 @@ static const struct {
 	{ "path", child_path },       { "latency", child_latency },
 	{ "epipe", child_epipe },     { "names", child_names },
 	{ "signal", child_signal },   { "exit_busy", child_exit_busy },
+	{ "overhead", child_overhead },
 };
 
 /* ---- parent side: running children ------------------------------------ */
@@ -844,11 +863,11 @@ static void log_pipe(int p[2])
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 }
 
-/* Runs child NAME on a fresh pipe, reading everything; returns the bytes. */
-static struct bytes run_logged(const char *name, struct report *rep,
-                               int *status)
+/* Runs child NAME on a fresh pipe with the environment ENV (which names
+ * the pipe: CMON_LOG_FD=3), reading everything; returns the bytes. */
+static struct bytes run_logged_env(const char *name, const char *const *env,
+                                   struct report *rep, int *status)
 {
-	static const char *const env[] = { "CMON_LOG_FD=3", NULL };
 	struct bytes b = { 0 };
 	struct child c;
 	int p[2];
@@ -862,6 +881,15 @@ static struct bytes run_logged(const char *name, struct report *rep,
 		read_report(&c, rep);
 	*status = wait_child(&c);
 	return b;
+}
+
+/* Runs child NAME on a fresh pipe, reading everything; returns the bytes. */
+static struct bytes run_logged(const char *name, struct report *rep,
+                               int *status)
+{
+	static const char *const env[] = { "CMON_LOG_FD=3", NULL };
+
+	return run_logged_env(name, env, rep, status);
 }
 
 /* ---- the tests --------------------------------------------------------- */
@@ -1372,6 +1400,83 @@ static void test_names_and_limits(void **state)
 	free(b.p);
 }
 
+/* Runs the "overhead" child with ENV and decodes its log: Header, the
+ * program's TypeDef, then its one Event, first of all events (the
+ * calibration's never reach the log) and the only one counted. */
+static Cmonlog__Header *overhead_log(const char *const *env, struct log *lg,
+                                     struct bytes *b, int64_t *init_ns)
+{
+	struct report rep;
+	int status;
+
+	*b = run_logged_env("overhead", env, &rep, &status);
+	assert_int_equal(status, 0);
+	decode(b->p, b->len, lg);
+	assert_int_equal(lg->n, 3);
+	assert_int_equal(lg->events, 1);
+	assert_int_equal(lg->rec[1]->kind_case, CMONLOG__RECORD__KIND_TYPEDEF);
+	assert_string_equal(lg->rec[1]->typedef_->name, "First");
+	assert_int_equal(lg->rec[2]->kind_case, CMONLOG__RECORD__KIND_EVENT);
+	assert_int_equal(lg->rec[2]->event->type, 1);
+	assert_int_equal(lg->rec[2]->event->n_values, 2);
+	assert_true(lg->rec[2]->event->values[0] == 7.0);
+	assert_true(lg->rec[2]->event->values[1] == 8.0);
+	assert_int_equal(rep.st.events_written, 1);
+	assert_int_equal(rep.st.events_dropped, 0);
+	assert_int_equal(rep.st.batches_written, 1);
+	*init_ns = rep.other;
+	return lg->rec[0]->header;
+}
+
+static void test_overhead_in_header(void **state)
+{
+	static const char *const env[][3] = {
+		{ "CMON_LOG_FD=3", NULL, NULL },
+		{ "CMON_LOG_FD=3", "CMON_CLOCK=monotonic", NULL },
+		{ "CMON_LOG_FD=3", "CMON_OVERHEAD=1", NULL },
+	};
+	(void)state;
+
+	for (size_t i = 0; i < sizeof env / sizeof *env; i++) {
+		struct bytes b;
+		struct log lg;
+		int64_t init_ns;
+		Cmonlog__Header *h = overhead_log(env[i], &lg, &b, &init_ns);
+
+		assert_true(h->has_overhead_ns && h->has_overhead_spread_ns);
+		print_message("# %s: overhead_ns %.3f spread %.3f, cmon_init %.3f ms\n",
+		              env[i][1] ? env[i][1] : "default", h->overhead_ns,
+		              h->overhead_spread_ns, (double)init_ns / 1e6);
+		assert_true(isfinite(h->overhead_ns) && h->overhead_ns > 0);
+		assert_true(h->overhead_ns < 100000);   /* 100 us: not an event */
+		assert_true(isfinite(h->overhead_spread_ns));
+		/* a median absolute deviation is within [0, the median] */
+		assert_true(h->overhead_spread_ns >= 0);
+		assert_true(h->overhead_spread_ns <= h->overhead_ns);
+		assert_true(init_ns < 500000000);       /* loose: no runaway */
+		log_free(&lg);
+		free(b.p);
+	}
+}
+
+static void test_overhead_off(void **state)
+{
+	static const char *const env[] = { "CMON_LOG_FD=3", "CMON_OVERHEAD=0", NULL };
+	struct bytes b;
+	struct log lg;
+	int64_t init_ns;
+	(void)state;
+
+	Cmonlog__Header *h = overhead_log(env, &lg, &b, &init_ns);
+	print_message("# CMON_OVERHEAD=0: cmon_init %.3f ms\n", (double)init_ns / 1e6);
+	assert_false(h->has_overhead_ns);
+	assert_false(h->has_overhead_spread_ns);
+	assert_true(h->has_tick_ns && h->tick_ns == 1.0);   /* the rest stays */
+	assert_int_equal(h->n_extra, 2);
+	log_free(&lg);
+	free(b.p);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--child") == 0) {
@@ -1398,6 +1503,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_reader_gone_no_sigpipe),
 		cmocka_unit_test(test_emit_from_signal_handler),
 		cmocka_unit_test(test_names_and_limits),
+		cmocka_unit_test(test_overhead_in_header),
+		cmocka_unit_test(test_overhead_off),
 	};
 	return cmocka_run_group_tests_name("emit", tests, NULL, NULL);
 }

@@ -15,6 +15,9 @@
  *     PIPE_BUF bytes, so concurrent writers never interleave mid-record.
  *   - The Header is the first record; a TypeDef precedes the first Event of
  *     its type.
+ *   - The Header says what one event costs the thread that emits it
+ *     (overhead_ns, overhead_spread_ns), measured once when the log is
+ *     opened, on a buffer never written; CMON_OVERHEAD=0 turns it off.
  *   - A thread's events reach the log when its buffer (one PIPE_BUF batch)
  *     fills, when it emits 10 ms or more after its oldest buffered event, on
  *     cmon_flush(), when the thread exits and when the process calls exit().
