@@ -8,7 +8,9 @@
 # fsread-demo wrapped by snarflog; the telemonitor checks its log as it is
 # written and stores the failures with the log around them, and serves them
 # over HTTP on loopback (docs/http.md): the API, /metrics for Prometheus
-# and the dashboard at /. Everything the
+# and the dashboard at /. Last, two versions of fsread-demo (the second
+# 25% slower) are compared by their per-second statistics
+# (config/examples/fsread-seconds.pspec, telemonctl compare). Everything the
 # demo starts is stopped when it ends (or is interrupted); the telemonitor's
 # state is kept in BUILD_DIR/demo for a look afterwards.
 set -eu
@@ -108,3 +110,21 @@ else
     echo "Dashboard:          http://$H/   (not served by this build yet: the API is at"
     echo "                    http://$H/api/v1/)"
 fi
+
+# --- 7. two versions compared ---------------------------------------------------
+say "7. Two versions of the program compared (telemonctl history, telemonctl compare)"
+echo "A class for per-second statistics (config/examples/fsread-seconds.pspec), added live:"
+run "$CTL" class add prog=fsreadv spec="$EX/fsread-seconds.pspec" >/dev/null
+echo "snarflog fsreadv --program-version 1.0 -- fsread-demo -t 2 -n 1200 -r 200 -p 0"
+"$SNARF" fsreadv -regmachine "$R" --program-version 1.0 -- \
+    "$DEMO" -t 2 -n 1200 -r 200 -p 0 -s 7 -q 2>>"$D/snarflog.log"
+echo "snarflog fsreadv --program-version 1.1 -- fsread-demo -t 2 -n 1200 -r 200 -p 0 -w 25"
+"$SNARF" fsreadv -regmachine "$R" --program-version 1.1 -- \
+    "$DEMO" -t 2 -n 1200 -r 200 -p 0 -w 25 -s 8 -q 2>>"$D/snarflog.log"
+i=0
+until [ "$("$CTL" instances --all | grep -c ' fsreadv .* ended ')" -ge 2 ]; do
+    i=$((i + 1)); [ $i -lt 200 ] || { cat "$D/telemonitor.log"; exit 1; }; sleep 0.05
+done
+sleep 0.5
+run "$CTL" history fsreadv
+run "$CTL" compare fsreadv 1.0 1.1

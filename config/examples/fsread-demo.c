@@ -38,6 +38,7 @@ struct options {
 	double rate;            /* reads per second per worker; 0: no pause */
 	double slow_pct;        /* percent of reads made slow (> 10 ms) */
 	unsigned seed;          /* random seed (0: from the clock) */
+	double slower_pct;      /* every read takes this percent longer (a slower version) */
 	int quiet;              /* no summary on stderr */
 };
 
@@ -59,11 +60,13 @@ struct worker {
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-	        "usage: %s [-t THREADS] [-n READS] [-r RATE] [-p SLOWPCT] [-s SEED] [-q]\n"
+	        "usage: %s [-t THREADS] [-n READS] [-r RATE] [-p SLOWPCT] [-w PCT] [-s SEED] [-q]\n"
 	        "  -t, --threads N   worker threads (default 4)\n"
 	        "  -n, --reads N     reads per worker, 0 = until SIGINT/SIGTERM (default 100)\n"
 	        "  -r, --rate R      reads per second per worker, 0 = no pause (default 100)\n"
 	        "  -p, --slow PCT    percent of reads made slow, over 10 ms (default 1)\n"
+	        "  -w, --slower PCT  every read takes PCT percent longer: a slower version of the\n"
+	        "                    server, for telemonctl compare (default 0)\n"
 	        "  -s, --seed N      random seed (default: from the clock)\n"
 	        "  -q, --quiet       no summary on standard error\n"
 	        "The log goes to $CMON_LOG_FD or $CMON_LOG (cmon-bin 1); see cmon_emit(3).\n",
@@ -117,6 +120,7 @@ static void serve_read(struct worker *w, bool hit)
 	}
 	if (slow)
 		work = rnd_range(w, 12000000, 30000000);       /* 12..30 ms */
+	work += (uint64_t)((double)work * w->opt->slower_pct / 100);
 	sleep_ns(work);
 	CMON_EMIT(ev_end, w->tid);
 	total_reads++;
@@ -166,6 +170,7 @@ static int parse_args(int argc, char **argv, struct options *opt)
 		{ "rate", required_argument, NULL, 'r' },
 		{ "slow", required_argument, NULL, 'p' },
 		{ "seed", required_argument, NULL, 's' },
+		{ "slower", required_argument, NULL, 'w' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -173,7 +178,7 @@ static int parse_args(int argc, char **argv, struct options *opt)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:n:r:p:s:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:n:r:p:w:s:qh", longopts, NULL)) != -1) {
 		char *end = NULL;
 		errno = 0;
 		switch (c) {
@@ -192,6 +197,11 @@ static int parse_args(int argc, char **argv, struct options *opt)
 		case 'r':
 			opt->rate = strtod(optarg, &end);
 			if (*end || errno || !(opt->rate >= 0) || opt->rate > 1e6)
+				goto bad;
+			break;
+		case 'w':
+			opt->slower_pct = strtod(optarg, &end);
+			if (*end || errno || !(opt->slower_pct >= 0) || opt->slower_pct > 1000)
 				goto bad;
 			break;
 		case 'p':
@@ -232,7 +242,7 @@ bad:
 
 int main(int argc, char **argv)
 {
-	struct options opt = { 4, 100, 100.0, 1.0, 0, 0 };
+	struct options opt = { .threads = 4, .reads = 100, .rate = 100.0, .slow_pct = 1.0 };
 	const char *tid[] = { "tid" }, *tid_size[] = { "tid", "size" };
 	struct sigaction sa;
 	struct worker *w;
