@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <event2/http.h>
+
 #include "control.h"
 #include "dashboard.h"
 #include "html.h"
@@ -329,6 +331,106 @@ static int render_failures(struct tmon *tm, struct sbuf *b, char *err, size_t er
 	return 0;
 }
 
+/* The history of one program as rows of the versions table, each after the
+ * first named version with a link comparing it with the one before. */
+static int render_history(struct tmon *tm, struct sbuf *b, const char *prog, char *err,
+			  size_t errlen)
+{
+	const char *words[] = { "history", prog, NULL };
+	char *json = api_json(tm, words, false, err, errlen);
+	const struct json **rows;
+	struct json *root;
+	const char *prev = NULL;
+
+	if (!json)
+		return -EIO;
+	root = json_rows(json, "versions", &rows, err, errlen);
+	if (!root) {
+		free(json);
+		return -EIO;
+	}
+	for (size_t i = 0; i < root->count; i++) {
+		const struct json *r = rows[i];
+		bool named = given(r, "version");
+		sb_printf(b, "<tr>");
+		html_cell(b, NULL, prog);
+		html_cell(b, named ? "version" : "version none", named ? col(r, "version") : "(none)");
+		html_cell_num(b, num(r, "instances"));
+		html_cell_num(b, num(r, "running"));
+		html_cell(b, "time", col(r, "first_seen"));
+		html_cell(b, "time", col(r, "last_seen"));
+		html_cell_num(b, num(r, "records"));
+		html_cell_num(b, num(r, "failures"));
+		char *p = evhttp_encode_uri(prog), *v1 = prev ? evhttp_encode_uri(prev) : NULL,
+		     *v2 = named ? evhttp_encode_uri(col(r, "version")) : NULL;
+		if (p && v1 && v2) {
+			sb_printf(b, "<td><a class=\"compare\" href=\"/api/v1/compare?prog=");
+			html_text(b, p);
+			sb_printf(b, "&amp;v1=");
+			html_text(b, v1);
+			sb_printf(b, "&amp;v2=");
+			html_text(b, v2);
+			sb_printf(b, "\">against ");
+			html_text(b, prev);
+			sb_printf(b, "</a></td>");
+		} else {
+			sb_printf(b, "<td></td>");
+		}
+		free(p);
+		free(v1);
+		free(v2);
+		sb_printf(b, "</tr>\n");
+		if (named)
+			prev = col(r, "version");
+	}
+	free(rows);
+	json_free(root);
+	free(json);
+	return 0;
+}
+
+/* <!--cmon:versions-->: the versions of the programs of the instances
+ * table (telemonctl history of each), with links to compare them. */
+static int render_versions(struct tmon *tm, struct sbuf *b, char *err, size_t errlen)
+{
+	static const char *const words[] = { "instances", "all=1", "limit=" DASH_STR(DASH_INSTANCES),
+					     NULL };
+	char *json = api_json(tm, words, false, err, errlen);
+	const struct json **rows;
+	struct json *root;
+	const char *seen[DASH_PROGRAMS];
+	size_t nseen = 0;
+	int rc = 0;
+
+	if (!json)
+		return -EIO;
+	root = json_rows(json, "instances", &rows, err, errlen);
+	if (!root) {
+		free(json);
+		return -EIO;
+	}
+	sb_printf(b, "<table id=\"versions\">\n<thead><tr><th>Program</th><th>Version</th>"
+		  "<th>Instances</th><th>Running</th><th>First seen</th><th>Last seen</th>"
+		  "<th>Records</th><th>Failures</th><th>Compare</th></tr></thead>\n<tbody>\n");
+	for (size_t i = 0; i < root->count && rc == 0 && nseen < DASH_PROGRAMS; i++) {
+		const char *prog = col(rows[i], "prog");
+		bool dup = !*prog;
+		for (size_t k = 0; k < nseen && !dup; k++)
+			dup = !strcmp(seen[k], prog);
+		if (dup)
+			continue;
+		seen[nseen++] = prog;
+		rc = render_history(tm, b, prog, err, errlen);
+	}
+	if (!nseen)
+		sb_printf(b, "<tr class=\"empty\"><td colspan=\"9\">no programs yet</td></tr>\n");
+	sb_printf(b, "</tbody>\n</table>\n");
+	free(rows);
+	json_free(root);
+	free(json);
+	return rc;
+}
+
 /* <!--cmon:generated-->: when the page was rendered. */
 static int render_generated(struct tmon *tm, struct sbuf *b, char *err, size_t errlen)
 {
@@ -346,6 +448,7 @@ static const struct {
 } marks[] = {
 	{ "instances", render_instances },
 	{ "failures", render_failures },
+	{ "versions", render_versions },
 	{ "generated", render_generated },
 };
 

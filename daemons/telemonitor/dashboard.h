@@ -23,6 +23,7 @@
 #define DASH_FILE_MAX (4u << 20)        /* bytes of a file served (Chart.js is ~200 KiB) */
 #define DASH_INSTANCES 200              /* instances on the page, the latest */
 #define DASH_FAILURES 50                /* failures on the page, the newest */
+#define DASH_PROGRAMS 20                /* programs whose versions are listed */
 
 /* The page's Content-Security-Policy: its own scripts, styles and data
  * only (no inline script or style), never framed. */

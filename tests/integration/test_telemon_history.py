@@ -107,6 +107,15 @@ def compare(env, reg):
         tm.ctl("--json", "compare", "reads", "v1", "v2")), "GET /api/v1/compare")
     check(api("/api/v1/history?prog=reads") == json.loads(tm.ctl("--json", "history", "reads")),
           "GET /api/v1/history")
+    # ... and the dashboard: the versions table, each later version linked to
+    # its comparison with the one before
+    page = urllib.request.urlopen("http://%s:%d/" % (host, port), timeout=10).read().decode()
+    table = page[page.index('<table id="versions">'):]
+    table = table[:table.index("</table>")]
+    check(table.count("<tr><td>") == 3 and
+          '<a class="compare" href="/api/v1/compare?prog=reads&amp;v1=v1&amp;v2=v2">' in table and
+          '<a class="compare" href="/api/v1/compare?prog=reads&amp;v1=v2&amp;v2=v3">' in table,
+          "the dashboard's versions: %s", table)
     try:
         api("/api/v1/compare?prog=reads&v1=v1")
         check(False, "compare without v2 is refused")
