@@ -25,6 +25,7 @@
 	X(BK_FAILURE, "failure", false)                   \
 	X(BK_WINDOW, "window", false)                     \
 	X(BK_VERDICT, "verdict", false)                   \
+	X(BK_SUMMARY, "interval summary", false)          \
 	X(BK_MAIL, "mail", false)                         \
 	X(BK_OUTAGE, "outage", false)                     \
 	X(BK_CONTROL, "silence or ack", false)            \

@@ -119,7 +119,13 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 	}
 	result = r.result;
 	kind = r.kind;
-	if (r.has_print) {
+	if (r.has_summary) {
+		/* durations of an interval type since the last summary: kept for
+		 * telemonctl compare */
+		if (r.type && r.metric && r.count > 0)
+			store_add_summary(s->tm->store, s->inst->id, tm_now(), r.type, r.metric, r.count,
+					  r.sum, r.sumsq, r.min, r.max, r.sketch);
+	} else if (r.has_print) {
 		typescript_note(&s->ts, "print: %s", r.print ? r.print : "UNDEFINED");
 	} else if (r.has_offenders) {
 		const char *label = r.assertion;

@@ -31,4 +31,20 @@ struct cmp_result {
  * arrays are sorted in place. */
 int cmp_samples(double *x, size_t n1, double *y, size_t n2, struct cmp_result *out);
 
+/* One bin of a binned sample: a value and how many times it occurs. */
+struct cmp_bin {
+	double value;
+	double count;
+};
+
+#define CMP_MAX_BINS 1500          /* bins per side (a 1% sketch of 1 ns .. 10^12 ns has ~1400) */
+
+/* The same test and estimates for two binned samples (each sorted by
+ * value, counts > 0): values in one bin are ties; the shift and its
+ * interval come from the bin-pair differences weighted by their counts.
+ * 0, or -EINVAL (fewer than CMP_MIN_SAMPLES values or more than
+ * CMP_MAX_BINS bins on a side), -ENOMEM. */
+int cmp_binned(const struct cmp_bin *x, size_t nx, const struct cmp_bin *y, size_t ny,
+	       struct cmp_result *out);
+
 #endif

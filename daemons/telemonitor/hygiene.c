@@ -108,7 +108,7 @@ static void prune(evutil_socket_t fd, short what, void *arg)
 	h->round.silences += p.silences;
 	h->pruned += p.failures;
 	if (p.failures == HYG_PRUNE_ROWS || p.windows == HYG_PRUNE_ROWS ||
-	    p.verdicts == HYG_PRUNE_ROWS || p.mail >= HYG_PRUNE_ROWS ||
+	    p.verdicts >= HYG_PRUNE_ROWS || p.mail >= HYG_PRUNE_ROWS ||
 	    p.silences == HYG_PRUNE_ROWS)
 		return;                        /* more to come at the next tick */
 	if (h->round.failures || h->round.windows || h->round.verdicts || h->round.mail || h->round.silences)

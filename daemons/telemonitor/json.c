@@ -540,6 +540,11 @@ const char *json_text(const struct json *v)
 	}
 }
 
+double json_as_double(const struct json *v)
+{
+	return v && v->kind == JSON_NUMBER ? v->num : 0;
+}
+
 int64_t json_as_int(const struct json *v)
 {
 	if (!v)

@@ -83,6 +83,8 @@ const char *json_text(const struct json *v);
  * true; a string's leading decimal integer ("12.0" gives 12); 0 for
  * anything else and when `v` is NULL. */
 int64_t json_as_int(const struct json *v);
+/* A number's value; 0 for anything else (and when absent). */
+double json_as_double(const struct json *v);
 
 /* A heap copy of v's source text, NUL-terminated (caller frees); NULL on
  * ENOMEM or when `v` is NULL. */

@@ -86,6 +86,17 @@ int report_parse(const char *line, size_t len, struct checker_report *r)
 	r->witness_tree = json_get(root, "witness");
 	if (!text_field(r, r->witness_tree, &r->witness, &r->witness_len))
 		goto out_nomem;
+	if ((v = json_get(root, "summary")) && v->kind == JSON_TRUE) {
+		const struct json *k = json_get(root, "sketch");
+		r->has_summary = true;
+		r->metric = json_text(json_get(root, "metric"));
+		r->sum = json_as_double(json_get(root, "sum"));
+		r->sumsq = json_as_double(json_get(root, "sumsq"));
+		r->min = json_as_double(json_get(root, "min"));
+		r->max = json_as_double(json_get(root, "max"));
+		if (k && k->kind == JSON_OBJECT && !(r->sketch = own_source(r, k, &r->sketch_len)))
+			goto out_nomem;
+	}
 	return 0;
 out_nomem:
 	report_free(r);

@@ -53,7 +53,13 @@ struct checker_report {
 	const char *witness;              /* its text (a string's text; an object's source text);
 					     NULL when absent or null */
 	size_t witness_len;               /* its length */
-	char *owned[3];                   /* copies made for the fields above (freed by report_free) */
+	bool has_summary;                 /* "summary": a summary of an interval type's durations
+					     (pcheck --summaries): type, metric, count and these */
+	const char *metric;               /* "metric": the duration metric summarised */
+	double sum, sumsq, min, max;      /* "sum", "sumsq", "min", "max" of its values (ns) */
+	const char *sketch;               /* "sketch": its source text (an object), or NULL */
+	size_t sketch_len;                /* its length */
+	char *owned[4];                   /* copies made for the fields above (freed by report_free) */
 };
 
 /* Read the `len` bytes of `line` (no newline). 0 with `r` filled (free it

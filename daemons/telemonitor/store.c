@@ -885,6 +885,20 @@ int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
 		   "adding a verdict");
 }
 
+int store_add_summary(struct store *st, uint64_t instance_id, double time, const char *type,
+		      const char *metric, int64_t count, double sum, double sumsq, double min,
+		      double max, const char *sketch)
+{
+	struct bl_value v[] = {
+		db_vint((int64_t)instance_id), db_vreal(time), db_vtext(type), db_vtext(metric),
+		db_vint(count), db_vreal(sum), db_vreal(sumsq), db_vreal(min), db_vreal(max),
+		sketch ? db_vtext(sketch) : db_vnull(),
+	};
+
+	return put(st, bl_item_new(BK_SUMMARY, ST_SUMMARY_INSERT, 0, v, NV(v)),
+		   "adding an interval summary");
+}
+
 int store_mail_add(struct store *st, const char *to, const char *subject, const char *body,
 		   size_t count, double queued, uint64_t *id)
 {
@@ -1071,12 +1085,12 @@ static int64_t prune_one(struct store *st, enum store_stmt which, double before,
 int store_prune(struct store *st, double before, size_t limit, struct store_pruned *out)
 {
 	static const enum store_stmt order[] = {
-		ST_PRUNE_WINDOWS, ST_PRUNE_FAILURES, ST_PRUNE_VERDICTS, ST_PRUNE_MAIL,
-		ST_PRUNE_DIGEST, ST_PRUNE_SILENCES, ST_PRUNE_ALERTS,
+		ST_PRUNE_WINDOWS, ST_PRUNE_FAILURES, ST_PRUNE_VERDICTS, ST_PRUNE_SUMMARIES,
+		ST_PRUNE_MAIL, ST_PRUNE_DIGEST, ST_PRUNE_SILENCES, ST_PRUNE_ALERTS,
 	};
 	uint64_t *count[] = {
-		&out->windows, &out->failures, &out->verdicts, &out->mail, &out->mail,
-		&out->silences, &out->mail,
+		&out->windows, &out->failures, &out->verdicts, &out->verdicts, &out->mail,
+		&out->mail, &out->silences, &out->mail,
 	};
 
 	memset(out, 0, sizeof *out);

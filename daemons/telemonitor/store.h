@@ -36,7 +36,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
@@ -95,7 +95,7 @@ struct store_silence {
 struct store_pruned {
 	uint64_t failures;       /* failures */
 	uint64_t windows;        /* their log windows */
-	uint64_t verdicts;       /* end-of-log verdicts */
+	uint64_t verdicts;       /* end-of-log verdicts and interval summaries */
 	uint64_t mail;           /* mails, digest entries and alerts never sent */
 	uint64_t silences;       /* silences that ended */
 };
@@ -221,6 +221,13 @@ uint64_t store_next_window_id(struct store *st);
 /* Store a finished log window. */
 int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64_t from,
 		     uint64_t to, bool truncated, const char *text, size_t len);
+
+/* Record one summary of an interval type's duration metric (pcheck
+ * --summaries: the intervals that closed since the last one): count, sum,
+ * sum of squares, min, max and the sketch's JSON text. */
+int store_add_summary(struct store *st, uint64_t instance_id, double time, const char *type,
+		      const char *metric, int64_t count, double sum, double sumsq, double min,
+		      double max, const char *sketch);
 
 /* Record a checker's end-of-log verdict for one assertion. */
 int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,

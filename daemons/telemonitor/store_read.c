@@ -26,6 +26,7 @@ struct to {
 		store_verdict_row_cb verdict;
 		store_version_row_cb version;
 		store_version_report_cb version_report;
+		store_version_summary_cb version_summary;
 	} cb;
 	void *arg;                /* its argument */
 };
@@ -508,4 +509,21 @@ int store_version_reports(struct store *st, const char *prog, const char *versio
 		     " coalesce(f.assert, 'line ' || CAST(f.line AS TEXT)) = ?3)"
 		     " ORDER BY f.id DESC LIMIT ?4",
 		     v, NV(v), version_report_row, &to, err, errlen);
+}
+
+static int version_summary_row(struct db_stmt *q, const struct to *to)
+{
+	return to->cb.version_summary(to->arg, text(q, 0), text(q, 1), text(q, 2));
+}
+
+int store_version_summaries(struct store *st, const char *prog, const char *version,
+			    store_version_summary_cb cb, void *arg, char *err, size_t errlen)
+{
+	struct bl_value v[] = { db_vtext(prog), db_vtext(version) };
+	struct to to = { .cb.version_summary = cb, .arg = arg };
+
+	return query(st, "SELECT s.type, s.metric, s.sketch FROM interval_summaries s"
+		     " JOIN instances i ON i.id = s.instance_id"
+		     " WHERE i.prog = ?1 AND i.version = ?2 AND s.sketch IS NOT NULL ORDER BY s.id",
+		     v, NV(v), version_summary_row, &to, err, errlen);
 }

@@ -235,6 +235,13 @@ int store_version_reports(struct store *st, const char *prog, const char *versio
 			  const char *assertion, int limit, store_version_report_cb cb, void *arg,
 			  char *err, size_t errlen);
 
+/* The interval summaries (pcheck --summaries) of the instances of `prog`
+ * with version `version`: each one's type, metric and sketch text. */
+typedef int (*store_version_summary_cb)(void *arg, const char *type, const char *metric,
+					const char *sketch);
+int store_version_summaries(struct store *st, const char *prog, const char *version,
+			    store_version_summary_cb cb, void *arg, char *err, size_t errlen);
+
 /* --- end-of-log verdicts ------------------------------------------------------ */
 
 /* One end-of-log verdict of an instance's checker: an assertion's result

@@ -90,6 +90,9 @@
 	  " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (id) DO UPDATE SET"                        \
 	  " instance_id=excluded.instance_id, from_rec=excluded.from_rec,"                   \
 	  " to_rec=excluded.to_rec, truncated=excluded.truncated, text=excluded.text")       \
+	X(SUMMARY_INSERT,                                                                    \
+	  "INSERT INTO interval_summaries (instance_id, time, type, metric, count, sum,"     \
+	  " sumsq, min, max, sketch) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)")              \
 	X(VERDICT_INSERT,                                                                    \
 	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7)")                                                  \
@@ -127,6 +130,9 @@
 	X(PRUNE_VERDICTS,                                                                    \
 	  "DELETE FROM verdicts WHERE id IN (SELECT id FROM verdicts WHERE time < ?1"       \
 	  " ORDER BY id LIMIT ?2)")                                                          \
+	X(PRUNE_SUMMARIES,                                                                   \
+	  "DELETE FROM interval_summaries WHERE id IN (SELECT id FROM interval_summaries"   \
+	  " WHERE time < ?1 ORDER BY id LIMIT ?2)")                                          \
 	X(PRUNE_MAIL,                                                                        \
 	  "DELETE FROM mail_queue WHERE id IN (SELECT id FROM mail_queue WHERE queued < ?1" \
 	  " ORDER BY id LIMIT ?2)")                                                          \

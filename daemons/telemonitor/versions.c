@@ -7,7 +7,12 @@
  * The verdict reads every metric as a cost, as the issue's users do with
  * times: one that went up is "slower", down "faster" (for a metric where
  * more is better, such as a hit ratio, read it the other way round; the
- * signed change is printed beside it). */
+ * signed change is printed beside it).
+ *
+ * The same for the durations of every interval type (pcheck --summaries:
+ * the checker's sketches of each duration metric, merged per version):
+ * the test on the sketches' buckets, values in one bucket counted as ties,
+ * so the shift is known to the sketch's 1%. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +22,7 @@
 #include "compare.h"
 #include "control.h"
 #include "json.h"
+#include "sketch.h"
 #include "store_read.h"
 #include "telemonitor.h"
 #include "text.h"
@@ -31,13 +37,67 @@ struct series {
 	size_t n[2], cap[2];      /* how many, allocated */
 };
 
+/* The durations of one interval type's metric under each version. */
+struct durations {
+	char *type;               /* the interval type */
+	char *metric;             /* its duration metric */
+	struct sketch k[2];       /* merged under V1 and V2 */
+};
+
 /* What has been gathered so far. */
 struct gathered {
 	struct series *s;         /* the series, in the order first met */
 	size_t n;                 /* how many */
+	struct durations *d;      /* interval durations, in the order first met */
+	size_t nd;                /* how many */
 	int side;                 /* 0: reading V1's reports, 1: V2's */
 	int rc;                   /* 0, or -ENOMEM */
 };
+
+static struct durations *durations_for(struct gathered *g, const char *type, const char *metric)
+{
+	for (size_t i = 0; i < g->nd; i++)
+		if (!strcmp(g->d[i].type, type) && !strcmp(g->d[i].metric, metric))
+			return &g->d[i];
+	if (g->nd == VERSIONS_SERIES_MAX)
+		return NULL;
+	if (!g->nd || !(g->nd & (g->nd - 1))) {
+		struct durations *nd = realloc(g->d, (g->nd ? g->nd * 2 : 8) * sizeof *nd);
+		if (!nd)
+			return NULL;
+		g->d = nd;
+	}
+	struct durations *d = &g->d[g->nd];
+	memset(d, 0, sizeof *d);
+	d->type = strdup(type);
+	d->metric = strdup(metric);
+	if (!d->type || !d->metric) {
+		free(d->type);
+		free(d->metric);
+		return NULL;
+	}
+	g->nd++;
+	return d;
+}
+
+/* One interval summary: its sketch merged into its type's. */
+static int gather_summary(void *arg, const char *type, const char *metric, const char *sketch)
+{
+	struct gathered *g = arg;
+	struct durations *d;
+
+	if (!type || !metric || !sketch)
+		return 0;
+	d = durations_for(g, type, metric);
+	if (!d) {
+		if (g->nd < VERSIONS_SERIES_MAX)
+			g->rc = -ENOMEM;
+		return g->rc ? 1 : 0;
+	}
+	if (sketch_add_json(&d->k[g->side], sketch, strlen(sketch)) == -ENOMEM)
+		g->rc = -ENOMEM;
+	return g->rc ? 1 : 0;
+}
 
 static struct series *series_for(struct gathered *g, const char *assertion, const char *metric)
 {
@@ -120,6 +180,38 @@ static double pct(double x, double base)
 	return base != 0 ? 100 * x / (base < 0 ? -base : base) : 0.0 / 0.0;
 }
 
+/* One compared metric: `kind` "report" (`what` is the assertion) or
+ * "interval" (`what` is the interval type). */
+static void entry(struct sbuf *b, bool json, bool first, const char *kind, const char *what,
+		  const char *metric, const struct cmp_result *c, bool ok)
+{
+	bool report = !strcmp(kind, "report");
+
+	if (json) {
+		sb_printf(b, "%s{\"kind\":\"%s\",\"%s\":", first ? "" : ",", kind,
+			  report ? "assert" : "type");
+		sb_json_str(b, what);
+		sb_printf(b, ",\"metric\":");
+		sb_json_str(b, metric);
+		sb_printf(b, ",\"n1\":%zu,\"n2\":%zu", c->n1, c->n2);
+		if (ok)
+			sb_printf(b, ",\"median1\":%.17g,\"median2\":%.17g,\"shift\":%.17g,"
+				      "\"ci_low\":%.17g,\"ci_high\":%.17g,\"p\":%.6g",
+				  c->med1, c->med2, c->shift, c->lo, c->hi, c->p);
+		sb_printf(b, ",\"verdict\":\"%s\"}", verdict(c, ok));
+	} else if (ok) {
+		sb_printf(b, "  %s%s: %s: %zu vs %zu values, median %.6g -> %.6g, shift %+.6g "
+			      "(%+.1f%%), 95%% interval [%+.6g, %+.6g] ([%+.1f%%, %+.1f%%]), "
+			      "p = %.3g: %s\n",
+			  report ? "" : "interval ", what, metric, c->n1, c->n2, c->med1, c->med2,
+			  c->shift, pct(c->shift, c->med1), c->lo, c->hi, pct(c->lo, c->med1),
+			  pct(c->hi, c->med1), c->p, verdict(c, ok));
+	} else {
+		sb_printf(b, "  %s%s: %s: %zu vs %zu values: too few values (at least %d each)\n",
+			  report ? "" : "interval ", what, metric, c->n1, c->n2, CMP_MIN_SAMPLES);
+	}
+}
+
 int versions_compare(struct tmon *tm, const struct ctl_request *r, const char *prog,
 		     const char *v1, const char *v2, const char *assertion, struct evbuffer *out,
 		     char *err, size_t errlen)
@@ -129,9 +221,13 @@ int versions_compare(struct tmon *tm, const struct ctl_request *r, const char *p
 	int rc = 0;
 	bool first = true;
 
-	for (g.side = 0; g.side < 2 && rc == 0; g.side++)
+	for (g.side = 0; g.side < 2 && rc == 0; g.side++) {
 		rc = store_version_reports(tm->store, prog, g.side ? v2 : v1, assertion,
 					   100 * CMP_MAX_SAMPLES, gather_report, &g, err, errlen);
+		if (rc == 0 && !assertion)
+			rc = store_version_summaries(tm->store, prog, g.side ? v2 : v1, gather_summary,
+						     &g, err, errlen);
+	}
 	if (rc == 0 && g.rc) {
 		rc = g.rc;
 		snprintf(err, errlen, "out of memory");
@@ -159,34 +255,38 @@ int versions_compare(struct tmon *tm, const struct ctl_request *r, const char *p
 		if (!s->n[0] || !s->n[1])
 			continue;                 /* only under one version */
 		ok = cmp_samples(s->v[0], s->n[0], s->v[1], s->n[1], &c) == 0;
-		if (r->json) {
-			sb_printf(&b, "%s{\"assert\":", first ? "" : ",");
-			sb_json_str(&b, s->assertion);
-			sb_printf(&b, ",\"metric\":");
-			sb_json_str(&b, s->metric);
-			sb_printf(&b, ",\"n1\":%zu,\"n2\":%zu", s->n[0], s->n[1]);
-			if (ok)
-				sb_printf(&b, ",\"median1\":%.17g,\"median2\":%.17g,\"shift\":%.17g,"
-					      "\"ci_low\":%.17g,\"ci_high\":%.17g,\"p\":%.6g",
-					  c.med1, c.med2, c.shift, c.lo, c.hi, c.p);
-			sb_printf(&b, ",\"verdict\":\"%s\"}", verdict(&c, ok));
-		} else if (ok) {
-			sb_printf(&b, "  %s: %s: %zu vs %zu values, median %.6g -> %.6g, shift %+.6g "
-				      "(%+.1f%%), 95%% interval [%+.6g, %+.6g] ([%+.1f%%, %+.1f%%]), "
-				      "p = %.3g: %s\n",
-				  s->assertion, s->metric, s->n[0], s->n[1], c.med1, c.med2, c.shift,
-				  pct(c.shift, c.med1), c.lo, c.hi, pct(c.lo, c.med1), pct(c.hi, c.med1),
-				  c.p, verdict(&c, ok));
-		} else {
-			sb_printf(&b, "  %s: %s: %zu vs %zu values: too few values (at least %d each)\n",
-				  s->assertion, s->metric, s->n[0], s->n[1], CMP_MIN_SAMPLES);
+		c.n1 = s->n[0];
+		c.n2 = s->n[1];
+		entry(&b, r->json, first, "report", s->assertion, s->metric, &c, ok);
+		first = false;
+	}
+	for (size_t i = 0; i < g.nd; i++) {
+		struct durations *d = &g.d[i];
+		struct cmp_bin *x = NULL, *y = NULL;
+		size_t nx = 0, ny = 0;
+		struct cmp_result c = { 0 };
+		bool ok;
+
+		if (!d->k[0].count || !d->k[1].count)
+			continue;
+		if (sketch_bins(&d->k[0], &x, &nx) < 0 || sketch_bins(&d->k[1], &y, &ny) < 0) {
+			free(x);
+			rc = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto out;
 		}
+		ok = cmp_binned(x, nx, y, ny, &c) == 0;
+		free(x);
+		free(y);
+		c.n1 = (size_t)d->k[0].count;
+		c.n2 = (size_t)d->k[1].count;
+		entry(&b, r->json, first, "interval", d->type, d->metric, &c, ok);
 		first = false;
 	}
 	if (r->json)
 		sb_printf(&b, "]}\n");
 	else if (first)
-		sb_printf(&b, "  (no report metric stored under both versions)\n");
+		sb_printf(&b, "  (no report metric or interval summary stored under both versions)\n");
 	evbuffer_add(out, b.s ? b.s : "", b.len);
 out:
 	sb_free(&b);
@@ -197,5 +297,12 @@ out:
 		free(g.s[i].v[1]);
 	}
 	free(g.s);
+	for (size_t i = 0; i < g.nd; i++) {
+		free(g.d[i].type);
+		free(g.d[i].metric);
+		sketch_free(&g.d[i].k[0]);
+		sketch_free(&g.d[i].k[1]);
+	}
+	free(g.d);
 	return rc;
 }

@@ -42,7 +42,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 10       # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 11       # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -81,6 +81,7 @@ def main():
                          "ALTER TABLE instances DROP COLUMN owner;"
                          "ALTER TABLE instances DROP COLUMN lease_until;"
                          "DROP INDEX instances_prog_version;"
+                         "DROP TABLE interval_summaries;"
                          "ALTER TABLE instances DROP COLUMN version;"
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()

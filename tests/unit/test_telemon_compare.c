@@ -11,9 +11,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "../../daemons/telemonitor/compare.c"
+#include "../../daemons/telemonitor/json.c"
+#include "../../daemons/telemonitor/sketch.c"
 
 static uint64_t rng;
 
@@ -120,6 +126,99 @@ static void too_few(void **state)
 	assert_int_equal(c.direction, 0);
 }
 
+/* A sketch's JSON text of n values drawn around `mean` (gamma of 1% error),
+ * split into `parts` texts merged one by one into k. */
+static void sketch_of(struct sketch *k, size_t n, double mean, int parts)
+{
+	const double gamma = 1.02 / 0.98;
+	for (int part = 0; part < parts; part++) {
+		static long counts[4000];
+		char *text = malloc(200000);
+		size_t len = 0;
+		memset(counts, 0, sizeof counts);
+		for (size_t i = 0; i < n / (size_t)parts; i++) {
+			double x = normal(mean, 0.2 * mean);
+			long idx = (long)ceil(log(x) / log(gamma));
+			counts[idx + 2000]++;
+		}
+		len += (size_t)sprintf(text, "{\"gamma\":%.17g,\"zero\":0,\"pos\":{", gamma);
+		bool first = true;
+		for (long i = 0; i < 4000; i++)
+			if (counts[i]) {
+				len += (size_t)sprintf(text + len, "%s\"%ld\":%ld", first ? "" : ",",
+						       i - 2000, counts[i]);
+				first = false;
+			}
+		len += (size_t)sprintf(text + len, "}}");
+		assert_int_equal(sketch_add_json(k, text, len), 0);
+		free(text);
+	}
+}
+
+/* Durations summarised by the checker's sketches: 20,000 intervals a side
+ * in 10 summaries each, 20% spread; a 10% slowdown is found with a shift
+ * within the sketch's 1% of the truth (100 us of 1 ms), none where there is
+ * none; another gamma is refused. */
+static void sketches_compared(void **state)
+{
+	struct sketch a = { 0 }, b = { 0 }, c = { 0 };
+	struct cmp_bin *x, *y, *z;
+	size_t nx, ny, nz;
+	struct cmp_result r;
+
+	(void)state;
+	rng = 42;
+	sketch_of(&a, 20000, 1e6, 10);
+	sketch_of(&b, 20000, 1.1e6, 10);
+	sketch_of(&c, 20000, 1e6, 10);
+	assert_true(a.count == 20000 && b.count == 20000);
+	assert_int_equal(sketch_bins(&a, &x, &nx), 0);
+	assert_int_equal(sketch_bins(&b, &y, &ny), 0);
+	assert_int_equal(sketch_bins(&c, &z, &nz), 0);
+	for (size_t i = 1; i < nx; i++)
+		assert_true(x[i - 1].value < x[i].value);
+	assert_int_equal(cmp_binned(x, nx, y, ny, &r), 0);
+	printf("sketches: shift %.0f ns [%.0f, %.0f], median %.0f -> %.0f\n", r.shift, r.lo, r.hi,
+	       r.med1, r.med2);
+	assert_true(r.direction == 1 && fabs(r.shift - 1e5) < 0.02e6);
+	assert_true(fabs(r.med1 - 1e6) < 0.02e6);
+	assert_int_equal(cmp_binned(x, nx, z, nz, &r), 0);
+	assert_true(r.direction == 0);
+	assert_int_equal(sketch_add_json(&a, "{\"gamma\":1.5,\"pos\":{\"1\":2}}", 29), -EINVAL);
+	assert_int_equal(sketch_add_json(&a, "{\"gamma\":1.5,\"pos\":", 20), -EINVAL);
+	assert_true(a.count == 20000);
+	free(x);
+	free(y);
+	free(z);
+	sketch_free(&a);
+	sketch_free(&b);
+	sketch_free(&c);
+}
+
+/* Plain samples and the same values as bins of count 1 agree. */
+static void binned_agrees(void **state)
+{
+	double x[40], y[40];
+	struct cmp_bin bx[40], by[40];
+	struct cmp_result p, q;
+
+	(void)state;
+	rng = 7;
+	sample(x, 40, 1000);
+	sample(y, 40, 1040);
+	for (int i = 0; i < 40; i++) {
+		bx[i] = (struct cmp_bin){ round(x[i]), 1 };
+		by[i] = (struct cmp_bin){ round(y[i]), 1 };
+		x[i] = round(x[i]);
+		y[i] = round(y[i]);
+	}
+	qsort(bx, 40, sizeof *bx, cmp_bin_value);
+	qsort(by, 40, sizeof *by, cmp_bin_value);
+	assert_int_equal(cmp_samples(x, 40, y, 40, &p), 0);
+	assert_int_equal(cmp_binned(bx, 40, by, 40, &q), 0);
+	assert_true(p.shift == q.shift && p.lo == q.lo && p.hi == q.hi && p.p == q.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +227,8 @@ int main(void)
 		cmocka_unit_test(exact_small_case),
 		cmocka_unit_test(ties_and_constants),
 		cmocka_unit_test(too_few),
+		cmocka_unit_test(sketches_compared),
+		cmocka_unit_test(binned_agrees),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
