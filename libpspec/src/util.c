@@ -64,7 +64,7 @@ char *ps_asprintf(const char *fmt, ...)
     return p;
 }
 
-static void buf_reserve(ps_buf *b, size_t extra)
+void ps_buf_grow(ps_buf *b, size_t extra)
 {
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
@@ -76,24 +76,49 @@ static void buf_reserve(ps_buf *b, size_t extra)
     b->cap = cap;
 }
 
-void ps_buf_put(ps_buf *b, const char *s, size_t n)
+/* "00" "01" ... "99": two digits per step. */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* Writes the digits of v so that they end at `end`; returns their start. */
+static char *u64_digits(char *end, uint64_t v)
 {
-    buf_reserve(b, n);
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
+    char *p = end;
+    while (v >= 100) {
+        unsigned k = (unsigned)(v % 100) * 2;
+        v /= 100;
+        *--p = digit_pairs[k + 1];
+        *--p = digit_pairs[k];
+    }
+    if (v >= 10) {
+        unsigned k = (unsigned)v * 2;
+        *--p = digit_pairs[k + 1];
+        *--p = digit_pairs[k];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    return p;
 }
 
-void ps_buf_puts(ps_buf *b, const char *s)
+void ps_buf_put_u64(ps_buf *b, uint64_t v)
 {
-    ps_buf_put(b, s, strlen(s));
+    char tmp[24];
+    char *end = tmp + sizeof tmp;
+    char *p = u64_digits(end, v);
+    ps_buf_put(b, p, (size_t)(end - p));
 }
 
-void ps_buf_putc(ps_buf *b, char c)
+void ps_buf_put_i64(ps_buf *b, int64_t v)
 {
-    buf_reserve(b, 1);
-    b->data[b->len++] = c;
-    b->data[b->len] = '\0';
+    char tmp[24];
+    char *end = tmp + sizeof tmp;
+    /* the magnitude in unsigned arithmetic, so INT64_MIN is no overflow */
+    char *p = u64_digits(end, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    if (v < 0)
+        *--p = '-';
+    ps_buf_put(b, p, (size_t)(end - p));
 }
 
 void ps_buf_printf(ps_buf *b, const char *fmt, ...)
@@ -104,7 +129,7 @@ void ps_buf_printf(ps_buf *b, const char *fmt, ...)
     int n = vsnprintf(NULL, 0, fmt, ap2);
     va_end(ap2);
     if (n > 0) {
-        buf_reserve(b, (size_t)n);
+        ps_buf_grow(b, (size_t)n);
         vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
         b->len += (size_t)n;
     }
