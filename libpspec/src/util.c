@@ -82,8 +82,21 @@ static const char digit_pairs[201] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/* Writes the digits of v so that they end at `end`; returns their start. */
-static char *u64_digits(char *end, uint64_t v)
+/* Number of decimal digits of v (1 to 20): from its bit length (1233/4096
+ * is just above log10(2)), corrected by one comparison. */
+static inline unsigned u64_len(uint64_t v)
+{
+    static const uint64_t pow10[20] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+        1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+        100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+        1000000000000000000ULL, 10000000000000000000ULL};
+    unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233 >> 12;   /* 0 to 19 */
+    return t + ((v | 1) >= pow10[t]);      /* v | 1: 0 has one digit too */
+}
+
+/* Writes the digits of v so that they end at `end`. */
+static inline void u64_digits(char *end, uint64_t v)
 {
     char *p = end;
     while (v >= 100) {
@@ -99,26 +112,28 @@ static char *u64_digits(char *end, uint64_t v)
     } else {
         *--p = (char)('0' + v);
     }
-    return p;
 }
 
+/* The digits go straight into the buffer, their count found first. */
 void ps_buf_put_u64(ps_buf *b, uint64_t v)
 {
-    char tmp[24];
-    char *end = tmp + sizeof tmp;
-    char *p = u64_digits(end, v);
-    ps_buf_put(b, p, (size_t)(end - p));
+    unsigned n = u64_len(v);
+    if (PS_UNLIKELY(b->len + n + 1 > b->cap))
+        ps_buf_grow(b, n);
+    b->len += n;
+    u64_digits(b->data + b->len, v);
+    b->data[b->len] = '\0';
 }
 
 void ps_buf_put_i64(ps_buf *b, int64_t v)
 {
-    char tmp[24];
-    char *end = tmp + sizeof tmp;
-    /* the magnitude in unsigned arithmetic, so INT64_MIN is no overflow */
-    char *p = u64_digits(end, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-    if (v < 0)
-        *--p = '-';
-    ps_buf_put(b, p, (size_t)(end - p));
+    if (v < 0) {
+        ps_buf_putc(b, '-');
+        /* the magnitude in unsigned arithmetic, so INT64_MIN is no overflow */
+        ps_buf_put_u64(b, 0 - (uint64_t)v);
+    } else {
+        ps_buf_put_u64(b, (uint64_t)v);
+    }
 }
 
 void ps_buf_printf(ps_buf *b, const char *fmt, ...)
