@@ -377,13 +377,13 @@ static void test_reports_by_hand(void **state)
                                                                   : bits_double(next());
         e->pos = s->pos + next() % 100;
         e->sub = 0;
-        e->ts = next() % 2 ? s->ts + (int64_t)(next() % 40000000) : tss[next() % 7];
+        e->ts = next() % 2 ? (int64_t)((uint64_t)s->ts + next() % 40000000) : tss[next() % 7]; /* wraps */
         pv_interval *iv = pv_interval_new(&it, 6);
         iv->uid = next() % 4 ? next() % 1000000 : big[next() % 7];
         iv->start = s;
         iv->end = e;
         s->refs++;              /* one for the interval, one for evv */
-        iv->metric[0] = pv_num(next() % 3 ? (double)(e->ts - s->ts) : bits_double(next()));
+        iv->metric[0] = pv_num(next() % 3 ? (double)e->ts - (double)s->ts : bits_double(next()));
         iv->metric[1] = pv_bool(next() % 2);
         iv->metric[2] = pv_triple_make((double)(next() % 100000), 1, (double)(next() % 7) / 3);
         iv->metric[3] = pv_map_set(pv_map_empty(), (double)(next() % 9), pv_num(0.25));
