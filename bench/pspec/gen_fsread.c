@@ -1,11 +1,13 @@
 /* gen_fsread — a synthetic file-server log for the report's Figure 3.
  *
- *   gen_fsread [-b] [-t THREADS] [-s SEED] READS > LOG
+ *   gen_fsread [-b] [-t THREADS] [-s SEED] [-p PERCENT] READS > LOG
  *
  * THREADS threads (default 4) each do one Read at a time: StartRead(tid,
  * size), a CacheHit(tid) for about 78% of them, EndRead(tid). Sizes are
  * 512..65536 bytes; a Read takes about 50 us + 1 us/KiB, and about one in
- * 2000 is slow (12-40 ms) so that the 10 ms assertion fails now and then.
+ * 2000 is slow (12-40 ms) so that the 10 ms assertion fails now and then;
+ * -p PERCENT makes that share PERCENT% instead (to a tenth of a percent:
+ * -p 10 gives about 100,000 offenders in 1M reads, for timing the report).
  * Timestamps are nanoseconds (#tick-ns 1); threads interleave by time.
  * -b writes cmon-bin 1 instead of cmon-ascii 1. Deterministic for a seed.
  */
@@ -37,18 +39,26 @@ typedef struct thr {
 int main(int argc, char **argv)
 {
     int threads = 4, binary = 0, opt;
-    while ((opt = getopt(argc, argv, "bt:s:")) != -1) {
-        if (opt == 'b')
+    unsigned slow_mod = 2000, slow_below = 1;  /* a read is slow when next() % slow_mod < slow_below */
+    while ((opt = getopt(argc, argv, "bt:s:p:")) != -1) {
+        if (opt == 'b') {
             binary = 1;
-        else if (opt == 't')
+        } else if (opt == 't') {
             threads = atoi(optarg);
-        else if (opt == 's')
+        } else if (opt == 's') {
             rng = strtoull(optarg, NULL, 10) * 2654435761ULL + 1;
-        else
+        } else if (opt == 'p') {
+            double pct = atof(optarg);
+            if (!(pct >= 0 && pct <= 100))
+                return 2;
+            slow_mod = 1000;
+            slow_below = (unsigned)(pct * 10 + 0.5);
+        } else {
             return 2;
+        }
     }
     if (optind >= argc || threads < 1 || threads > 1024) {
-        fprintf(stderr, "usage: gen_fsread [-b] [-t THREADS] [-s SEED] READS\n");
+        fprintf(stderr, "usage: gen_fsread [-b] [-t THREADS] [-s SEED] [-p PERCENT] READS\n");
         return 2;
     }
     long reads = atol(argv[optind]);
@@ -79,7 +89,7 @@ int main(int argc, char **argv)
             }
             int64_t size = 512 << (next() % 8);
             int64_t dur = 50000 + size * 1000 / 1024;
-            if (next() % 2000 == 0)
+            if (next() % slow_mod < slow_below)
                 dur = 12000000 + (int64_t)(next() % 28000000);
             v[1] = (double)size;
             rc = log_writer_event_id(w, t_start, x->t, k + 1, v, 2);

@@ -55,9 +55,10 @@ static const char usage[] =
     "  4  nothing failed or was UNDEFINED, but some assertion was inconclusive\n"
     "     (records were lost, #cmon-gap, where they could have changed it)\n";
 
+/* The offender lines of one assertion, each ending in '\n', back to back. */
 typedef struct offender_list {
-    char **lines;
-    size_t n, cap;
+    char *text;
+    size_t len, cap;
 } offender_list;
 
 typedef struct out {
@@ -67,6 +68,8 @@ typedef struct out {
     size_t npending;
     unsigned *pending_line;     /* the assertion line each list belongs to */
     const char **pending_file;
+    char *line;                 /* the report being printed (reused) */
+    size_t line_cap;
 } out;
 
 static offender_list *pending_for(out *o, const char *file, unsigned line)
@@ -87,54 +90,61 @@ static offender_list *pending_for(out *o, const char *file, unsigned line)
     return &o->pending[o->npending++];
 }
 
-static void emit_line(const char *s)
+static void emit_line(const char *s, size_t len)
 {
-    fputs(s, stdout);
-    fputc('\n', stdout);
+    fwrite(s, 1, len, stdout);
+    putc('\n', stdout);
+}
+
+/* Keeps an offender's line until its assertion's verdict has been printed. */
+static void keep_line(offender_list *l, const char *s, size_t len)
+{
+    if (l->len + len + 1 > l->cap) {
+        size_t cap = l->cap ? l->cap : 4096;
+        while (cap < l->len + len + 1)
+            cap *= 2;
+        l->text = realloc(l->text, cap);
+        if (!l->text) {
+            fprintf(stderr, "pcheck: out of memory\n");
+            exit(PSPEC_EXIT_LOG);
+        }
+        l->cap = cap;
+    }
+    memcpy(l->text + l->len, s, len);
+    l->text[l->len + len] = '\n';
+    l->len += len + 1;
 }
 
 static void on_report(void *ctx, const pspec_report *r)
 {
     out *o = ctx;
     pspec_format fmt = o->json ? PSPEC_FORMAT_JSON : PSPEC_FORMAT_TEXT;
-    char *s = pspec_report_format(r, fmt);
+    size_t len = pspec_report_format_into(r, fmt, &o->line, &o->line_cap);
+    const char *s = o->line;
     switch (pspec_report_kind_of(r)) {
     case PSPEC_REPORT_OFFENDER:
         if (o->cont) {
-            emit_line(s);
+            emit_line(s, len);
             fflush(stdout);
             break;
         }
-        {
-            offender_list *l = pending_for(o, pspec_report_file(r), pspec_report_line(r));
-            if (l->n == l->cap) {
-                l->cap = l->cap ? l->cap * 2 : 16;
-                l->lines = realloc(l->lines, l->cap * sizeof *l->lines);
-                if (!l->lines) {
-                    fprintf(stderr, "pcheck: out of memory\n");
-                    exit(PSPEC_EXIT_LOG);
-                }
-            }
-            l->lines[l->n++] = s;
-            return;     /* kept */
-        }
+        keep_line(pending_for(o, pspec_report_file(r), pspec_report_line(r)), s, len);
+        break;
     case PSPEC_REPORT_ASSERT:
         if (!(o->failures_only && pspec_report_result(r) == PSPEC_PASS))
-            emit_line(s);
+            emit_line(s, len);
         if (!o->cont) {
             offender_list *l = pending_for(o, pspec_report_file(r), pspec_report_line(r));
-            for (size_t i = 0; i < l->n; i++) {
-                emit_line(l->lines[i]);
-                free(l->lines[i]);
-            }
-            free(l->lines);
-            l->lines = NULL;
-            l->n = l->cap = 0;
+            if (l->len)
+                fwrite(l->text, 1, l->len, stdout);
+            free(l->text);
+            l->text = NULL;
+            l->len = l->cap = 0;
         }
         break;
     case PSPEC_REPORT_OVERDUE:
         /* a deadline passed: said the moment the log shows it */
-        emit_line(s);
+        emit_line(s, len);
         if (o->cont)
             fflush(stdout);
         break;
@@ -142,24 +152,27 @@ static void on_report(void *ctx, const pspec_report *r)
         /* in the JSON stream; as text a note on standard error, so that
          * the report of a spec stays what appendix A says it is */
         if (o->json)
-            emit_line(s);
+            emit_line(s, len);
         else
             fprintf(stderr, "%s\n", s);
         break;
     case PSPEC_REPORT_PRINT:
     case PSPEC_REPORT_VALUE:
-        emit_line(s);
+        emit_line(s, len);
         break;
     case PSPEC_REPORT_INTERVAL:
-        if (o->vfile)
-            fprintf(o->vfile, "%s\n", s);
+        if (o->vfile) {
+            fwrite(s, 1, len, o->vfile);
+            putc('\n', o->vfile);
+        }
         break;
     case PSPEC_REPORT_EVENT:
-        if (o->efile)
-            fprintf(o->efile, "%s\n", s);
+        if (o->efile) {
+            fwrite(s, 1, len, o->efile);
+            putc('\n', o->efile);
+        }
         break;
     }
-    free(s);
 }
 
 static FILE *open_out(const char *path)
@@ -270,11 +283,9 @@ int main(int argc, char **argv)
         fclose(o.vfile);
     if (o.efile && o.efile != stdout)
         fclose(o.efile);
-    for (size_t i = 0; i < o.npending; i++) {
-        for (size_t k = 0; k < o.pending[i].n; k++)
-            free(o.pending[i].lines[k]);
-        free(o.pending[i].lines);
-    }
+    for (size_t i = 0; i < o.npending; i++)
+        free(o.pending[i].text);
+    free(o.line);
     free(o.pending);
     free(o.pending_line);
     free(o.pending_file);

@@ -1,4 +1,10 @@
-/* report.c — formatting reports as text lines or JSON objects. */
+/* report.c — formatting reports as text lines or JSON objects.
+ *
+ * The lines of offenders (and of -v/-e) are appended piece by piece, without
+ * printf: a log with many offenders spent a third of pcheck's time in
+ * vfprintf (issue 14). The text is byte for byte what the printf formats
+ * gave; tests/unit/test_report_fmt.c keeps the printf version and compares.
+ */
 #include "report.h"
 
 #include <inttypes.h>
@@ -66,7 +72,13 @@ static const char *result_word(pspec_result r)
 
 static void pos_text(ps_buf *b, const pv_event *e)
 {
-    ps_buf_printf(b, "%" PRIu64 ".%u", e->pos, e->sub);
+    pv_format_pos(b, e);
+}
+
+/* A string as "%s" gives it (glibc writes "(null)" for NULL). */
+static void str_text(ps_buf *b, const char *s)
+{
+    ps_buf_puts(b, s ? s : "(null)");
 }
 
 /* The fields of an element — attributes of an event, metrics of an interval —
@@ -102,7 +114,9 @@ static void fields_text(ps_buf *b, const pv *elem)
         pv v;
         if (!field_at(elem, i, &name, &v))
             continue;
-        ps_buf_printf(b, "%s%s = ", first ? " " : ", ", name);
+        ps_buf_puts(b, first ? " " : ", ");
+        str_text(b, name);
+        ps_buf_puts(b, " = ");
         first = false;
         pv_format(b, &v);
     }
@@ -133,16 +147,28 @@ static void element_text(ps_buf *b, const pv *elem)
 {
     if (elem->kind == PV_INTERVAL) {
         const pv_interval *iv = elem->iv;
-        ps_buf_printf(b, "%s #%" PRIu64 " start ", pv_type_name(iv->type), iv->uid);
+        str_text(b, pv_type_name(iv->type));
+        ps_buf_puts(b, " #");
+        ps_buf_put_u64(b, iv->uid);
+        ps_buf_puts(b, " start ");
         pos_text(b, iv->start);
-        ps_buf_printf(b, " ts %" PRId64 ", end ", iv->start->ts);
+        ps_buf_puts(b, " ts ");
+        ps_buf_put_i64(b, iv->start->ts);
+        ps_buf_puts(b, ", end ");
         pos_text(b, iv->end);
-        ps_buf_printf(b, " ts %" PRId64 ":", iv->end->ts);
+        ps_buf_puts(b, " ts ");
+        ps_buf_put_i64(b, iv->end->ts);
+        ps_buf_putc(b, ':');
     } else {
         const pv_event *e = elem->ev;
-        ps_buf_printf(b, "%s ", pv_type_name(e->type));
+        str_text(b, pv_type_name(e->type));
+        ps_buf_putc(b, ' ');
         pos_text(b, e);
-        ps_buf_printf(b, " ts %" PRId64 " thread %" PRId64 ":", e->ts, e->thread);
+        ps_buf_puts(b, " ts ");
+        ps_buf_put_i64(b, e->ts);
+        ps_buf_puts(b, " thread ");
+        ps_buf_put_i64(b, e->thread);
+        ps_buf_putc(b, ':');
     }
     fields_text(b, elem);
 }
@@ -153,12 +179,17 @@ static void element_json(ps_buf *b, const pv *elem)
         const pv_interval *iv = elem->iv;
         ps_buf_puts(b, "\"kind\":\"interval\",\"type\":");
         pv_json_string(b, pv_type_name(iv->type));
-        ps_buf_printf(b, ",\"uid\":%" PRIu64 ",\"start\":\"", iv->uid);
+        ps_buf_puts(b, ",\"uid\":");
+        ps_buf_put_u64(b, iv->uid);
+        ps_buf_puts(b, ",\"start\":\"");
         pos_text(b, iv->start);
         ps_buf_puts(b, "\",\"end\":\"");
         pos_text(b, iv->end);
-        ps_buf_printf(b, "\",\"start_ts\":%" PRId64 ",\"end_ts\":%" PRId64 ",\"metrics\":", iv->start->ts,
-                      iv->end->ts);
+        ps_buf_puts(b, "\",\"start_ts\":");
+        ps_buf_put_i64(b, iv->start->ts);
+        ps_buf_puts(b, ",\"end_ts\":");
+        ps_buf_put_i64(b, iv->end->ts);
+        ps_buf_puts(b, ",\"metrics\":");
     } else {
         const pv_event *e = elem->ev;
         ps_buf_puts(b, "\"kind\":\"event\",\"type\":");
@@ -169,8 +200,13 @@ static void element_json(ps_buf *b, const pv *elem)
         pos_text(b, e);
         ps_buf_puts(b, "\",\"end\":\"");
         pos_text(b, e);
-        ps_buf_printf(b, "\",\"start_ts\":%" PRId64 ",\"end_ts\":%" PRId64 ",\"thread\":%" PRId64 ",\"metrics\":",
-                      e->ts, e->ts, e->thread);
+        ps_buf_puts(b, "\",\"start_ts\":");
+        ps_buf_put_i64(b, e->ts);
+        ps_buf_puts(b, ",\"end_ts\":");
+        ps_buf_put_i64(b, e->ts);
+        ps_buf_puts(b, ",\"thread\":");
+        ps_buf_put_i64(b, e->thread);
+        ps_buf_puts(b, ",\"metrics\":");
     }
     fields_json(b, elem);
 }
@@ -178,7 +214,10 @@ static void element_json(ps_buf *b, const pv *elem)
 /* "FILE:LINE: " plus the label, for assertion-related lines. */
 static void where_text(ps_buf *b, const pspec_report *r)
 {
-    ps_buf_printf(b, "%s:%u: ", pspec_report_file(r), pspec_report_line(r));
+    str_text(b, pspec_report_file(r));
+    ps_buf_putc(b, ':');
+    ps_buf_put_u64(b, pspec_report_line(r));
+    ps_buf_puts(b, ": ");
 }
 
 bool pspec_report_is_stats(const pspec_report *r)
@@ -203,130 +242,159 @@ static void assert_json_head(ps_buf *b, const pspec_report *r)
         pv_json_string(b, r->stmt->label);
     else
         ps_buf_puts(b, "null");
-    ps_buf_printf(b, ",\"line\":%u,\"result\":\"%s\"", r->stmt->loc.line, result_word(r->result));
-    if (r->result == PSPEC_INCONCLUSIVE)
-        ps_buf_printf(b, ",\"lost\":%" PRIu64, r->lost);
+    ps_buf_puts(b, ",\"line\":");
+    ps_buf_put_u64(b, r->stmt->loc.line);
+    ps_buf_puts(b, ",\"result\":\"");
+    ps_buf_puts(b, result_word(r->result));
+    ps_buf_putc(b, '"');
+    if (r->result == PSPEC_INCONCLUSIVE) {
+        ps_buf_puts(b, ",\"lost\":");
+        ps_buf_put_u64(b, r->lost);
+    }
     if (pspec_report_is_stats(r))
         ps_buf_puts(b, ",\"report\":true");
 }
 
-char *pspec_report_format(const pspec_report *r, pspec_format fmt)
+/* Appends the report's line to b. */
+static void report_format(ps_buf *b, const pspec_report *r, pspec_format fmt)
 {
-    ps_buf b = {0};
     bool json = fmt == PSPEC_FORMAT_JSON;
     switch (r->kind) {
     case PSPEC_REPORT_ASSERT:
         if (json) {
-            assert_json_head(&b, r);
-            ps_buf_printf(&b, ",\"offenders\":%" PRIu64, r->offenders);
+            assert_json_head(b, r);
+            ps_buf_printf(b, ",\"offenders\":%" PRIu64, r->offenders);
             if (r->false_part) {
-                ps_buf_puts(&b, ",\"false_part\":");
-                pv_json_string(&b, r->false_part);
+                ps_buf_puts(b, ",\"false_part\":");
+                pv_json_string(b, r->false_part);
             }
             if (r->nwit) {
-                ps_buf_puts(&b, ",\"witness\":{");
+                ps_buf_puts(b, ",\"witness\":{");
                 for (uint32_t i = 0; i < r->nwit; i++) {
                     if (i)
-                        ps_buf_putc(&b, ',');
-                    pv_json_string(&b, r->wit[i].name);
-                    ps_buf_putc(&b, ':');
-                    pv_format_json(&b, &r->wit[i].value);
+                        ps_buf_putc(b, ',');
+                    pv_json_string(b, r->wit[i].name);
+                    ps_buf_putc(b, ':');
+                    pv_format_json(b, &r->wit[i].value);
                 }
-                ps_buf_putc(&b, '}');
+                ps_buf_putc(b, '}');
             }
-            ps_buf_putc(&b, '}');
+            ps_buf_putc(b, '}');
             break;
         }
-        where_text(&b, r);
-        ps_buf_puts(&b, "assertion ");
+        where_text(b, r);
+        ps_buf_puts(b, "assertion ");
         if (r->stmt->label)
-            ps_buf_printf(&b, "\"%s\" ", r->stmt->label);
-        ps_buf_puts(&b, r->result == PSPEC_PASS ? "held" : r->result == PSPEC_FAIL ? "failed"
+            ps_buf_printf(b, "\"%s\" ", r->stmt->label);
+        ps_buf_puts(b, r->result == PSPEC_PASS ? "held" : r->result == PSPEC_FAIL ? "failed"
                         : r->result == PSPEC_INCONCLUSIVE ? "is inconclusive" : "is UNDEFINED");
         if (r->result == PSPEC_INCONCLUSIVE && r->offenders)
-            ps_buf_printf(&b, " (%" PRIu64 " offender%s over lost records; %" PRIu64 " record%s lost)",
+            ps_buf_printf(b, " (%" PRIu64 " offender%s over lost records; %" PRIu64 " record%s lost)",
                           r->offenders, r->offenders == 1 ? "" : "s", r->lost, r->lost == 1 ? "" : "s");
         else if (r->result == PSPEC_INCONCLUSIVE)
-            ps_buf_printf(&b, " (%" PRIu64 " record%s lost)", r->lost, r->lost == 1 ? "" : "s");
+            ps_buf_printf(b, " (%" PRIu64 " record%s lost)", r->lost, r->lost == 1 ? "" : "s");
         else if (r->offenders)
-            ps_buf_printf(&b, " (%" PRIu64 " offender%s)", r->offenders, r->offenders == 1 ? "" : "s");
+            ps_buf_printf(b, " (%" PRIu64 " offender%s)", r->offenders, r->offenders == 1 ? "" : "s");
         if (r->false_part)
-            ps_buf_printf(&b, " at %s", r->false_part);
+            ps_buf_printf(b, " at %s", r->false_part);
         for (uint32_t i = 0; i < r->nwit; i++) {
-            ps_buf_puts(&b, i ? "; " : ": where ");
-            ps_buf_printf(&b, "%s = ", r->wit[i].name);
-            pv_format(&b, &r->wit[i].value);
+            ps_buf_puts(b, i ? "; " : ": where ");
+            ps_buf_printf(b, "%s = ", r->wit[i].name);
+            pv_format(b, &r->wit[i].value);
         }
         break;
     case PSPEC_REPORT_OFFENDER:
         if (json) {
-            assert_json_head(&b, r);
-            ps_buf_putc(&b, ',');
-            element_json(&b, r->elem);
-            ps_buf_putc(&b, '}');
+            assert_json_head(b, r);
+            ps_buf_putc(b, ',');
+            element_json(b, r->elem);
+            ps_buf_putc(b, '}');
             break;
         }
-        where_text(&b, r);
-        if (r->stmt->label)
-            ps_buf_printf(&b, "\"%s\" ", r->stmt->label);
-        ps_buf_puts(&b, r->result == PSPEC_FAIL ? "failed for "
+        where_text(b, r);
+        if (r->stmt->label) {
+            ps_buf_putc(b, '"');
+            ps_buf_puts(b, r->stmt->label);
+            ps_buf_puts(b, "\" ");
+        }
+        ps_buf_puts(b, r->result == PSPEC_FAIL ? "failed for "
                         : r->result == PSPEC_INCONCLUSIVE ? "inconclusive for " : "UNDEFINED for ");
-        element_text(&b, r->elem);
-        if (r->result == PSPEC_INCONCLUSIVE)
-            ps_buf_printf(&b, " (%" PRIu64 " record%s lost while it was open)", r->lost,
-                          r->lost == 1 ? "" : "s");
+        element_text(b, r->elem);
+        if (r->result == PSPEC_INCONCLUSIVE) {
+            ps_buf_puts(b, " (");
+            ps_buf_put_u64(b, r->lost);
+            ps_buf_puts(b, r->lost == 1 ? " record lost while it was open)" : " records lost while it was open)");
+        }
         break;
     case PSPEC_REPORT_INTERVAL:
     case PSPEC_REPORT_EVENT:
         if (json) {
-            ps_buf_putc(&b, '{');
-            element_json(&b, r->elem);
-            ps_buf_putc(&b, '}');
+            ps_buf_putc(b, '{');
+            element_json(b, r->elem);
+            ps_buf_putc(b, '}');
         } else {
-            element_text(&b, r->elem);
+            element_text(b, r->elem);
         }
         break;
     case PSPEC_REPORT_OVERDUE:
         if (json) {
-            ps_buf_puts(&b, "{\"spec\":");
-            pv_json_string(&b, pspec_report_file(r));
-            ps_buf_printf(&b, ",\"assert\":null,\"line\":%u,\"result\":\"fail\",\"kind\":\"overdue\",\"type\":",
+            ps_buf_puts(b, "{\"spec\":");
+            pv_json_string(b, pspec_report_file(r));
+            ps_buf_printf(b, ",\"assert\":null,\"line\":%u,\"result\":\"fail\",\"kind\":\"overdue\",\"type\":",
                           pspec_report_line(r));
-            pv_json_string(&b, r->ivtype->name);
-            ps_buf_printf(&b, ",\"start\":\"%" PRIu64 ".%u\",\"start_ts\":%" PRId64 ",\"age\":%.17g,\"within\":%.17g}",
+            pv_json_string(b, r->ivtype->name);
+            ps_buf_printf(b, ",\"start\":\"%" PRIu64 ".%u\",\"start_ts\":%" PRId64 ",\"age\":%.17g,\"within\":%.17g}",
                           r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
             break;
         }
-        where_text(&b, r);
-        ps_buf_printf(&b, "interval %s overdue: started %" PRIu64 ".%u ts %" PRId64 ", still open %.10g ticks later (within %.10g)",
+        where_text(b, r);
+        ps_buf_printf(b, "interval %s overdue: started %" PRIu64 ".%u ts %" PRId64 ", still open %.10g ticks later (within %.10g)",
                       r->ivtype->name, r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
         break;
     case PSPEC_REPORT_UNCLOSED:
         if (json) {
-            ps_buf_puts(&b, "{\"spec\":");
-            pv_json_string(&b, pspec_report_file(r));
-            ps_buf_printf(&b, ",\"assert\":null,\"line\":%u,\"result\":\"unclosed\",\"type\":",
+            ps_buf_puts(b, "{\"spec\":");
+            pv_json_string(b, pspec_report_file(r));
+            ps_buf_printf(b, ",\"assert\":null,\"line\":%u,\"result\":\"unclosed\",\"type\":",
                           pspec_report_line(r));
-            pv_json_string(&b, r->ivtype->name);
-            ps_buf_printf(&b, ",\"count\":%" PRIu64 "}", r->count);
+            pv_json_string(b, r->ivtype->name);
+            ps_buf_printf(b, ",\"count\":%" PRIu64 "}", r->count);
             break;
         }
-        where_text(&b, r);
-        ps_buf_printf(&b, "note: %" PRIu64 " interval%s of type %s still open at end of log (unclosed)", r->count,
+        where_text(b, r);
+        ps_buf_printf(b, "note: %" PRIu64 " interval%s of type %s still open at end of log (unclosed)", r->count,
                       r->count == 1 ? "" : "s", r->ivtype->name);
         break;
     case PSPEC_REPORT_PRINT:
     case PSPEC_REPORT_VALUE:
         if (json) {
-            ps_buf_puts(&b, r->kind == PSPEC_REPORT_PRINT ? "{\"print\":" : "{\"value\":");
-            pv_format_json(&b, r->value);
-            ps_buf_putc(&b, '}');
+            ps_buf_puts(b, r->kind == PSPEC_REPORT_PRINT ? "{\"print\":" : "{\"value\":");
+            pv_format_json(b, r->value);
+            ps_buf_putc(b, '}');
         } else if (r->value->kind == PV_STR) {
-            ps_buf_puts(&b, r->value->str);
+            ps_buf_puts(b, r->value->str);
         } else {
-            pv_format(&b, r->value);
+            pv_format(b, r->value);
         }
         break;
     }
+}
+
+char *pspec_report_format(const pspec_report *r, pspec_format fmt)
+{
+    ps_buf b = {0};
+    report_format(&b, r, fmt);
     return ps_buf_take(&b);
+}
+
+size_t pspec_report_format_into(const pspec_report *r, pspec_format fmt, char **buf, size_t *cap)
+{
+    ps_buf b = {.data = *buf, .len = 0, .cap = *buf ? *cap : 0};
+    ps_buf_reset(&b);
+    report_format(&b, r, fmt);
+    if (!b.data)
+        ps_buf_grow(&b, 0);
+    *buf = b.data;
+    *cap = b.cap;
+    return b.len;
 }

@@ -64,7 +64,7 @@ char *ps_asprintf(const char *fmt, ...)
     return p;
 }
 
-static void buf_reserve(ps_buf *b, size_t extra)
+void ps_buf_grow(ps_buf *b, size_t extra)
 {
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
@@ -76,24 +76,64 @@ static void buf_reserve(ps_buf *b, size_t extra)
     b->cap = cap;
 }
 
-void ps_buf_put(ps_buf *b, const char *s, size_t n)
+/* "00" "01" ... "99": two digits per step. */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* Number of decimal digits of v (1 to 20): from its bit length (1233/4096
+ * is just above log10(2)), corrected by one comparison. */
+static inline unsigned u64_len(uint64_t v)
 {
-    buf_reserve(b, n);
-    memcpy(b->data + b->len, s, n);
+    static const uint64_t pow10[20] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+        1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+        100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+        1000000000000000000ULL, 10000000000000000000ULL};
+    unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233 >> 12;   /* 0 to 19 */
+    return t + ((v | 1) >= pow10[t]);      /* v | 1: 0 has one digit too */
+}
+
+/* Writes the digits of v so that they end at `end`. */
+static inline void u64_digits(char *end, uint64_t v)
+{
+    char *p = end;
+    while (v >= 100) {
+        unsigned k = (unsigned)(v % 100) * 2;
+        v /= 100;
+        *--p = digit_pairs[k + 1];
+        *--p = digit_pairs[k];
+    }
+    if (v >= 10) {
+        unsigned k = (unsigned)v * 2;
+        *--p = digit_pairs[k + 1];
+        *--p = digit_pairs[k];
+    } else {
+        *--p = (char)('0' + v);
+    }
+}
+
+/* The digits go straight into the buffer, their count found first. */
+void ps_buf_put_u64(ps_buf *b, uint64_t v)
+{
+    unsigned n = u64_len(v);
+    if (PS_UNLIKELY(b->len + n + 1 > b->cap))
+        ps_buf_grow(b, n);
     b->len += n;
+    u64_digits(b->data + b->len, v);
     b->data[b->len] = '\0';
 }
 
-void ps_buf_puts(ps_buf *b, const char *s)
+void ps_buf_put_i64(ps_buf *b, int64_t v)
 {
-    ps_buf_put(b, s, strlen(s));
-}
-
-void ps_buf_putc(ps_buf *b, char c)
-{
-    buf_reserve(b, 1);
-    b->data[b->len++] = c;
-    b->data[b->len] = '\0';
+    if (v < 0) {
+        ps_buf_putc(b, '-');
+        /* the magnitude in unsigned arithmetic, so INT64_MIN is no overflow */
+        ps_buf_put_u64(b, 0 - (uint64_t)v);
+    } else {
+        ps_buf_put_u64(b, (uint64_t)v);
+    }
 }
 
 void ps_buf_printf(ps_buf *b, const char *fmt, ...)
@@ -104,7 +144,7 @@ void ps_buf_printf(ps_buf *b, const char *fmt, ...)
     int n = vsnprintf(NULL, 0, fmt, ap2);
     va_end(ap2);
     if (n > 0) {
-        buf_reserve(b, (size_t)n);
+        ps_buf_grow(b, (size_t)n);
         vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
         b->len += (size_t)n;
     }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 void *ps_malloc(size_t n);
 void *ps_calloc(size_t count, size_t size);
@@ -33,9 +34,33 @@ typedef struct ps_buf {
     size_t cap;    /* bytes allocated */
 } ps_buf;
 
-void ps_buf_put(ps_buf *b, const char *s, size_t n);
-void ps_buf_puts(ps_buf *b, const char *s);
-void ps_buf_putc(ps_buf *b, char c);
+/* Make room for `extra` more bytes and the NUL (the slow path of the appends). */
+void ps_buf_grow(ps_buf *b, size_t extra);
+
+/* Appends. They are inline, and written without printf, because the
+ * per-offender report lines are made of them (issue 14). */
+static inline void ps_buf_put(ps_buf *b, const char *s, size_t n)
+{
+    if (PS_UNLIKELY(b->len + n + 1 > b->cap))
+        ps_buf_grow(b, n);
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static inline void ps_buf_puts(ps_buf *b, const char *s) { ps_buf_put(b, s, strlen(s)); }
+
+static inline void ps_buf_putc(ps_buf *b, char c)
+{
+    if (PS_UNLIKELY(b->len + 2 > b->cap))
+        ps_buf_grow(b, 1);
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
+
+/* The decimal digits of v, as "%" PRIu64 / "%" PRId64 write them. */
+void ps_buf_put_u64(ps_buf *b, uint64_t v);
+void ps_buf_put_i64(ps_buf *b, int64_t v);
 void ps_buf_printf(ps_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ps_buf_reset(ps_buf *b);      /* len = 0, keeps the allocation */
 void ps_buf_free(ps_buf *b);

@@ -485,6 +485,7 @@ void pv_format(ps_buf *out, const pv *v);
 void pv_format_json(ps_buf *out, const pv *v);
 void pv_format_number(ps_buf *out, double x);     /* the text notation of a number */
 void pv_json_string(ps_buf *out, const char *s);  /* a JSON string literal */
+void pv_format_pos(ps_buf *out, const pv_event *e); /* an event's position "POS.SUB" */
 
 /* Structural equality of two values, for tests and for multi-element mapping
  * constructors (not the language's "=", which is Figure 9's overlap test). */

@@ -5,6 +5,12 @@
  * the shortest decimal that reads back as the same double, rounded half-up to
  * 10 places: 0.1+0.2 prints "0.3" and 191.48203125 prints "191.4820313", as a
  * person rounding the decimal they typed would expect.
+ *
+ * Integers, integral numbers, strings and positions are appended without
+ * printf (issue 14: report lines of offenders were a third of pcheck's
+ * time); the text is the same as "%lld", "%03o", "%04x" gave, which
+ * tests/unit/test_report_fmt.c checks against the printf formatter. Numbers
+ * that are not integral still go through snprintf ("%.*e" and "%.17g").
  */
 #include "value.h"
 
@@ -76,7 +82,7 @@ void pv_format_number(ps_buf *out, double x)
         return;
     }
     if (x == trunc(x) && fabs(x) < 1e9) {
-        ps_buf_printf(out, "%lld", (long long)x);
+        ps_buf_put_i64(out, (int64_t)x);
         return;
     }
     char d[24];
@@ -90,7 +96,8 @@ void pv_format_number(ps_buf *out, double x)
             ps_buf_putc(out, '.');
             ps_buf_put(out, d + 1, (size_t)nd - 1);
         }
-        ps_buf_printf(out, "e%d", e);
+        ps_buf_putc(out, 'e');
+        ps_buf_put_i64(out, e);
     } else if (e >= 0) {                /* 191.4820313, 100000 */
         for (int i = 0; i <= e; i++)
             ps_buf_putc(out, i < nd ? d[i] : '0');
@@ -106,11 +113,31 @@ void pv_format_number(ps_buf *out, double x)
     }
 }
 
+/* Does byte c stand for itself between quotes (text and JSON alike)? */
+static inline bool plain_byte(unsigned char c)
+{
+    return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\';
+}
+
+/* Appends the run of plain bytes at p; returns the first byte after it. */
+static const unsigned char *plain_run(ps_buf *out, const unsigned char *p)
+{
+    const unsigned char *q = p;
+    while (plain_byte(*q))
+        q++;
+    if (q > p)
+        ps_buf_put(out, (const char *)p, (size_t)(q - p));
+    return q;
+}
+
 /* A string in the spec's literal syntax (A.10): \n \t \r \f \\ \" and \ooo. */
 static void quoted_string(ps_buf *out, const char *s)
 {
     ps_buf_putc(out, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s;; p++) {
+        p = plain_run(out, p);
+        if (!*p)
+            break;
         switch (*p) {
         case '\n': ps_buf_puts(out, "\\n"); break;
         case '\t': ps_buf_puts(out, "\\t"); break;
@@ -119,10 +146,13 @@ static void quoted_string(ps_buf *out, const char *s)
         case '\\': ps_buf_puts(out, "\\\\"); break;
         case '"': ps_buf_puts(out, "\\\""); break;
         default:
-            if (*p < 0x20 || *p > 0x7e)
-                ps_buf_printf(out, "\\%03o", *p);
-            else
+            if (*p < 0x20 || *p > 0x7e) {       /* "\\%03o" */
+                char o[4] = {'\\', (char)('0' + (*p >> 6)), (char)('0' + ((*p >> 3) & 7)),
+                             (char)('0' + (*p & 7))};
+                ps_buf_put(out, o, 4);
+            } else {
                 ps_buf_putc(out, (char)*p);
+            }
         }
     }
     ps_buf_putc(out, '"');
@@ -163,15 +193,29 @@ static void format_value(ps_buf *out, const pv *v, bool nested)
         free(keys);
         break;
     }
-    case PV_EVENT:
-        ps_buf_printf(out, "<%s %" PRIu64 ".%" PRIu32 ">", pv_type_name(v->ev->type), v->ev->pos,
-                      v->ev->sub);
+    case PV_EVENT:             /* <TYPE POS.SUB> */
+        ps_buf_putc(out, '<');
+        ps_buf_puts(out, pv_type_name(v->ev->type));
+        ps_buf_putc(out, ' ');
+        pv_format_pos(out, v->ev);
+        ps_buf_putc(out, '>');
         break;
-    case PV_INTERVAL:
-        ps_buf_printf(out, "<%s #%" PRIu64 ">", pv_type_name(v->iv->type), v->iv->uid);
+    case PV_INTERVAL:          /* <TYPE #UID> */
+        ps_buf_putc(out, '<');
+        ps_buf_puts(out, pv_type_name(v->iv->type));
+        ps_buf_puts(out, " #");
+        ps_buf_put_u64(out, v->iv->uid);
+        ps_buf_putc(out, '>');
         break;
     default: ps_buf_puts(out, "UNDEFINED"); break;
     }
+}
+
+void pv_format_pos(ps_buf *out, const pv_event *e)
+{
+    ps_buf_put_u64(out, e->pos);
+    ps_buf_putc(out, '.');
+    ps_buf_put_u64(out, e->sub);
 }
 
 void pv_format(ps_buf *out, const pv *v)
@@ -190,10 +234,11 @@ static void json_number(ps_buf *out, double x)
         ps_buf_puts(out, "null");
         return;
     }
-    if (x == trunc(x) && fabs(x) < 9007199254740992.0)
-        snprintf(buf, sizeof(buf), "%lld", (long long)x);
-    else
-        snprintf(buf, sizeof(buf), "%.17g", x);
+    if (x == trunc(x) && fabs(x) < 9007199254740992.0) {
+        ps_buf_put_i64(out, (int64_t)x);
+        return;
+    }
+    snprintf(buf, sizeof(buf), "%.17g", x);
     fix_decimal_point(buf);
     ps_buf_puts(out, buf);
 }
@@ -236,7 +281,10 @@ void pv_json_string(ps_buf *out, const char *s)
         return;
     }
     ps_buf_putc(out, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s;; p++) {
+        p = plain_run(out, p);
+        if (!*p)
+            break;
         switch (*p) {
         case '"': ps_buf_puts(out, "\\\""); break;
         case '\\': ps_buf_puts(out, "\\\\"); break;
@@ -253,8 +301,10 @@ void pv_json_string(ps_buf *out, const char *s)
             if (n > 0) {
                 ps_buf_put(out, (const char *)p, n);
                 p += n - 1;
-            } else if (*p < 0x20 || *p >= 0x7f) {
-                ps_buf_printf(out, "\\u%04x", *p);
+            } else if (*p < 0x20 || *p >= 0x7f) {   /* "\\u%04x" */
+                static const char hex[] = "0123456789abcdef";
+                char u[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+                ps_buf_put(out, u, 6);
             } else {
                 ps_buf_putc(out, (char)*p);
             }
@@ -300,9 +350,11 @@ void pv_format_json(ps_buf *out, const pv *v)
     case PV_EVENT:
         ps_buf_puts(out, "{\"type\":");
         pv_json_string(out, pv_type_name(v->ev->type));
-        ps_buf_printf(out, ",\"pos\":\"%" PRIu64 ".%" PRIu32 "\",\"ts\":", v->ev->pos, v->ev->sub);
+        ps_buf_puts(out, ",\"pos\":\"");
+        pv_format_pos(out, v->ev);
+        ps_buf_puts(out, "\",\"ts\":");
         if (v->ev->timed)
-            ps_buf_printf(out, "%" PRId64, v->ev->ts);
+            ps_buf_put_i64(out, v->ev->ts);
         else
             ps_buf_puts(out, "null");
         ps_buf_putc(out, '}');
@@ -310,7 +362,9 @@ void pv_format_json(ps_buf *out, const pv *v)
     case PV_INTERVAL:
         ps_buf_puts(out, "{\"type\":");
         pv_json_string(out, pv_type_name(v->iv->type));
-        ps_buf_printf(out, ",\"uid\":%" PRIu64 "}", v->iv->uid);
+        ps_buf_puts(out, ",\"uid\":");
+        ps_buf_put_u64(out, v->iv->uid);
+        ps_buf_putc(out, '}');
         break;
     default: ps_buf_puts(out, "null"); break;
     }

@@ -128,6 +128,11 @@ typedef enum pspec_format {
 
 /* The report as one line (no trailing newline); heap string. */
 char *pspec_report_format(const pspec_report *r, pspec_format fmt);
+/* The same line into a buffer the caller reuses across reports, as getline(3)
+ * does: *buf (NULL or from malloc, *cap bytes) is grown with realloc when
+ * needed and updated; the line is NUL-terminated. Returns its length. The
+ * caller frees *buf at the end. */
+size_t pspec_report_format_into(const pspec_report *r, pspec_format fmt, char **buf, size_t *cap);
 
 typedef void (*pspec_report_fn)(void *ctx, const pspec_report *r);
 /* A malformed log record was skipped (`where`: line or byte offset). */
