@@ -130,7 +130,8 @@ typedef enum pspec_format {
 char *pspec_report_format(const pspec_report *r, pspec_format fmt);
 
 typedef void (*pspec_report_fn)(void *ctx, const pspec_report *r);
-/* A malformed log record was skipped (`where`: line or byte offset). */
+/* A malformed log record was skipped (`where`: line or byte offset), or
+ * (`where` 0) something about the log as a whole. */
 typedef void (*pspec_warn_fn)(void *ctx, const char *logname, uint64_t where, const char *msg);
 
 typedef struct pspec_check_options {
@@ -140,6 +141,9 @@ typedef struct pspec_check_options {
     bool want_events;           /* PSPEC_REPORT_EVENT for every event (-e) */
     bool explain;               /* an ASSERT report that did not pass carries a witness: the
                                    values of the log aggregates and constants it uses */
+    bool compensate;            /* compensate the durations of every interval type for the writer's
+                                   cost per event (as if every spec said `compensate;`); without
+                                   that cost in the log header, `warn` says so (where 0) */
     pspec_report_fn report;
     pspec_warn_fn warn;
     void *ctx;
