@@ -1498,6 +1498,8 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
         }
         if (!any) {
             any = true;
+            if (p->first_record)
+                p->first_record(p->ctx);
             bool given = header_origin(r, rec.ts, &origin);
             if (!given)
                 origin = (double)rec.ts;

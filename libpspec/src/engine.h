@@ -79,6 +79,7 @@ typedef struct ps_pass {
      * nothing per record. */
     const bool *compensate;
     double comp_mean, comp_spread;  /* the writer's cost per event and its spread, in ticks */
+    void (*first_record)(void *ctx);    /* if not NULL: called when the first record is read */
     void *ctx;
 } ps_pass;
 

@@ -668,9 +668,6 @@ static bool stmt_keyword(ps_tok k)
     }
 }
 
-/* After one element of a statement list: is there another element?
- * Elements are separated by ';' (or the thesis's '.'); the list ends at the
- * next statement keyword, 'end' or the end of input. */
 /* Extension (docs/pspec.md, "Perturbation compensation"): the contextual
  * word `compensate` starts a statement of its own when the next token ends
  * it (';', '.', 'end', a statement keyword); elsewhere it is a name. Spec
@@ -689,6 +686,10 @@ static bool at_statement_end(parser *ps)
     return stmt_keyword(ps->tok.kind) || at(ps, TK_END) || at(ps, TK_EOF) || at_compensate(ps);
 }
 
+/* After one element of a statement list: is there another element?
+ * Elements are separated by ';' (or the thesis's '.'); the list ends at the
+ * next statement keyword (or `compensate` statement), 'end' or the end of
+ * input. */
 static bool list_continues(parser *ps)
 {
     if (at(ps, TK_SEMI) || at(ps, TK_DOT)) {

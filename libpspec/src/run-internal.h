@@ -43,6 +43,8 @@ typedef struct runner {
     ps_fed *fed;                /* [topaggs] the elements that fed each (--explain), or NULL */
     bool *compensate;           /* [ivtypes] compensated interval types (ps_pass.compensate), or NULL */
     double comp_mean, comp_spread;  /* the log's cost per event and its spread, in ticks */
+    bool warn_uncompensated;    /* say at the first record that compensation asked for cannot be done */
+    const char *logname;        /* for that warning */
 } runner;
 
 void runner_init(runner *rn, pspec *ps, double tick_ns);

@@ -217,6 +217,16 @@ static void on_interval(void *ctx, const pv_interval *iv)
     rn->opt->report(rn->opt->ctx, &r);
 }
 
+static void on_first_record(void *ctx)
+{
+    runner *rn = ctx;
+    if (!rn->warn_uncompensated || !rn->opt || !rn->opt->warn)
+        return;
+    rn->warn_uncompensated = false;     /* once, however many passes */
+    rn->opt->warn(rn->opt->ctx, rn->logname, 0, "compensation asked for (compensate; or --compensate), but "
+                  "the log header gives no cost per event (#cmon-overhead-ns): durations are not compensated");
+}
+
 static void on_event(void *ctx, const pv_event *e)
 {
     runner *rn = ctx;
@@ -274,7 +284,7 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
                      .offender = on_offender, .overdue = pass == 1 && rn->opt ? on_overdue : NULL,
                      .interval = on_interval, .event = on_event, .fed = rn->fed,
                      .compensate = rn->compensate, .comp_mean = rn->comp_mean, .comp_spread = rn->comp_spread,
-                     .ctx = rn};
+                     .first_record = rn->warn_uncompensated ? on_first_record : NULL, .ctx = rn};
         int rc = ps_engine_run(&p, r, errmsg);
         if (rc == -EDOM) {
             status = PSPEC_EXIT_SPEC;
@@ -500,9 +510,10 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     runner rn;
     runner_init(&rn, ps, log_reader_header(r)->tick_ns);
     rn.opt = opt;
-    if (!runner_compensate(&rn, log_reader_header(r), opt->compensate) && opt->warn)
-        opt->warn(opt->ctx, logname, 0, "compensation asked for (compensate; or --compensate), but the log "
-                  "header gives no cost per event (#cmon-overhead-ns): durations are not compensated");
+    rn.logname = logname;
+    /* said at the first record: a log without records (the telemonitor's
+     * check of a class) has nothing to compensate */
+    rn.warn_uncompensated = !runner_compensate(&rn, log_reader_header(r), opt->compensate);
     if (opt->explain)
         rn.fed = ps_calloc(prog->topaggs.n + 1, sizeof *rn.fed);
     plan pl;

@@ -142,8 +142,9 @@ typedef struct pspec_check_options {
     bool explain;               /* an ASSERT report that did not pass carries a witness: the
                                    values of the log aggregates and constants it uses */
     bool compensate;            /* compensate the durations of every interval type for the writer's
-                                   cost per event (as if every spec said `compensate;`); without
-                                   that cost in the log header, `warn` says so (where 0) */
+                                   cost per event (as if every spec said `compensate;`); when that is
+                                   asked for (here or by a spec) but the log header lacks the cost,
+                                   `warn` says so (where 0) at the first record */
     pspec_report_fn report;
     pspec_warn_fn warn;
     void *ctx;
