@@ -1526,3 +1526,15 @@ int ps_check_item(ps_checker *ck, ps_item *it)
     }
     return 0;
 }
+
+/* ts(b) or timestamp(b) */
+static bool is_ts_of(const ps_expr *e, const ps_binder *b)
+{
+    return e->kind == X_BUILTIN && (e->op == B_TIMESTAMP || e->op == B_TS) && e->call.nargs == 1 &&
+           e->call.args[0]->kind == X_VAR && e->call.args[0]->var == b;
+}
+
+bool ps_metric_is_duration(const ps_ivtype *t, const ps_expr *e)
+{
+    return e && e->kind == X_BINARY && e->op == PV_OP_SUB && is_ts_of(e->bin.a, t->e) && is_ts_of(e->bin.b, t->s);
+}

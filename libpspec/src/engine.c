@@ -1198,20 +1198,6 @@ static int32_t key_class(engine *g, ivst *is, const ps_expr *e)
     return (int32_t)is->ncls++;
 }
 
-/* ts(b) or timestamp(b) */
-static bool is_ts_of(const ps_expr *e, const ps_binder *b)
-{
-    return e->kind == X_BUILTIN && (e->op == B_TIMESTAMP || e->op == B_TS) && e->call.nargs == 1 &&
-           e->call.args[0]->kind == X_VAR && e->call.args[0]->var == b;
-}
-
-/* A duration metric of t: exactly ts(e) - ts(s) of its own end and start
- * binders (either spelling of ts, parentheses allowed). */
-static bool is_duration(const ps_ivtype *t, const ps_expr *e)
-{
-    return e && e->kind == X_BINARY && e->op == PV_OP_SUB && is_ts_of(e->bin.a, t->e) && is_ts_of(e->bin.b, t->s);
-}
-
 static ivst *ivst_new(engine *g, ps_ivtype *t)
 {
     cx_compiler *cc = &g->cc;
@@ -1238,7 +1224,7 @@ static ivst *ivst_new(engine *g, ps_ivtype *t)
     if (g->p->compensate && g->p->compensate[t->id] && t->start_kind == IVS_EVENT && t->end_kind == IVE_EVENT) {
         is->comp = ps_calloc(t->nmetric ? t->nmetric : 1, sizeof *is->comp);
         for (uint32_t m = 0; m < t->nmetric; m++)
-            if (is_duration(t, t->metrics[m].expr))
+            if (ps_metric_is_duration(t, t->metrics[m].expr))
                 is->comp[is->ncomp++] = m;
         g->comp |= is->ncomp > 0;
     }
