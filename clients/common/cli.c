@@ -78,7 +78,10 @@ int cli_open_log(const char *prog, const char *path, bool seekable)
 void cli_warn(void *ctx, const char *logname, uint64_t where, const char *msg)
 {
     (void)ctx;
-    fprintf(stderr, "%s:%" PRIu64 ": warning: %s\n", logname, where, msg);
+    if (where == 0)     /* about the log as a whole */
+        fprintf(stderr, "%s: warning: %s\n", logname, msg);
+    else
+        fprintf(stderr, "%s:%" PRIu64 ": warning: %s\n", logname, where, msg);
 }
 
 /* All of standard input as a NUL-terminated heap string (*len bytes), or

@@ -1,7 +1,7 @@
 /* pcheck — check a PSpec specification against a monitoring log.
  *
  *   pcheck -s SPEC [-i PATH] [-f] [-cont] [-v INTERVALFILE] [-e EVENTFILE] [--json] [--explain]
- *          [--plan] [--bounded] [LOG|-]
+ *          [--compensate] [--plan] [--bounded] [LOG|-]
  *
  * Exit status: 0 every assertion held, 1 some failed or was UNDEFINED,
  * 2 the spec did not parse or type-check (or a usage error: CMON_EXIT_USAGE
@@ -38,6 +38,9 @@ static const char usage[] =
     "  -json, --json               JSON Lines instead of text\n"
     "  -explain, --explain         with an assertion that did not hold, the values of the log\n"
     "                              aggregates and constants it uses (its witness)\n"
+    "  -compensate, --compensate   subtract the writer's cost per event (the log header's\n"
+    "                              #cmon-overhead-ns) from every interval's duration metrics\n"
+    "                              (ts(e) - ts(s)), as if every spec said 'compensate;'\n"
     "  -plan, --plan               print the passes, which assertions stream in -cont and the\n"
     "                              state the check keeps, without reading a log; then exit\n"
     "  -bounded, --bounded         refuse (exit 2) a specification whose continuous check\n"
@@ -189,7 +192,7 @@ static FILE *open_out(const char *path)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN, OPT_BOUNDED };
+    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN, OPT_BOUNDED, OPT_COMPENSATE };
     static const struct option longopts[] = {
         { "spec", required_argument, NULL, 's' },
         { "path", required_argument, NULL, 'i' },
@@ -201,12 +204,13 @@ int main(int argc, char **argv)
         { "plan", no_argument, NULL, OPT_PLAN },
         { "explain", no_argument, NULL, OPT_EXPLAIN },
         { "bounded", no_argument, NULL, OPT_BOUNDED },
+        { "compensate", no_argument, NULL, OPT_COMPENSATE },
         { NULL, 0, NULL, 0 },
     };
     static const struct cmon_cmdline cl = { "pcheck", usage, "s:i:fv:e:", longopts };
     const char *spec = NULL, *path = NULL, *vpath = NULL, *epath = NULL, *log = NULL;
     out o = {0};
-    bool plan = false, explain = false, bounded = false;
+    bool plan = false, explain = false, bounded = false, compensate = false;
     int ch;
     while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
         switch (ch) {
@@ -220,6 +224,7 @@ int main(int argc, char **argv)
         case OPT_PLAN: plan = true; break;
         case OPT_EXPLAIN: explain = true; break;
         case OPT_BOUNDED: bounded = true; break;
+        case OPT_COMPENSATE: compensate = true; break;
         }
     }
     if (argc - optind > 1)
@@ -266,7 +271,7 @@ int main(int argc, char **argv)
     if (epath)
         o.efile = open_out(epath);
     pspec_check_options opt = {.continuous = o.cont, .want_intervals = vpath != NULL, .want_events = epath != NULL,
-                               .explain = explain,
+                               .explain = explain, .compensate = compensate,
                                .report = on_report, .warn = cli_warn, .ctx = &o};
     char *err = NULL;
     int status = pspec_check(ps, fd, cli_log_name(log), &opt, &err);

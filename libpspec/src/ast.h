@@ -231,6 +231,7 @@ struct ps_ivtype {
     ps_expr *e_where;           /* may be NULL */
     ps_expr *after;             /* IVE_AFTER */
     ps_expr *within;            /* extension: open longer than this is overdue (NULL: no bound) */
+    const ps_scope *scope;      /* the spec that declares it (its `compensate;` applies) */
     ps_metric *metrics;         /* inherited ones first */
     uint32_t nmetric;
     ps_agg **aggs;              /* log aggregates in the metrics */

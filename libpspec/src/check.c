@@ -1227,6 +1227,7 @@ static int check_interval(ps_checker *ck, ps_item *it)
         return -1;
     ps_ivtype *iv = new_ivtype(prog, d->name, it->loc);
     iv->nested = d->nested;
+    iv->scope = ck->scope;
     if (d->parent.name) {
         ps_symbol *s = lookup_type(ck, d->parent.name);
         if (!s || s->kind != SYM_IVTYPE) {
@@ -1244,6 +1245,7 @@ static int check_interval(ps_checker *ck, ps_item *it)
         iv->loc = it->loc;
         iv->parent = p;
         iv->nested = p->nested;
+        iv->scope = ck->scope;
         check_metrics(ck, iv, d->metrics, d->nmetric);
         put_ivtype(ck, iv, false);
         return ck->diags->n == before ? 0 : -1;
@@ -1353,6 +1355,7 @@ static int check_proc(ps_checker *ck, ps_item *it)
     ps_evtype *re = declare_event(ck, ret, rattrs, 2, true, EVO_RET, it->loc, true);
     ps_ivtype *iv = new_ivtype(prog, intv, it->loc);
     iv->nested = true;
+    iv->scope = ck->scope;
     iv->start_kind = IVS_EVENT;
     iv->end_kind = IVE_EVENT;
     iv->s_type = ce;
@@ -1514,9 +1517,24 @@ int ps_check_item(ps_checker *ck, ps_item *it)
         add_stmt(ck, st);
         return 0;
     }
+    case IT_COMPENSATE:
+        ck->scope->compensate = true;   /* for every interval type the spec declares, before or after */
+        return 0;
     case IT_ECHO:
     case IT_HELP:
         return 0;
     }
     return 0;
+}
+
+/* ts(b) or timestamp(b) */
+static bool is_ts_of(const ps_expr *e, const ps_binder *b)
+{
+    return e->kind == X_BUILTIN && (e->op == B_TIMESTAMP || e->op == B_TS) && e->call.nargs == 1 &&
+           e->call.args[0]->kind == X_VAR && e->call.args[0]->var == b;
+}
+
+bool ps_metric_is_duration(const ps_ivtype *t, const ps_expr *e)
+{
+    return e && e->kind == X_BINARY && e->op == PV_OP_SUB && is_ts_of(e->bin.a, t->e) && is_ts_of(e->bin.b, t->s);
 }

@@ -49,6 +49,11 @@ int ps_check_item(ps_checker *ck, ps_item *it);
 /* A human-readable type name ("number", "mapping of triple", "interval Read"). */
 const char *ps_type_describe(ps_program *prog, const ps_type *t);
 
+/* Is metric expression e of interval type t a duration metric, the ones
+ * perturbation compensation adjusts: exactly ts(e) - ts(s) of t's own end
+ * and start binders (either spelling of ts; parentheses leave no trace)? */
+bool ps_metric_is_duration(const ps_ivtype *t, const ps_expr *e);
+
 /* The predeclared event types. */
 ps_evtype *ps_logstart_type(const ps_program *prog);
 ps_evtype *ps_logend_type(const ps_program *prog);

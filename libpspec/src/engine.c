@@ -177,6 +177,78 @@ static void ix_free(ixmap *m)
     m->cap = m->n = m->nempty = m->shift = 0;
 }
 
+/* ---- records per thread (perturbation compensation) ----------------------------------------- */
+
+/* How many records a thread has written so far, kept only for threads that
+ * started a compensated interval still open (refs): an entry whose refs
+ * fell to 0 is dropped when the table would otherwise grow, so the table
+ * is bounded by the threads with such intervals open at once. */
+typedef struct thrent {
+    int64_t thread;
+    uint64_t count;         /* records of the thread since the entry was made */
+    uint32_t refs;          /* open compensated intervals started by the thread */
+    bool used;
+} thrent;
+
+typedef struct thrmap {
+    thrent *s;
+    uint32_t cap, n;        /* slots (a power of two), used slots */
+} thrmap;
+
+static inline uint32_t thr_slot(int64_t t, uint32_t cap)
+{
+    return (uint32_t)(((uint64_t)t * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+}
+
+static inline thrent *thr_find(const thrmap *m, int64_t t)
+{
+    if (!m->cap)
+        return NULL;
+    for (uint32_t i = thr_slot(t, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        thrent *e = &m->s[i];
+        if (!e->used)
+            return NULL;
+        if (e->thread == t)
+            return e;
+    }
+}
+
+/* The entry of thread t, made (with count 0) when there is none. */
+static thrent *thr_get(thrmap *m, int64_t t)
+{
+    thrent *e = thr_find(m, t);
+    if (e)
+        return e;
+    if ((m->n + 1) * 4 > m->cap * 3) {
+        /* Full: drop the threads with nothing open; grow unless that frees enough. */
+        uint32_t live = 0;
+        for (uint32_t i = 0; i < m->cap; i++)
+            live += m->s[i].used && m->s[i].refs > 0;
+        thrent *old = m->s;
+        uint32_t oldcap = m->cap;
+        m->cap = !m->cap ? 16 : (live + 1) * 8 > m->cap * 3 ? m->cap * 2 : m->cap;
+        m->s = ps_calloc(m->cap, sizeof *m->s);
+        m->n = 0;
+        for (uint32_t i = 0; i < oldcap; i++) {
+            if (!old[i].used || old[i].refs == 0)
+                continue;
+            uint32_t j = thr_slot(old[i].thread, m->cap);
+            while (m->s[j].used)
+                j = (j + 1) & (m->cap - 1);
+            m->s[j] = old[i];
+            m->n++;
+        }
+        free(old);
+    }
+    uint32_t i = thr_slot(t, m->cap);
+    while (m->s[i].used)
+        i = (i + 1) & (m->cap - 1);
+    e = &m->s[i];
+    *e = (thrent){.thread = t, .used = true};
+    m->n++;
+    return e;
+}
+
 /* ---- engine state ------------------------------------------------------------------------ */
 
 /* A start-key expression (depending only on s) and its index of open
@@ -231,6 +303,8 @@ typedef struct ivst {
     uint32_t npool;
     pv_interval *ivfree;    /* released intervals kept for reuse, linked through `start` */
     uint32_t nivfree;
+    uint32_t *comp;         /* the duration metrics compensated (ps_pass.compensate), [ncomp] */
+    uint32_t ncomp;         /* 0: this type is not compensated */
 } ivst;
 
 enum { POOL_KEEP = 256 };   /* reusable records kept per interval type */
@@ -240,6 +314,8 @@ struct open_iv {
     pv_event *start;        /* owned */
     uint64_t start_seq;
     uint64_t lost_at_open;  /* engine.lost when it opened */
+    uint64_t emits0;        /* compensated types: records of the start's thread before the start
+                               (its thrent count); UINT64_MAX: not compensated (a fabricated start) */
     uint32_t naggs, ncls;
     pv_acc **accs;          /* [naggs] */
     keyent *keys;           /* [ncls] */
@@ -351,6 +427,8 @@ typedef struct engine {
     pv_event *spare;        /* the last event recycled (capacity maxattr) */
     pv_event *evfree;       /* more recycled events, linked through `type` */
     uint32_t nevfree;
+    bool comp;              /* some interval type is compensated: count records per thread */
+    thrmap threads;         /* records per thread, for compensated intervals open */
 } engine;
 
 static ps_evtype *const no_types[1] = {NULL};
@@ -680,6 +758,14 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
     ev->refs++;
     o->start_seq = g->seq;
     o->lost_at_open = g->lost;
+    if (PS_UNLIKELY(is->ncomp)) {
+        o->emits0 = UINT64_MAX;     /* logstart@, gap@: no writer wrote them */
+        if (ev->sub == 0) {
+            thrent *te = thr_get(&g->threads, ev->thread);
+            te->refs++;
+            o->emits0 = te->count;
+        }
+    }
     if (is->keep_all)
         list_append(&is->open, &o->all, o);
     if (is->within > 0 && !is->due)
@@ -775,6 +861,24 @@ static inline void interval_done(engine *g, pv_interval *iv)
     is->nivfree++;
 }
 
+/* Perturbation compensation of closed interval iv (open record o): n is the
+ * records its start's thread wrote from its start record on, before the
+ * current record (the start's own emit ends inside the interval, and so
+ * does every emit of the thread inside it); each duration metric [v, p, m]
+ * becomes [v - n*mean, p + n*spread, m + n*spread]. */
+static void compensate(engine *g, ivst *is, open_iv *o, pv_interval *iv)
+{
+    thrent *te = thr_find(&g->threads, o->start->thread);
+    double n = (double)(te->count - o->emits0);
+    te->refs--;
+    for (uint32_t k = 0; k < is->ncomp; k++) {
+        pv *m = &iv->metric[is->comp[k]];
+        if (m->kind == PV_TRIPLE)
+            *m = pv_triple_make(m->t.v - n * g->p->comp_mean, m->t.p + n * g->p->comp_spread,
+                                m->t.m + n * g->p->comp_spread);
+    }
+}
+
 /* o ends at event ev: compute its metrics and feed it to the top-level
  * aggregates over its type (Figure 4.2's step 2: closing one interval does
  * not depend on feeding another, so each is fed as it closes); keep it for
@@ -805,6 +909,8 @@ static void close_interval(engine *g, ivst *is, open_iv *o, pv_event *ev, bool b
     for (uint32_t m = 0; m < t->nmetric; m++)
         is->metrics[m].box(is->metrics[m].c, g->ev, &iv->metric[m]);
     g->ev->accs = saved;
+    if (PS_UNLIKELY(is->ncomp) && o->emits0 != UINT64_MAX)
+        compensate(g, is, o, iv);
     uint64_t start_seq = o->start_seq;
     drop_open(is, o, true);
 
@@ -1113,6 +1219,15 @@ static ivst *ivst_new(engine *g, ps_ivtype *t)
         is->metrics[m] = cx_value(cc, t->metrics[m].expr);
         is->metrics_plain &= is->metrics[m].kind != CX_GENERIC;
     }
+    /* compensated: intervals from a record to an event (a time-based end is
+     * not measured, a virtual start is no record) */
+    if (g->p->compensate && g->p->compensate[t->id] && t->start_kind == IVS_EVENT && t->end_kind == IVE_EVENT) {
+        is->comp = ps_calloc(t->nmetric ? t->nmetric : 1, sizeof *is->comp);
+        for (uint32_t m = 0; m < t->nmetric; m++)
+            if (ps_metric_is_duration(t, t->metrics[m].expr))
+                is->comp[is->ncomp++] = m;
+        g->comp |= is->ncomp > 0;
+    }
     is->keep_all = is->endcls < 0;
     is->aggs = ps_calloc(t->naggs ? t->naggs : 1, sizeof *is->aggs);
     for (uint32_t k = 0; k < t->naggs; k++) {
@@ -1265,6 +1380,7 @@ static void teardown(engine *g)
         free(is->cls);
         free(is->metrics);
         free(is->aggs);
+        free(is->comp);
         free(is);
     }
     for (uint32_t i = 0; i < g->prog->evtypes.n; i++) {
@@ -1287,6 +1403,7 @@ static void teardown(engine *g)
     free(g->chains.v);
     free(g->deadlines.v);
     free(g->closed.v);
+    free(g->threads.s);
     free(g->evd);
     free(g->ivd);
     free(g->ivs);
@@ -1367,6 +1484,8 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
         }
         if (!any) {
             any = true;
+            if (p->first_record)
+                p->first_record(p->ctx);
             bool given = header_origin(r, rec.ts, &origin);
             if (!given)
                 origin = (double)rec.ts;
@@ -1402,6 +1521,12 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
             }
             process_event_inline(&g, d, e, NULL, NULL);
             event_done(&g, e);
+        }
+        if (PS_UNLIKELY(g.comp)) {
+            /* one more emit of this thread, inside its compensated intervals open */
+            thrent *te = thr_find(&g.threads, rec.thread);
+            if (te)
+                te->count++;
         }
         g.pos = rec.pos;
         g.sub = 0;

@@ -70,6 +70,16 @@ typedef struct ps_pass {
      * fed each aggregate of this pass (a little slower: every aggregate
      * takes the general path). */
     ps_fed *fed;
+    /* Perturbation compensation (docs/pspec.md): if not NULL, [ivtypes]:
+     * the types whose duration metrics (exactly `ts(e) - ts(s)` of their
+     * own binders) are compensated. For such an interval started by a
+     * record of thread T, with n = 1 + the records of T strictly between
+     * its start and end records, the metric [v, p, m] becomes
+     * [v - n*comp_mean, p + n*comp_spread, m + n*comp_spread]. NULL costs
+     * nothing per record. */
+    const bool *compensate;
+    double comp_mean, comp_spread;  /* the writer's cost per event and its spread, in ticks */
+    void (*first_record)(void *ctx);    /* if not NULL: called when the first record is read */
     void *ctx;
 } ps_pass;
 

@@ -28,7 +28,8 @@ typedef enum log_format {
 
 /* One header entry: '#key value' (ascii) or a Header field (binary, with the
  * standard fields under the keys "program", "machine", "pid", "tick-ns",
- * "clock", "start-unix-ns" and extra fields under their own keys). */
+ * "clock", "start-unix-ns", "cmon-overhead-ns" (value "MEAN SPREAD") and
+ * extra fields under their own keys). */
 typedef struct log_header_field {
     char *key;
     char *value;
@@ -37,6 +38,9 @@ typedef struct log_header_field {
 typedef struct log_header {
     log_format format;
     double tick_ns;             /* nanoseconds per tick; 1 when not given */
+    double overhead_ns;         /* the writer's own cost per event, ns ('#cmon-overhead-ns MEAN SPREAD',
+                                   Header.overhead_ns); > 0 when given, 0 when not */
+    double overhead_spread_ns;  /* its spread, ns (>= 0; 0 when not given) */
     log_header_field *fields;   /* every header entry, in order (excluding the magic line) */
     size_t nfields;
 } log_header;

@@ -297,7 +297,35 @@ static int bad_header(char **errmsg, uint64_t line, const char *what, const char
     return -EINVAL;
 }
 
-/* One header line (after the magic line): keep it; tick-ns must be > 0. */
+/* The number that is all of [v, v+vl), as a record's values are read;
+ * false when it is not one. */
+static bool header_number(const char *v, size_t vl, double *out)
+{
+    char tmp[LOG_MAX_NUMBER + LOG_BUF_PAD + 1] = { 0 }, *end;
+    if (vl == 0 || vl > LOG_MAX_NUMBER)
+        return false;
+    memcpy(tmp, v, vl);
+    return parse_num(tmp, &end, out) == 0 && end == tmp + vl;
+}
+
+/* "#cmon-overhead-ns MEAN SPREAD": two finite numbers, MEAN > 0, SPREAD >= 0. */
+static bool overhead_value(const char *v, size_t vl, double *mean, double *spread)
+{
+    const char *lend = v + vl, *e1 = token_end(v, lend), *s2 = e1;
+    while (s2 < lend && is_sep(*s2))
+        s2++;
+    const char *e2 = token_end(s2, lend);
+    double m, sp;
+    if (e2 != lend || !header_number(v, (size_t)(e1 - v), &m) ||
+        !header_number(s2, (size_t)(e2 - s2), &sp) || !(m > 0) || !(sp >= 0))
+        return false;
+    *mean = m;
+    *spread = sp;
+    return true;
+}
+
+/* One header line (after the magic line): keep it; tick-ns must be > 0,
+ * cmon-overhead-ns two numbers (the writer's cost per event). */
 static int header_line(log_reader *r, uint64_t line, const char *p, const char *lend, char **errmsg)
 {
     const char *k, *v;
@@ -306,17 +334,14 @@ static int header_line(log_reader *r, uint64_t line, const char *p, const char *
     if (kl == 0)
         return 0;   /* "# some comment" */
     if (kl == 7 && memcmp(k, "tick-ns", 7) == 0) {
-        char tmp[LOG_MAX_NUMBER + LOG_BUF_PAD + 1] = { 0 }, *end;
         double t = 0;
-        if (vl > 0 && vl <= LOG_MAX_NUMBER) {
-            memcpy(tmp, v, vl);
-            if (parse_num(tmp, &end, &t) < 0 || end != tmp + vl)
-                t = 0;
-        }
-        if (!(t > 0))
+        if (!header_number(v, vl, &t) || !(t > 0))
             return bad_header(errmsg, line, "bad tick-ns", v, vl);
         r->hdr.tick_ns = t;
     }
+    if (kl == 16 && memcmp(k, "cmon-overhead-ns", 16) == 0 &&
+        !overhead_value(v, vl, &r->hdr.overhead_ns, &r->hdr.overhead_spread_ns))
+        return bad_header(errmsg, line, "bad cmon-overhead-ns (want MEAN SPREAD, MEAN > 0, SPREAD >= 0)", v, vl);
     if (logr_header_add(r, k, kl, v, vl) < 0) {
         logr_error(errmsg, "bad header: more than %u header lines", LOG_MAX_HEADER_FIELDS);
         return -E2BIG;

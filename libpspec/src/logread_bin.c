@@ -601,7 +601,23 @@ int logbin_open(log_reader *r, char **errmsg)
         }
         r->hdr.tick_ns = h->tick_ns;
     }
-    if (h->n_extra + 6 > LOG_MAX_HEADER_FIELDS) {
+    /* the writer's cost per event: a mean > 0, and a spread >= 0 (0 when
+     * absent) that means nothing without it */
+    if (h->has_overhead_ns || h->has_overhead_spread_ns) {
+        double m = h->has_overhead_ns ? h->overhead_ns : 0;
+        double sp = h->has_overhead_spread_ns ? h->overhead_spread_ns : 0;
+        if (!(m > 0) || !isfinite(m) || !(sp >= 0) || !isfinite(sp)) {
+            char t1[40], t2[40];
+            log_fmt_double(t1, m);
+            log_fmt_double(t2, sp);
+            logr_error(errmsg, "bad header: bad cmon-overhead-ns %s %s (want MEAN SPREAD, MEAN > 0, SPREAD >= 0)",
+                       h->has_overhead_ns ? t1 : "(none)", t2);
+            return -EINVAL;
+        }
+        r->hdr.overhead_ns = m;
+        r->hdr.overhead_spread_ns = sp;
+    }
+    if (h->n_extra + 7 > LOG_MAX_HEADER_FIELDS) {
         logr_error(errmsg, "bad header: more than %u header fields", LOG_MAX_HEADER_FIELDS);
         return -E2BIG;
     }
@@ -615,6 +631,13 @@ int logbin_open(log_reader *r, char **errmsg)
     }
     add_str(r, "clock", h->clock);
     add_i64(r, "start-unix-ns", h->has_start_unix_ns, h->start_unix_ns);
+    if (r->hdr.overhead_ns > 0) {
+        char t1[40], t2[40], t[90];
+        log_fmt_double(t1, r->hdr.overhead_ns);
+        log_fmt_double(t2, r->hdr.overhead_spread_ns);
+        snprintf(t, sizeof t, "%s %s", t1, t2);
+        add_str(r, "cmon-overhead-ns", t);
+    }
     for (size_t i = 0; i < h->n_extra; i++)
         if (h->extra[i]->key)
             add_str(r, h->extra[i]->key, h->extra[i]->value ? h->extra[i]->value : "");

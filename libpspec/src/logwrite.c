@@ -190,6 +190,26 @@ static bool parse_tick(const char *s, double *v)
     return true;
 }
 
+/* "MEAN SPREAD" of a cmon-overhead-ns entry: MEAN > 0, SPREAD >= 0, finite. */
+static bool parse_overhead(const char *s, double *mean, double *spread)
+{
+    char *end;
+    double m = log_strtod(s, &end);
+    if (end == s || (*end != ' ' && *end != '\t'))
+        return false;
+    const char *t = end;
+    while (*t == ' ' || *t == '\t')
+        t++;
+    double sp = log_strtod(t, &end);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (end == t || *end || !(m > 0) || !isfinite(m) || !(sp >= 0) || !isfinite(sp))
+        return false;
+    *mean = m;
+    *spread = sp;
+    return true;
+}
+
 static int ascii_header(log_writer *w, const log_header_field *fields, size_t nfields)
 {
     ps_buf b = { 0 };
@@ -197,7 +217,9 @@ static int ascii_header(log_writer *w, const log_header_field *fields, size_t nf
     for (size_t i = 0; i < nfields; i++) {
         char *k = clean(fields[i].key, true), *v = clean(fields[i].value, false);
         double t;
-        if (strcmp(k, "tick-ns") == 0 && !parse_tick(v, &t)) {
+        double m, sp;
+        if ((strcmp(k, "tick-ns") == 0 && !parse_tick(v, &t)) ||
+            (strcmp(k, "cmon-overhead-ns") == 0 && !parse_overhead(v, &m, &sp))) {
             free(k);
             free(v);
             ps_buf_free(&b);
@@ -231,6 +253,11 @@ static int bin_header(log_writer *w, const log_header_field *fields, size_t nfie
         const char *v = fields[i].value ? fields[i].value : "";
         if (strcmp(k, "tick-ns") == 0 && !parse_tick(v, &(double){ 0 }))
             rc = -EINVAL;
+        else if (strcmp(k, "cmon-overhead-ns") == 0 && !h.has_overhead_ns) {
+            if (!parse_overhead(v, &h.overhead_ns, &h.overhead_spread_ns))
+                rc = -EINVAL;
+            h.has_overhead_ns = h.has_overhead_spread_ns = rc == 0;
+        }
         else if (strcmp(k, "program") == 0 && !h.program)
             h.program = (char *)v;
         else if (strcmp(k, "machine") == 0 && !h.machine)

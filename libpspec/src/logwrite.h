@@ -23,10 +23,12 @@ typedef struct log_writer log_writer;
 
 /* Open a writer on `fd` (closed by log_writer_close() when `own_fd`) and
  * write the header. `fields` are header entries as log_header has them: in
- * binary logs "program", "machine", "pid", "tick-ns", "clock" and
- * "start-unix-ns" fill the Header's own fields when their values fit, every
+ * binary logs "program", "machine", "pid", "tick-ns", "clock",
+ * "start-unix-ns" and "cmon-overhead-ns" ("MEAN SPREAD": overhead_ns and
+ * overhead_spread_ns) fill the Header's own fields when their values fit, every
  * other entry goes to `extra`. Keys and values are cleaned of characters the
- * ascii format cannot carry. -EINVAL for a bad format. */
+ * ascii format cannot carry. -EINVAL for a bad format, or a bad tick-ns
+ * or cmon-overhead-ns value. */
 int log_writer_open(log_writer **out, int fd, bool own_fd, log_format format,
                     const log_header_field *fields, size_t nfields);
 

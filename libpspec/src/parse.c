@@ -668,24 +668,44 @@ static bool stmt_keyword(ps_tok k)
     }
 }
 
+/* Extension (docs/pspec.md, "Perturbation compensation"): the contextual
+ * word `compensate` starts a statement of its own when the next token ends
+ * it (';', '.', 'end', a statement keyword); elsewhere it is a name. Spec
+ * files only (not peval commands). */
+static bool at_compensate(parser *ps)
+{
+    if (ps->commands || !is_word(ps, "compensate"))
+        return false;
+    ps_tok k = peek(ps)->kind;
+    return k == TK_SEMI || k == TK_DOT || k == TK_END || k == TK_EOF || stmt_keyword(k);
+}
+
+/* Does a statement (or the end of the specification) start here? */
+static bool at_statement_end(parser *ps)
+{
+    return stmt_keyword(ps->tok.kind) || at(ps, TK_END) || at(ps, TK_EOF) || at_compensate(ps);
+}
+
 /* After one element of a statement list: is there another element?
  * Elements are separated by ';' (or the thesis's '.'); the list ends at the
- * next statement keyword, 'end' or the end of input. */
+ * next statement keyword (or `compensate` statement), 'end' or the end of
+ * input. */
 static bool list_continues(parser *ps)
 {
     if (at(ps, TK_SEMI) || at(ps, TK_DOT)) {
         ps_tok sep = ps->tok.kind;
         ps_tok k = peek(ps)->kind;
-        if (sep == TK_DOT && !(stmt_keyword(k) || k == TK_END || k == TK_EOF))
+        bool compensate = !ps->commands && tok_is_word(peek(ps), "compensate");
+        if (sep == TK_DOT && !(stmt_keyword(k) || k == TK_END || k == TK_EOF || compensate))
             fail_at(ps, here(ps), "expected ';' or the end of the statement, found '.'");
         advance(ps);
         if (ps->commands)
             return false;   /* peval: one element per command */
-        return !(stmt_keyword(k) || k == TK_END || k == TK_EOF);
+        return !at_statement_end(ps);
     }
     if (ps->commands)
         fail_at(ps, here(ps), "expected ';' at the end of the command, found %s", found(ps, &ps->tok));
-    if (stmt_keyword(ps->tok.kind) || at(ps, TK_END) || at(ps, TK_EOF))
+    if (at_statement_end(ps))
         return false;
     fail_at(ps, here(ps), "expected ';' or the end of the statement, found %s", found(ps, &ps->tok));
 }
@@ -911,14 +931,29 @@ static void import_stmt(parser *ps, ps_items *out)
         expect(ps, TK_SEMI, "at the end of the command");
         return;
     }
-    if (!accept(ps, TK_SEMI) && !stmt_keyword(ps->tok.kind) && !at(ps, TK_END))
+    if (!accept(ps, TK_SEMI) && !stmt_keyword(ps->tok.kind) && !at(ps, TK_END) && !at_compensate(ps))
         fail_at(ps, here(ps), "expected ';' after the import list, found %s", found(ps, &ps->tok));
 }
 
+/* compensate ::= compensate [;]   (extension: subtract the writer's cost per
+ * event from the durations of this spec's intervals) */
+static void compensate_stmt(parser *ps, ps_items *out)
+{
+    new_item(ps, out, IT_COMPENSATE, here(ps));
+    advance(ps);
+    if (list_continues(ps))
+        fail_at(ps, here(ps), "expected a statement or 'end' after 'compensate;', found %s", found(ps, &ps->tok));
+}
+
 /* stmt ::= def constdef;+ | solve solvedecl;+ | [timed] event eventdef;+
- *        | [nested] interval intervaldef;+ | proc sig;+ | assert ...;+ | print expr;+ */
+ *        | [nested] interval intervaldef;+ | proc sig;+ | assert ...;+ | print expr;+
+ *        | compensate */
 static bool statement(parser *ps, ps_items *out)
 {
+    if (at_compensate(ps)) {
+        compensate_stmt(ps, out);
+        return true;
+    }
     switch (ps->tok.kind) {
     case TK_DEF: advance(ps); def_stmt(ps, out); return true;
     case TK_SOLVE: advance(ps); solve_stmt(ps, out); return true;
@@ -969,7 +1004,7 @@ int ps_parse_spec(ps_program *prog, uint32_t file, ps_items *out, ps_diag *diag)
             fail_at(&ps, here(&ps), "expected 'end %s' at the end of the specification", out->specname);
         if (!statement(&ps, out))
             fail_at(&ps, here(&ps), "expected a statement (def, event, interval, proc, assert, print, "
-                    "solve, import) or 'end', found %s", found(&ps, &ps.tok));
+                    "solve, import, compensate) or 'end', found %s", found(&ps, &ps.tok));
     }
     ps_loc endloc = here(&ps);
     advance(&ps);

@@ -18,6 +18,7 @@ typedef struct ps_diag {
 
 typedef enum ps_item_kind {
     IT_IMPORT, IT_DEF, IT_EVENT, IT_INTERVAL, IT_PROC, IT_ASSERT, IT_PRINT, IT_SOLVE,
+    IT_COMPENSATE,  /* extension: `compensate;` (perturbation compensation of the spec's intervals) */
     IT_EXPR,        /* peval: a bare expression to evaluate and print */
     IT_ECHO,        /* peval: echo "text" */
     IT_HELP,        /* peval: help */

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "program.h"
 #include "quant.h"
 #include "run-internal.h"
@@ -148,6 +149,15 @@ char *pspec_plan(const pspec *ps)
             ps_buf_puts(&b, "; unkeyed: an end event is tried against every open one");
         if (t->within)
             ps_buf_puts(&b, "; one open longer than its deadline (within) is reported overdue, once");
+        if (t->scope && t->scope->compensate && t->start_kind == IVS_EVENT && t->end_kind == IVE_EVENT) {
+            unsigned nd = 0;
+            for (uint32_t m = 0; m < t->nmetric; m++)
+                if (ps_metric_is_duration(t, t->metrics[m].expr))
+                    ps_buf_printf(&b, "%s%s", nd++ ? ", " : "; compensated (compensate;): ", t->metrics[m].name);
+            if (nd)
+                ps_buf_puts(&b, " less the writer's cost per event (one record count per thread with such an "
+                            "interval open)");
+        }
         ps_buf_puts(&b, "\n");
     }
     for (uint32_t i = 0; i < prog->topaggs.n; i++) {

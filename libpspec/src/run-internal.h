@@ -41,6 +41,10 @@ typedef struct runner {
     uint64_t overdue;           /* intervals reported open longer than their `within` */
     const ps_stmt **report_for; /* [topaggs] */
     ps_fed *fed;                /* [topaggs] the elements that fed each (--explain), or NULL */
+    bool *compensate;           /* [ivtypes] compensated interval types (ps_pass.compensate), or NULL */
+    double comp_mean, comp_spread;  /* the log's cost per event and its spread, in ticks */
+    bool warn_uncompensated;    /* say at the first record that compensation asked for cannot be done */
+    const char *logname;        /* for that warning */
 } runner;
 
 void runner_init(runner *rn, pspec *ps, double tick_ns);
@@ -48,6 +52,11 @@ void runner_init(runner *rn, pspec *ps, double tick_ns);
  * is (its offenders are reported one by one, as they close), or NULL. */
 const ps_agg *reporting_agg(const ps_stmt *st);
 void runner_free(runner *rn);
+/* Perturbation compensation: the interval types of the specs that say
+ * `compensate;` (all of them with `all`) are compensated with the writer's
+ * cost per event from log header h. Returns false when compensation was
+ * asked for but h gives no cost (then nothing is compensated). */
+bool runner_compensate(runner *rn, const log_header *h, bool all);
 /* Evaluate the constants without log aggregates, then run every pass the
  * plan needs (rewinding first when asked); each pass computes the needed
  * aggregates of its depth and then the constants that depend on them.

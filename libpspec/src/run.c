@@ -120,6 +120,28 @@ void runner_free(runner *rn)
     free(rn->judges_loss);
     free(rn->report_for);
     free(rn->fed);
+    free(rn->compensate);
+}
+
+bool runner_compensate(runner *rn, const log_header *h, bool all)
+{
+    ps_program *prog = rn->prog;
+    bool asked = all;
+    for (uint32_t i = 0; i < prog->scopes.n; i++)
+        asked |= prog->scopes.v[i]->compensate;
+    if (!asked)
+        return true;
+    if (!(h->overhead_ns > 0))
+        return false;
+    free(rn->compensate);
+    rn->compensate = ps_calloc(prog->ivtypes.n + 1, sizeof(bool));
+    for (uint32_t i = 0; i < prog->ivtypes.n; i++) {
+        const ps_ivtype *t = prog->ivtypes.v[i];
+        rn->compensate[i] = all || (t->scope && t->scope->compensate);
+    }
+    rn->comp_mean = h->overhead_ns / rn->ev.tick_ns;
+    rn->comp_spread = h->overhead_spread_ns / rn->ev.tick_ns;
+    return true;
 }
 
 /* Evaluate the constants of depth `depth` (all of depth 0; of larger depths
@@ -195,6 +217,16 @@ static void on_interval(void *ctx, const pv_interval *iv)
     rn->opt->report(rn->opt->ctx, &r);
 }
 
+static void on_first_record(void *ctx)
+{
+    runner *rn = ctx;
+    if (!rn->warn_uncompensated || !rn->opt || !rn->opt->warn)
+        return;
+    rn->warn_uncompensated = false;     /* once, however many passes */
+    rn->opt->warn(rn->opt->ctx, rn->logname, 0, "compensation asked for (compensate; or --compensate), but "
+                  "the log header gives no cost per event (#cmon-overhead-ns): durations are not compensated");
+}
+
 static void on_event(void *ctx, const pv_event *e)
 {
     runner *rn = ctx;
@@ -250,7 +282,9 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
                      .report_for = rep, .want_intervals = want_iv && pass == 1,
                      .want_events = want_ev && pass == 1, .lost = &rn->lost, .unclosed = rn->unclosed,
                      .offender = on_offender, .overdue = pass == 1 && rn->opt ? on_overdue : NULL,
-                     .interval = on_interval, .event = on_event, .fed = rn->fed, .ctx = rn};
+                     .interval = on_interval, .event = on_event, .fed = rn->fed,
+                     .compensate = rn->compensate, .comp_mean = rn->comp_mean, .comp_spread = rn->comp_spread,
+                     .first_record = rn->warn_uncompensated ? on_first_record : NULL, .ctx = rn};
         int rc = ps_engine_run(&p, r, errmsg);
         if (rc == -EDOM) {
             status = PSPEC_EXIT_SPEC;
@@ -476,6 +510,10 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     runner rn;
     runner_init(&rn, ps, log_reader_header(r)->tick_ns);
     rn.opt = opt;
+    rn.logname = logname;
+    /* said at the first record: a log without records (the telemonitor's
+     * check of a class) has nothing to compensate */
+    rn.warn_uncompensated = !runner_compensate(&rn, log_reader_header(r), opt->compensate);
     if (opt->explain)
         rn.fed = ps_calloc(prog->topaggs.n + 1, sizeof *rn.fed);
     plan pl;
@@ -623,6 +661,8 @@ static int session_eval(pspec_session *s, const ps_expr *e, pv *out, char **errm
 {
     runner rn;
     runner_init(&rn, s->ps, s->tick_ns);
+    if (s->r)
+        runner_compensate(&rn, log_reader_header(s->r), false);
     plan pl;
     plan_init(&pl, &s->ps->prog);
     plan_walk(&pl, e);

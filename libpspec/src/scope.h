@@ -27,6 +27,8 @@ struct ps_scope {
     ps_symbol *slots;           /* open addressing, name NULL = empty */
     uint32_t cap, count;
     bool loading;               /* import cycle detection */
+    bool compensate;            /* extension: it says `compensate;` (its interval types' durations
+                                   are compensated for the writer's cost per event) */
 };
 
 ps_scope *ps_scope_new(ps_program *prog, const char *specname, uint32_t file);

@@ -96,6 +96,7 @@ static bool favoured(pv v, double *out)
 static void start_runner(solver *s, runner *rn)
 {
     runner_init(rn, s->ps, log_reader_header(s->r)->tick_ns);
+    runner_compensate(rn, log_reader_header(s->r), false);   /* the specs' `compensate;` */
     for (uint32_t i = 0; i < s->prog->consts.n; i++)
         if (s->k[i].solved)
             rn->ev.consts[i] = pv_num(s->k[i].value);
@@ -273,7 +274,8 @@ static void run_solve(solver *s, const ps_stmt *st)
         ps_agg *tops[1] = {range};
         bool is_sink[1] = {true};
         ps_pass p = {.prog = s->prog, .ev = &rn.ev, .need_iv = pl.need_iv, .tops = tops, .ntops = 1,
-                     .sink = sink, .is_sink = is_sink, .ctx = s};
+                     .sink = sink, .is_sink = is_sink, .compensate = rn.compensate,
+                     .comp_mean = rn.comp_mean, .comp_spread = rn.comp_spread, .ctx = s};
         int erc = ps_engine_run(&p, s->r, &err);
         if (erc < 0) {
             problem(s, st->loc, erc == -EDOM ? PSPEC_EXIT_SPEC : PSPEC_EXIT_LOG, "%s", err ? err : "cannot read the log");

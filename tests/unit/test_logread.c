@@ -100,6 +100,7 @@ static void header_minimal(void **state)
     const log_header *h = log_reader_header(r);
     assert_int_equal(h->format, LOG_FORMAT_ASCII);
     assert_true(h->tick_ns == 1);
+    assert_true(h->overhead_ns == 0 && h->overhead_spread_ns == 0);
     assert_int_equal(h->nfields, 0);
     at_end(r);
     assert_int_equal(w.n, 0);
@@ -111,10 +112,11 @@ static void header_fields_kept(void **state)
     warnings w = { 0 };
     log_reader *r = open_str("#cmon-ascii 1\n#program fsread\n#tick-ns 2.5\n\n"
                              "#  comment only\n#x-custom  a b\tc  \n#empty\n"
-                             "1 2 A\n", &w);
+                             "#cmon-overhead-ns 30.5\t 0\n1 2 A\n", &w);
     const log_header *h = log_reader_header(r);
     assert_true(h->tick_ns == 2.5);
-    assert_int_equal(h->nfields, 4);
+    assert_true(h->overhead_ns == 30.5 && h->overhead_spread_ns == 0);
+    assert_int_equal(h->nfields, 5);
     assert_string_equal(h->fields[0].key, "program");
     assert_string_equal(h->fields[0].value, "fsread");
     assert_string_equal(h->fields[1].key, "tick-ns");
@@ -125,7 +127,9 @@ static void header_fields_kept(void **state)
     assert_string_equal(h->fields[3].value, "");
     log_record rec;
     assert_int_equal(log_reader_next(r, &rec, NULL), 1);
-    assert_int_equal(rec.where, 8);
+    assert_string_equal(h->fields[4].key, "cmon-overhead-ns");
+    assert_string_equal(h->fields[4].value, "30.5\t 0");
+    assert_int_equal(rec.where, 9);
     log_reader_free(r);
 }
 
@@ -149,6 +153,15 @@ static void header_errors(void **state)
         { "#cmon-ascii 1\n#tick-ns 1e999\n", "bad tick-ns '1e999'" },
         { "#cmon-ascii 1\n#tick-ns nan\n", "bad tick-ns 'nan'" },
         { "#cmon-ascii 1\n#tick-ns 1 2\n", "bad tick-ns '1 2'" },
+        { "#cmon-ascii 1\n#cmon-overhead-ns x\n", "bad header: line 2: bad cmon-overhead-ns (want MEAN SPREAD, MEAN > 0, SPREAD >= 0) 'x'" },
+        { "#cmon-ascii 1\n#cmon-overhead-ns 5\n", "bad cmon-overhead-ns (want MEAN SPREAD, MEAN > 0, SPREAD >= 0) '5'" },
+        { "#cmon-ascii 1\n#x y\n#cmon-overhead-ns -1 2\n", "bad header: line 3: bad cmon-overhead-ns" },
+        { "#cmon-ascii 1\n#cmon-overhead-ns 0 2\n", "bad cmon-overhead-ns" },
+        { "#cmon-ascii 1\n#cmon-overhead-ns 1 -2\n", "bad cmon-overhead-ns" },
+        { "#cmon-ascii 1\n#cmon-overhead-ns 1 2 3\n", "bad cmon-overhead-ns" },
+        { "#cmon-ascii 1\n#cmon-overhead-ns 1e999 2\n", "bad cmon-overhead-ns" },
+        { "#cmon-ascii 1\n#cmon-overhead-ns 1 nan\n", "bad cmon-overhead-ns" },
+        { "#cmon-ascii 1\n#cmon-overhead-ns\n", "bad cmon-overhead-ns" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         open_fails(cases[i].log, strlen(cases[i].log), cases[i].want);

@@ -235,6 +235,9 @@ static void header_fields(void **state)
     h.clock = (char *)"CLOCK_MONOTONIC";
     h.has_start_unix_ns = true;
     h.start_unix_ns = -5;
+    h.has_overhead_ns = h.has_overhead_spread_ns = true;
+    h.overhead_ns = 250.5;
+    h.overhead_spread_ns = 0.125;
     h.n_extra = 2;
     h.extra = xs;
     put_header(&b, &h);
@@ -242,12 +245,14 @@ static void header_fields(void **state)
     log_reader *r = open_bytes(&b, &w);
     const log_header *lh = log_reader_header(r);
     assert_true(lh->tick_ns == 0.25);
+    assert_true(lh->overhead_ns == 250.5 && lh->overhead_spread_ns == 0.125);
     static const char *want[][2] = {
         { "program", "fsread" }, { "machine", "m1" }, { "pid", "4242" }, { "tick-ns", "0.25" },
-        { "clock", "CLOCK_MONOTONIC" }, { "start-unix-ns", "-5" }, { "build", "1.2" }, { "novalue", "" },
+        { "clock", "CLOCK_MONOTONIC" }, { "start-unix-ns", "-5" }, { "cmon-overhead-ns", "250.5 0.125" },
+        { "build", "1.2" }, { "novalue", "" },
     };
-    assert_int_equal(lh->nfields, 8);
-    for (int i = 0; i < 8; i++) {
+    assert_int_equal(lh->nfields, 9);
+    for (int i = 0; i < 9; i++) {
         assert_string_equal(lh->fields[i].key, want[i][0]);
         assert_string_equal(lh->fields[i].value, want[i][1]);
     }
@@ -265,6 +270,7 @@ static void header_fields(void **state)
     put_header(&b, &h0);
     r = open_bytes(&b, &w);
     assert_true(log_reader_header(r)->tick_ns == 1);
+    assert_true(log_reader_header(r)->overhead_ns == 0);
     assert_int_equal(log_reader_header(r)->nfields, 0);
     log_reader_free(r);
     free(b.p);
@@ -294,6 +300,30 @@ static void header_errors(void **state)
     open_fails(&b, "bad tick-ns");
     b.n = 0;
     h.has_tick_ns = false;
+    /* the writer's cost per event: mean > 0, spread >= 0, both finite; a
+     * mean without a spread has spread 0, a spread without a mean is bad */
+    static const struct {
+        bool has_m, has_s;
+        double m, s;
+        const char *want;
+    } oh[] = {
+        { true, true, -1, 2, "bad header: bad cmon-overhead-ns -1 2 (want MEAN SPREAD, MEAN > 0, SPREAD >= 0)" },
+        { true, true, 0, 2, "bad cmon-overhead-ns 0 2" },
+        { true, true, 5, -1, "bad cmon-overhead-ns 5 -1" },
+        { true, true, NAN, 1, "bad cmon-overhead-ns" },
+        { true, true, 1, INFINITY, "bad cmon-overhead-ns" },
+        { false, true, 0, 1, "bad cmon-overhead-ns (none) 1" },
+    };
+    for (size_t i = 0; i < sizeof oh / sizeof oh[0]; i++) {
+        h.has_overhead_ns = oh[i].has_m;
+        h.has_overhead_spread_ns = oh[i].has_s;
+        h.overhead_ns = oh[i].m;
+        h.overhead_spread_ns = oh[i].s;
+        put_header(&b, &h);
+        open_fails(&b, oh[i].want);
+        b.n = 0;
+    }
+    h.has_overhead_ns = h.has_overhead_spread_ns = false;
     h.magic = (char *)"cmon-bim";
     put_header(&b, &h);
     open_fails(&b, "unrecognized log format");

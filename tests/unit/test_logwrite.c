@@ -86,15 +86,17 @@ static void check_sample(log_reader *r)
 
 static const log_header_field sample_hdr[] = {
     { "program", "fsread" }, { "machine", "m1" }, { "pid", "99" }, { "tick-ns", "0.5" },
-    { "clock", "CLOCK_MONOTONIC" }, { "start-unix-ns", "1700000000000000000" }, { "owner", "ops team" },
+    { "clock", "CLOCK_MONOTONIC" }, { "start-unix-ns", "1700000000000000000" }, { "cmon-overhead-ns", "250.5 12" },
+    { "owner", "ops team" },
 };
+#define NSAMPLE_HDR (sizeof sample_hdr / sizeof sample_hdr[0])
 
 static void round_trip(void **state)
 {
     for (int f = LOG_FORMAT_ASCII; f <= LOG_FORMAT_BIN; f++) {
         int fd = tmpfd();
         log_writer *w;
-        assert_int_equal(log_writer_open(&w, fd, false, (log_format)f, sample_hdr, 7), 0);
+        assert_int_equal(log_writer_open(&w, fd, false, (log_format)f, sample_hdr, NSAMPLE_HDR), 0);
         write_sample(w);
         assert_int_equal(log_writer_end(w), 0);
         assert_int_equal(log_writer_event(w, "X", 1, 1, NULL, 0), -EINVAL);   /* after the end */
@@ -107,8 +109,9 @@ static void round_trip(void **state)
         const log_header *h = log_reader_header(r);
         assert_int_equal(h->format, f);
         assert_true(h->tick_ns == 0.5);
-        assert_int_equal(h->nfields, 7);
-        for (size_t i = 0; i < 7; i++) {
+        assert_int_equal(h->nfields, NSAMPLE_HDR);
+        assert_true(h->overhead_ns == 250.5 && h->overhead_spread_ns == 12);
+        for (size_t i = 0; i < NSAMPLE_HDR; i++) {
             assert_string_equal(h->fields[i].key, sample_hdr[i].key);
             assert_string_equal(h->fields[i].value, sample_hdr[i].value);
         }
@@ -122,7 +125,7 @@ static void convert_round_trip(void **state)
 {
     int fd[3] = { tmpfd(), tmpfd(), tmpfd() };
     log_writer *w;
-    assert_int_equal(log_writer_open(&w, fd[0], false, LOG_FORMAT_BIN, sample_hdr, 7), 0);
+    assert_int_equal(log_writer_open(&w, fd[0], false, LOG_FORMAT_BIN, sample_hdr, NSAMPLE_HDR), 0);
     write_sample(w);
     assert_int_equal(log_writer_end(w), 0);
     assert_int_equal(log_writer_close(w), 0);
@@ -235,6 +238,12 @@ static void errors(void **state)
     static const log_header_field bad_tick[] = { { "tick-ns", "0" } };
     assert_int_equal(log_writer_open(&w, fd, false, LOG_FORMAT_ASCII, bad_tick, 1), -EINVAL);
     assert_int_equal(log_writer_open(&w, fd, false, LOG_FORMAT_BIN, bad_tick, 1), -EINVAL);
+    static const char *bad_overhead[] = { "x", "5", "-1 2", "0 1", "1 -1", "1 2 3", "inf 1", "1 nan" };
+    for (size_t i = 0; i < sizeof bad_overhead / sizeof bad_overhead[0]; i++) {
+        log_header_field f = { (char *)"cmon-overhead-ns", (char *)bad_overhead[i] };
+        assert_int_equal(log_writer_open(&w, fd, false, LOG_FORMAT_ASCII, &f, 1), -EINVAL);
+        assert_int_equal(log_writer_open(&w, fd, false, LOG_FORMAT_BIN, &f, 1), -EINVAL);
+    }
     assert_int_equal(lseek(fd, 0, SEEK_END), 0);   /* nothing written */
     for (int f = LOG_FORMAT_ASCII; f <= LOG_FORMAT_BIN; f++) {
         assert_int_equal(log_writer_open(&w, fd, false, (log_format)f, NULL, 0), 0);

@@ -135,7 +135,8 @@ char *pspec_report_format(const pspec_report *r, pspec_format fmt);
 size_t pspec_report_format_into(const pspec_report *r, pspec_format fmt, char **buf, size_t *cap);
 
 typedef void (*pspec_report_fn)(void *ctx, const pspec_report *r);
-/* A malformed log record was skipped (`where`: line or byte offset). */
+/* A malformed log record was skipped (`where`: line or byte offset), or
+ * (`where` 0) something about the log as a whole. */
 typedef void (*pspec_warn_fn)(void *ctx, const char *logname, uint64_t where, const char *msg);
 
 typedef struct pspec_check_options {
@@ -145,6 +146,10 @@ typedef struct pspec_check_options {
     bool want_events;           /* PSPEC_REPORT_EVENT for every event (-e) */
     bool explain;               /* an ASSERT report that did not pass carries a witness: the
                                    values of the log aggregates and constants it uses */
+    bool compensate;            /* compensate the durations of every interval type for the writer's
+                                   cost per event (as if every spec said `compensate;`); when that is
+                                   asked for (here or by a spec) but the log header lacks the cost,
+                                   `warn` says so (where 0) at the first record */
     pspec_report_fn report;
     pspec_warn_fn warn;
     void *ctx;
