@@ -12,10 +12,12 @@
  *                                 Inside(tid, i) event between pieces, into
  *                                 the log libcmon is given ($CMON_LOG), in
  *                                 blocks of 100 intervals; after each block,
- *                                 100 uninstrumented loops timed as one. Prints
- *                                 the median ns per uninstrumented loop: the
- *                                 truth, measured interleaved with the
- *                                 intervals so that both see the same machine
+ *                                 100 uninstrumented loops (cut the same way),
+ *                                 each timed alone. Prints the truth: their
+ *                                 median less the median cost of the timing
+ *                                 itself (two clock reads back to back),
+ *                                 measured interleaved with the intervals so
+ *                                 that both see the same machine
  *
  * The loop is plain arithmetic on a volatile counter, so its duration
  * depends on the spin count only; bench/perturb/run.sh compares what pcheck
@@ -39,10 +41,18 @@ static uint64_t now_ns(void)
 
 static volatile uint64_t sink;
 
+/* A chain of dependent multiply-adds in a register: its time depends on
+ * the count only (a loop over a volatile counter ran twice as fast back to
+ * back as timed alone on this machine: memory renaming). */
 static void spin(uint64_t iters)
 {
-	for (uint64_t i = 0; i < iters; i++)
-		sink += i;
+	uint64_t x = sink;
+
+	for (uint64_t i = 0; i < iters; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		__asm__ volatile("" : "+r"(x));
+	}
+	sink = x;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -75,7 +85,7 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "calibrate")) {
 		double target = atof(argv[2]);
-		uint64_t iters = 1000;
+		uint64_t iters = 5000;
 
 		for (int round = 0; round < 6; round++) {
 			double ns = loop_ns(iters, 21);
@@ -109,11 +119,11 @@ int main(int argc, char **argv)
 		start = cmon_declare("Work", 1, attrs);
 		inside = cmon_declare("Inside", 2, attrs);
 		end = cmon_declare("WorkEnd", 1, attrs);
-		size_t blocks = n / 100 ? n / 100 : 1;
-		double *truth = malloc(blocks * sizeof *truth);
+		size_t blocks = n / 100 ? n / 100 : 1, m = blocks * 100;
+		double *truth = malloc(m * sizeof *truth), *empty = malloc(m * sizeof *empty);
 		uint64_t piece = iters / (k + 1), rest = iters - piece * (k + 1);
 
-		if (!truth)
+		if (!truth || !empty)
 			return 1;
 		spin(iters * 100);   /* warm up */
 		for (size_t b = 0; b < blocks; b++) {
@@ -127,18 +137,22 @@ int main(int argc, char **argv)
 				}
 				cmon_emit(end, 1, &tid);
 			}
-			uint64_t t0 = now_ns();
-			for (int j = 0; j < 100; j++) {
+			for (size_t j = 0; j < 100; j++) {
+				uint64_t t0 = now_ns();
 				spin(piece + rest);
 				for (unsigned i = 0; i < k; i++)
 					spin(piece);
+				uint64_t t1 = now_ns();
+				empty[b * 100 + j] = (double)(now_ns() - t1);
+				truth[b * 100 + j] = (double)(t1 - t0);
 			}
-			truth[b] = (double)(now_ns() - t0) / 100.0;
 		}
 		cmon_flush();
-		qsort(truth, blocks, sizeof *truth, cmp_double);
-		printf("%.1f\n", truth[blocks / 2]);
+		qsort(truth, m, sizeof *truth, cmp_double);
+		qsort(empty, m, sizeof *empty, cmp_double);
+		printf("%.1f\n", truth[m / 2] - empty[m / 2]);
 		free(truth);
+		free(empty);
 		return 0;
 	}
 	fprintf(stderr, "usage: perturb calibrate NS | truth ITERS N | run ITERS N K\n");

@@ -46,11 +46,15 @@
  * their ids in the child. The ranges a process may emit are in `ranges`.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -627,6 +631,69 @@ static __attribute__((noinline)) void ovh_event(struct emit_tbuf *tb,
 	tbuf_leave(tb);
 }
 
+/* A scratch descriptor written like the log: a pipe (read end in *RD) for
+ * a pipe or FIFO, an unnamed file in the log's own folder (else /tmp) for
+ * a file, /dev/null for a device; -1 for a socket (not measured). */
+static int ovh_scratch(const struct emit_sink *sink, int *rd)
+{
+	struct stat st;
+	char link[64], path[PATH_MAX];
+	ssize_t n;
+	int p[2], fd;
+
+	*rd = -1;
+	if (fstat(sink->fd, &st) < 0 || sink->is_sock)
+		return -1;
+	if (sink->is_fifo || S_ISFIFO(st.st_mode)) {
+		if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+			return -1;
+		*rd = p[0];
+		return p[1];
+	}
+	if (S_ISREG(st.st_mode)) {
+		snprintf(link, sizeof link, "/proc/self/fd/%d", sink->fd);
+		n = readlink(link, path, sizeof path - 1);
+		if (n > 0) {
+			path[n] = '\0';
+			fd = open(dirname(path), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+			if (fd >= 0)
+				return fd;
+		}
+		return open("/tmp", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	}
+	return open("/dev/null", O_WRONLY | O_CLOEXEC);
+}
+
+/* The median ns of writing a full batch (EMIT_BATCH_MAX bytes) to a scratch
+ * descriptor of the log's kind, OVH_BATCHES times (a pipe is drained after
+ * each, untimed); 0 when it cannot be measured. */
+static double ovh_write_ns(const struct emit_sink *sink)
+{
+	static uint8_t buf[EMIT_BATCH_MAX];
+	double t[OVH_BATCHES];
+	int rd, wr = ovh_scratch(sink, &rd), k = 0;
+
+	if (wr < 0)
+		return 0;
+	for (int i = 0; i < OVH_BATCHES; i++) {
+		uint64_t t0 = emit_clock_mono();
+		ssize_t n = write(wr, buf, sizeof buf);
+		uint64_t t1 = emit_clock_mono();
+		if (n != (ssize_t)sizeof buf)
+			break;
+		t[k++] = (double)(t1 - t0);
+		if (rd >= 0 && read(rd, buf, sizeof buf) < 0)
+			break;
+	}
+	close(wr);
+	if (rd >= 0)
+		close(rd);
+	if (k < OVH_BATCHES)
+		return 0;
+	sort_small(t, OVH_BATCHES);
+	return t[OVH_BATCHES / 2];
+}
+
 /* Measures what one event costs the thread that emits it, once, at start
  * (issue 13): OVH_BATCHES batches of OVH_EVENTS events of two small values
  * run through the emit path on a scratch batch that is never written (no
@@ -634,10 +701,13 @@ static __attribute__((noinline)) void ovh_event(struct emit_tbuf *tb,
  * CLOCK_MONOTONIC. *NS is the median batch's ns per event, *SPREAD the
  * median absolute deviation of the batches from it. What is measured is
  * the clock read (TSC or clock_gettime, whichever the log uses) and the
- * encoding, with the clock re-anchor every full batch; not the write of
- * a batch (one per about 120 events). Takes about 0.5 ms. Returns 0, or
- * -ENOMEM (nothing measured). */
-static int emit_overhead(double *ns, double *spread)
+ * encoding, with the clock re-anchor every full batch. The write of a full
+ * batch (one per about 120 events) is the thread's too: ovh_write_ns()
+ * times writes like it, and its share per event (the write over the events
+ * a batch holds) is added to both *NS and *SPREAD (an interval holds a
+ * write or not: the share is its mean, not its spread). Takes about 1 ms.
+ * Returns 0, or -ENOMEM (nothing measured). */
+static int emit_overhead(const struct emit_sink *sink, double *ns, double *spread)
 {
 	double per[OVH_BATCHES], dev[OVH_BATCHES], values[2] = { 0, 4096 };
 	struct emit_tbuf *tb = calloc(1, sizeof *tb);
@@ -656,6 +726,11 @@ static int emit_overhead(double *ns, double *spread)
 		if (b >= 0)
 			per[b] = (double)(emit_clock_mono() - t0) / OVH_EVENTS;
 	}
+	/* the bytes one calibration event takes in a batch */
+	tbuf_empty(tb);
+	for (int i = 0; i < 16; i++)
+		ovh_event(tb, values);
+	double per_batch = tb->nevents ? (double)EMIT_BATCH_MAX * tb->nevents / tb->len : 0;
 	free(tb);
 	sort_small(per, OVH_BATCHES);
 	*ns = per[OVH_BATCHES / 2];
@@ -663,6 +738,11 @@ static int emit_overhead(double *ns, double *spread)
 		dev[b] = per[b] > *ns ? per[b] - *ns : *ns - per[b];
 	sort_small(dev, OVH_BATCHES);
 	*spread = dev[OVH_BATCHES / 2];
+	if (per_batch >= 1) {
+		double share = ovh_write_ns(sink) / per_batch;
+		*ns += share;
+		*spread += share;
+	}
 	return 0;
 }
 
@@ -689,7 +769,7 @@ static int meta_init(const char *program)
 	/* CMON_OVERHEAD=0: no measurement, no overhead fields. */
 	want = getenv("CMON_OVERHEAD");
 	h.has_overhead = !(want && strcmp(want, "0") == 0) &&
-	                 emit_overhead(&h.overhead_ns, &h.overhead_spread_ns) == 0;
+	                 emit_overhead(&g.sink, &h.overhead_ns, &h.overhead_spread_ns) == 0;
 	len = emit_wire_header(frame, sizeof frame, &h);
 	g.meta_cap = 16;
 	g.meta = calloc(g.meta_cap, sizeof *g.meta);
