@@ -43,6 +43,11 @@ static const char usage[] =
     "                              (ts(e) - ts(s)), as if every spec said 'compensate;'\n"
     "  -plan, --plan               print the passes, which assertions stream in -cont and the\n"
     "                              state the check keeps, without reading a log; then exit\n"
+    "  -summaries, --summaries SECONDS\n"
+    "                              every SECONDS of the log's clock and at its end, a summary\n"
+    "                              of each interval type's durations (metrics exactly\n"
+    "                              ts(e) - ts(s)) since the last: count, sum, sum of squares,\n"
+    "                              min, max in ns, and a 1% sketch (for telemonctl compare)\n"
     "  -bounded, --bounded         refuse (exit 2) a specification whose continuous check\n"
     "                              keeps state that grows with the length of the log (a\n"
     "                              second pass, a mapping over the whole log), naming why\n"
@@ -146,7 +151,9 @@ static void on_report(void *ctx, const pspec_report *r)
         }
         break;
     case PSPEC_REPORT_OVERDUE:
-        /* a deadline passed: said the moment the log shows it */
+    case PSPEC_REPORT_SUMMARY:
+        /* a deadline passed: said the moment the log shows it; a summary
+         * of durations, each period of the log's clock */
         emit_line(s, len);
         if (o->cont)
             fflush(stdout);
@@ -192,7 +199,7 @@ static FILE *open_out(const char *path)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN, OPT_BOUNDED, OPT_COMPENSATE };
+    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN, OPT_BOUNDED, OPT_COMPENSATE, OPT_SUMMARIES };
     static const struct option longopts[] = {
         { "spec", required_argument, NULL, 's' },
         { "path", required_argument, NULL, 'i' },
@@ -204,6 +211,7 @@ int main(int argc, char **argv)
         { "plan", no_argument, NULL, OPT_PLAN },
         { "explain", no_argument, NULL, OPT_EXPLAIN },
         { "bounded", no_argument, NULL, OPT_BOUNDED },
+        { "summaries", required_argument, NULL, OPT_SUMMARIES },
         { "compensate", no_argument, NULL, OPT_COMPENSATE },
         { NULL, 0, NULL, 0 },
     };
@@ -211,6 +219,8 @@ int main(int argc, char **argv)
     const char *spec = NULL, *path = NULL, *vpath = NULL, *epath = NULL, *log = NULL;
     out o = {0};
     bool plan = false, explain = false, bounded = false, compensate = false;
+    double summaries = 0;
+    char *end;
     int ch;
     while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
         switch (ch) {
@@ -225,6 +235,11 @@ int main(int argc, char **argv)
         case OPT_EXPLAIN: explain = true; break;
         case OPT_BOUNDED: bounded = true; break;
         case OPT_COMPENSATE: compensate = true; break;
+        case OPT_SUMMARIES:
+            summaries = strtod(optarg, &end);
+            if (end == optarg || *end || !(summaries >= 1 && summaries <= 86400))
+                cmon_cmdline_fail(&cl, "bad value '%s' for --summaries (seconds, 1 to 86400)", optarg);
+            break;
         }
     }
     if (argc - optind > 1)
@@ -271,7 +286,7 @@ int main(int argc, char **argv)
     if (epath)
         o.efile = open_out(epath);
     pspec_check_options opt = {.continuous = o.cont, .want_intervals = vpath != NULL, .want_events = epath != NULL,
-                               .explain = explain, .compensate = compensate,
+                               .explain = explain, .compensate = compensate, .summaries_s = summaries,
                                .report = on_report, .warn = cli_warn, .ctx = &o};
     char *err = NULL;
     int status = pspec_check(ps, fd, cli_log_name(log), &opt, &err);

@@ -144,7 +144,7 @@ static void tool_catch_up(struct session *s, struct tool *t)
 static void spawn_tool(struct session *s, struct tool *t)
 {
 	struct tm_instance *in = s->inst;
-	char pid[32], id[32], *argv[9], *env[5], err[300];
+	char pid[32], id[32], *argv[12], *env[5], err[300];
 	char e_prog[CMON_NAME_MAX + 8], e_machine[CMON_NAME_MAX + 12], e_pid[48], e_inst[48];
 	const uint8_t *hdr;
 	size_t hlen;
@@ -161,21 +161,19 @@ static void spawn_tool(struct session *s, struct tool *t)
 	env[3] = e_inst;
 	env[4] = NULL;
 	if (t->kind == TK_CHECKER) {
-		argv[0] = s->tm->pcheck;
-		argv[1] = "-cont";
-		argv[2] = "--json";
-		argv[3] = "--explain";        /* whole-log failures come with their witness */
-		argv[4] = "-s";
-		argv[5] = s->cls.spec;
-		argv[6] = "-";
-		argv[7] = NULL;
-		if (!s->cls.allow_unbounded) {  /* the spec may have changed since the class was checked */
-			argv[7] = argv[6];
-			argv[6] = argv[5];
-			argv[5] = argv[4];
-			argv[4] = "--bounded";
-			argv[8] = NULL;
-		}
+		int n = 0;
+		argv[n++] = s->tm->pcheck;
+		argv[n++] = "-cont";
+		argv[n++] = "--json";
+		argv[n++] = "--explain";        /* whole-log failures come with their witness */
+		argv[n++] = "--summaries";      /* interval durations per minute, for compare */
+		argv[n++] = TM_SUMMARIES_S;
+		if (!s->cls.allow_unbounded)    /* the spec may have changed since the class was checked */
+			argv[n++] = "--bounded";
+		argv[n++] = "-s";
+		argv[n++] = s->cls.spec;
+		argv[n++] = "-";
+		argv[n] = NULL;
 	} else {
 		argv[0] = "/bin/sh";
 		argv[1] = "-c";

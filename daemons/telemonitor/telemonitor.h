@@ -62,6 +62,8 @@
 /* Timing. */
 #define TM_FLUSH_MS 100                 /* store commit interval */
 #define TM_WINDOW_WAIT_S 30.0           /* longest wait for a window's AFTER part */
+#define TM_SUMMARIES_S "60"             /* the checker summarises interval durations every
+                                           minute of the log (pcheck --summaries) */
 #define TM_TOOL_BACKOFF_MIN_MS 500      /* first delay before restarting a tool */
 #define TM_TOOL_BACKOFF_MAX_MS 60000    /* longest delay */
 #define TM_TOOL_HEALTHY_S 60.0          /* a tool that ran this long resets the backoff */

@@ -255,6 +255,42 @@ static void assert_json_head(ps_buf *b, const pspec_report *r)
         ps_buf_puts(b, ",\"report\":true");
 }
 
+/* A summary of an interval type's durations (pcheck --summaries). */
+static void summary_format(ps_buf *b, const pspec_report *r, bool json)
+{
+    const ps_summary *s = r->summary;
+    const char *metric = s->type->metrics[s->metric].name;
+
+    if (!json) {
+        where_text(b, r);
+        ps_buf_printf(b, "summary of %s.%s: %" PRIu64 " intervals, mean %.10g ns, min %.10g, max %.10g",
+                      s->type->name, metric, s->count, s->sum / (double)s->count, s->min, s->max);
+        return;
+    }
+    ps_buf_puts(b, "{\"summary\":true,\"spec\":");
+    pv_json_string(b, pspec_report_file(r));
+    ps_buf_printf(b, ",\"line\":%u,\"type\":", pspec_report_line(r));
+    pv_json_string(b, s->type->name);
+    ps_buf_puts(b, ",\"metric\":");
+    pv_json_string(b, metric);
+    ps_buf_printf(b, ",\"count\":%" PRIu64 ",\"sum\":%.17g,\"sumsq\":%.17g,\"min\":%.17g,\"max\":%.17g,"
+                  "\"unit\":\"ns\",\"sketch\":{\"gamma\":%.17g,\"zero\":%" PRIu64,
+                  s->count, s->sum, s->sumsq, s->min, s->max, PS_SUMMARY_GAMMA, s->zero);
+    for (int side = 0; side < 2; side++) {
+        const uint64_t *c = side ? s->neg : s->pos;
+        bool first = true;
+        ps_buf_puts(b, side ? ",\"neg\":{" : ",\"pos\":{");
+        for (int k = s->lo[side]; k <= s->hi[side]; k++) {
+            if (!c[k])
+                continue;
+            ps_buf_printf(b, "%s\"%d\":%" PRIu64, first ? "" : ",", k - PS_SUMMARY_BUCKETS / 2, c[k]);
+            first = false;
+        }
+        ps_buf_putc(b, '}');
+    }
+    ps_buf_puts(b, "}}");
+}
+
 /* Appends the report's line to b. */
 static void report_format(ps_buf *b, const pspec_report *r, pspec_format fmt)
 {
@@ -364,6 +400,9 @@ static void report_format(ps_buf *b, const pspec_report *r, pspec_format fmt)
         where_text(b, r);
         ps_buf_printf(b, "note: %" PRIu64 " interval%s of type %s still open at end of log (unclosed)", r->count,
                       r->count == 1 ? "" : "s", r->ivtype->name);
+        break;
+    case PSPEC_REPORT_SUMMARY:
+        summary_format(b, r, json);
         break;
     case PSPEC_REPORT_PRINT:
     case PSPEC_REPORT_VALUE:

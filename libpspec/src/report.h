@@ -4,6 +4,7 @@
 
 #include "ast.h"
 #include "pspec/pspec.h"
+#include "summary.h"
 #include "value.h"
 
 /* One part of a witness: a sub-expression's source text and its value. */
@@ -29,6 +30,7 @@ struct pspec_report {
     uint32_t nwit;
     double age, within;         /* OVERDUE: how long it has been open, its bound (ticks); the
                                    start event is `elem` */
+    const ps_summary *summary;  /* SUMMARY */
 };
 
 #endif

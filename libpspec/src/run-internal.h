@@ -8,6 +8,7 @@
 #include "eval.h"
 #include "logread.h"
 #include "pspec/pspec.h"
+#include "summary.h"
 
 /* What an evaluation needs from the log. */
 typedef struct plan {
@@ -45,6 +46,10 @@ typedef struct runner {
     double comp_mean, comp_spread;  /* the log's cost per event and its spread, in ticks */
     bool warn_uncompensated;    /* say at the first record that compensation asked for cannot be done */
     const char *logname;        /* for that warning */
+    ps_summary *summ;           /* duration summaries (pspec_check_options.summaries_s), or NULL */
+    uint32_t nsumm;
+    double summ_next;           /* log time (s) of the next summary; 0: not started */
+    bool want_iv;               /* report every interval (run_passes' want_iv) */
 } runner;
 
 void runner_init(runner *rn, pspec *ps, double tick_ns);

@@ -121,6 +121,7 @@ void runner_free(runner *rn)
     free(rn->report_for);
     free(rn->fed);
     free(rn->compensate);
+    ps_summaries_free(rn->summ, rn->nsumm);
 }
 
 bool runner_compensate(runner *rn, const log_header *h, bool all)
@@ -209,9 +210,50 @@ static void on_overdue(void *ctx, const ps_ivtype *t, const pv_event *start, dou
     rn->opt->report(rn->opt->ctx, &r);
 }
 
+/* Report the duration summaries that have values, and start them again. */
+static void report_summaries(runner *rn)
+{
+    for (uint32_t i = 0; i < rn->nsumm; i++) {
+        if (!rn->summ[i].count)
+            continue;
+        pspec_report r = {.kind = PSPEC_REPORT_SUMMARY, .prog = rn->prog, .ivtype = rn->summ[i].type,
+                          .summary = &rn->summ[i]};
+        rn->opt->report(rn->opt->ctx, &r);
+        ps_summary_reset(&rn->summ[i]);
+    }
+}
+
+/* Add a closed interval's duration metrics to their summaries; report them
+ * when the log's clock has passed the next summary time. */
+static void summarise(runner *rn, const pv_interval *iv)
+{
+    double now = (double)iv->end->ts * rn->ev.tick_ns / 1e9, every = rn->opt->summaries_s;
+
+    for (uint32_t i = 0; i < rn->nsumm; i++) {
+        ps_summary *s = &rn->summ[i];
+        if (s->type != iv->type)
+            continue;
+        const pv *m = &iv->metric[s->metric];
+        if (m->kind == PV_TRIPLE)
+            ps_summary_add(s, m->t.v * rn->ev.tick_ns);
+        else if (m->kind == PV_NUM)
+            ps_summary_add(s, m->num * rn->ev.tick_ns);
+    }
+    if (rn->summ_next == 0)
+        rn->summ_next = now + every;
+    if (now >= rn->summ_next) {
+        report_summaries(rn);
+        rn->summ_next = now + every;
+    }
+}
+
 static void on_interval(void *ctx, const pv_interval *iv)
 {
     runner *rn = ctx;
+    if (rn->summ)
+        summarise(rn, iv);
+    if (!rn->want_iv)
+        return;
     pv v = {.kind = PV_INTERVAL, .iv = (pv_interval *)iv};
     pspec_report r = {.kind = PSPEC_REPORT_INTERVAL, .prog = rn->prog, .elem = &v};
     rn->opt->report(rn->opt->ctx, &r);
@@ -249,12 +291,17 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
         deadlines |= prog->ivtypes.v[i]->within != NULL;
     if (passes == 0 && (want_iv || want_ev || (deadlines && rn->opt)))
         passes = 1;
+    if (passes == 0 && rn->summ)
+        passes = 1;
+    rn->want_iv = want_iv;
     bool *need_iv = pl->need_iv;
     bool *all_iv = NULL;
-    if (want_iv || deadlines) {
+    if (want_iv || deadlines || rn->summ) {
         all_iv = ps_malloc((prog->ivtypes.n + 1) * sizeof(bool));
         for (uint32_t i = 0; i < prog->ivtypes.n; i++)
             all_iv[i] = want_iv || pl->need_iv[i] || prog->ivtypes.v[i]->within;
+        for (uint32_t i = 0; i < rn->nsumm; i++)
+            all_iv[rn->summ[i].type->id] = true;
         need_iv = all_iv;
     }
     ps_agg **tops = ps_malloc((prog->topaggs.n + 1) * sizeof *tops);
@@ -279,7 +326,7 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
             }
         }
         ps_pass p = {.prog = prog, .ev = &rn->ev, .need_iv = need_iv, .tops = tops, .ntops = n,
-                     .report_for = rep, .want_intervals = want_iv && pass == 1,
+                     .report_for = rep, .want_intervals = (want_iv || rn->summ) && pass == 1,
                      .want_events = want_ev && pass == 1, .lost = &rn->lost, .unclosed = rn->unclosed,
                      .offender = on_offender, .overdue = pass == 1 && rn->opt ? on_overdue : NULL,
                      .interval = on_interval, .event = on_event, .fed = rn->fed,
@@ -516,6 +563,8 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     rn.warn_uncompensated = !runner_compensate(&rn, log_reader_header(r), opt->compensate);
     if (opt->explain)
         rn.fed = ps_calloc(prog->topaggs.n + 1, sizeof *rn.fed);
+    if (opt->summaries_s > 0 && opt->report)
+        rn.summ = ps_summaries_new(prog, &rn.nsumm);
     plan pl;
     plan_init(&pl, prog);
     for (uint32_t i = 0; i < prog->stmts.n; i++) {
@@ -528,6 +577,8 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
             rn.report_for[a->id] = st;
     }
     int status = run_passes(&rn, &pl, r, false, opt->want_intervals, opt->want_events, errmsg);
+    if (rn.summ && (status == PSPEC_EXIT_OK || status == PSPEC_EXIT_FAILED))
+        report_summaries(&rn);          /* what closed since the last one */
     bool inconclusive = false;
     if (status == PSPEC_EXIT_OK) {
         for (uint32_t pass = 0; pass < 2; pass++) {

@@ -7,7 +7,8 @@ with each instance (instances --json "version"), and `telemonctl history
 PROG` lists the versions with their instances, first and last seen,
 records and failures, oldest first, the same after a restart. `telemonctl
 compare PROG V1 V2` finds a planted 10% slowdown of a per-minute report
-metric and no change where there is none. A bad --program-version is a
+metric and of the reads themselves (the checker's per-minute summaries of
+their durations), and no change where there is none. A bad --program-version is a
 usage error."""
 import json
 import os
@@ -89,10 +90,19 @@ def compare(env, reg):
           "v2's planted 10%% is found, with an interval around it: %r", whole)
     check(got["reads"]["verdict"] == "no change detected", "the read count did not move: %r",
           got["reads"])
+    # the reads' durations themselves, from the checker's per-minute sketches
+    iv = [m for m in whole["metrics"] if m["kind"] == "interval" and m["type"] == "Read"]
+    check(len(iv) == 1 and iv[0]["metric"] == "time" and iv[0]["verdict"] == "slower" and
+          iv[0]["n1"] == 2 * 16 * 40 and iv[0]["n2"] == 2 * 16 * 40 and
+          0.05 * iv[0]["median1"] < iv[0]["shift"] < 0.15 * iv[0]["median1"],
+          "every read of v2 is 10%% slower: %r", iv)
     check("Mann-Whitney" in whole["method"], "the method is said: %r", whole["method"])
     got, whole = cmp("v1", "v3")
     check(got["meantime"]["verdict"] == "no change detected",
           "no change between v1 and v3: %r", whole)
+    iv = [m for m in whole["metrics"] if m["kind"] == "interval"]
+    check(len(iv) == 1 and iv[0]["verdict"] == "no change detected",
+          "the reads of v1 and v3 take as long: %r", iv)
     text = tm.ctl("compare", "reads", "v1", "v2", "--assert", "per minute")
     check("per minute: meantime:" in text and "slower" in text and "95% interval" in text,
           "as text: %s", text)

@@ -551,6 +551,8 @@ static char *old_report_format(const pspec_report *r, pspec_format fmt)
         ps_buf_printf(&b, "interval %s overdue: started %" PRIu64 ".%u ts %" PRId64 ", still open %.10g ticks later (within %.10g)",
                       r->ivtype->name, r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
         break;
+    case PSPEC_REPORT_SUMMARY:       /* came after the printf-free formatters: not compared */
+        break;
     case PSPEC_REPORT_UNCLOSED:
         if (json) {
             ps_buf_puts(&b, "{\"spec\":");

@@ -90,6 +90,7 @@ typedef enum pspec_report_kind {
     PSPEC_REPORT_VALUE,         /* peval: an expression's value */
     PSPEC_REPORT_UNCLOSED,      /* intervals of a type still open at end of log (end of log) */
     PSPEC_REPORT_OVERDUE,       /* an interval with a deadline (within) open longer: a failure */
+    PSPEC_REPORT_SUMMARY,       /* an interval type's durations since the last summary (summaries_s) */
 } pspec_report_kind;
 
 typedef struct pspec_report pspec_report;
@@ -150,6 +151,10 @@ typedef struct pspec_check_options {
                                    cost per event (as if every spec said `compensate;`); when that is
                                    asked for (here or by a spec) but the log header lacks the cost,
                                    `warn` says so (where 0) at the first record */
+    double summaries_s;         /* > 0: every this many seconds of log time (and at end of log),
+                                   a PSPEC_REPORT_SUMMARY of each interval type's duration metrics
+                                   (exactly ts(e) - ts(s)) over the intervals closed since the
+                                   last: count, sum, sum of squares, min, max (ns) and a sketch */
     pspec_report_fn report;
     pspec_warn_fn warn;
     void *ctx;
