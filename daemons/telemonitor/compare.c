@@ -147,7 +147,9 @@ int cmp_binned(const struct cmp_bin *x, size_t nx, const struct cmp_bin *y, size
 		n2 += y[j].count;
 	out->n1 = (size_t)n1;
 	out->n2 = (size_t)n2;
-	if (n1 < CMP_MIN_SAMPLES || n2 < CMP_MIN_SAMPLES || nx > CMP_MAX_BINS || ny > CMP_MAX_BINS)
+	if (nx > CMP_MAX_BINS || ny > CMP_MAX_BINS)
+		return -E2BIG;
+	if (n1 < CMP_MIN_SAMPLES || n2 < CMP_MIN_SAMPLES)
 		return -EINVAL;
 	out->med1 = bins_median(x, nx, n1);
 	out->med2 = bins_median(y, ny, n2);

@@ -42,8 +42,8 @@ struct cmp_bin {
 /* The same test and estimates for two binned samples (each sorted by
  * value, counts > 0): values in one bin are ties; the shift and its
  * interval come from the bin-pair differences weighted by their counts.
- * 0, or -EINVAL (fewer than CMP_MIN_SAMPLES values or more than
- * CMP_MAX_BINS bins on a side), -ENOMEM. */
+ * 0, or -EINVAL (fewer than CMP_MIN_SAMPLES values on a side), -E2BIG
+ * (more than CMP_MAX_BINS bins on a side), -ENOMEM. */
 int cmp_binned(const struct cmp_bin *x, size_t nx, const struct cmp_bin *y, size_t ny,
 	       struct cmp_result *out);
 

@@ -165,9 +165,11 @@ static int gather_report(void *arg, const char *assertion, const char *metrics)
 	return g->rc ? 1 : 0;
 }
 
-static const char *verdict(const struct cmp_result *c, bool ok)
+static const char *verdict(const struct cmp_result *c, int rc)
 {
-	if (!ok)
+	if (rc == -E2BIG)
+		return "too spread out to compare";
+	if (rc < 0)
 		return "too few values";
 	if (c->direction == 0)
 		return "no change detected";
@@ -183,8 +185,9 @@ static double pct(double x, double base)
 /* One compared metric: `kind` "report" (`what` is the assertion) or
  * "interval" (`what` is the interval type). */
 static void entry(struct sbuf *b, bool json, bool first, const char *kind, const char *what,
-		  const char *metric, const struct cmp_result *c, bool ok)
+		  const char *metric, const struct cmp_result *c, int rc)
 {
+	bool ok = rc == 0;
 	bool report = !strcmp(kind, "report");
 
 	if (json) {
@@ -198,14 +201,14 @@ static void entry(struct sbuf *b, bool json, bool first, const char *kind, const
 			sb_printf(b, ",\"median1\":%.17g,\"median2\":%.17g,\"shift\":%.17g,"
 				      "\"ci_low\":%.17g,\"ci_high\":%.17g,\"p\":%.6g",
 				  c->med1, c->med2, c->shift, c->lo, c->hi, c->p);
-		sb_printf(b, ",\"verdict\":\"%s\"}", verdict(c, ok));
+		sb_printf(b, ",\"verdict\":\"%s\"}", verdict(c, rc));
 	} else if (ok) {
 		sb_printf(b, "  %s%s: %s: %zu vs %zu values, median %.6g -> %.6g, shift %+.6g "
 			      "(%+.1f%%), 95%% interval [%+.6g, %+.6g] ([%+.1f%%, %+.1f%%]), "
 			      "p = %.3g: %s\n",
 			  report ? "" : "interval ", what, metric, c->n1, c->n2, c->med1, c->med2,
 			  c->shift, pct(c->shift, c->med1), c->lo, c->hi, pct(c->lo, c->med1),
-			  pct(c->hi, c->med1), c->p, verdict(c, ok));
+			  pct(c->hi, c->med1), c->p, verdict(c, rc));
 	} else {
 		sb_printf(b, "  %s%s: %s: %zu vs %zu values: too few values (at least %d each)\n",
 			  report ? "" : "interval ", what, metric, c->n1, c->n2, CMP_MIN_SAMPLES);
@@ -250,14 +253,18 @@ int versions_compare(struct tmon *tm, const struct ctl_request *r, const char *p
 	for (size_t i = 0; i < g.n; i++) {
 		struct series *s = &g.s[i];
 		struct cmp_result c;
-		bool ok;
 
 		if (!s->n[0] || !s->n[1])
 			continue;                 /* only under one version */
-		ok = cmp_samples(s->v[0], s->n[0], s->v[1], s->n[1], &c) == 0;
+		rc = cmp_samples(s->v[0], s->n[0], s->v[1], s->n[1], &c);
+		if (rc == -ENOMEM) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
 		c.n1 = s->n[0];
 		c.n2 = s->n[1];
-		entry(&b, r->json, first, "report", s->assertion, s->metric, &c, ok);
+		entry(&b, r->json, first, "report", s->assertion, s->metric, &c, rc);
+		rc = 0;
 		first = false;
 	}
 	for (size_t i = 0; i < g.nd; i++) {
@@ -265,7 +272,6 @@ int versions_compare(struct tmon *tm, const struct ctl_request *r, const char *p
 		struct cmp_bin *x = NULL, *y = NULL;
 		size_t nx = 0, ny = 0;
 		struct cmp_result c = { 0 };
-		bool ok;
 
 		if (!d->k[0].count || !d->k[1].count)
 			continue;
@@ -275,12 +281,17 @@ int versions_compare(struct tmon *tm, const struct ctl_request *r, const char *p
 			snprintf(err, errlen, "out of memory");
 			goto out;
 		}
-		ok = cmp_binned(x, nx, y, ny, &c) == 0;
+		rc = cmp_binned(x, nx, y, ny, &c);
 		free(x);
 		free(y);
+		if (rc == -ENOMEM) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
 		c.n1 = (size_t)d->k[0].count;
 		c.n2 = (size_t)d->k[1].count;
-		entry(&b, r->json, first, "interval", d->type, d->metric, &c, ok);
+		entry(&b, r->json, first, "interval", d->type, d->metric, &c, rc);
+		rc = 0;
 		first = false;
 	}
 	if (r->json)

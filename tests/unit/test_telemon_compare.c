@@ -124,6 +124,11 @@ static void too_few(void **state)
 	(void)state;
 	assert_int_equal(cmp_samples(x, 4, y, 10, &c), -EINVAL);
 	assert_int_equal(c.direction, 0);
+	/* and bins too many to pair: refused, not "too few" */
+	static struct cmp_bin many[CMP_MAX_BINS + 1];
+	for (int i = 0; i <= CMP_MAX_BINS; i++)
+		many[i] = (struct cmp_bin){ i, 1 };
+	assert_int_equal(cmp_binned(many, CMP_MAX_BINS + 1, many, 10, &c), -E2BIG);
 }
 
 /* A sketch's JSON text of n values drawn around `mean` (gamma of 1% error),
