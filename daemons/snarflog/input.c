@@ -418,7 +418,8 @@ static void header_binary(struct snarf *s, const uint8_t *p, size_t flen, const 
 		core_header_append(s, p, flen);
 		return;
 	}
-	memcpy(extra, rec->header->extra, rec->header->n_extra * sizeof *extra);
+	if (rec->header->n_extra)       /* (no extra: NULL, which memcpy may not take) */
+		memcpy(extra, rec->header->extra, rec->header->n_extra * sizeof *extra);
 	f.key = "program-version";
 	f.value = s->version;
 	extra[rec->header->n_extra] = &f;
