@@ -157,33 +157,53 @@ out_free:
 	return text;
 }
 
-/* The rows of the API's answer `json`, a JSON array of objects: the
- * parsed tree (json_free it) with its elements in *rows (free it), or NULL
- * with `err`. */
-static struct json *json_rows(const char *json, const char *what, const struct json ***rows,
-			      char *err, size_t errlen)
+/* An API answer that is a JSON array of objects, taken apart. */
+struct api_rows {
+	char *json;               /* the answer's text */
+	struct json *root;        /* its tree */
+	const struct json **row;  /* its elements, [n] */
+	size_t n;                 /* how many */
+};
+
+/* Run the command `words` (its JSON answer) and take its rows (`what` names
+ * them in a message). 0 (free with api_rows_free), or -EIO with `err`. */
+static int api_rows_get(struct tmon *tm, const char *const *words, bool newest_first,
+			const char *what, struct api_rows *a, char *err, size_t errlen)
 {
 	char why[128];
-	struct json *root = json_parse(json, strlen(json), why, sizeof why);
-	const struct json **v;
 	size_t i = 0;
 
-	if (!root || root->kind != JSON_ARRAY) {
+	memset(a, 0, sizeof *a);
+	a->json = api_json(tm, words, newest_first, err, errlen);
+	if (!a->json)
+		return -EIO;
+	a->root = json_parse(a->json, strlen(a->json), why, sizeof why);
+	if (!a->root || a->root->kind != JSON_ARRAY) {
 		snprintf(err, errlen, "cannot read the %s: %s", what,
-			 root ? "not a JSON array" : why);
-		json_free(root);
-		return NULL;
+			 a->root ? "not a JSON array" : why);
+		json_free(a->root);
+		free(a->json);
+		return -EIO;
 	}
-	v = malloc((root->count ? root->count : 1) * sizeof *v);
-	if (!v) {
+	a->row = malloc((a->root->count ? a->root->count : 1) * sizeof *a->row);
+	if (!a->row) {
 		snprintf(err, errlen, "out of memory");
-		json_free(root);
-		return NULL;
+		json_free(a->root);
+		free(a->json);
+		return -EIO;
 	}
-	for (const struct json *e = root->kids; e; e = e->next)
-		v[i++] = e;
-	*rows = v;
-	return root;
+	for (const struct json *e = a->root->kids; e; e = e->next)
+		a->row[i++] = e;
+	a->n = i;
+	return 0;
+}
+
+static void api_rows_free(struct api_rows *a)
+{
+	free(a->row);
+	json_free(a->root);
+	free(a->json);
+	memset(a, 0, sizeof *a);
 }
 
 /* Member `key` of a row as text: "" when absent or null. */
@@ -213,24 +233,17 @@ static int render_instances(struct tmon *tm, struct sbuf *b, char *err, size_t e
 {
 	static const char *const words[] = { "instances", "all=1", "limit=" DASH_STR(DASH_INSTANCES),
 					     NULL };
-	char *json = api_json(tm, words, false, err, errlen);
-	const struct json **rows;
-	struct json *root;
+	struct api_rows a;
 	int shown = 0;
 
-	if (!json)
+	if (api_rows_get(tm, words, false, "instances", &a, err, errlen) < 0)
 		return -EIO;
-	root = json_rows(json, "instances", &rows, err, errlen);
-	if (!root) {
-		free(json);
-		return -EIO;
-	}
 	sb_printf(b, "<table id=\"instances\">\n<thead><tr><th>ID</th><th>Program</th>"
 		  "<th>Machine</th><th>PID</th><th>State</th><th>Records</th><th>Lost</th>"
 		  "<th>Gaps</th><th>Loss</th><th>Failures</th><th>Seen</th><th>Ended</th>"
 		  "<th>Status</th></tr></thead>\n<tbody>\n");
-	for (size_t i = root->count; i-- > 0;) {       /* newest first */
-		const struct json *r = rows[i];
+	for (size_t i = a.n; i-- > 0;) {       /* newest first */
+		const struct json *r = a.row[i];
 		long long recs = num(r, "records"), lost = num(r, "lost");
 		char loss[32];
 		snprintf(loss, sizeof loss, "%.2f%%",
@@ -257,9 +270,7 @@ static int render_instances(struct tmon *tm, struct sbuf *b, char *err, size_t e
 	if (!shown)
 		sb_printf(b, "<tr class=\"empty\"><td colspan=\"13\">no instances yet</td></tr>\n");
 	sb_printf(b, "</tbody>\n</table>\n");
-	free(rows);
-	json_free(root);
-	free(json);
+	api_rows_free(&a);
 	return 0;
 }
 
@@ -267,23 +278,16 @@ static int render_instances(struct tmon *tm, struct sbuf *b, char *err, size_t e
 static int render_failures(struct tmon *tm, struct sbuf *b, char *err, size_t errlen)
 {
 	static const char *const words[] = { "failures", "limit=" DASH_STR(DASH_FAILURES), NULL };
-	char *json = api_json(tm, words, true, err, errlen);
-	const struct json **rows;
-	struct json *root;
+	struct api_rows a;
 	int shown = 0;
 
-	if (!json)
+	if (api_rows_get(tm, words, true, "failures", &a, err, errlen) < 0)
 		return -EIO;
-	root = json_rows(json, "failures", &rows, err, errlen);
-	if (!root) {
-		free(json);
-		return -EIO;
-	}
 	sb_printf(b, "<table id=\"failures\">\n<thead><tr><th>ID</th><th>Time (UTC)</th>"
 		  "<th>Program</th><th>Machine</th><th>PID</th><th>Assertion</th><th>Line</th>"
 		  "<th>Metrics</th><th>Flags</th><th>Log</th></tr></thead>\n<tbody>\n");
-	for (size_t i = 0; i < root->count; i++) {
-		const struct json *r = rows[i], *m = json_get(r, "metrics");
+	for (size_t i = 0; i < a.n; i++) {
+		const struct json *r = a.row[i], *m = json_get(r, "metrics");
 		long long id = num(r, "id");
 		bool labelled = given(r, "assert");
 		char *mtext = m && m->kind != JSON_NULL ? json_source_dup(m) : NULL;
@@ -325,9 +329,7 @@ static int render_failures(struct tmon *tm, struct sbuf *b, char *err, size_t er
 	if (!shown)
 		sb_printf(b, "<tr class=\"empty\"><td colspan=\"10\">no failures</td></tr>\n");
 	sb_printf(b, "</tbody>\n</table>\n");
-	free(rows);
-	json_free(root);
-	free(json);
+	api_rows_free(&a);
 	return 0;
 }
 
@@ -337,20 +339,13 @@ static int render_history(struct tmon *tm, struct sbuf *b, const char *prog, cha
 			  size_t errlen)
 {
 	const char *words[] = { "history", prog, NULL };
-	char *json = api_json(tm, words, false, err, errlen);
-	const struct json **rows;
-	struct json *root;
+	struct api_rows a;
 	const char *prev = NULL;
 
-	if (!json)
+	if (api_rows_get(tm, words, false, "versions", &a, err, errlen) < 0)
 		return -EIO;
-	root = json_rows(json, "versions", &rows, err, errlen);
-	if (!root) {
-		free(json);
-		return -EIO;
-	}
-	for (size_t i = 0; i < root->count; i++) {
-		const struct json *r = rows[i];
+	for (size_t i = 0; i < a.n; i++) {
+		const struct json *r = a.row[i];
 		bool named = given(r, "version");
 		sb_printf(b, "<tr>");
 		html_cell(b, NULL, prog);
@@ -383,9 +378,7 @@ static int render_history(struct tmon *tm, struct sbuf *b, const char *prog, cha
 		if (named)
 			prev = col(r, "version");
 	}
-	free(rows);
-	json_free(root);
-	free(json);
+	api_rows_free(&a);
 	return 0;
 }
 
@@ -395,25 +388,18 @@ static int render_versions(struct tmon *tm, struct sbuf *b, char *err, size_t er
 {
 	static const char *const words[] = { "instances", "all=1", "limit=" DASH_STR(DASH_INSTANCES),
 					     NULL };
-	char *json = api_json(tm, words, false, err, errlen);
-	const struct json **rows;
-	struct json *root;
+	struct api_rows a;
 	const char *seen[DASH_PROGRAMS];
 	size_t nseen = 0;
 	int rc = 0;
 
-	if (!json)
+	if (api_rows_get(tm, words, false, "instances", &a, err, errlen) < 0)
 		return -EIO;
-	root = json_rows(json, "instances", &rows, err, errlen);
-	if (!root) {
-		free(json);
-		return -EIO;
-	}
 	sb_printf(b, "<table id=\"versions\">\n<thead><tr><th>Program</th><th>Version</th>"
 		  "<th>Instances</th><th>Running</th><th>First seen</th><th>Last seen</th>"
 		  "<th>Records</th><th>Failures</th><th>Compare</th></tr></thead>\n<tbody>\n");
-	for (size_t i = 0; i < root->count && rc == 0 && nseen < DASH_PROGRAMS; i++) {
-		const char *prog = col(rows[i], "prog");
+	for (size_t i = 0; i < a.n && rc == 0 && nseen < DASH_PROGRAMS; i++) {
+		const char *prog = col(a.row[i], "prog");
 		bool dup = !*prog;
 		for (size_t k = 0; k < nseen && !dup; k++)
 			dup = !strcmp(seen[k], prog);
@@ -425,9 +411,7 @@ static int render_versions(struct tmon *tm, struct sbuf *b, char *err, size_t er
 	if (!nseen)
 		sb_printf(b, "<tr class=\"empty\"><td colspan=\"9\">no programs yet</td></tr>\n");
 	sb_printf(b, "</tbody>\n</table>\n");
-	free(rows);
-	json_free(root);
-	free(json);
+	api_rows_free(&a);
 	return rc;
 }
 
