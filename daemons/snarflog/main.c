@@ -64,6 +64,7 @@ static const char usage[] =
 	"                             registry\n"
 	"  -program-version, --program-version STR\n"
 	"                             the program's version, put in the log header\n"
+	"                             (the original's -version STR works too)\n"
 	"                             (#program-version); default: the build-id of\n"
 	"                             CMD's executable, if it has one\n"
 	"  -hello-timeout, --hello-timeout SECONDS\n"
@@ -163,6 +164,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 				cmon_cmdline_fail(&cmdline, "no command after --");
 			break;
 		}
+	/* The original's -version STR: with a word after it, it is the
+	 * program's version (--program-version); alone, and --version
+	 * always, it asks for snarflog's own. */
+	for (int i = 1; i + 1 < nopt; i++)
+		if (strcmp(argv[i], "-version") == 0 && argv[i + 1][0] != '-')
+			argv[i] = (char *)"--program-version";
 	o->buffer = SNARF_DEFAULT_BUFFER;
 	o->hold_s = 5;
 	o->drain_s = 5;

@@ -149,9 +149,11 @@ def main():
             f.write("cat %s >&\"$CMON_LOG_FD\"\n" % ascii_log)
         sh = os.path.realpath("/bin/sh")
         runs = [("1.0", ascii_log), ("2.0", ascii_log), ("2.0", bin_log), (None, None)]
+        # the original's spelling, -version STR, for the first run
         ids = []
         for version, log in runs:
-            args = ["--program-version", version] if version else []
+            args = ([] if not version else ["-version", version] if not ids
+                    else ["--program-version", version])
             cmd = tt.writer_cmd("--file", log) if log else ["/bin/sh", script]
             s = env.snarflog("vers", *args, reg=reg, cmd=cmd)
             check(s.wait(30) == 0, "snarflog: %s", s.stderr())
