@@ -399,14 +399,15 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 	} else if (!strcmp(cmd, "compare")) {
 		if (n != 4)
 			die("compare takes PROG V1 V2 (and --assert LABEL)");
-		for (int i = 1; i < 4; i++)
-			word(c, "%s", pos[i]);
+		word(c, "prog=%s", pos[1]);
+		word(c, "v1=%s", pos[2]);
+		word(c, "v2=%s", pos[3]);
 		if (assertion)
 			word(c, "assert=%s", assertion);
 	} else if (!strcmp(cmd, "history")) {
 		if (n != 2 || !*pos[1])
 			die("history takes one program name");
-		word(c, "%s", pos[1]);
+		word(c, "prog=%s", pos[1]);
 	} else if (!strcmp(cmd, "failures")) {
 		if (n != 1)
 			die("failures takes options only, e.g. --prog fsread");

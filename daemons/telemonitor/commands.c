@@ -661,11 +661,12 @@ static int cmd_history(struct tmon *tm, const struct ctl_request *r, struct evbu
 	struct table t;
 	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
 
-	/* telemonctl: history PROG; the API: history prog=PROG */
-	const char *prog = r->argc == 2 && !strncmp(r->argv[1], "prog=", 5) ? r->argv[1] + 5
-				: r->argc == 2 ? r->argv[1] : "";
+	static const char *const keys[] = { "prog", NULL };
+	const char *prog = opt(r, 1, "prog");
 
-	if (!*prog) {
+	if (only_opts(r, 1, keys, err, errlen) < 0)
+		return -EINVAL;
+	if (!prog || !*prog) {
 		snprintf(err, errlen, "history: give one program name (prog)");
 		return -EINVAL;
 	}
@@ -1108,23 +1109,17 @@ int commands_run(struct tmon *tm, const struct ctl_request *r, struct evbuffer *
 	if (!strcmp(cmd, "history"))
 		return cmd_history(tm, r, out, err, errlen);
 	if (!strcmp(cmd, "compare")) {
-		/* telemonctl: compare PROG V1 V2 [assert=A]; the API: compare
-		 * prog=P v1=V1 v2=V2 [assert=A] (a program name has no '=') */
-		static const char *const keys[] = { "assert", NULL };
-		static const char *const api_keys[] = { "prog", "v1", "v2", "assert", NULL };
-		bool api = r->argc > 1 && strchr(r->argv[1], '=');
-		const char *prog = api ? opt(r, 1, "prog") : r->argc > 1 ? r->argv[1] : NULL;
-		const char *v1 = api ? opt(r, 1, "v1") : r->argc > 2 ? r->argv[2] : NULL;
-		const char *v2 = api ? opt(r, 1, "v2") : r->argc > 3 ? r->argv[3] : NULL;
+		/* prog=P v1=V1 v2=V2 [assert=A], from telemonctl and the API alike */
+		static const char *const keys[] = { "prog", "v1", "v2", "assert", NULL };
+		const char *prog = opt(r, 1, "prog"), *v1 = opt(r, 1, "v1"), *v2 = opt(r, 1, "v2");
 
-		if (only_opts(r, api ? 1 : 4, api ? api_keys : keys, err, errlen) < 0)
+		if (only_opts(r, 1, keys, err, errlen) < 0)
 			return -EINVAL;
 		if (!prog || !v1 || !v2 || !*prog) {
 			snprintf(err, errlen, "compare: give PROG V1 V2 (prog, v1 and v2)");
 			return -EINVAL;
 		}
-		return versions_compare(tm, r, prog, v1, v2, opt(r, api ? 1 : 4, "assert"), out, err,
-					errlen);
+		return versions_compare(tm, r, prog, v1, v2, opt(r, 1, "assert"), out, err, errlen);
 	}
 	if (!strcmp(cmd, "failures"))
 		return cmd_failures(tm, r, out, err, errlen);

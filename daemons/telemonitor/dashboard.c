@@ -338,10 +338,12 @@ static int render_failures(struct tmon *tm, struct sbuf *b, char *err, size_t er
 static int render_history(struct tmon *tm, struct sbuf *b, const char *prog, char *err,
 			  size_t errlen)
 {
-	const char *words[] = { "history", prog, NULL };
+	char word[CMON_NAME_MAX + 8];
+	const char *words[] = { "history", word, NULL };
 	struct api_rows a;
 	const char *prev = NULL;
 
+	snprintf(word, sizeof word, "prog=%s", prog);
 	if (api_rows_get(tm, words, false, "versions", &a, err, errlen) < 0)
 		return -EIO;
 	for (size_t i = 0; i < a.n; i++) {
