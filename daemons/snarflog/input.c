@@ -365,32 +365,33 @@ static int plausible_frame(const struct input *in, const uint8_t *p, size_t avai
 /* binary: give an Event that carries only ts_delta an absolute ts, so a
  * reader joining at any record (or after a gap) gets correct times.
  * Returns the rewritten frame's length in in->scratch, or 0 on failure. */
+/* binary: the frame of `rec` (varint length, then the record) into `out`
+ * of `cap` bytes; its length, or 0 when it does not fit. */
+static size_t pack_frame(const Cmonlog__Record *rec, uint8_t *out, size_t cap)
+{
+	size_t n = cmonlog__record__get_packed_size(rec), plen = 0;
+
+	if (n + 5 > cap)
+		return 0;
+	for (size_t v = n; ; v >>= 7) {
+		out[plen++] = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+		if (v < 0x80)
+			break;
+	}
+	cmonlog__record__pack(rec, out + plen);
+	return plen + n;
+}
+
 static size_t rewrite_event(struct input *in, const uint8_t *body, size_t blen, uint64_t ts)
 {
 	Cmonlog__Record *rec = cmonlog__record__unpack(NULL, blen, body);
-	size_t n = 0, plen = 0;
-	uint8_t pfx[5];
+	size_t n = 0;
 
-	if (!rec || rec->kind_case != CMONLOG__RECORD__KIND_EVENT) {
-		cmonlog__record__free_unpacked(rec, NULL);
-		return 0;
-	}
-	rec->event->has_ts = true;
-	rec->event->ts = ts;
-	rec->event->has_ts_delta = false;
-	n = cmonlog__record__get_packed_size(rec);
-	if (n + 5 <= in->rec_max + 32) {
-		size_t v = n;
-		while (v >= 0x80) {
-			pfx[plen++] = (uint8_t)(v | 0x80);
-			v >>= 7;
-		}
-		pfx[plen++] = (uint8_t)v;
-		memcpy(in->scratch, pfx, plen);
-		cmonlog__record__pack(rec, in->scratch + plen);
-		n += plen;
-	} else {
-		n = 0;
+	if (rec && rec->kind_case == CMONLOG__RECORD__KIND_EVENT) {
+		rec->event->has_ts = true;
+		rec->event->ts = ts;
+		rec->event->has_ts_delta = false;
+		n = pack_frame(rec, in->scratch, in->rec_max + 32);
 	}
 	cmonlog__record__free_unpacked(rec, NULL);
 	return n;
@@ -405,7 +406,7 @@ static void header_binary(struct snarf *s, const uint8_t *p, size_t flen, const 
 	Cmonlog__Record *rec;
 	Cmonlog__HeaderField f = CMONLOG__HEADER_FIELD__INIT, **extra;
 	uint8_t *frame;
-	size_t n, plen = 0;
+	size_t n;
 
 	if (!s->version[0] || !(rec = cmonlog__record__unpack(NULL, blen, body))) {
 		core_header_append(s, p, flen);
@@ -426,20 +427,13 @@ static void header_binary(struct snarf *s, const uint8_t *p, size_t flen, const 
 	Cmonlog__HeaderField **old = rec->header->extra;
 	rec->header->extra = extra;
 	rec->header->n_extra++;
-	n = cmonlog__record__get_packed_size(rec);
-	frame = malloc(n + 5);
-	if (frame) {
-		for (size_t v = n; ; v >>= 7) {
-			frame[plen++] = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
-			if (v < 0x80)
-				break;
-		}
-		cmonlog__record__pack(rec, frame + plen);
-		core_header_append(s, frame, plen + n);
-		free(frame);
-	} else {
+	n = cmonlog__record__get_packed_size(rec) + 5;
+	frame = malloc(n);
+	if (frame && (n = pack_frame(rec, frame, n)) > 0)
+		core_header_append(s, frame, n);
+	else
 		core_header_append(s, p, flen);
-	}
+	free(frame);
 	rec->header->n_extra--;
 	rec->header->extra = old;
 	free(extra);
