@@ -27,123 +27,96 @@
 #include "telemonitor.h"
 #include "text.h"
 
-#define VERSIONS_SERIES_MAX 200    /* (assertion, metric) pairs compared */
+#define VERSIONS_SERIES_MAX 200    /* metrics compared (reports' and intervals' together) */
 
-/* The values one metric of one assertion took under each version. */
+/* What one metric took under each version: a report assertion's metric
+ * (one value per report) or an interval type's duration metric (the
+ * checker's sketches, merged). */
 struct series {
-	char *assertion;          /* its name (label, or "line N") */
+	bool interval;            /* an interval type's durations, not a report's metric */
+	char *what;               /* the assertion's name (label, or "line N"), or the type */
 	char *metric;             /* the metric's name */
-	double *v[2];             /* values under V1 and V2 */
-	size_t n[2], cap[2];      /* how many, allocated */
-};
-
-/* The durations of one interval type's metric under each version. */
-struct durations {
-	char *type;               /* the interval type */
-	char *metric;             /* its duration metric */
-	struct sketch k[2];       /* merged under V1 and V2 */
+	double *v[2];             /* report: values under V1 and V2 */
+	size_t n[2], cap[2];      /* report: how many, allocated */
+	struct sketch k[2];       /* interval: merged under V1 and V2 */
 };
 
 /* What has been gathered so far. */
 struct gathered {
 	struct series *s;         /* the series, in the order first met */
-	size_t n;                 /* how many */
-	struct durations *d;      /* interval durations, in the order first met */
-	size_t nd;                /* how many */
-	int side;                 /* 0: reading V1's reports, 1: V2's */
+	size_t n, cap;            /* how many, allocated */
+	int side;                 /* 0: reading V1's rows, 1: V2's */
 	int rc;                   /* 0, or -ENOMEM */
 };
 
-static struct durations *durations_for(struct gathered *g, const char *type, const char *metric)
+/* The series of (interval, what, metric), added if new; NULL past
+ * VERSIONS_SERIES_MAX (left out) or out of memory (g->rc set). */
+static struct series *series_for(struct gathered *g, bool interval, const char *what,
+				 const char *metric)
 {
-	for (size_t i = 0; i < g->nd; i++)
-		if (!strcmp(g->d[i].type, type) && !strcmp(g->d[i].metric, metric))
-			return &g->d[i];
-	if (g->nd == VERSIONS_SERIES_MAX)
-		return NULL;
-	if (!g->nd || !(g->nd & (g->nd - 1))) {
-		struct durations *nd = realloc(g->d, (g->nd ? g->nd * 2 : 8) * sizeof *nd);
-		if (!nd)
-			return NULL;
-		g->d = nd;
-	}
-	struct durations *d = &g->d[g->nd];
-	memset(d, 0, sizeof *d);
-	d->type = strdup(type);
-	d->metric = strdup(metric);
-	if (!d->type || !d->metric) {
-		free(d->type);
-		free(d->metric);
-		return NULL;
-	}
-	g->nd++;
-	return d;
-}
+	struct series *s;
 
-/* One interval summary: its sketch merged into its type's. */
-static int gather_summary(void *arg, const char *type, const char *metric, const char *sketch)
-{
-	struct gathered *g = arg;
-	struct durations *d;
-
-	if (!type || !metric || !sketch)
-		return 0;
-	d = durations_for(g, type, metric);
-	if (!d) {
-		if (g->nd < VERSIONS_SERIES_MAX)
-			g->rc = -ENOMEM;
-		return g->rc ? 1 : 0;
-	}
-	if (sketch_add_json(&d->k[g->side], sketch, strlen(sketch)) == -ENOMEM)
-		g->rc = -ENOMEM;
-	return g->rc ? 1 : 0;
-}
-
-static struct series *series_for(struct gathered *g, const char *assertion, const char *metric)
-{
 	for (size_t i = 0; i < g->n; i++)
-		if (!strcmp(g->s[i].assertion, assertion) && !strcmp(g->s[i].metric, metric))
+		if (g->s[i].interval == interval && !strcmp(g->s[i].what, what) &&
+		    !strcmp(g->s[i].metric, metric))
 			return &g->s[i];
 	if (g->n == VERSIONS_SERIES_MAX)
 		return NULL;
-	if (!g->n || !(g->n & (g->n - 1))) {
-		struct series *ns = realloc(g->s, (g->n ? g->n * 2 : 8) * sizeof *ns);
-		if (!ns)
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 8;
+		struct series *ns = realloc(g->s, cap * sizeof *ns);
+		if (!ns) {
+			g->rc = -ENOMEM;
 			return NULL;
+		}
 		g->s = ns;
+		g->cap = cap;
 	}
-	struct series *s = &g->s[g->n];
+	s = &g->s[g->n];
 	memset(s, 0, sizeof *s);
-	s->assertion = strdup(assertion);
+	s->interval = interval;
+	s->what = strdup(what);
 	s->metric = strdup(metric);
-	if (!s->assertion || !s->metric) {
-		free(s->assertion);
+	if (!s->what || !s->metric) {
+		free(s->what);
 		free(s->metric);
+		g->rc = -ENOMEM;
 		return NULL;
 	}
 	g->n++;
 	return s;
 }
 
-static int add(struct gathered *g, const char *assertion, const char *metric, double x)
+/* One interval summary: its sketch merged into its type's. */
+static int gather_summary(void *arg, const char *type, const char *metric, const char *sketch)
 {
-	struct series *s = series_for(g, assertion, metric);
+	struct gathered *g = arg;
+	struct series *s = type && metric && sketch ? series_for(g, true, type, metric) : NULL;
+
+	if (s && sketch_add_json(&s->k[g->side], sketch, strlen(sketch)) == -ENOMEM)
+		g->rc = -ENOMEM;
+	return g->rc ? 1 : 0;
+}
+
+/* One value of a report's metric; the newest CMP_MAX_SAMPLES are kept. */
+static void add(struct gathered *g, const char *assertion, const char *metric, double x)
+{
+	struct series *s = series_for(g, false, assertion, metric);
 	int k = g->side;
 
-	if (!s)
-		return g->n == VERSIONS_SERIES_MAX ? 0 : -ENOMEM;
-	if (s->n[k] == CMP_MAX_SAMPLES)
-		return 0;                 /* the newest CMP_MAX_SAMPLES are kept */
+	if (!s || s->n[k] == CMP_MAX_SAMPLES)
+		return;
 	if (s->n[k] == s->cap[k]) {
 		size_t cap = s->cap[k] ? s->cap[k] * 2 : 16;
 		double *v = realloc(s->v[k], cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
+		if (!v) {
+			g->rc = -ENOMEM;
+			return;
+		}
 		s->v[k] = v;
 		s->cap[k] = cap;
 	}
 	s->v[k][s->n[k]++] = x;
-	return 0;
 }
 
 /* One report's metrics: its numbers, booleans and triples. */
@@ -155,14 +128,39 @@ static int gather_report(void *arg, const char *assertion, const char *metrics)
 	if (root && root->kind == JSON_OBJECT && assertion)
 		for (const struct json *m = root->kids; m && !g->rc; m = m->next) {
 			if (m->kind == JSON_NUMBER)
-				g->rc = add(g, assertion, m->key, m->num);
+				add(g, assertion, m->key, m->num);
 			else if (m->kind == JSON_TRUE || m->kind == JSON_FALSE)
-				g->rc = add(g, assertion, m->key, m->kind == JSON_TRUE);
+				add(g, assertion, m->key, m->kind == JSON_TRUE);
 			else if (m->kind == JSON_ARRAY && m->count == 3 && m->kids->kind == JSON_NUMBER)
-				g->rc = add(g, assertion, m->key, m->kids->num);
+				add(g, assertion, m->key, m->kids->num);
 		}
 	json_free(root);
 	return g->rc ? 1 : 0;
+}
+
+/* Compare series s: 0, or what cmp_samples / cmp_binned said. */
+static int compare_series(struct series *s, struct cmp_result *c)
+{
+	struct cmp_bin *x = NULL, *y = NULL;
+	size_t nx = 0, ny = 0;
+	int rc;
+
+	if (!s->interval) {
+		rc = cmp_samples(s->v[0], s->n[0], s->v[1], s->n[1], c);
+		c->n1 = s->n[0];
+		c->n2 = s->n[1];
+		return rc;
+	}
+	rc = sketch_bins(&s->k[0], &x, &nx);
+	if (rc == 0)
+		rc = sketch_bins(&s->k[1], &y, &ny);
+	if (rc == 0)
+		rc = cmp_binned(x, nx, y, ny, c);
+	free(x);
+	free(y);
+	c->n1 = (size_t)s->k[0].count;
+	c->n2 = (size_t)s->k[1].count;
+	return rc;
 }
 
 static const char *verdict(const struct cmp_result *c, int rc)
@@ -182,36 +180,35 @@ static double pct(double x, double base)
 	return base != 0 ? 100 * x / (base < 0 ? -base : base) : 0.0 / 0.0;
 }
 
-/* One compared metric: `kind` "report" (`what` is the assertion) or
- * "interval" (`what` is the interval type). */
-static void entry(struct sbuf *b, bool json, bool first, const char *kind, const char *what,
-		  const char *metric, const struct cmp_result *c, int rc)
+/* One compared series, with what compare_series said (rc). */
+static void entry(struct sbuf *b, bool json, bool first, const struct series *s,
+		  const struct cmp_result *c, int rc)
 {
-	bool ok = rc == 0;
-	bool report = !strcmp(kind, "report");
+	const char *why = rc == -E2BIG ? "too spread out to compare (more than 1500 buckets of 1%)"
+				       : "too few values (at least 5 each)";
 
 	if (json) {
-		sb_printf(b, "%s{\"kind\":\"%s\",\"%s\":", first ? "" : ",", kind,
-			  report ? "assert" : "type");
-		sb_json_str(b, what);
+		sb_printf(b, "%s{\"kind\":\"%s\",\"%s\":", first ? "" : ",",
+			  s->interval ? "interval" : "report", s->interval ? "type" : "assert");
+		sb_json_str(b, s->what);
 		sb_printf(b, ",\"metric\":");
-		sb_json_str(b, metric);
+		sb_json_str(b, s->metric);
 		sb_printf(b, ",\"n1\":%zu,\"n2\":%zu", c->n1, c->n2);
-		if (ok)
+		if (rc == 0)
 			sb_printf(b, ",\"median1\":%.17g,\"median2\":%.17g,\"shift\":%.17g,"
 				      "\"ci_low\":%.17g,\"ci_high\":%.17g,\"p\":%.6g",
 				  c->med1, c->med2, c->shift, c->lo, c->hi, c->p);
 		sb_printf(b, ",\"verdict\":\"%s\"}", verdict(c, rc));
-	} else if (ok) {
+	} else if (rc == 0) {
 		sb_printf(b, "  %s%s: %s: %zu vs %zu values, median %.6g -> %.6g, shift %+.6g "
 			      "(%+.1f%%), 95%% interval [%+.6g, %+.6g] ([%+.1f%%, %+.1f%%]), "
 			      "p = %.3g: %s\n",
-			  report ? "" : "interval ", what, metric, c->n1, c->n2, c->med1, c->med2,
-			  c->shift, pct(c->shift, c->med1), c->lo, c->hi, pct(c->lo, c->med1),
+			  s->interval ? "interval " : "", s->what, s->metric, c->n1, c->n2, c->med1,
+			  c->med2, c->shift, pct(c->shift, c->med1), c->lo, c->hi, pct(c->lo, c->med1),
 			  pct(c->hi, c->med1), c->p, verdict(c, rc));
 	} else {
-		sb_printf(b, "  %s%s: %s: %zu vs %zu values: too few values (at least %d each)\n",
-			  report ? "" : "interval ", what, metric, c->n1, c->n2, CMP_MIN_SAMPLES);
+		sb_printf(b, "  %s%s: %s: %zu vs %zu values: %s\n", s->interval ? "interval " : "",
+			  s->what, s->metric, c->n1, c->n2, why);
 	}
 }
 
@@ -252,45 +249,16 @@ int versions_compare(struct tmon *tm, const struct ctl_request *r, const char *p
 	}
 	for (size_t i = 0; i < g.n; i++) {
 		struct series *s = &g.s[i];
-		struct cmp_result c;
-
-		if (!s->n[0] || !s->n[1])
-			continue;                 /* only under one version */
-		rc = cmp_samples(s->v[0], s->n[0], s->v[1], s->n[1], &c);
-		if (rc == -ENOMEM) {
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		c.n1 = s->n[0];
-		c.n2 = s->n[1];
-		entry(&b, r->json, first, "report", s->assertion, s->metric, &c, rc);
-		rc = 0;
-		first = false;
-	}
-	for (size_t i = 0; i < g.nd; i++) {
-		struct durations *d = &g.d[i];
-		struct cmp_bin *x = NULL, *y = NULL;
-		size_t nx = 0, ny = 0;
 		struct cmp_result c = { 0 };
 
-		if (!d->k[0].count || !d->k[1].count)
-			continue;
-		if (sketch_bins(&d->k[0], &x, &nx) < 0 || sketch_bins(&d->k[1], &y, &ny) < 0) {
-			free(x);
-			rc = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		rc = cmp_binned(x, nx, y, ny, &c);
-		free(x);
-		free(y);
+		if (s->interval ? !s->k[0].count || !s->k[1].count : !s->n[0] || !s->n[1])
+			continue;                 /* only under one version */
+		rc = compare_series(s, &c);
 		if (rc == -ENOMEM) {
 			snprintf(err, errlen, "out of memory");
 			goto out;
 		}
-		c.n1 = (size_t)d->k[0].count;
-		c.n2 = (size_t)d->k[1].count;
-		entry(&b, r->json, first, "interval", d->type, d->metric, &c, rc);
+		entry(&b, r->json, first, s, &c, rc);
 		rc = 0;
 		first = false;
 	}
@@ -302,18 +270,13 @@ int versions_compare(struct tmon *tm, const struct ctl_request *r, const char *p
 out:
 	sb_free(&b);
 	for (size_t i = 0; i < g.n; i++) {
-		free(g.s[i].assertion);
+		free(g.s[i].what);
 		free(g.s[i].metric);
 		free(g.s[i].v[0]);
 		free(g.s[i].v[1]);
+		sketch_free(&g.s[i].k[0]);
+		sketch_free(&g.s[i].k[1]);
 	}
 	free(g.s);
-	for (size_t i = 0; i < g.nd; i++) {
-		free(g.d[i].type);
-		free(g.d[i].metric);
-		sketch_free(&g.d[i].k[0]);
-		sketch_free(&g.d[i].k[1]);
-	}
-	free(g.d);
 	return rc;
 }
