@@ -48,6 +48,7 @@ typedef struct runner {
     const char *logname;        /* for that warning */
     ps_summary *summ;           /* duration summaries (pspec_check_options.summaries_s), or NULL */
     uint32_t nsumm;
+    uint32_t *summ_first;       /* [ivtypes + 1]: type i's summaries are [first[i], first[i + 1]) */
     double summ_next;           /* log time (s) of the next summary; 0: not started */
     bool want_iv;               /* report every interval (run_passes' want_iv) */
 } runner;

@@ -122,6 +122,7 @@ void runner_free(runner *rn)
     free(rn->fed);
     free(rn->compensate);
     ps_summaries_free(rn->summ, rn->nsumm);
+    free(rn->summ_first);
 }
 
 bool runner_compensate(runner *rn, const log_header *h, bool all)
@@ -229,10 +230,10 @@ static void summarise(runner *rn, const pv_interval *iv)
 {
     double now = (double)iv->end->ts * rn->ev.tick_ns / 1e9, every = rn->opt->summaries_s;
 
-    for (uint32_t i = 0; i < rn->nsumm; i++) {
+    const ps_ivtype *t = iv->type;
+
+    for (uint32_t i = rn->summ_first[t->id]; i < rn->summ_first[t->id + 1]; i++) {
         ps_summary *s = &rn->summ[i];
-        if (s->type != iv->type)
-            continue;
         const pv *m = &iv->metric[s->metric];
         if (m->kind == PV_TRIPLE)
             ps_summary_add(s, m->t.v * rn->ev.tick_ns);
@@ -564,7 +565,7 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     if (opt->explain)
         rn.fed = ps_calloc(prog->topaggs.n + 1, sizeof *rn.fed);
     if (opt->summaries_s > 0 && opt->report)
-        rn.summ = ps_summaries_new(prog, &rn.nsumm);
+        rn.summ = ps_summaries_new(prog, &rn.nsumm, &rn.summ_first);
     plan pl;
     plan_init(&pl, prog);
     for (uint32_t i = 0; i < prog->stmts.n; i++) {

@@ -7,13 +7,15 @@
 #include "summary.h"
 #include "util.h"
 
-ps_summary *ps_summaries_new(const ps_program *prog, uint32_t *n)
+ps_summary *ps_summaries_new(const ps_program *prog, uint32_t *n, uint32_t **first)
 {
     ps_summary *s = NULL;
     uint32_t k = 0, cap = 0;
 
+    *first = ps_calloc(prog->ivtypes.n + 1, sizeof **first);
     for (uint32_t i = 0; i < prog->ivtypes.n; i++) {
         const ps_ivtype *t = prog->ivtypes.v[i];
+        (*first)[i] = k;
         for (uint32_t m = 0; m < t->nmetric; m++) {
             if (!ps_metric_is_duration(t, t->metrics[m].expr))
                 continue;
@@ -30,6 +32,7 @@ ps_summary *ps_summaries_new(const ps_program *prog, uint32_t *n)
             k++;
         }
     }
+    (*first)[prog->ivtypes.n] = k;
     *n = k;
     return s;
 }

@@ -30,8 +30,10 @@ typedef struct ps_summary {
     int lo[2], hi[2];           /* the used range of pos [0] and neg [1] (lo > hi: none) */
 } ps_summary;
 
-/* The summaries of prog's duration metrics: *n of them (NULL when none). */
-ps_summary *ps_summaries_new(const ps_program *prog, uint32_t *n);
+/* The summaries of prog's duration metrics: *n of them (NULL when none),
+ * grouped by interval type in type order; those of type i are
+ * [(*first)[i], (*first)[i + 1]) (*first: heap, [ivtypes + 1]). */
+ps_summary *ps_summaries_new(const ps_program *prog, uint32_t *n, uint32_t **first);
 void ps_summaries_free(ps_summary *s, uint32_t n);
 /* Add value x (nanoseconds). */
 void ps_summary_add(ps_summary *s, double x);
