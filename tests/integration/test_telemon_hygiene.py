@@ -12,7 +12,8 @@
 - `telemonctl ack ID -comment TEXT` marks a failure acknowledged (`acked`,
   `acked_iso`, `ack_comment` in failures --json, `acked` in FLAGS);
 - wall-clock times beside ticks: `time_iso`, `start_iso` (ISO 8601, UTC);
-- retention: 1,200 failures (with windows) older than (retention "1 day")
+- retention: 1,200 failures (with windows) and 700 interval summaries
+  older than (retention "1 day")
   are pruned in batches of 500 per second while the service runs, newer
   ones stay, the pruning is logged, status shows the retention."""
 import os
@@ -156,6 +157,10 @@ def main():
         db.executemany("INSERT INTO failures (id, instance_id, assert, line, time, window_id)"
                        " VALUES (?, 1, 'old', 1, ?, ?)",
                        [(base + i, old + i, wbase + i) for i in range(1200)])
+        # the checker's interval summaries (pcheck --summaries) go the same way
+        db.executemany("INSERT INTO interval_summaries (instance_id, time, type, metric, count)"
+                       " VALUES (1, ?, 'Read', 'time', 1)",
+                       [(old + i,) for i in range(700)] + [(time.time(),)] * 3)
         db.commit()
         db.close()
         with open(tm.rc) as f:
@@ -173,12 +178,16 @@ def main():
             try:
                 return (db.execute("SELECT count(*) FROM failures").fetchone()[0],
                         db.execute("SELECT count(*) FROM windows WHERE id >= ?",
-                                   (wbase,)).fetchone()[0])
+                                   (wbase,)).fetchone()[0],
+                        db.execute("SELECT count(*) FROM interval_summaries WHERE time < ?",
+                                   (time.time() - 86400,)).fetchone()[0],
+                        db.execute("SELECT count(*) FROM interval_summaries WHERE time >= ?",
+                                   (time.time() - 86400,)).fetchone()[0] >= 3)
             finally:
                 db.close()
         # the last batch is committed with the next flush (TM_FLUSH_MS)
-        ct.wait_for(lambda: counts() == (recent, 0), 5, "the recent failures only: %r" % (
-            counts(),))
+        ct.wait_for(lambda: counts() == (recent, 0, 0, True), 5,
+                    "the recent failures and summaries only: %r" % (counts(),))
         check("1200 failures pruned since start" in tm.json("status")["retention_status"],
               "status counts: %r", tm.json("status"))
         tm.stop()

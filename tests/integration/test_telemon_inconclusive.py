@@ -8,6 +8,8 @@ listed with the end-of-log verdicts (telemonctl verdicts, the API), and
 those of a type with a deadline (`within`) are overdue failures. A whole-log
 verdict is stored with its witness (pcheck --explain) as its metrics."""
 import json
+import subprocess
+import urllib.error
 import urllib.request
 
 import cmontest as ct
@@ -91,6 +93,15 @@ def main():
         api = json.loads(urllib.request.urlopen("http://%s:%d/api/v1/instances/%d/verdicts" % (
             host, port, inst["id"]), timeout=10).read().decode())
         check(api == verdicts, "the API answers the same: %r", api)
+        try:
+            urllib.request.urlopen("http://%s:%d/api/v1/instances/999/verdicts" % (host, port),
+                                   timeout=10)
+            check(False, "verdicts of an unknown instance: 404")
+        except urllib.error.HTTPError as e:
+            check(e.code == 404, "verdicts of an unknown instance: %d", e.code)
+        r = subprocess.run([ct.binary("telemonctl"), "-state", tm.state, "verdicts", "999"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        check(r.returncode == 1 and b"no instance 999" in r.stderr, "telemonctl: %r", r.stderr)
         text = tm.ctl("verdicts", str(inst["id"]))
         check("interval Read" in text and "unclosed" in text and
               'assertion "enough reads"' in text, "as a table: %s", text)
