@@ -4,10 +4,13 @@ a mapping over the whole log keeps every key it ever saw. The telemonitor
 refuses such a class, at start, under -check and in `telemonctl class add`,
 with pcheck --bounded's explanation (each cause with its spec line) on one
 line, unless the class (or the defaults) says (allow-unbounded TRUE); then
-the checker runs it and its end-of-log verdict is stored. A bounded spec
+the checker runs it and its end-of-log verdict is stored. A spec file made
+unbounded after its class was checked is refused when an instance starts
+(the checker runs with --bounded too). A bounded spec
 (Figure 3 and per-chunk mappings) is never refused."""
 import json
 import os
+import shutil
 import subprocess
 
 import cmontest as ct
@@ -106,6 +109,22 @@ def main():
         check(len(fails) == 1 and fails[0]["assert"] == "near the mean" and
               fails[0]["start"] == "15.0",
               "the second pass's verdict is stored: the slow read (records 15-16): %r", fails)
+        # a spec file made unbounded after its class was checked is refused
+        # when an instance starts: the checker runs with --bounded too
+        later = env.path("later.pspec")
+        shutil.copy(tt.FSREAD_SPEC, later)
+        tm.ctl("class", "add", "prog=later", "spec=" + later)
+        shutil.copy(spec, later)
+        s = env.snarflog("later", reg=reg, cmd=tt.writer_cmd("--file", log, "--linger", "0.5"))
+        check(s.wait(30) == 0, "snarflog: %s", s.stderr())
+        inst = tm.instance(lambda i: i["prog"] == "later" and i["state"] == "ended",
+                           what="the later program to end")
+        ts = ct.wait_for(lambda: (lambda t: t if "refused (--bounded)" in t else None)(
+            tm.ctl("typescript", str(inst["id"]))), 10, "the checker's refusal")
+        check("needs another aggregate over the whole log first" in ts,
+              "the typescript says why: %s", ts)
+        check(not [f for f in tm.failures() if f["instance"] == inst["id"]],
+              "and nothing was checked: %r", tm.failures())
         tm.stop()
 
 
