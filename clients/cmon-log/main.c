@@ -84,6 +84,8 @@ static int copy_record(const log_reader *r, const log_record *rec, log_writer *w
 {
     if (rec->kind == LOG_REC_GAP)
         return log_writer_gap(w, rec->gap);
+    if (rec->kind == LOG_REC_OVERHEAD)
+        return log_writer_overhead(w, rec->thread, rec->ovh_ns, rec->ovh_spread_ns);
     if (rec->name_id >= tm->n) {
         uint32_t n = log_reader_nnames(r);
         int32_t *ids = realloc(tm->ids, n * sizeof *ids);
@@ -166,6 +168,7 @@ int main(int argc, char **argv)
     }
     const log_header *h = log_reader_header(r);
     infmt = h->format;
+    log_reader_want_overhead(r, true);   /* carried across, as gaps are */
 
     /* Open the output and write the header. */
     int out = 1;

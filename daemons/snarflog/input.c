@@ -354,7 +354,8 @@ static int plausible_frame(const struct input *in, const uint8_t *p, size_t avai
 		return -1;
 	if (avail == hdr)
 		return in->eof ? -1 : 0;
-	if (p[hdr] != 0x0a && p[hdr] != 0x12 && p[hdr] != 0x1a && p[hdr] != 0x22 && p[hdr] != 0x2a)
+	if (p[hdr] != 0x0a && p[hdr] != 0x12 && p[hdr] != 0x1a && p[hdr] != 0x22 && p[hdr] != 0x2a &&
+	    p[hdr] != 0x32)
 		return -1;
 	if (avail - hdr < body)
 		return in->eof ? -1 : 0;

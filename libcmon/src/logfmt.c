@@ -89,7 +89,7 @@ static enum cmon_rec_kind record_walk(const uint8_t *p, size_t n, const uint8_t 
 		wt = (unsigned)(key & 7);
 		if (field == 0)
 			return CMON_REC_BAD;
-		if (field >= 1 && field <= 5) {
+		if (field >= CMON_REC_HEADER && field <= CMON_REC_OVERHEAD) {
 			if (wt != 2 || !varint_get(&p, end, &len) || len > (uint64_t)(end - p))
 				return CMON_REC_BAD;
 			kind = (enum cmon_rec_kind)field;

@@ -179,13 +179,19 @@ static void ix_free(ixmap *m)
 
 /* ---- records per thread (perturbation compensation) ----------------------------------------- */
 
-/* How many records a thread has written so far, kept only for threads that
- * started a compensated interval still open (refs): an entry whose refs
- * fell to 0 is dropped when the table would otherwise grow, so the table
- * is bounded by the threads with such intervals open at once. */
+/* How many records a thread has written so far, and what they cost it,
+ * kept only for threads that started a compensated interval still open
+ * (refs): an entry whose refs fell to 0 is dropped when the table would
+ * otherwise grow, so the table is bounded by the threads with such
+ * intervals open at once. The cost of one record is the header's, or the
+ * thread's latest overhead record's (thrcost). */
 typedef struct thrent {
     int64_t thread;
     uint64_t count;         /* records of the thread since the entry was made */
+    double mean, spread;    /* what one record costs the thread now, ticks */
+    double sum_mean;        /* the cost of those records: sum of `mean` over them ... */
+    double sum_spread;      /* ... and of `spread` */
+    uint32_t epoch;         /* changes of the cost since the entry was made */
     uint32_t refs;          /* open compensated intervals started by the thread */
     bool used;
 } thrent;
@@ -198,6 +204,58 @@ typedef struct thrmap {
 static inline uint32_t thr_slot(int64_t t, uint32_t cap)
 {
     return (uint32_t)(((uint64_t)t * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+}
+
+/* The cost per record of the threads the log's overhead records named
+ * (thread -> mean, spread in ticks); the others cost the header's. One
+ * entry per such thread, for the whole log. */
+typedef struct thrcost {
+    int64_t thread;
+    double mean, spread;
+    bool used;
+} thrcost;
+
+typedef struct costmap {
+    thrcost *s;
+    uint32_t cap, n;        /* slots (a power of two), used slots */
+} costmap;
+
+/* The entry of thread t, or NULL. */
+static const thrcost *cost_find(const costmap *m, int64_t t)
+{
+    if (!m->cap)
+        return NULL;
+    for (uint32_t i = thr_slot(t, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->s[i].used)
+            return NULL;
+        if (m->s[i].thread == t)
+            return &m->s[i];
+    }
+}
+
+/* From now on a record of thread t costs it [mean, spread]. */
+static void cost_set(costmap *m, int64_t t, double mean, double spread)
+{
+    if ((m->n + 1) * 4 > m->cap * 3) {
+        thrcost *old = m->s;
+        uint32_t oldcap = m->cap;
+        m->cap = m->cap ? m->cap * 2 : 16;
+        m->s = ps_calloc(m->cap, sizeof *m->s);
+        for (uint32_t i = 0; i < oldcap; i++) {
+            if (!old[i].used)
+                continue;
+            uint32_t j = thr_slot(old[i].thread, m->cap);
+            while (m->s[j].used)
+                j = (j + 1) & (m->cap - 1);
+            m->s[j] = old[i];
+        }
+        free(old);
+    }
+    uint32_t i = thr_slot(t, m->cap);
+    while (m->s[i].used && m->s[i].thread != t)
+        i = (i + 1) & (m->cap - 1);
+    m->n += !m->s[i].used;
+    m->s[i] = (thrcost){.thread = t, .mean = mean, .spread = spread, .used = true};
 }
 
 static inline thrent *thr_find(const thrmap *m, int64_t t)
@@ -213,8 +271,9 @@ static inline thrent *thr_find(const thrmap *m, int64_t t)
     }
 }
 
-/* The entry of thread t, made (with count 0) when there is none. */
-static thrent *thr_get(thrmap *m, int64_t t)
+/* The entry of thread t, made (with count 0, costing what `costs` or else
+ * the header says) when there is none. */
+static thrent *thr_get(thrmap *m, int64_t t, const costmap *costs, double mean, double spread)
 {
     thrent *e = thr_find(m, t);
     if (e)
@@ -244,7 +303,8 @@ static thrent *thr_get(thrmap *m, int64_t t)
     while (m->s[i].used)
         i = (i + 1) & (m->cap - 1);
     e = &m->s[i];
-    *e = (thrent){.thread = t, .used = true};
+    const thrcost *c = cost_find(costs, t);
+    *e = (thrent){.thread = t, .mean = c ? c->mean : mean, .spread = c ? c->spread : spread, .used = true};
     m->n++;
     return e;
 }
@@ -316,6 +376,9 @@ struct open_iv {
     uint64_t lost_at_open;  /* engine.lost when it opened */
     uint64_t emits0;        /* compensated types: records of the start's thread before the start
                                (its thrent count); UINT64_MAX: not compensated (a fabricated start) */
+    double cost0_mean;      /* ... their cost then (thrent sum_mean, sum_spread) ... */
+    double cost0_spread;
+    uint32_t epoch0;        /* ... and the thrent's epoch */
     uint32_t naggs, ncls;
     pv_acc **accs;          /* [naggs] */
     keyent *keys;           /* [ncls] */
@@ -429,6 +492,7 @@ typedef struct engine {
     uint32_t nevfree;
     bool comp;              /* some interval type is compensated: count records per thread */
     thrmap threads;         /* records per thread, for compensated intervals open */
+    costmap costs;          /* cost per record of the threads overhead records named */
 } engine;
 
 static ps_evtype *const no_types[1] = {NULL};
@@ -761,9 +825,12 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
     if (PS_UNLIKELY(is->ncomp)) {
         o->emits0 = UINT64_MAX;     /* logstart@, gap@: no writer wrote them */
         if (ev->sub == 0) {
-            thrent *te = thr_get(&g->threads, ev->thread);
+            thrent *te = thr_get(&g->threads, ev->thread, &g->costs, g->p->comp_mean, g->p->comp_spread);
             te->refs++;
             o->emits0 = te->count;
+            o->cost0_mean = te->sum_mean;
+            o->cost0_spread = te->sum_spread;
+            o->epoch0 = te->epoch;
         }
     }
     if (is->keep_all)
@@ -865,17 +932,25 @@ static inline void interval_done(engine *g, pv_interval *iv)
  * records its start's thread wrote from its start record on, before the
  * current record (the start's own emit ends inside the interval, and so
  * does every emit of the thread inside it); each duration metric [v, p, m]
- * becomes [v - n*mean, p + n*spread, m + n*spread]. */
+ * becomes [v - n*mean, p + n*spread, m + n*spread]. When the thread's
+ * cost changed in between (an overhead record), n*mean and n*spread are
+ * the sums of what each of those records cost when it was written. */
 static void compensate(engine *g, ivst *is, open_iv *o, pv_interval *iv)
 {
     thrent *te = thr_find(&g->threads, o->start->thread);
-    double n = (double)(te->count - o->emits0);
+    double n = (double)(te->count - o->emits0), mean, spread;
+    if (te->epoch == o->epoch0) {
+        mean = n * te->mean;
+        spread = n * te->spread;
+    } else {
+        mean = te->sum_mean - o->cost0_mean;
+        spread = te->sum_spread - o->cost0_spread;
+    }
     te->refs--;
     for (uint32_t k = 0; k < is->ncomp; k++) {
         pv *m = &iv->metric[is->comp[k]];
         if (m->kind == PV_TRIPLE)
-            *m = pv_triple_make(m->t.v - n * g->p->comp_mean, m->t.p + n * g->p->comp_spread,
-                                m->t.m + n * g->p->comp_spread);
+            *m = pv_triple_make(m->t.v - mean, m->t.p + spread, m->t.m + spread);
     }
 }
 
@@ -1404,6 +1479,7 @@ static void teardown(engine *g)
     free(g->deadlines.v);
     free(g->closed.v);
     free(g->threads.s);
+    free(g->costs.s);
     free(g->evd);
     free(g->ivd);
     free(g->ivs);
@@ -1451,6 +1527,20 @@ static ps_evtype *const *types_for(engine *g, log_reader *r, uint32_t name_id)
     return list;
 }
 
+/* An overhead record: from here on a record of its thread costs what it
+ * says (turned into ticks). Only compensating passes ask for them. */
+static void thread_cost(engine *g, const log_record *rec)
+{
+    double mean = rec->ovh_ns / g->p->comp_tick_ns, spread = rec->ovh_spread_ns / g->p->comp_tick_ns;
+    cost_set(&g->costs, rec->thread, mean, spread);
+    thrent *te = thr_find(&g->threads, rec->thread);
+    if (te && (te->mean != mean || te->spread != spread)) {
+        te->mean = mean;
+        te->spread = spread;
+        te->epoch++;
+    }
+}
+
 static void emit_fabricated(engine *g, const ps_evtype *t, int64_t ts, double gap)
 {
     if (!g->evd[t->id].relevant)
@@ -1476,7 +1566,13 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
     int64_t last_ts = 0;
     double origin = 0, pending_gap = 0;
     log_record rec;
+    if (g.comp)
+        log_reader_want_overhead(r, true);
     while ((rc = log_reader_next(r, &rec, errmsg)) > 0) {
+        if (PS_UNLIKELY(rec.kind == LOG_REC_OVERHEAD)) {
+            thread_cost(&g, &rec);
+            continue;
+        }
         if (rec.kind == LOG_REC_GAP) {
             pending_gap += (double)rec.gap;
             g.lost += rec.gap;      /* every interval open now may miss records */
@@ -1525,8 +1621,11 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
         if (PS_UNLIKELY(g.comp)) {
             /* one more emit of this thread, inside its compensated intervals open */
             thrent *te = thr_find(&g.threads, rec.thread);
-            if (te)
+            if (te) {
                 te->count++;
+                te->sum_mean += te->mean;
+                te->sum_spread += te->spread;
+            }
         }
         g.pos = rec.pos;
         g.sub = 0;

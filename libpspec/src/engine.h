@@ -78,7 +78,10 @@ typedef struct ps_pass {
      * [v - n*comp_mean, p + n*comp_spread, m + n*comp_spread]. NULL costs
      * nothing per record. */
     const bool *compensate;
-    double comp_mean, comp_spread;  /* the writer's cost per event and its spread, in ticks */
+    double comp_mean, comp_spread;  /* the writer's cost per event and its spread, in ticks
+                                       (the header's: a thread's overhead records, in ns,
+                                       replace them for its later records) */
+    double comp_tick_ns;            /* ns per tick, to turn those records into ticks */
     void (*first_record)(void *ctx);    /* if not NULL: called when the first record is read */
     void *ctx;
 } ps_pass;

@@ -103,6 +103,7 @@ struct log_reader {
     bool warn_once;         /* after a rewind, stay quiet about records already reported */
     int64_t prev_ts;        /* binary: timestamp of the previous Event */
     bool fastpath;          /* use the fast paths (see logr_set_fastpath) */
+    bool want_overhead;     /* return LOG_REC_OVERHEAD records (log_reader_want_overhead) */
 
     /* values of the current record */
     double *vals;

@@ -412,6 +412,11 @@ int log_reader_next(log_reader *r, log_record *rec, char **errmsg)
     return logbin_next(r, rec, errmsg);
 }
 
+void log_reader_want_overhead(log_reader *r, bool on)
+{
+    r->want_overhead = on;
+}
+
 const char *log_reader_name(const log_reader *r, uint32_t name_id)
 {
     return name_id < r->nnames ? r->names[name_id] : NULL;

@@ -48,6 +48,9 @@ typedef struct log_header {
 typedef enum log_rec_kind {
     LOG_REC_EVENT = 1,          /* an event record */
     LOG_REC_GAP,                /* the transport dropped `gap` whole records here */
+    LOG_REC_OVERHEAD,           /* from here on an event of `thread` costs it `ovh_ns`, give or
+                                   take `ovh_spread_ns` ('#cmon-overhead-ns MEAN SPREAD THREAD',
+                                   a binary Overhead); only with log_reader_want_overhead */
 } log_rec_kind;
 
 /* A record. Pointers stay valid until the next call on the reader. */
@@ -55,16 +58,18 @@ typedef struct log_record {
     log_rec_kind kind;
     uint64_t pos;               /* events: 1-based ordinal among the log's event records
                                    (malformed ones included, so positions do not depend on
-                                   which records could be parsed); gaps: ordinal of the
-                                   last event record before the gap (0 if none) */
+                                   which records could be parsed); gaps and overheads:
+                                   ordinal of the last event record before it (0 if none) */
     uint64_t where;             /* ascii: line number; binary: byte offset of the frame */
     int64_t ts;                 /* timestamp, ticks */
-    int64_t thread;             /* thread id */
+    int64_t thread;             /* thread id (events; overheads: the thread it is for) */
     uint32_t name_id;           /* interned id of the event type name */
     const char *name;           /* event type name (NUL-terminated) */
     const double *values;       /* attribute values, in log order */
     uint32_t nvalues;
     uint64_t gap;               /* LOG_REC_GAP: number of records dropped */
+    double ovh_ns;              /* LOG_REC_OVERHEAD: the thread's cost per event, ns (> 0) */
+    double ovh_spread_ns;       /* LOG_REC_OVERHEAD: its spread, ns (>= 0) */
 } log_record;
 
 /* Called for each malformed record, which is then skipped.
@@ -101,6 +106,11 @@ int log_reader_rewind(log_reader *r);
  * for the malformed records an earlier pass already reported (the count of
  * log_reader_nmalformed still includes them). Off by default. */
 void log_reader_warn_once(log_reader *r, bool on);
+
+/* With `on`, log_reader_next also returns the writer's per-thread cost
+ * updates (LOG_REC_OVERHEAD; a malformed one is reported and skipped).
+ * Off by default: they are skipped silently, as comments are. */
+void log_reader_want_overhead(log_reader *r, bool on);
 
 /* Counts for reports: records read so far, malformed records skipped. */
 uint64_t log_reader_nrecords(const log_reader *r);

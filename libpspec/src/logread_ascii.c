@@ -289,6 +289,30 @@ static bool is_gap_line(const char *p, const char *lend)
     return lend - p >= 9 && memcmp(p, "#cmon-gap", 9) == 0 && at_sep(p + 9, lend);
 }
 
+/* The words after the key of a "#cmon-overhead-ns ..." line, or -1 when
+ * the line is not one. Three are a thread's cost update, a record; two
+ * the header's line. */
+static int overhead_words(const char *p, const char *lend)
+{
+    if (lend - p < 17 || memcmp(p, "#cmon-overhead-ns", 17) != 0 || !at_sep(p + 17, lend))
+        return -1;
+    int words = 0;
+    for (p += 17;; words++) {
+        while (p < lend && is_sep(*p))
+            p++;
+        if (p == lend)
+            return words;
+        p = token_end(p, lend);
+    }
+}
+
+/* A thread's cost update, or a bad one, among the records: more than the
+ * header's two words. */
+static bool is_overhead_line(const char *p, const char *lend)
+{
+    return overhead_words(p, lend) > 2;
+}
+
 static int bad_header(char **errmsg, uint64_t line, const char *what, const char *tok, size_t n)
 {
     char q[200];
@@ -380,7 +404,7 @@ int logascii_open(log_reader *r, char **errmsg)
             const char *q = p;
             while (q < lend && is_sep(*q))
                 q++;
-            if (q < lend && (*p != '#' || is_gap_line(p, lend)))
+            if (q < lend && (*p != '#' || is_gap_line(p, lend) || overhead_words(p, lend) == 3))
                 break;   /* the first record */
             if (q < lend) {
                 rc = header_line(r, line, p, lend, errmsg);
@@ -425,6 +449,50 @@ static int gap_record(log_reader *r, uint64_t line, const char *p, const char *l
     rec->ts = r->prev_ts;
     rec->gap = n;
     r->nrecords++;
+    return 1;
+}
+
+/* "#cmon-overhead-ns MEAN SPREAD THREAD" -> an overhead record (1) when
+ * the reader wants them and the line is good, a warning (0) when it is
+ * not, nothing (0) when they are not wanted. */
+static int overhead_record(log_reader *r, uint64_t line, const char *p, const char *lend,
+                           log_record *rec)
+{
+    if (!r->want_overhead)
+        return 0;
+    p += 17;
+    while (p < lend && is_sep(*p))
+        p++;
+    /* the words: MEAN [v, e1), SPREAD [s2, e2), THREAD [s3, e3), then nothing */
+    const char *v = p, *e1 = token_end(v, lend), *s2 = e1;
+    while (s2 < lend && is_sep(*s2))
+        s2++;
+    const char *e2 = token_end(s2, lend), *s3 = e2;
+    while (s3 < lend && is_sep(*s3))
+        s3++;
+    const char *e3 = token_end(s3, lend), *t = e3;
+    while (t < lend && is_sep(*t))
+        t++;
+    double mean, spread;
+    uint64_t th = 0;
+    bool neg = s3 < lend && *s3 == '-';
+    const char *q = s3 + neg;
+    bool ok = overhead_value(v, (size_t)(e2 - v), &mean, &spread) && t == lend && q < e3 &&
+              parse_uint(&q, (uint64_t)INT64_MAX + neg, &th) == 0 && q == e3;
+    if (!ok) {
+        char qb[200];
+        logr_warn(r, line, "bad cmon-overhead-ns (want MEAN SPREAD THREAD, MEAN > 0, SPREAD >= 0) '%s'",
+                  logr_quote(qb, v, (size_t)(lend - v)));
+        return 0;
+    }
+    memset(rec, 0, sizeof *rec);
+    rec->kind = LOG_REC_OVERHEAD;
+    rec->pos = r->pos;
+    rec->where = line;
+    rec->ts = r->prev_ts;
+    rec->thread = neg ? (int64_t)(0 - th) : (int64_t)th;
+    rec->ovh_ns = mean;
+    rec->ovh_spread_ns = spread;
     return 1;
 }
 
@@ -946,6 +1014,8 @@ static __attribute__((noinline)) int next_general(log_reader *r, log_record *rec
             continue;
         if (*p == '#') {
             if (is_gap_line(p, lend) && gap_record(r, line, p, lend, rec))
+                return 1;
+            if (is_overhead_line(p, lend) && overhead_record(r, line, p, lend, rec))
                 return 1;
             continue;
         }

@@ -455,6 +455,33 @@ static void typedef_record(log_reader *r, const Cmonlog__TypeDef *td, uint64_t o
         logr_warn(r, off, "too many type ids (limit %u)", LOG_MAX_TYPES);
 }
 
+/* A thread's cost update: 1 with *rec filled when the reader wants them
+ * and it is good, 0 after a warning when it is not, 0 when not wanted. */
+static int overhead_record(log_reader *r, const Cmonlog__Overhead *o, uint64_t off, log_record *rec)
+{
+    if (!r->want_overhead)
+        return 0;
+    double m = o->has_overhead_ns ? o->overhead_ns : 0;
+    double sp = o->has_overhead_spread_ns ? o->overhead_spread_ns : 0;
+    if (!o->has_thread || !(m > 0) || !isfinite(m) || !(sp >= 0) || !isfinite(sp)) {
+        char t1[40], t2[40];
+        log_fmt_double(t1, m);
+        log_fmt_double(t2, sp);
+        logr_warn(r, off, "bad Overhead record%s (want overhead_ns > 0, overhead_spread_ns >= 0) %s %s",
+                  o->has_thread ? "" : " without a thread", o->has_overhead_ns ? t1 : "(none)", t2);
+        return 0;
+    }
+    memset(rec, 0, sizeof *rec);
+    rec->kind = LOG_REC_OVERHEAD;
+    rec->pos = r->pos;
+    rec->where = off;
+    rec->ts = r->prev_ts;
+    rec->thread = o->thread;
+    rec->ovh_ns = m;
+    rec->ovh_spread_ns = sp;
+    return 1;
+}
+
 /* One frame: 1 with *rec filled, 0 to go on, 2 at an End record. */
 static int handle_frame(log_reader *r, const unsigned char *f, size_t n, uint64_t off,
                         log_record *rec)
@@ -493,6 +520,8 @@ static int handle_frame(log_reader *r, const unsigned char *f, size_t n, uint64_
         rec->gap = m->gap->has_count ? m->gap->count : 0;
         r->nrecords++;
         return 1;
+    case CMONLOG__RECORD__KIND_OVERHEAD:
+        return overhead_record(r, m->overhead, off, rec);
     case CMONLOG__RECORD__KIND_END:
         return 2;
     case CMONLOG__RECORD__KIND_HEADER:

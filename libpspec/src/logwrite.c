@@ -493,6 +493,38 @@ int log_writer_gap(log_writer *w, uint64_t count)
     return 0;
 }
 
+int log_writer_overhead(log_writer *w, int64_t thread, double mean, double spread)
+{
+    if (w->err)
+        return w->err;
+    if (w->ended || !(mean > 0) || !isfinite(mean) || !(spread >= 0) || !isfinite(spread))
+        return -EINVAL;
+    if (w->format == LOG_FORMAT_BIN) {
+        Cmonlog__Overhead o = CMONLOG__OVERHEAD__INIT;
+        o.has_thread = o.has_overhead_ns = o.has_overhead_spread_ns = true;
+        o.thread = thread;
+        o.overhead_ns = mean;
+        o.overhead_spread_ns = spread;
+        Cmonlog__Record rec = CMONLOG__RECORD__INIT;
+        rec.kind_case = CMONLOG__RECORD__KIND_OVERHEAD;
+        rec.overhead = &o;
+        return put_record(w, &rec);
+    }
+    int rc = reserve(w, 160);
+    if (rc < 0)
+        return rc;
+    char *p = w->buf + w->len;
+    memcpy(p, "#cmon-overhead-ns ", 18);
+    p = put_double(p + 18, mean);
+    *p++ = ' ';
+    p = put_double(p, spread);
+    *p++ = ' ';
+    p = put_i64(p, thread);
+    *p++ = '\n';
+    w->len = (size_t)(p - w->buf);
+    return 0;
+}
+
 int log_writer_end(log_writer *w)
 {
     if (w->err)

@@ -50,6 +50,11 @@ int log_writer_event(log_writer *w, const char *name, int64_t ts, int64_t thread
 /* Record that `count` whole records were lost here. */
 int log_writer_gap(log_writer *w, uint64_t count);
 
+/* Record that from here on an event of `thread` costs it `mean` ns, give
+ * or take `spread` ('#cmon-overhead-ns MEAN SPREAD THREAD', a binary
+ * Overhead). -EINVAL unless mean > 0 and spread >= 0, both finite. */
+int log_writer_overhead(log_writer *w, int64_t thread, double mean, double spread);
+
 /* Finish the log (binary: an End record with the event count) and flush. */
 int log_writer_end(log_writer *w);
 

@@ -332,6 +332,7 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
                      .offender = on_offender, .overdue = pass == 1 && rn->opt ? on_overdue : NULL,
                      .interval = on_interval, .event = on_event, .fed = rn->fed,
                      .compensate = rn->compensate, .comp_mean = rn->comp_mean, .comp_spread = rn->comp_spread,
+                     .comp_tick_ns = rn->ev.tick_ns,
                      .first_record = rn->warn_uncompensated ? on_first_record : NULL, .ctx = rn};
         int rc = ps_engine_run(&p, r, errmsg);
         if (rc == -EDOM) {

@@ -275,7 +275,8 @@ static void run_solve(solver *s, const ps_stmt *st)
         bool is_sink[1] = {true};
         ps_pass p = {.prog = s->prog, .ev = &rn.ev, .need_iv = pl.need_iv, .tops = tops, .ntops = 1,
                      .sink = sink, .is_sink = is_sink, .compensate = rn.compensate,
-                     .comp_mean = rn.comp_mean, .comp_spread = rn.comp_spread, .ctx = s};
+                     .comp_mean = rn.comp_mean, .comp_spread = rn.comp_spread,
+                     .comp_tick_ns = rn.ev.tick_ns, .ctx = s};
         int erc = ps_engine_run(&p, s->r, &err);
         if (erc < 0) {
             problem(s, st->loc, erc == -EDOM ? PSPEC_EXIT_SPEC : PSPEC_EXIT_LOG, "%s", err ? err : "cannot read the log");

@@ -133,6 +133,55 @@ static void header_fields_kept(void **state)
     log_reader_free(r);
 }
 
+/* '#cmon-overhead-ns MEAN SPREAD THREAD' among the records: a thread's cost
+ * update, returned only when wanted; with three words right after the
+ * header it ends the header; with two among the records it is a comment. */
+static void overhead_lines(void **state)
+{
+    const char *log = "#cmon-ascii 1\n#cmon-overhead-ns 2 0.5\n#cmon-overhead-ns 3 0.25 -7\n"
+                      "1 2 A\n#cmon-overhead-ns  4\t1   2 \n#cmon-overhead-ns 9 9\n"
+                      "#cmon-overhead-ns 0 1 2\n#cmon-overhead-ns 1 1 2 3\n2 2 A\n";
+    for (int want = 0; want <= 1; want++) {
+        warnings w = { 0 };
+        log_reader *r = open_str(log, &w);
+        const log_header *h = log_reader_header(r);
+        assert_true(h->overhead_ns == 2 && h->overhead_spread_ns == 0.5);
+        assert_int_equal(h->nfields, 1);
+        log_reader_want_overhead(r, want);
+        log_record rec;
+        if (want) {
+            assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+            assert_int_equal(rec.kind, LOG_REC_OVERHEAD);
+            assert_int_equal(rec.thread, -7);
+            assert_true(rec.ovh_ns == 3 && rec.ovh_spread_ns == 0.25);
+            assert_int_equal(rec.where, 3);
+            assert_int_equal(rec.pos, 0);
+        }
+        assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+        assert_int_equal(rec.kind, LOG_REC_EVENT);
+        assert_int_equal(rec.where, 4);
+        if (want) {
+            assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+            assert_int_equal(rec.kind, LOG_REC_OVERHEAD);
+            assert_int_equal(rec.thread, 2);
+            assert_true(rec.ovh_ns == 4 && rec.ovh_spread_ns == 1);
+            assert_int_equal(rec.where, 5);
+            assert_int_equal(rec.pos, 1);
+            assert_int_equal(rec.ts, 1);
+        }
+        assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+        assert_int_equal(rec.kind, LOG_REC_EVENT);
+        assert_int_equal(rec.where, 9);
+        at_end(r);
+        assert_int_equal(w.n, want ? 2 : 0);
+        if (want) {
+            has_warning(&w, 0, 7, "bad cmon-overhead-ns (want MEAN SPREAD THREAD, MEAN > 0, SPREAD >= 0) '0 1 2'");
+            has_warning(&w, 1, 8, "'1 1 2 3'");
+        }
+        log_reader_free(r);
+    }
+}
+
 static void header_errors(void **state)
 {
     static const struct {
@@ -158,7 +207,7 @@ static void header_errors(void **state)
         { "#cmon-ascii 1\n#x y\n#cmon-overhead-ns -1 2\n", "bad header: line 3: bad cmon-overhead-ns" },
         { "#cmon-ascii 1\n#cmon-overhead-ns 0 2\n", "bad cmon-overhead-ns" },
         { "#cmon-ascii 1\n#cmon-overhead-ns 1 -2\n", "bad cmon-overhead-ns" },
-        { "#cmon-ascii 1\n#cmon-overhead-ns 1 2 3\n", "bad cmon-overhead-ns" },
+        { "#cmon-ascii 1\n#cmon-overhead-ns 1 2 3 4\n", "bad cmon-overhead-ns" },
         { "#cmon-ascii 1\n#cmon-overhead-ns 1e999 2\n", "bad cmon-overhead-ns" },
         { "#cmon-ascii 1\n#cmon-overhead-ns 1 nan\n", "bad cmon-overhead-ns" },
         { "#cmon-ascii 1\n#cmon-overhead-ns\n", "bad cmon-overhead-ns" },
@@ -752,6 +801,7 @@ int main(void)
         cmocka_unit_test(header_minimal),
         cmocka_unit_test(header_fields_kept),
         cmocka_unit_test(header_errors),
+        cmocka_unit_test(overhead_lines),
         cmocka_unit_test(header_too_many_fields),
         cmocka_unit_test(header_crlf),
         cmocka_unit_test(records_basic),

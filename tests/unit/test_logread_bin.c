@@ -522,6 +522,83 @@ static void gaps_end_and_odd_records(void **state)
     free(b.p);
 }
 
+static void put_overhead(bytes *b, bool has_thread, int64_t thread, bool has_mean, double mean,
+                         bool has_spread, double spread)
+{
+    Cmonlog__Overhead o = CMONLOG__OVERHEAD__INIT;
+    o.has_thread = has_thread;
+    o.thread = thread;
+    o.has_overhead_ns = has_mean;
+    o.overhead_ns = mean;
+    o.has_overhead_spread_ns = has_spread;
+    o.overhead_spread_ns = spread;
+    Cmonlog__Record rec = CMONLOG__RECORD__INIT;
+    rec.kind_case = CMONLOG__RECORD__KIND_OVERHEAD;
+    rec.overhead = &o;
+    put_record(b, &rec);
+}
+
+/* Overhead records (a thread's cost per event): skipped silently unless
+ * the reader wants them; then returned in place, the bad ones reported. */
+static void overhead_records(void **state)
+{
+    bytes b = { 0 };
+    put_std_header(&b);
+    put_overhead(&b, true, 5, true, 40.5, true, 2);     /* before any event */
+    put_typedef(&b, true, 0, "A");
+    put_event(&b, (ev){ .has_type = true, .type = 0, .has_thread = true, .thread = 5, .has_ts = true, .ts = 9 });
+    uint64_t bad1 = b.n;
+    put_overhead(&b, false, 0, true, 1, true, 0);        /* no thread */
+    uint64_t bad2 = b.n;
+    put_overhead(&b, true, 5, true, 0, true, 0);         /* mean not > 0 */
+    uint64_t bad3 = b.n;
+    put_overhead(&b, true, 5, true, 3, true, -1);        /* negative spread */
+    uint64_t bad4 = b.n;
+    put_overhead(&b, true, 5, true, INFINITY, true, 0);  /* not finite */
+    uint64_t ok = b.n;
+    put_overhead(&b, true, -2, true, 7, false, 0);       /* spread absent: 0 */
+    put_event(&b, (ev){ .has_type = true, .type = 0, .has_ts = true, .ts = 10 });
+    for (int want = 0; want <= 1; want++) {
+        warnings w = { 0 };
+        log_reader *r = open_bytes(&b, &w);
+        log_reader_want_overhead(r, want);
+        log_record rec;
+        if (want) {
+            rec = next1(r);
+            assert_int_equal(rec.kind, LOG_REC_OVERHEAD);
+            assert_int_equal(rec.thread, 5);
+            assert_true(rec.ovh_ns == 40.5 && rec.ovh_spread_ns == 2);
+            assert_int_equal(rec.pos, 0);
+        }
+        rec = next1(r);
+        assert_int_equal(rec.kind, LOG_REC_EVENT);
+        assert_int_equal(rec.ts, 9);
+        if (want) {
+            rec = next1(r);
+            assert_int_equal(rec.kind, LOG_REC_OVERHEAD);
+            assert_int_equal(rec.thread, -2);
+            assert_true(rec.ovh_ns == 7 && rec.ovh_spread_ns == 0);
+            assert_int_equal(rec.pos, 1);
+            assert_int_equal(rec.where, ok);
+            assert_int_equal(rec.ts, 9);
+        }
+        rec = next1(r);
+        assert_int_equal(rec.kind, LOG_REC_EVENT);
+        assert_int_equal(rec.pos, 2);
+        at_end(r);
+        assert_int_equal(log_reader_nrecords(r), 2);
+        assert_int_equal(w.n, want ? 4 : 0);
+        if (want) {
+            has_warning(&w, 0, bad1, "bad Overhead record without a thread");
+            has_warning(&w, 1, bad2, "bad Overhead record (want overhead_ns > 0, overhead_spread_ns >= 0) 0 0");
+            has_warning(&w, 2, bad3, "bad Overhead record (want overhead_ns > 0, overhead_spread_ns >= 0) 3 -1");
+            has_warning(&w, 3, bad4, "bad Overhead record");
+        }
+        log_reader_free(r);
+    }
+    free(b.p);
+}
+
 /* Cutting the log anywhere inside the last frame loses just that frame. */
 static void truncated_frames(void **state)
 {
@@ -750,6 +827,7 @@ int main(void)
         cmocka_unit_test(typedef_errors),
         cmocka_unit_test(too_many_type_ids),
         cmocka_unit_test(gaps_end_and_odd_records),
+        cmocka_unit_test(overhead_records),
         cmocka_unit_test(truncated_frames),
         cmocka_unit_test(frame_limits),
         cmocka_unit_test(fast_path_agrees),

@@ -51,11 +51,17 @@ static void write_sample(log_writer *w)
     assert_int_equal(log_writer_event_id(w, 0, 0, 7, (double[]){ 7, 4096 }, 2), 0);
     assert_int_equal(log_writer_event(w, "call@read", 5, -3, NULL, 0), 0);
     assert_int_equal(log_writer_gap(w, 17), 0);
+    assert_int_equal(log_writer_overhead(w, -3, 41.25, 0.1), 0);
+    assert_int_equal(log_writer_overhead(w, 1, 0, 1), -EINVAL);
+    assert_int_equal(log_writer_overhead(w, 1, 1, -1), -EINVAL);
+    assert_int_equal(log_writer_overhead(w, 1, NAN, 1), -EINVAL);
+    assert_int_equal(log_writer_overhead(w, 1, 1, INFINITY), -EINVAL);
     assert_int_equal(log_writer_event(w, "tricky", INT64_MAX, INT64_MIN, tricky, NTRICKY), 0);
     assert_int_equal(log_writer_event(w, "StartRead", 1, 0, (double[]){ 1 }, 1), 0);
 }
 
-static void check_sample(log_reader *r)
+/* The sample back; with OVH the reader was asked for overhead records. */
+static void check_sample(log_reader *r, bool ovh)
 {
     log_record rec;
     assert_int_equal(log_reader_next(r, &rec, NULL), 1);
@@ -70,6 +76,13 @@ static void check_sample(log_reader *r)
     assert_int_equal(rec.kind, LOG_REC_GAP);
     assert_int_equal(rec.gap, 17);
     assert_int_equal(rec.pos, 2);
+    if (ovh) {
+        assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+        assert_int_equal(rec.kind, LOG_REC_OVERHEAD);
+        assert_int_equal(rec.thread, -3);
+        assert_true(rec.ovh_ns == 41.25 && rec.ovh_spread_ns == 0.1);
+        assert_int_equal(rec.pos, 2);
+    }
     assert_int_equal(log_reader_next(r, &rec, NULL), 1);
     assert_string_equal(rec.name, "tricky");
     assert_int_equal(rec.ts, INT64_MAX);
@@ -115,7 +128,10 @@ static void round_trip(void **state)
             assert_string_equal(h->fields[i].key, sample_hdr[i].key);
             assert_string_equal(h->fields[i].value, sample_hdr[i].value);
         }
-        check_sample(r);
+        check_sample(r, false);
+        assert_int_equal(log_reader_rewind(r), 0);
+        log_reader_want_overhead(r, true);
+        check_sample(r, true);
         log_reader_free(r);
     }
 }
@@ -134,12 +150,15 @@ static void convert_round_trip(void **state)
         lseek(fd[k], 0, SEEK_SET);
         log_reader *r = log_reader_open(fd[k], false, "t", NULL, NULL, NULL);
         assert_non_null(r);
+        log_reader_want_overhead(r, true);
         const log_header *h = log_reader_header(r);
         assert_int_equal(log_writer_open(&w, fd[k + 1], false, to[k], h->fields, h->nfields), 0);
         log_record rec;
         while (log_reader_next(r, &rec, NULL) == 1) {
             if (rec.kind == LOG_REC_GAP)
                 assert_int_equal(log_writer_gap(w, rec.gap), 0);
+            else if (rec.kind == LOG_REC_OVERHEAD)
+                assert_int_equal(log_writer_overhead(w, rec.thread, rec.ovh_ns, rec.ovh_spread_ns), 0);
             else
                 assert_int_equal(log_writer_event(w, rec.name, rec.ts, rec.thread, rec.values, rec.nvalues), 0);
         }
@@ -149,7 +168,8 @@ static void convert_round_trip(void **state)
     }
     lseek(fd[2], 0, SEEK_SET);
     log_reader *r = log_reader_open(fd[2], false, "t", NULL, NULL, NULL);
-    check_sample(r);
+    log_reader_want_overhead(r, true);
+    check_sample(r, true);
     log_reader_free(r);
     for (int k = 0; k < 3; k++)
         close(fd[k]);

@@ -22,6 +22,7 @@ enum cmon_rec_kind {
 	CMON_REC_EVENT = 3,    /* Event */
 	CMON_REC_GAP = 4,      /* Gap */
 	CMON_REC_END = 5,      /* End */
+	CMON_REC_OVERHEAD = 6, /* Overhead (a thread's cost per event) */
 };
 
 /* Timestamp fields found in a binary Event. */
@@ -66,7 +67,7 @@ uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, si
  * "Accounting"): an event record (a non-blank ascii line not starting
  * with '#', a binary Event) is one record; a gap marker (`#cmon-gap N`, a
  * binary Gap) stands for the N records it says were lost; anything else
- * (comments, blank lines, TypeDef, Header, End) for none. */
+ * (comments, blank lines, TypeDef, Header, End, Overhead) for none. */
 struct cmon_tally {
 	uint64_t events;       /* event records */
 	uint64_t gap;          /* records the gap markers stand for */
