@@ -7,9 +7,10 @@
  *                                 N loops timed in blocks of 100 (no clock
  *                                 read inside a block); prints the median
  *                                 ns per loop over the blocks
- *   perturb run ITERS N K         N intervals Work(tid) ... WorkEnd(tid), each
+ *   perturb run ITERS N K [V]     N intervals Work(tid) ... WorkEnd(tid), each
  *                                 the same loop cut into K + 1 pieces with an
- *                                 Inside(tid, i) event between pieces, into
+ *                                 Inside(tid, i, ...) event of V values (2 to
+ *                                 32, default 2) between pieces, into
  *                                 the log libcmon is given ($CMON_LOG), in
  *                                 blocks of 100 intervals; after each block,
  *                                 100 uninstrumented loops (cut the same way),
@@ -104,13 +105,21 @@ int main(int argc, char **argv)
 		printf("%.1f\n", loop_ns(iters, n / 100 ? n / 100 : 1));
 		return 0;
 	}
-	if (argc == 5 && !strcmp(argv[1], "run")) {
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "run")) {
 		uint64_t iters = strtoull(argv[2], NULL, 10);
 		size_t n = strtoull(argv[3], NULL, 10);
 		unsigned k = (unsigned)strtoul(argv[4], NULL, 10);
+		unsigned nv = argc == 6 ? (unsigned)strtoul(argv[5], NULL, 10) : 2;
 		const char *attrs[] = { "tid", "i" };
 		cmon_type start, inside, end;
-		double tid = 1, v[2] = { 1, 0 };
+		double tid = 1, v[CMON_MAX_ATTRS] = { 1, 0 };
+
+		if (nv < 2 || nv > CMON_MAX_ATTRS) {
+			fprintf(stderr, "perturb: V must be 2 to %d\n", CMON_MAX_ATTRS);
+			return 2;
+		}
+		for (unsigned i = 2; i < nv; i++)
+			v[i] = 1000.5 + i;   /* a fraction: no encoding could shrink it */
 
 		if (cmon_init("perturb") < 0 || !cmon_enabled()) {
 			fprintf(stderr, "perturb: set CMON_LOG or CMON_LOG_FD\n");
@@ -132,7 +141,7 @@ int main(int argc, char **argv)
 				spin(piece + rest);
 				for (unsigned i = 0; i < k; i++) {
 					v[1] = i;
-					cmon_emit(inside, 2, v);
+					cmon_emit(inside, nv, v);
 					spin(piece);
 				}
 				cmon_emit(end, 1, &tid);
@@ -155,6 +164,6 @@ int main(int argc, char **argv)
 		free(empty);
 		return 0;
 	}
-	fprintf(stderr, "usage: perturb calibrate NS | truth ITERS N | run ITERS N K\n");
+	fprintf(stderr, "usage: perturb calibrate NS | truth ITERS N | run ITERS N K [V]\n");
 	return 2;
 }

@@ -177,6 +177,15 @@ EMIT_HIDDEN size_t emit_wire_typedef(uint8_t *out, size_t cap, uint32_t id,
                                      const char *name, size_t nattrs,
                                      const char *const *attrs);
 
+/* Most bytes an Overhead frame takes. */
+#define EMIT_OVERHEAD_MAX 40
+
+/* Encodes an Overhead frame (from here on an event of THREAD costs it NS,
+ * give or take SPREAD) into OUT (CAP bytes); returns its length, or 0 if
+ * it does not fit. */
+EMIT_HIDDEN size_t emit_wire_overhead(uint8_t *out, size_t cap, int64_t thread,
+                                      double ns, double spread);
+
 /* True if S is an identifier [A-Za-z_][A-Za-z0-9_]* or (ALLOW_PROC)
  * call@IDENT / ret@IDENT, at most CMON_MAX_NAME bytes long. */
 EMIT_HIDDEN bool emit_name_valid(const char *s, bool allow_proc);

@@ -9,7 +9,10 @@
  * thread exit (pthread key destructor) and at exit() (atexit handler).
  * Once, at start, the library times that very path on a scratch batch that
  * is never written (emit_overhead) and puts what an event costs its thread
- * in the Header, for readers to take out of the durations they measure.
+ * in the Header, for readers to take out of the durations they measure;
+ * then each thread measures its own cost again once a period while it
+ * emits (ovh_update) and puts it in an Overhead record ahead of its next
+ * events.
  *
  * Ordering rules, and how they hold:
  *   - Header first, TypeDef before its first Event: the Header and TypeDefs
@@ -83,6 +86,14 @@ struct emit_tbuf {
 	uint8_t tid_enc[16];        /* Event.thread pre-encoded (tag + varint) */
 	struct emit_tbuf *next;     /* registry of live batches */
 	struct emit_tbuf *prev;     /* registry of live batches */
+	/* what an event costs this thread (ovh_update), measured again each
+	 * period while it emits */
+	uint64_t ovh_due;           /* the next measurement's time (0: not yet set) */
+	uint64_t ovh_write_ns;      /* time its own batch writes took, this period ... */
+	uint64_t ovh_events;        /* ... for the events they held ... */
+	uint64_t ovh_bytes;         /* ... in so many bytes of frames */
+	double ovh_enc_ns;          /* its latest encoding cost per event (ns) ... */
+	double ovh_enc_spread;      /* ... and its spread */
 	uint8_t buf[EMIT_HEADROOM + EMIT_BATCH_MAX]; /* headroom, then frames */
 };
 
@@ -130,6 +141,10 @@ static struct {
 	struct emit_tbuf *threads;      /* registry of live batches */
 	bool membarrier_ok;             /* private expedited membarrier works */
 	struct emit_sink sink;          /* the log descriptor */
+	uint64_t ovh_period_ns;         /* each thread's cost is measured again this
+	                                   often while it emits; 0: only at start */
+	double ovh_enc_ns;              /* the encoding cost measured at start (ns) ... */
+	double ovh_enc_spread;          /* ... and its spread: every thread's first figure */
 } g = {
 	.init_lock = PTHREAD_MUTEX_INITIALIZER,
 	.meta_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -332,6 +347,29 @@ out:
 	errno = saved_errno;
 }
 
+static void ovh_update(struct emit_tbuf *tb, uint64_t now);
+
+/* Writes TB's batch for its owner, full or old (tbuf_event), timing the
+ * write: the thread's share of its batch writes is part of what its events
+ * cost it. Once a period (ovh_update) the thread's cost is measured again
+ * and goes into the log in front of its next events. */
+static __attribute__((noinline)) void tbuf_write_owned(struct emit_tbuf *tb)
+{
+	uint64_t t0;
+
+	if (!g.ovh_period_ns) {
+		tbuf_flush(tb);
+		return;
+	}
+	t0 = emit_clock_now(&tb->clk);
+	tb->ovh_events += tb->nevents;
+	tb->ovh_bytes += tb->len;
+	tbuf_flush(tb);
+	if (unlikely(t0 >= tb->ovh_due))
+		ovh_update(tb, t0);
+	tb->ovh_write_ns += emit_clock_now(&tb->clk) - t0;
+}
+
 /* Writes TB's batch, or (SCRATCH: a batch that is never written, see
  * emit_overhead) only empties it. */
 static inline __attribute__((always_inline)) void
@@ -340,7 +378,7 @@ tbuf_write(struct emit_tbuf *tb, bool scratch)
 	if (scratch)
 		tbuf_empty(tb);
 	else
-		tbuf_flush(tb);
+		tbuf_write_owned(tb);
 }
 
 /* Records an event in TB, claimed by its owner: reads the clock, writes the
@@ -469,6 +507,8 @@ static struct emit_tbuf *tbuf_get(void)
 		goto out;
 	tbuf_set_tid(tb);
 	emit_clock_anchor(&tb->clk);
+	tb->ovh_enc_ns = g.ovh_enc_ns;
+	tb->ovh_enc_spread = g.ovh_enc_spread;
 	if (pthread_setspecific(g.key, tb) != 0) {
 		free(tb);
 		tb = NULL;
@@ -706,8 +746,10 @@ static double ovh_write_ns(const struct emit_sink *sink)
  * times writes like it, and its share per event (the write over the events
  * a batch holds) is added to both *NS and *SPREAD (an interval holds a
  * write or not: the share is its mean, not its spread). Takes about 1 ms.
- * Returns 0, or -ENOMEM (nothing measured). */
-static int emit_overhead(const struct emit_sink *sink, double *ns, double *spread)
+ * *ENC and *ENC_SPREAD get the encoding's part alone (the threads start
+ * from it, ovh_update). Returns 0, or -ENOMEM (nothing measured). */
+static int emit_overhead(const struct emit_sink *sink, double *ns, double *spread,
+                         double *enc, double *enc_spread)
 {
 	double per[OVH_BATCHES], dev[OVH_BATCHES], values[2] = { 0, 4096 };
 	struct emit_tbuf *tb = calloc(1, sizeof *tb);
@@ -738,12 +780,112 @@ static int emit_overhead(const struct emit_sink *sink, double *ns, double *sprea
 		dev[b] = per[b] > *ns ? per[b] - *ns : *ns - per[b];
 	sort_small(dev, OVH_BATCHES);
 	*spread = dev[OVH_BATCHES / 2];
+	*enc = *ns;
+	*enc_spread = *spread;
 	if (per_batch >= 1) {
 		double share = ovh_write_ns(sink) / per_batch;
 		*ns += share;
 		*spread += share;
 	}
 	return 0;
+}
+
+/* Scratch events of a periodic measurement: at most this many, and at most
+ * one per OVH_SHARE events the thread emitted in the period (so measuring
+ * costs its thread at most 1/OVH_SHARE more than its events do); in
+ * OVH_BATCHES timed parts of at least OVH_PART_MIN events. Fewer: the
+ * encoding figure of the period before stays. */
+#define OVH_PERIODIC_MAX 448
+#define OVH_SHARE 100
+#define OVH_PART_MIN 8
+
+/* One scratch event of N values on TB, whose owner holds it claimed
+ * (ovh_event without the claim). Not inlined, as ovh_event. */
+static __attribute__((noinline)) void ovh_event_owned(struct emit_tbuf *tb, size_t n,
+                                                     const double *values)
+{
+	tbuf_event(tb, OVH_TYPE, n, values, true);
+}
+
+/* The values of an event of as many bytes as TB's owner's events took on
+ * average this period (frames of N values take about 20 + 8N bytes). */
+static size_t ovh_shape(const struct emit_tbuf *tb)
+{
+	double avg = (double)tb->ovh_bytes / (double)tb->ovh_events;
+	double n = (avg - (double)(16 + tb->tid_len)) / 8 + 0.5;
+
+	return n < 0 ? 0 : n > CMON_MAX_ATTRS ? CMON_MAX_ATTRS : (size_t)n;
+}
+
+/* The thread's own cost, measured again (issue 13: "periodically, per
+ * thread"): called by its owner right after a batch write, when the period
+ * is over (NOW, the write's start, is past ovh_due). The encoding is timed
+ * as at start, on the thread's own (now empty) batch, in this thread, with
+ * its caches as the program left them, but with few events (see
+ * OVH_PERIODIC_MAX); its batch writes were timed as they happened
+ * (tbuf_write_owned), and their share per event is their time (this very
+ * measurement included) over the events they held. The figure goes into
+ * the batch as an Overhead frame, in front of the thread's next events,
+ * and holds for them until the next. The first call only starts the
+ * period. */
+static void ovh_update(struct emit_tbuf *tb, uint64_t now)
+{
+	double per[OVH_BATCHES], dev[OVH_BATCHES], values[CMON_MAX_ATTRS] = { 0, 4096 };
+	uint64_t n = tb->ovh_events / OVH_SHARE;
+	int part = (int)((n < OVH_PERIODIC_MAX ? n : OVH_PERIODIC_MAX) / OVH_BATCHES);
+	size_t len;
+
+	if (tb->ovh_due && tb->ovh_events &&
+	    atomic_load_explicit(&g.state, memory_order_relaxed) != ST_DEAD) {
+		if (part >= OVH_PART_MIN) {
+			size_t nv = ovh_shape(tb);
+
+			for (int b = 0; b < OVH_BATCHES; b++) {
+				uint64_t t0 = emit_clock_now(&tb->clk);
+
+				for (int i = 0; i < part; i++) {
+					values[0] = (double)(i & 63);
+					ovh_event_owned(tb, nv, values);
+				}
+				per[b] = (double)(emit_clock_now(&tb->clk) - t0) / part;
+			}
+			tbuf_empty(tb);
+			sort_small(per, OVH_BATCHES);
+			tb->ovh_enc_ns = per[OVH_BATCHES / 2];
+			for (int b = 0; b < OVH_BATCHES; b++)
+				dev[b] = per[b] > tb->ovh_enc_ns ? per[b] - tb->ovh_enc_ns
+				                                 : tb->ovh_enc_ns - per[b];
+			sort_small(dev, OVH_BATCHES);
+			tb->ovh_enc_spread = dev[OVH_BATCHES / 2];
+		}
+		double share = (double)tb->ovh_write_ns / (double)tb->ovh_events;
+		len = emit_wire_overhead(tb->buf + EMIT_HEADROOM + tb->len,
+		                         EMIT_BATCH_MAX - tb->len, tb->tid,
+		                         tb->ovh_enc_ns + share, tb->ovh_enc_spread + share);
+		if (tb->ovh_enc_ns + share > 0)
+			tb->len += (uint32_t)len;
+	}
+	tb->ovh_due = now + g.ovh_period_ns;
+	tb->ovh_write_ns = 0;
+	tb->ovh_events = 0;
+	tb->ovh_bytes = 0;
+}
+
+/* The period of the threads' measurements: $CMON_OVERHEAD_PERIOD_MS
+ * milliseconds (0: only at start), else 1 s. */
+static uint64_t ovh_period(void)
+{
+	const char *s = getenv("CMON_OVERHEAD_PERIOD_MS");
+	char *end;
+	unsigned long long ms;
+
+	if (!s || !*s)
+		return 1000000000ull;
+	errno = 0;
+	ms = strtoull(s, &end, 10);
+	if (errno || *end || ms > 86400000ull)
+		return 1000000000ull;
+	return ms * 1000000ull;
 }
 
 /* Encodes the Header as meta record 0. */
@@ -769,7 +911,9 @@ static int meta_init(const char *program)
 	/* CMON_OVERHEAD=0: no measurement, no overhead fields. */
 	want = getenv("CMON_OVERHEAD");
 	h.has_overhead = !(want && strcmp(want, "0") == 0) &&
-	                 emit_overhead(&g.sink, &h.overhead_ns, &h.overhead_spread_ns) == 0;
+	                 emit_overhead(&g.sink, &h.overhead_ns, &h.overhead_spread_ns,
+	                               &g.ovh_enc_ns, &g.ovh_enc_spread) == 0;
+	g.ovh_period_ns = h.has_overhead ? ovh_period() : 0;
 	len = emit_wire_header(frame, sizeof frame, &h);
 	g.meta_cap = 16;
 	g.meta = calloc(g.meta_cap, sizeof *g.meta);

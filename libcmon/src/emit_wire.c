@@ -1,5 +1,5 @@
 /* emit_wire.c — protobuf wire encoding of the cold records of a cmon-bin 1
- * log (Header, TypeDef, Gap) and the name rules they rely on.
+ * log (Header, TypeDef, Gap, Overhead) and the name rules they rely on.
  *
  * Every record is a frame: varint length, then a serialized cmonlog.Record
  * (proto/cmonlog.proto). Fields are written in field-number order and only
@@ -11,7 +11,7 @@
 #include "emit-internal.h"
 
 /* Record oneof field numbers (cmonlog.Record). */
-enum { REC_HEADER = 1, REC_TYPEDEF = 2, REC_GAP = 4 };
+enum { REC_HEADER = 1, REC_TYPEDEF = 2, REC_GAP = 4, REC_OVERHEAD = 6 };
 
 /* An output cursor that remembers whether it ran out of room. */
 struct pbuf {
@@ -163,6 +163,20 @@ size_t emit_wire_typedef(uint8_t *out, size_t cap, uint32_t id,
 	if (b.full)
 		return 0;
 	return frame_record(out, cap, REC_TYPEDEF, body, (size_t)(b.p - body));
+}
+
+size_t emit_wire_overhead(uint8_t *out, size_t cap, int64_t thread, double ns,
+                          double spread)
+{
+	uint8_t body[64];
+	struct pbuf b = { body, body + sizeof body, false };
+
+	pb_field_varint(&b, 1, (uint64_t)thread);
+	pb_field_double(&b, 2, ns);
+	pb_field_double(&b, 3, spread);
+	if (b.full)
+		return 0;
+	return frame_record(out, cap, REC_OVERHEAD, body, (size_t)(b.p - body));
 }
 
 /* True for [A-Za-z_]; DIGITS also admits [0-9]. */

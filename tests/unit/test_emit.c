@@ -574,6 +574,44 @@ static int child_overhead(void)
 	return 0;
 }
 
+/* Two threads emitting as fast as they can for PERIODIC_MS: "Light"
+ * events of 2 values and "Heavy" ones of 20 (five times the bytes, so five
+ * times the batch writes per event). */
+#define PERIODIC_MS 80
+static cmon_type light_type, heavy_type;
+
+static void *periodic_worker(void *arg)
+{
+	bool heavy = arg != NULL;
+	double v[20] = { 0 };
+	uint64_t end = mono_ns() + PERIODIC_MS * 1000000ull;
+
+	for (int i = 1; i < 20; i++)
+		v[i] = i + 0.5;
+	while (mono_ns() < end)
+		for (int i = 0; i < 100; i++) {
+			v[0] = i;
+			cmon_emit(heavy ? heavy_type : light_type, heavy ? 20 : 2, v);
+		}
+	cmon_flush();
+	return NULL;
+}
+
+static int child_overhead_periodic(void)
+{
+	const char *attrs[] = { "a", "b" };
+	pthread_t th[2];
+
+	light_type = cmon_declare("Light", 2, attrs);
+	heavy_type = cmon_declare("Heavy", 2, attrs);
+	CK(light_type && heavy_type);
+	for (int k = 0; k < 2; k++)
+		CK(pthread_create(&th[k], NULL, periodic_worker, k ? &th[k] : NULL) == 0);
+	for (int k = 0; k < 2; k++)
+		CK(pthread_join(th[k], NULL) == 0);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -585,7 +623,7 @@ static const struct {
 	{ "path", child_path },       { "latency", child_latency },
 	{ "epipe", child_epipe },     { "names", child_names },
 	{ "signal", child_signal },   { "exit_busy", child_exit_busy },
-	{ "overhead", child_overhead },
+	{ "overhead", child_overhead }, { "overhead_periodic", child_overhead_periodic },
 };
 
 /* ---- parent side: running children ------------------------------------ */
@@ -722,6 +760,7 @@ struct log {
 	size_t ntdef;            /* how many */
 	size_t events;           /* Event records */
 	uint64_t gaps;           /* sum of the Gap counts */
+	size_t overheads;        /* Overhead records */
 };
 
 /* The TypeDef of type ID seen so far, or NULL. */
@@ -804,6 +843,14 @@ static void decode(const uint8_t *p, size_t len, struct log *lg)
 		case CMONLOG__RECORD__KIND_GAP:
 			assert_true(r->gap->has_count && r->gap->count > 0);
 			lg->gaps += r->gap->count;
+			break;
+		case CMONLOG__RECORD__KIND_OVERHEAD:
+			assert_true(r->overhead->has_thread && r->overhead->has_overhead_ns &&
+			            r->overhead->has_overhead_spread_ns);
+			assert_true(isfinite(r->overhead->overhead_ns) && r->overhead->overhead_ns > 0);
+			assert_true(isfinite(r->overhead->overhead_spread_ns) &&
+			            r->overhead->overhead_spread_ns >= 0);
+			lg->overheads++;
 			break;
 		case CMONLOG__RECORD__KIND_HEADER:
 			break;
@@ -1477,6 +1524,81 @@ static void test_overhead_off(void **state)
 	free(b.p);
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of the N values at V (sorted in place). */
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof *v, cmp_dbl);
+	return v[n / 2];
+}
+
+/* Each thread's cost measured again, each period while it emits: Overhead
+ * records of its own thread id, each followed by that thread's events (the
+ * record leads its batch); a thread with heavier events costs more. */
+static void test_overhead_periodic(void **state)
+{
+	static const char *const env[] = { "CMON_LOG_FD=3", "CMON_OVERHEAD_PERIOD_MS=5", NULL };
+	double fig[2][64];
+	size_t nfig[2] = { 0, 0 };
+	int64_t tid[2] = { 0, 0 };
+	struct bytes b;
+	struct log lg;
+	int status;
+	(void)state;
+
+	b = run_logged_env("overhead_periodic", env, NULL, &status);
+	assert_int_equal(status, 0);
+	decode(b.p, b.len, &lg);
+	for (size_t i = 0; i < lg.n; i++) {
+		const Cmonlog__Record *r = lg.rec[i];
+		if (r->kind_case == CMONLOG__RECORD__KIND_EVENT)
+			tid[strcmp(ev_name(&lg, r), "Heavy") == 0] = r->event->thread;
+	}
+	assert_true(tid[0] != 0 && tid[1] != 0 && tid[0] != tid[1]);
+	for (size_t i = 0; i < lg.n; i++) {
+		const Cmonlog__Record *r = lg.rec[i], *next = i + 1 < lg.n ? lg.rec[i + 1] : NULL;
+		int k;
+		if (r->kind_case != CMONLOG__RECORD__KIND_OVERHEAD)
+			continue;
+		k = r->overhead->thread == tid[1];
+		assert_true(r->overhead->thread == tid[k]);
+		if (next && next->kind_case == CMONLOG__RECORD__KIND_EVENT)
+			assert_int_equal(next->event->thread, r->overhead->thread);
+		if (nfig[k] < 64)
+			fig[k][nfig[k]++] = r->overhead->overhead_ns;
+	}
+	print_message("# periodic: %zu light and %zu heavy updates, medians %.1f and %.1f ns; header %.1f\n",
+	              nfig[0], nfig[1], nfig[0] ? median(fig[0], nfig[0]) : 0,
+	              nfig[1] ? median(fig[1], nfig[1]) : 0, lg.rec[0]->header->overhead_ns);
+	/* 80 ms at a 5 ms period: about 15 each; some batches may drop */
+	assert_true(nfig[0] >= 3 && nfig[1] >= 3);
+	assert_true(median(fig[1], nfig[1]) > median(fig[0], nfig[0]));
+	log_free(&lg);
+	free(b.p);
+
+	/* period 0: measured at start only; CMON_OVERHEAD=0: never */
+	static const char *const off[][3] = {
+		{ "CMON_LOG_FD=3", "CMON_OVERHEAD_PERIOD_MS=0", NULL },
+		{ "CMON_LOG_FD=3", "CMON_OVERHEAD=0", NULL },
+	};
+	for (int i = 0; i < 2; i++) {
+		b = run_logged_env("overhead_periodic", off[i], NULL, &status);
+		assert_int_equal(status, 0);
+		decode(b.p, b.len, &lg);
+		assert_int_equal(lg.overheads, 0);
+		assert_true(lg.events > 1000);
+		assert_int_equal(lg.rec[0]->header->has_overhead_ns, i == 0);
+		log_free(&lg);
+		free(b.p);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--child") == 0) {
@@ -1505,6 +1627,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_names_and_limits),
 		cmocka_unit_test(test_overhead_in_header),
 		cmocka_unit_test(test_overhead_off),
+		cmocka_unit_test(test_overhead_periodic),
 	};
 	return cmocka_run_group_tests_name("emit", tests, NULL, NULL);
 }

@@ -16,8 +16,11 @@
  *   - The Header is the first record; a TypeDef precedes the first Event of
  *     its type.
  *   - The Header says what one event costs the thread that emits it
- *     (overhead_ns, overhead_spread_ns), measured once when the log is
- *     opened, on a buffer never written; CMON_OVERHEAD=0 turns it off.
+ *     (overhead_ns, overhead_spread_ns), measured when the log is opened,
+ *     on a buffer never written; each thread measures its own again once
+ *     a period while it emits (CMON_OVERHEAD_PERIOD_MS, 1 s) and writes it
+ *     as an Overhead record ahead of its next events. CMON_OVERHEAD=0
+ *     turns both off.
  *   - A thread's events reach the log when its buffer (one PIPE_BUF batch)
  *     fills, when it emits 10 ms or more after its oldest buffered event, on
  *     cmon_flush(), when the thread exits and when the process calls exit().
