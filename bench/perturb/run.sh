@@ -12,8 +12,8 @@
 # --compensate. Then, 50,000 intervals long (about a second, so that each
 # thread's cost is measured again), K = 100 events of 2 and of 24 values,
 # with libcmon's figure from the start only (CMON_OVERHEAD_PERIOD_MS=0) and
-# measured again every 100 ms. Per case, over the repetitions, the table
-# gives medians of:
+# measured again every 100 ms. CASES="K:V:N:PERIOD_MS:LABEL ..." runs
+# other cases. Per case, over the repetitions, the table gives medians of:
 #   truth     ns of the uninstrumented loop
 #   raw       the median interval duration pcheck sees, and its excess over
 #             the truth (what the instrumentation added)
@@ -49,9 +49,9 @@ echo "loop: $iters spins (about 20 us); $reps repetitions of 5,000 intervals per
 rep=0
 while [ "$rep" -lt "$reps" ]; do
     rep=$((rep + 1))
-    for case in 0:2:5000:0:K=0 10:2:5000:0:K=10 100:2:5000:0:K=100 \
+    for case in ${CASES:-0:2:5000:0:K=0 10:2:5000:0:K=10 100:2:5000:0:K=100 \
                 100:2:50000:0:K=100,long,start 100:2:50000:100:K=100,long,periodic \
-                100:24:50000:0:K=100,V=24,start 100:24:50000:100:K=100,V=24,periodic; do
+                100:24:50000:0:K=100,V=24,start 100:24:50000:100:K=100,V=24,periodic}; do
         k=${case%%:*}; rest=${case#*:}
         v=${rest%%:*}; rest=${rest#*:}
         n=${rest%%:*}; rest=${rest#*:}

@@ -74,6 +74,9 @@ enum emit_state {
 	ST_DEAD,         /* the reader is gone for good: events are counted lost */
 };
 
+/* Batch writes whose durations a thread keeps, for its write share. */
+#define OVH_WRITE_SAMPLES 31
+
 /* One thread's batch of encoded Event frames. */
 struct emit_tbuf {
 	_Atomic int busy;           /* owner is using the batch (see exit) */
@@ -89,11 +92,13 @@ struct emit_tbuf {
 	/* what an event costs this thread (ovh_update), measured again each
 	 * period while it emits */
 	uint64_t ovh_due;           /* the next measurement's time (0: not yet set) */
-	uint64_t ovh_write_ns;      /* time its own batch writes took, this period ... */
-	uint64_t ovh_events;        /* ... for the events they held ... */
-	uint64_t ovh_bytes;         /* ... in so many bytes of frames */
+	uint64_t ovh_writes;        /* its own batch writes this period ... */
+	uint64_t ovh_events;        /* ... the events they held ... */
+	uint64_t ovh_bytes;         /* ... in so many bytes of frames ... */
+	uint32_t ovh_wns[OVH_WRITE_SAMPLES]; /* ... and the last ones' ns each */
 	double ovh_enc_ns;          /* its latest encoding cost per event (ns) ... */
 	double ovh_enc_spread;      /* ... and its spread */
+	double ovh_share;           /* its latest write share per event (ns) */
 	uint8_t buf[EMIT_HEADROOM + EMIT_BATCH_MAX]; /* headroom, then frames */
 };
 
@@ -144,7 +149,8 @@ static struct {
 	uint64_t ovh_period_ns;         /* each thread's cost is measured again this
 	                                   often while it emits; 0: only at start */
 	double ovh_enc_ns;              /* the encoding cost measured at start (ns) ... */
-	double ovh_enc_spread;          /* ... and its spread: every thread's first figure */
+	double ovh_enc_spread;          /* ... its spread, and the write share: */
+	double ovh_share;               /* every thread's first figures */
 } g = {
 	.init_lock = PTHREAD_MUTEX_INITIALIZER,
 	.meta_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -355,7 +361,7 @@ static void ovh_update(struct emit_tbuf *tb, uint64_t now);
  * and goes into the log in front of its next events. */
 static __attribute__((noinline)) void tbuf_write_owned(struct emit_tbuf *tb)
 {
-	uint64_t t0;
+	uint64_t t0, d;
 
 	if (!g.ovh_period_ns) {
 		tbuf_flush(tb);
@@ -367,7 +373,8 @@ static __attribute__((noinline)) void tbuf_write_owned(struct emit_tbuf *tb)
 	tbuf_flush(tb);
 	if (unlikely(t0 >= tb->ovh_due))
 		ovh_update(tb, t0);
-	tb->ovh_write_ns += emit_clock_now(&tb->clk) - t0;
+	d = emit_clock_now(&tb->clk) - t0;
+	tb->ovh_wns[tb->ovh_writes++ % OVH_WRITE_SAMPLES] = d < UINT32_MAX ? (uint32_t)d : UINT32_MAX;
 }
 
 /* Writes TB's batch, or (SCRATCH: a batch that is never written, see
@@ -509,6 +516,7 @@ static struct emit_tbuf *tbuf_get(void)
 	emit_clock_anchor(&tb->clk);
 	tb->ovh_enc_ns = g.ovh_enc_ns;
 	tb->ovh_enc_spread = g.ovh_enc_spread;
+	tb->ovh_share = g.ovh_share;
 	if (pthread_setspecific(g.key, tb) != 0) {
 		free(tb);
 		tb = NULL;
@@ -746,10 +754,10 @@ static double ovh_write_ns(const struct emit_sink *sink)
  * times writes like it, and its share per event (the write over the events
  * a batch holds) is added to both *NS and *SPREAD (an interval holds a
  * write or not: the share is its mean, not its spread). Takes about 1 ms.
- * *ENC and *ENC_SPREAD get the encoding's part alone (the threads start
- * from it, ovh_update). Returns 0, or -ENOMEM (nothing measured). */
+ * *ENC and *ENC_SPREAD get the encoding's part alone, *WSHARE the write's
+ * (the threads start from them, ovh_update). Returns 0, or -ENOMEM (nothing measured). */
 static int emit_overhead(const struct emit_sink *sink, double *ns, double *spread,
-                         double *enc, double *enc_spread)
+                         double *enc, double *enc_spread, double *wshare)
 {
 	double per[OVH_BATCHES], dev[OVH_BATCHES], values[2] = { 0, 4096 };
 	struct emit_tbuf *tb = calloc(1, sizeof *tb);
@@ -782,10 +790,12 @@ static int emit_overhead(const struct emit_sink *sink, double *ns, double *sprea
 	*spread = dev[OVH_BATCHES / 2];
 	*enc = *ns;
 	*enc_spread = *spread;
+	*wshare = 0;
 	if (per_batch >= 1) {
 		double share = ovh_write_ns(sink) / per_batch;
 		*ns += share;
 		*spread += share;
+		*wshare = share;
 	}
 	return 0;
 }
@@ -798,6 +808,9 @@ static int emit_overhead(const struct emit_sink *sink, double *ns, double *sprea
 #define OVH_PERIODIC_MAX 448
 #define OVH_SHARE 100
 #define OVH_PART_MIN 8
+/* Fewer batch writes in a period than this: the write share of the period
+ * before stays (one write the scheduler cut into is no median). */
+#define OVH_WRITES_MIN 8
 
 /* One scratch event of N values on TB, whose owner holds it claimed
  * (ovh_event without the claim). Not inlined, as ovh_event. */
@@ -817,14 +830,31 @@ static size_t ovh_shape(const struct emit_tbuf *tb)
 	return n < 0 ? 0 : n > CMON_MAX_ATTRS ? CMON_MAX_ATTRS : (size_t)n;
 }
 
+/* TB's owner's share per event of its batch writes this period: the median
+ * of its last writes' durations (a write the scheduler cut into moves it
+ * little) times its writes per event. */
+static double ovh_write_share(const struct emit_tbuf *tb)
+{
+	double w[OVH_WRITE_SAMPLES];
+	int n = tb->ovh_writes < OVH_WRITE_SAMPLES ? (int)tb->ovh_writes : OVH_WRITE_SAMPLES;
+
+	if (!n)
+		return 0;
+	for (int i = 0; i < n; i++)
+		w[i] = tb->ovh_wns[i];
+	sort_small(w, n);
+	return w[n / 2] * (double)tb->ovh_writes / (double)tb->ovh_events;
+}
+
 /* The thread's own cost, measured again (issue 13: "periodically, per
  * thread"): called by its owner right after a batch write, when the period
  * is over (NOW, the write's start, is past ovh_due). The encoding is timed
  * as at start, on the thread's own (now empty) batch, in this thread, with
  * its caches as the program left them, but with few events (see
  * OVH_PERIODIC_MAX); its batch writes were timed as they happened
- * (tbuf_write_owned), and their share per event is their time (this very
- * measurement included) over the events they held. The figure goes into
+ * (tbuf_write_owned, this very measurement included in its write), and
+ * their share per event is the median write over the events per write
+ * (ovh_write_share). The figure goes into
  * the batch as an Overhead frame, in front of the thread's next events,
  * and holds for them until the next. The first call only starts the
  * period. */
@@ -833,6 +863,7 @@ static void ovh_update(struct emit_tbuf *tb, uint64_t now)
 	double per[OVH_BATCHES], dev[OVH_BATCHES], values[CMON_MAX_ATTRS] = { 0, 4096 };
 	uint64_t n = tb->ovh_events / OVH_SHARE;
 	int part = (int)((n < OVH_PERIODIC_MAX ? n : OVH_PERIODIC_MAX) / OVH_BATCHES);
+	bool fresh = false;
 	size_t len;
 
 	if (tb->ovh_due && tb->ovh_events &&
@@ -857,16 +888,21 @@ static void ovh_update(struct emit_tbuf *tb, uint64_t now)
 				                                 : tb->ovh_enc_ns - per[b];
 			sort_small(dev, OVH_BATCHES);
 			tb->ovh_enc_spread = dev[OVH_BATCHES / 2];
+			fresh = true;
 		}
-		double share = (double)tb->ovh_write_ns / (double)tb->ovh_events;
+		if (tb->ovh_writes >= OVH_WRITES_MIN) {
+			tb->ovh_share = ovh_write_share(tb);
+			fresh = true;
+		}
 		len = emit_wire_overhead(tb->buf + EMIT_HEADROOM + tb->len,
 		                         EMIT_BATCH_MAX - tb->len, tb->tid,
-		                         tb->ovh_enc_ns + share, tb->ovh_enc_spread + share);
-		if (tb->ovh_enc_ns + share > 0)
+		                         tb->ovh_enc_ns + tb->ovh_share,
+		                         tb->ovh_enc_spread + tb->ovh_share);
+		if (fresh && tb->ovh_enc_ns + tb->ovh_share > 0)
 			tb->len += (uint32_t)len;
 	}
 	tb->ovh_due = now + g.ovh_period_ns;
-	tb->ovh_write_ns = 0;
+	tb->ovh_writes = 0;
 	tb->ovh_events = 0;
 	tb->ovh_bytes = 0;
 }
@@ -912,7 +948,7 @@ static int meta_init(const char *program)
 	want = getenv("CMON_OVERHEAD");
 	h.has_overhead = !(want && strcmp(want, "0") == 0) &&
 	                 emit_overhead(&g.sink, &h.overhead_ns, &h.overhead_spread_ns,
-	                               &g.ovh_enc_ns, &g.ovh_enc_spread) == 0;
+	                               &g.ovh_enc_ns, &g.ovh_enc_spread, &g.ovh_share) == 0;
 	g.ovh_period_ns = h.has_overhead ? ovh_period() : 0;
 	len = emit_wire_header(frame, sizeof frame, &h);
 	g.meta_cap = 16;
