@@ -48,6 +48,9 @@ static const char usage[] =
     "                              of each interval type's durations (metrics exactly\n"
     "                              ts(e) - ts(s)) since the last: count, sum, sum of squares,\n"
     "                              min, max in ns, and a 1% sketch (for telemonctl compare)\n"
+    "  -threads, --threads N       1: read the log and check it on one thread; 2 (the\n"
+    "                              default with two CPUs or more): a log file read offline\n"
+    "                              is read and parsed ahead on a second thread (same results)\n"
     "  -bounded, --bounded         refuse (exit 2) a specification whose continuous check\n"
     "                              keeps state that grows with the length of the log (a\n"
     "                              second pass, a mapping over the whole log), naming why\n"
@@ -199,7 +202,8 @@ static FILE *open_out(const char *path)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN, OPT_BOUNDED, OPT_COMPENSATE, OPT_SUMMARIES };
+    enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN, OPT_BOUNDED, OPT_COMPENSATE, OPT_SUMMARIES,
+           OPT_THREADS };
     static const struct option longopts[] = {
         { "spec", required_argument, NULL, 's' },
         { "path", required_argument, NULL, 'i' },
@@ -213,6 +217,7 @@ int main(int argc, char **argv)
         { "bounded", no_argument, NULL, OPT_BOUNDED },
         { "summaries", required_argument, NULL, OPT_SUMMARIES },
         { "compensate", no_argument, NULL, OPT_COMPENSATE },
+        { "threads", required_argument, NULL, OPT_THREADS },
         { NULL, 0, NULL, 0 },
     };
     static const struct cmon_cmdline cl = { "pcheck", usage, "s:i:fv:e:", longopts };
@@ -220,6 +225,7 @@ int main(int argc, char **argv)
     out o = {0};
     bool plan = false, explain = false, bounded = false, compensate = false;
     double summaries = 0;
+    unsigned threads = 0;
     char *end;
     int ch;
     while ((ch = cmon_cmdline_next(&cl, argc, argv)) != -1) {
@@ -239,6 +245,11 @@ int main(int argc, char **argv)
             summaries = strtod(optarg, &end);
             if (end == optarg || *end || !(summaries >= 1 && summaries <= 86400))
                 cmon_cmdline_fail(&cl, "bad value '%s' for --summaries (seconds, 1 to 86400)", optarg);
+            break;
+        case OPT_THREADS:
+            if (strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0)
+                cmon_cmdline_fail(&cl, "bad value '%s' for --threads (1 or 2)", optarg);
+            threads = (unsigned)(optarg[0] - '0');
             break;
         }
     }
@@ -287,7 +298,7 @@ int main(int argc, char **argv)
         o.efile = open_out(epath);
     pspec_check_options opt = {.continuous = o.cont, .want_intervals = vpath != NULL, .want_events = epath != NULL,
                                .explain = explain, .compensate = compensate, .summaries_s = summaries,
-                               .report = on_report, .warn = cli_warn, .ctx = &o};
+                               .threads = threads, .report = on_report, .warn = cli_warn, .ctx = &o};
     char *err = NULL;
     int status = pspec_check(ps, fd, cli_log_name(log), &opt, &err);
     if (err) {

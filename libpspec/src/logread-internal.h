@@ -65,6 +65,8 @@ typedef struct log_type_slot {
     uint32_t name_id;
 } log_type_slot;
 
+typedef struct log_prefetch log_prefetch;
+
 struct log_reader {
     /* where the bytes come from */
     int fd;                 /* -1 for memory readers */
@@ -104,6 +106,7 @@ struct log_reader {
     int64_t prev_ts;        /* binary: timestamp of the previous Event */
     bool fastpath;          /* use the fast paths (see logr_set_fastpath) */
     bool want_overhead;     /* return LOG_REC_OVERHEAD records (log_reader_want_overhead) */
+    log_prefetch *pf;       /* reading ahead on a second thread (logread_prefetch.c), or NULL */
 
     /* values of the current record */
     double *vals;
@@ -160,6 +163,25 @@ void log_fmt_double(char out[40], double v);
 void logr_set_fastpath(log_reader *r, bool on);
 /* Make sure vals can hold n values. */
 void logr_vals_reserve(log_reader *r, size_t n);
+/* The next record read from the bytes, on this thread (what
+ * log_reader_next does without prefetching). */
+int logr_next_direct(log_reader *r, log_record *rec, char **errmsg);
+
+/* --- logread_prefetch.c --------------------------------------------------- */
+
+/* log_reader_next, log_reader_name, log_reader_nnames while prefetching. */
+int logr_prefetch_next(log_reader *r, log_record *rec, char **errmsg);
+const char *logr_prefetch_name(const log_reader *r, uint32_t name_id);
+uint32_t logr_prefetch_nnames(const log_reader *r);
+/* True on the thread reading ahead: its warnings go into its batch. */
+bool logr_prefetch_producing(const log_reader *r);
+/* Put the warning at `where` into the batch being filled. */
+void logr_prefetch_warn(log_reader *r, uint64_t where, const char *msg);
+/* Stop reading ahead before the reader is rewound (it starts again at the
+ * next record asked for). */
+void logr_prefetch_rewind(log_reader *r);
+/* Stop, and free what prefetching holds. */
+void logr_prefetch_free(log_reader *r);
 
 /* --- inline name lookup for the hot path --------------------------------
  * "Padded" strings have at least 16 readable bytes from their start: names

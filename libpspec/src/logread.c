@@ -51,7 +51,10 @@ void logr_warn(log_reader *r, uint64_t where, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    r->warn(r->warn_ctx, r->logname, where, msg);
+    if (r->pf && logr_prefetch_producing(r))
+        logr_prefetch_warn(r, where, msg);
+    else
+        r->warn(r->warn_ctx, r->logname, where, msg);
 }
 
 const char *logr_quote(char out[200], const char *s, size_t n)
@@ -405,11 +408,18 @@ const log_header *log_reader_header(const log_reader *r)
     return &r->hdr;
 }
 
-int log_reader_next(log_reader *r, log_record *rec, char **errmsg)
+int logr_next_direct(log_reader *r, log_record *rec, char **errmsg)
 {
     if (r->hdr.format == LOG_FORMAT_ASCII)
         return logascii_next(r, rec, errmsg);
     return logbin_next(r, rec, errmsg);
+}
+
+int log_reader_next(log_reader *r, log_record *rec, char **errmsg)
+{
+    if (r->pf)
+        return logr_prefetch_next(r, rec, errmsg);
+    return logr_next_direct(r, rec, errmsg);
 }
 
 void log_reader_want_overhead(log_reader *r, bool on)
@@ -419,16 +429,22 @@ void log_reader_want_overhead(log_reader *r, bool on)
 
 const char *log_reader_name(const log_reader *r, uint32_t name_id)
 {
+    if (r->pf)
+        return logr_prefetch_name(r, name_id);
     return name_id < r->nnames ? r->names[name_id] : NULL;
 }
 
 uint32_t log_reader_nnames(const log_reader *r)
 {
+    if (r->pf)
+        return logr_prefetch_nnames(r);
     return r->nnames;
 }
 
 int log_reader_rewind(log_reader *r)
 {
+    if (r->pf)
+        logr_prefetch_rewind(r);
     if (r->mem) {
         r->start = (size_t)r->data_off;
     } else {
@@ -479,6 +495,7 @@ void log_reader_free(log_reader *r)
 {
     if (!r)
         return;
+    logr_prefetch_free(r);
     if (r->own_fd && r->fd >= 0)
         close(r->fd);
     for (size_t i = 0; i < r->hdr.nfields; i++) {

@@ -112,6 +112,16 @@ void log_reader_warn_once(log_reader *r, bool on);
  * Off by default: they are skipped silently, as comments are. */
 void log_reader_want_overhead(log_reader *r, bool on);
 
+/* With `on`, a second thread reads and parses the log ahead, in batches,
+ * while the caller's thread takes the records: what log_reader_next
+ * returns, the warnings (given on the caller's thread, in their place) and
+ * the counts are exactly those of reading directly. Only for a reader of a
+ * regular file or of memory, read to its end (-ENOTSUP otherwise: on a
+ * pipe a batch would hold records back). Set log_reader_want_overhead
+ * first; log_reader_rewind stops the thread and the next record starts it
+ * again. Returns 0. */
+int log_reader_prefetch(log_reader *r, bool on);
+
 /* Counts for reports: records read so far, malformed records skipped. */
 uint64_t log_reader_nrecords(const log_reader *r);
 uint64_t log_reader_nmalformed(const log_reader *r);

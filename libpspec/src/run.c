@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "logread.h"
@@ -556,6 +557,8 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     if (!r)
         return PSPEC_EXIT_LOG;
     log_reader_warn_once(r, true);   /* one warning per bad record, however many passes */
+    if (!opt->continuous && opt->threads != 1 && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        log_reader_prefetch(r, true);   /* a pipe stays on this thread (-ENOTSUP) */
     runner rn;
     runner_init(&rn, ps, log_reader_header(r)->tick_ns);
     rn.opt = opt;

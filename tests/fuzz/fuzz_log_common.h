@@ -204,6 +204,17 @@ static void check_log(const uint8_t *data, size_t size, size_t chunk)
     log_reader_want_overhead(ra, true);
     read_all_ex(ra, &g, false);
     CHECK(f.h == g.h && f.nrec == g.nrec);
+
+    /* Read ahead on a second thread in batches of 3 records: the same,
+     * warnings in the same places. */
+    digest h = { 0 };
+    ws.cur = &h;
+    log_reader_want_overhead(ra, false);
+    CHECK(log_reader_rewind(ra) == 0);
+    setenv("PSPEC_PREFETCH_BATCH", "3", 1);
+    CHECK(log_reader_prefetch(ra, true) == 0);
+    read_all(ra, &h);
+    CHECK(same(&a, &h));
     log_reader_free(ra);
     log_reader_free(rc);
 }

@@ -14,7 +14,9 @@ of NAME.pspec / NAME.peval:
 For every pcheck case whose exit status is 0, 1 or 4, the same check is run with
 -cont and must report the same verdicts and the same set of failing
 intervals and events. Every pcheck case whose log reads without warnings is
-also run on the log converted to cmon-bin 1 and must print the same output.
+also run on the log converted to cmon-bin 1 and must print the same output,
+and every pcheck case on a log file the same with --threads 1 and with the
+read-ahead thread handing over batches of 1 and 2 records.
 Usage: run.py --pcheck BIN --peval BIN [--cmonlog BIN] NAME [--update]
 """
 import argparse
@@ -38,8 +40,10 @@ def directives(path):
     return d
 
 
-def run(cmd, stdin=None):
-    p = subprocess.run(cmd, cwd=HERE, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+def run(cmd, stdin=None, env=None):
+    full = dict(os.environ, **env) if env else None
+    p = subprocess.run(cmd, cwd=HERE, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                       env=full)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
@@ -129,6 +133,17 @@ def main():
             print("FAIL %s: -cont differs from the offline check" % name)
             print("offline (exit %d):\n%s\ncontinuous (exit %d):\n%s" % (code, out, ccode, cout))
             failed = True
+    if is_pcheck and d.get("stdin") != "yes":
+        # Reading ahead on a second thread (the default for a log file) must
+        # change nothing: the same transcript on one thread, and with
+        # batches of 1 and 2 records (every record a hand-off).
+        for extra, env in ((["--threads", "1"], None), ([], {"PSPEC_PREFETCH_BATCH": "1"}),
+                           ([], {"PSPEC_PREFETCH_BATCH": "2"})):
+            tcode, tout, terr = run(cmd[:1] + extra + cmd[1:], env=env)
+            if transcript(tcode, tout, terr) != got:
+                print("FAIL %s: %s %s differs from the default" % (name, " ".join(extra), env or ""))
+                print("--- default\n%s--- this\n%s" % (got, transcript(tcode, tout, terr)))
+                failed = True
     logarg = cmd[-1]
     if is_pcheck and a.cmonlog and "warning:" not in err and code != 3 and logarg.endswith(".log") \
             and d.get("stdin") != "yes":

@@ -155,6 +155,10 @@ typedef struct pspec_check_options {
                                    a PSPEC_REPORT_SUMMARY of each interval type's duration metrics
                                    (exactly ts(e) - ts(s)) over the intervals closed since the
                                    last: count, sum, sum of squares, min, max (ns) and a sketch */
+    unsigned threads;           /* 1: read and check on the caller's thread; otherwise (0, the
+                                   default) a log read offline from a regular file is read and
+                                   parsed ahead on a second thread when the machine has two CPUs
+                                   or more (the same results, warnings in the same places) */
     pspec_report_fn report;
     pspec_warn_fn warn;
     void *ctx;

@@ -1,0 +1,370 @@
+/* logread_prefetch.c — reading ahead on a second thread (issue 14): the
+ * reader's own thread parses records into batches while the caller's
+ * thread (the engine) takes them, so that parsing and checking run on two
+ * cores at once.
+ *
+ * Hand-off: a ring of PF_NBATCH batches, one producer and one consumer.
+ * Each batch has a `full` word: the producer fills a batch whose word is
+ * 0 and stores 1 (release); the consumer takes a batch whose word is 1
+ * (acquire) and stores 0 when it is done with it. No lock: a side whose
+ * batch is not ready spins a little, then sleeps in futex(2) on that word,
+ * and every store of a word is followed by a wake.
+ *
+ * What the consumer sees is exactly what the direct reader gives, in the
+ * same order: each batch carries its records (values copied), the names
+ * interned while it was filled (the strings are the reader's, which never
+ * move), and the warnings of malformed records, each placed before the
+ * record it came before; the consumer calls the warning callback itself,
+ * on its own thread, at that point. The last batch carries the end: the
+ * direct reader's status and message.
+ *
+ * Only for logs read to the end without waiting (regular files, memory):
+ * on a pipe a record must reach the checker the moment it arrives, and a
+ * batch would hold it back. log_reader_prefetch refuses the others.
+ */
+#include "logread-internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define PF_NBATCH 4
+#define PF_RECORDS 2048     /* records per batch (PSPEC_PREFETCH_BATCH for tests) */
+#define PF_SPIN 2000        /* polls of a word before sleeping on it */
+
+typedef struct pf_warn {
+    uint32_t before;        /* index of the record it precedes in its batch */
+    uint64_t where;
+    char *msg;
+} pf_warn;
+
+typedef struct pf_batch {
+    _Atomic uint32_t full;  /* 1: filled, the consumer's; 0: the producer's */
+    log_record *recs;       /* values: offsets into vals, as uintptr_t */
+    uint32_t n;
+    double *vals;
+    size_t nvals, vcap;
+    char **names;           /* names interned while it was filled, in id order */
+    uint32_t names_from;    /* the id of names[0] */
+    uint32_t nnames, names_cap;
+    pf_warn *warns;
+    uint32_t nwarn, warn_cap;
+    bool final;             /* the end: rc and err below */
+    int rc;
+    char *err;
+} pf_batch;
+
+struct log_prefetch {
+    pf_batch b[PF_NBATCH];
+    uint32_t cap;           /* records per batch */
+    pthread_t thread;
+    bool running;           /* the producer thread exists (not joined yet) */
+    bool done;              /* the consumer took the last batch: read directly now */
+    _Atomic bool stop;      /* the consumer wants the producer gone */
+    uint64_t pidx;          /* producer: batches filled */
+    uint64_t cidx;          /* consumer: batches taken */
+    pf_batch *cur;          /* consumer: the batch being handed out */
+    uint32_t ci, cw;        /* consumer: next record, next warning in cur */
+    uint32_t pnames;        /* producer: names interned when its batch began */
+    const char **names;     /* consumer: every name id it knows */
+    uint32_t nnames, names_cap;
+};
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t v)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Wait until *w differs from v (or, for the producer, a stop is asked). */
+static void wait_while(log_prefetch *pf, _Atomic uint32_t *w, uint32_t v)
+{
+    for (int i = 0; atomic_load_explicit(w, memory_order_acquire) == v; i++) {
+        if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
+            return;
+        if (i < PF_SPIN)
+            __builtin_ia32_pause();
+        else
+            futex_wait(w, v);
+    }
+}
+
+/* ---- the producer -------------------------------------------------------------- */
+
+static void batch_reset(pf_batch *b)
+{
+    b->n = 0;
+    b->nvals = 0;
+    b->nnames = 0;
+    for (uint32_t i = 0; i < b->nwarn; i++)
+        free(b->warns[i].msg);
+    b->nwarn = 0;
+    b->final = false;
+    b->rc = 0;
+    free(b->err);
+    b->err = NULL;
+}
+
+/* The batch the producer is filling (only while it runs). */
+static pf_batch *producing(log_prefetch *pf)
+{
+    return &pf->b[pf->pidx % PF_NBATCH];
+}
+
+void logr_prefetch_warn(log_reader *r, uint64_t where, const char *msg)
+{
+    pf_batch *b = producing(r->pf);
+    if (b->nwarn == b->warn_cap) {
+        b->warn_cap = b->warn_cap ? 2 * b->warn_cap : 8;
+        b->warns = ps_realloc(b->warns, b->warn_cap * sizeof *b->warns);
+    }
+    b->warns[b->nwarn++] = (pf_warn){.before = b->n, .where = where, .msg = ps_strdup(msg)};
+}
+
+/* Copy rec (from the direct reader) into b. */
+static void batch_add(log_prefetch *pf, pf_batch *b, const log_record *rec)
+{
+    log_record *o = &b->recs[b->n++];
+    *o = *rec;
+    if (rec->kind == LOG_REC_EVENT) {
+        if (b->nvals + rec->nvalues > b->vcap) {
+            b->vcap = (b->nvals + rec->nvalues) * 2 + 64;
+            b->vals = ps_realloc(b->vals, b->vcap * sizeof *b->vals);
+        }
+        if (rec->nvalues)
+            memcpy(b->vals + b->nvals, rec->values, rec->nvalues * sizeof *rec->values);
+        o->values = (const double *)(uintptr_t)b->nvals;
+        b->nvals += rec->nvalues;
+    }
+    (void)pf;
+}
+
+/* The names the reader interned since the batch began go with it. */
+static void batch_names(log_reader *r, log_prefetch *pf, pf_batch *b)
+{
+    b->names_from = pf->pnames;
+    b->nnames = r->nnames - pf->pnames;
+    if (b->nnames > b->names_cap) {
+        b->names_cap = b->nnames;
+        b->names = ps_realloc(b->names, b->names_cap * sizeof *b->names);
+    }
+    for (uint32_t i = 0; i < b->nnames; i++)
+        b->names[i] = r->names[pf->pnames + i];
+    pf->pnames = r->nnames;
+}
+
+static void *producer(void *arg)
+{
+    log_reader *r = arg;
+    log_prefetch *pf = r->pf;
+    for (;;) {
+        pf_batch *b = producing(pf);
+        wait_while(pf, &b->full, 1);
+        if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
+            return NULL;
+        batch_reset(b);
+        while (b->n < pf->cap) {
+            log_record rec;
+            char *err = NULL;
+            int rc = logr_next_direct(r, &rec, &err);
+            if (rc != 1) {
+                b->final = true;
+                b->rc = rc;
+                b->err = err;
+                break;
+            }
+            batch_add(pf, b, &rec);
+            if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
+                return NULL;
+        }
+        batch_names(r, pf, b);
+        atomic_store_explicit(&b->full, 1, memory_order_release);
+        futex_wake(&b->full);
+        pf->pidx++;
+        if (b->final)
+            return NULL;
+    }
+}
+
+/* ---- the consumer -------------------------------------------------------------- */
+
+/* Stop the producer (if any) and forget every batch; the direct reader is
+ * left wherever the producer got to. */
+static void pf_halt(log_reader *r)
+{
+    log_prefetch *pf = r->pf;
+    if (pf->running) {
+        atomic_store_explicit(&pf->stop, true, memory_order_relaxed);
+        for (int i = 0; i < PF_NBATCH; i++) {
+            atomic_store_explicit(&pf->b[i].full, 0, memory_order_release);
+            futex_wake(&pf->b[i].full);
+        }
+        pthread_join(pf->thread, NULL);
+        pf->running = false;
+    }
+    for (int i = 0; i < PF_NBATCH; i++) {
+        batch_reset(&pf->b[i]);
+        atomic_store_explicit(&pf->b[i].full, 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&pf->stop, false, memory_order_relaxed);
+    pf->pidx = pf->cidx = 0;
+    pf->cur = NULL;
+    pf->done = false;
+}
+
+int log_reader_prefetch(log_reader *r, bool on)
+{
+    if (!on) {
+        if (r->pf) {
+            pf_halt(r);
+            logr_prefetch_free(r);
+        }
+        return 0;
+    }
+    if (r->pf)
+        return 0;
+    if (!r->mem && r->fd_origin < 0)
+        return -ENOTSUP;
+    log_prefetch *pf = ps_calloc(1, sizeof *pf);
+    const char *t = getenv("PSPEC_PREFETCH_BATCH");
+    long cap = t ? strtol(t, NULL, 10) : 0;
+    pf->cap = cap > 0 && cap <= 1 << 20 ? (uint32_t)cap : PF_RECORDS;
+    for (int i = 0; i < PF_NBATCH; i++)
+        pf->b[i].recs = ps_malloc(pf->cap * sizeof *pf->b[i].recs);
+    pf->pnames = r->nnames;
+    pf->nnames = r->nnames;
+    pf->names_cap = r->nnames + 16;
+    pf->names = ps_malloc(pf->names_cap * sizeof *pf->names);
+    for (uint32_t i = 0; i < r->nnames; i++)
+        pf->names[i] = r->names[i];
+    r->pf = pf;
+    return 0;
+}
+
+/* Hand out the warnings of cur placed before record `upto`. */
+static void deliver_warnings(log_reader *r, pf_batch *b, uint32_t upto)
+{
+    log_prefetch *pf = r->pf;
+    for (; pf->cw < b->nwarn && b->warns[pf->cw].before <= upto; pf->cw++)
+        if (r->warn)
+            r->warn(r->warn_ctx, r->logname, b->warns[pf->cw].where, b->warns[pf->cw].msg);
+}
+
+int logr_prefetch_next(log_reader *r, log_record *rec, char **errmsg)
+{
+    log_prefetch *pf = r->pf;
+    if (pf->done)
+        return logr_next_direct(r, rec, errmsg);
+    if (!pf->running) {
+        /* names a stopped producer interned in batches never taken */
+        if (r->nnames > pf->names_cap) {
+            pf->names_cap = 2 * r->nnames;
+            pf->names = ps_realloc(pf->names, pf->names_cap * sizeof *pf->names);
+        }
+        for (; pf->nnames < r->nnames; pf->nnames++)
+            pf->names[pf->nnames] = r->names[pf->nnames];
+        pf->pnames = r->nnames;
+        if (pthread_create(&pf->thread, NULL, producer, r) != 0) {
+            pf->done = true;    /* no thread: read directly */
+            return logr_next_direct(r, rec, errmsg);
+        }
+        pf->running = true;
+    }
+    for (;;) {
+        pf_batch *b = pf->cur;
+        if (!b) {
+            b = &pf->b[pf->cidx % PF_NBATCH];
+            wait_while(pf, &b->full, 0);
+            pf->cur = b;
+            pf->ci = pf->cw = 0;
+            if (pf->nnames + b->nnames > pf->names_cap) {
+                pf->names_cap = 2 * (pf->nnames + b->nnames);
+                pf->names = ps_realloc(pf->names, pf->names_cap * sizeof *pf->names);
+            }
+            for (uint32_t i = 0; i < b->nnames; i++)
+                if (b->names_from + i == pf->nnames)
+                    pf->names[pf->nnames++] = b->names[i];
+        }
+        deliver_warnings(r, b, pf->ci);
+        if (pf->ci < b->n) {
+            *rec = b->recs[pf->ci++];
+            if (rec->kind == LOG_REC_EVENT) {
+                rec->values = b->vals + (uintptr_t)rec->values;
+                rec->name = pf->names[rec->name_id];
+            }
+            return 1;
+        }
+        deliver_warnings(r, b, UINT32_MAX);
+        if (b->final) {
+            int rc = b->rc;
+            if (errmsg) {
+                free(*errmsg);
+                *errmsg = b->err;
+            } else {
+                free(b->err);
+            }
+            b->err = NULL;
+            pthread_join(pf->thread, NULL);
+            pf->running = false;
+            pf->done = true;
+            atomic_store_explicit(&b->full, 0, memory_order_relaxed);
+            pf->cur = NULL;
+            return rc;
+        }
+        atomic_store_explicit(&b->full, 0, memory_order_release);
+        futex_wake(&b->full);
+        pf->cidx++;
+        pf->cur = NULL;
+    }
+}
+
+const char *logr_prefetch_name(const log_reader *r, uint32_t name_id)
+{
+    const log_prefetch *pf = r->pf;
+    return name_id < pf->nnames ? pf->names[name_id] : NULL;
+}
+
+uint32_t logr_prefetch_nnames(const log_reader *r)
+{
+    return r->pf->nnames;
+}
+
+bool logr_prefetch_producing(const log_reader *r)
+{
+    return r->pf && r->pf->running && pthread_equal(pthread_self(), r->pf->thread);
+}
+
+void logr_prefetch_rewind(log_reader *r)
+{
+    pf_halt(r);
+}
+
+void logr_prefetch_free(log_reader *r)
+{
+    log_prefetch *pf = r->pf;
+    if (!pf)
+        return;
+    pf_halt(r);
+    for (int i = 0; i < PF_NBATCH; i++) {
+        batch_reset(&pf->b[i]);
+        free(pf->b[i].recs);
+        free(pf->b[i].vals);
+        free(pf->b[i].names);
+        free(pf->b[i].warns);
+    }
+    free(pf->names);
+    free(pf);
+    r->pf = NULL;
+}
