@@ -251,6 +251,9 @@ int logbin_next(log_reader *r, log_record *rec, char **errmsg);
 void logbin_rewind(log_reader *r);
 void logbin_free(log_reader *r);
 
+/* Most Event.ivalues the fast path decodes; an Event with more goes to protobuf-c. */
+#define LOGBIN_FAST_IVALUES 16
+
 /* An Event as decoded from the wire, before any checks. */
 typedef struct logbin_event {
     bool has_type, has_thread, has_ts, has_ts_delta;
@@ -259,7 +262,9 @@ typedef struct logbin_event {
     uint64_t ts;
     int64_t ts_delta;
     size_t nvalues;
-    const unsigned char *values;    /* nvalues little-endian doubles (fast path) */
+    const unsigned char *values;    /* nvalues little-endian doubles (fast path), or NULL
+                                       when the values came as Event.ivalues: then ... */
+    double ivals[LOGBIN_FAST_IVALUES]; /* ... they are here, converted (fast path) */
 } logbin_event;
 
 /* Hand-written decoder for a frame holding exactly one Record{event}: 1 when

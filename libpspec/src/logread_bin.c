@@ -280,7 +280,10 @@ static inline int fast_length(const unsigned char **pp, const unsigned char *e, 
 }
 
 /* Fields of Event in the order every protobuf encoder writes them (field
- * number order), each at most once: anything else is declined. */
+ * number order), each at most once, except ivalues (6), which may come as
+ * packed blocks and single unpacked keys in any mix, as protobuf allows:
+ * anything else is declined, and so is an Event with both values and
+ * ivalues, or with more than LOGBIN_FAST_IVALUES ivalues. */
 static inline __attribute__((always_inline)) int decode_fast(const unsigned char *p, size_t n,
                                                              logbin_event *ev)
 {
@@ -288,7 +291,13 @@ static inline __attribute__((always_inline)) int decode_fast(const unsigned char
     uint64_t len, v;
     if (n < 2 || *p++ != TAG_EVENT || !fast_length(&p, e, &len) || len != (uint64_t)(e - p))
         return 0;
-    memset(ev, 0, sizeof *ev);
+    ev->has_type = ev->has_thread = ev->has_ts = ev->has_ts_delta = false;
+    ev->type = 0;
+    ev->thread = 0;
+    ev->ts = 0;
+    ev->ts_delta = 0;
+    ev->nvalues = 0;
+    ev->values = NULL;
     if (p < e && *p == 0x08) {          /* 1: type, varint */
         p++;
         if (!fast_varint(&p, e, &v) || v > UINT32_MAX)
@@ -324,8 +333,31 @@ static inline __attribute__((always_inline)) int decode_fast(const unsigned char
         ev->values = p;
         ev->nvalues = (size_t)len / 8;
         p += len;
+        return p == e;                  /* ivalues too: protobuf-c decides */
     }
-    return p == e;
+    size_t k = 0;
+    while (p < e) {                     /* 6: ivalues, zigzag varints */
+        if (*p == 0x30) {               /* one unpacked */
+            p++;
+            if (k == LOGBIN_FAST_IVALUES || !fast_varint(&p, e, &v))
+                return 0;
+            ev->ivals[k++] = (double)((int64_t)(v >> 1) ^ -(int64_t)(v & 1));
+        } else if (*p == 0x32) {        /* a packed block */
+            p++;
+            if (!fast_length(&p, e, &len) || len > (uint64_t)(e - p))
+                return 0;
+            const unsigned char *be = p + len;
+            while (p < be) {
+                if (k == LOGBIN_FAST_IVALUES || !fast_varint(&p, be, &v))
+                    return 0;
+                ev->ivals[k++] = (double)((int64_t)(v >> 1) ^ -(int64_t)(v & 1));
+            }
+        } else {
+            return 0;
+        }
+    }
+    ev->nvalues = k;
+    return 1;
 }
 
 int logbin_decode_fast(const unsigned char *p, size_t n, logbin_event *ev)
@@ -358,16 +390,25 @@ int logbin_check_fast(const unsigned char *p, size_t n)
     int rc = -1;
     if (m && m->kind_case == CMONLOG__RECORD__KIND_EVENT) {
         const Cmonlog__Event *s = m->event;
+        /* what protobuf-c saw, as the reader would take it */
+        size_t sn = s->n_values ? s->n_values : s->n_ivalues;
+        double *svals = ps_malloc((sn ? sn : 1) * sizeof *svals);
+        for (size_t i = 0; i < sn; i++)
+            svals[i] = s->n_values ? s->values[i] : (double)s->ivalues[i];
         double *vals = ps_malloc((f.nvalues ? f.nvalues : 1) * sizeof *vals);
-        copy_le_doubles(vals, f.values, f.nvalues);
+        if (f.values)
+            copy_le_doubles(vals, f.values, f.nvalues);
+        else if (f.nvalues)
+            memcpy(vals, f.ivals, f.nvalues * sizeof *vals);
         if (!!s->has_type == f.has_type && s->type == f.type &&
             !!s->has_thread == f.has_thread && s->thread == f.thread &&
             !!s->has_ts == f.has_ts && s->ts == f.ts &&
             !!s->has_ts_delta == f.has_ts_delta && s->ts_delta == f.ts_delta &&
-            s->n_values == f.nvalues &&
-            (f.nvalues == 0 || memcmp(s->values, vals, f.nvalues * 8) == 0))
+            !(s->n_values && s->n_ivalues) && sn == f.nvalues &&
+            (f.nvalues == 0 || memcmp(svals, vals, f.nvalues * 8) == 0))
             rc = 0;
         free(vals);
+        free(svals);
     }
     if (m)
         cmonlog__record__free_unpacked(m, NULL);
@@ -377,9 +418,10 @@ int logbin_check_fast(const unsigned char *p, size_t n)
 /* --- records ------------------------------------------------------------ */
 
 /* Check an Event and fill *rec: 1, or 0 after a warning. Values come from
- * `dvals` (protobuf-c) or from the wire bytes in ev->values (fast path). */
+ * `dvals` (protobuf-c's doubles), `ivals` (protobuf-c's ivalues), or from
+ * ev: the wire bytes in ev->values, else ev->ivals (fast path). */
 static inline int event_record(log_reader *r, const logbin_event *ev, const double *dvals,
-                               uint64_t off, log_record *rec)
+                               const int64_t *ivals, uint64_t off, log_record *rec)
 {
     r->pos++;
     int64_t ts;
@@ -407,17 +449,28 @@ static inline int event_record(log_reader *r, const logbin_event *ev, const doub
         logr_warn(r, off, "event of undefined type id %u", ev->type);
         return 0;
     }
+    if (PS_UNLIKELY(dvals && ivals)) {
+        logr_warn(r, off, "event with both values and ivalues");
+        return 0;
+    }
     size_t nv = ev->nvalues;
     if (PS_UNLIKELY(nv > r->vals_cap))
         logr_vals_reserve(r, nv);
-    if (nv && dvals)
-        memcpy(r->vals, dvals, nv * sizeof *dvals);
-    else if (nv)
-        copy_le_doubles(r->vals, ev->values, nv);
-    for (size_t i = 0; i < nv; i++) {
-        if (PS_UNLIKELY(!isfinite(r->vals[i]))) {
-            logr_warn(r, off, "value %zu is not a finite number", i + 1);
-            return 0;
+    if (nv && ivals) {
+        for (size_t i = 0; i < nv; i++)     /* integers: always finite */
+            r->vals[i] = (double)ivals[i];
+    } else if (nv && !dvals && !ev->values) {
+        memcpy(r->vals, ev->ivals, nv * sizeof *r->vals);
+    } else if (nv) {
+        if (dvals)
+            memcpy(r->vals, dvals, nv * sizeof *dvals);
+        else
+            copy_le_doubles(r->vals, ev->values, nv);
+        for (size_t i = 0; i < nv; i++) {
+            if (PS_UNLIKELY(!isfinite(r->vals[i]))) {
+                logr_warn(r, off, "value %zu is not a finite number", i + 1);
+                return 0;
+            }
         }
     }
     rec->kind = LOG_REC_EVENT;
@@ -461,7 +514,7 @@ static int handle_frame(log_reader *r, const unsigned char *f, size_t n, uint64_
 {
     logbin_event ev;
     if (r->fastpath && n > 0 && f[0] == TAG_EVENT && decode_fast(f, n, &ev))
-        return event_record(r, &ev, NULL, off, rec);
+        return event_record(r, &ev, NULL, NULL, off, rec);
     Cmonlog__Record *m = unpack(r, f, n);
     if (!m) {
         if (n > 0 && f[0] == TAG_EVENT)
@@ -477,9 +530,10 @@ static int handle_frame(log_reader *r, const unsigned char *f, size_t n, uint64_
             .has_thread = e->has_thread, .thread = e->thread,
             .has_ts = e->has_ts, .ts = e->ts,
             .has_ts_delta = e->has_ts_delta, .ts_delta = e->ts_delta,
-            .nvalues = e->n_values,
+            .nvalues = e->n_values ? e->n_values : e->n_ivalues,
         };
-        return event_record(r, &ev, e->values, off, rec);
+        return event_record(r, &ev, e->n_values ? e->values : NULL,
+                            e->n_ivalues ? e->ivalues : NULL, off, rec);
     }
     case CMONLOG__RECORD__KIND_TYPEDEF:
         typedef_record(r, m->typedef_, off);
@@ -515,7 +569,7 @@ int logbin_next(log_reader *r, log_record *rec, char **errmsg)
                       r->fastpath && decode_fast(b + 1, b[0], &ev))) {
             uint64_t off = r->base + r->start;
             r->start += 1 + (size_t)b[0];
-            if (event_record(r, &ev, NULL, off, rec))
+            if (event_record(r, &ev, NULL, NULL, off, rec))
                 return 1;
             continue;
         }
