@@ -44,6 +44,7 @@ struct log_writer {
     int32_t *slots;     /* name hash -> index into types; -1 empty */
     uint32_t slot_mask;
     uint64_t nevents;
+    bool compat;        /* binary: Events as before ivalues (log_writer_set_compat) */
     bool deltas;        /* binary to a regular file: Events carry ts_delta */
     int64_t prev_ts;    /* the last Event's timestamp (for ts_delta) */
 };
@@ -342,6 +343,11 @@ static void slots_insert(int32_t *slots, uint32_t mask, uint32_t h, int32_t t)
     slots[i] = t;
 }
 
+void log_writer_set_compat(log_writer *w, bool on)
+{
+    w->compat = on;
+}
+
 int log_writer_declare(log_writer *w, const char *name, const char *const *attrs, size_t nattrs)
 {
     size_t n = name ? strlen(name) : 0;
@@ -505,7 +511,20 @@ static int bin_event(log_writer *w, int type, int64_t ts, int64_t thread,
             return rc;
         ty->emitted = true;
     }
-    return put_event(w, (uint32_t)type, ts, thread, values, nvalues);
+    if (!w->compat)
+        return put_event(w, (uint32_t)type, ts, thread, values, nvalues);
+    Cmonlog__Event ev = CMONLOG__EVENT__INIT;
+    ev.has_type = true;
+    ev.type = (uint32_t)type;
+    ev.has_thread = thread != 0;
+    ev.thread = thread;
+    ev.has_ts = true;
+    ev.ts = (uint64_t)ts;
+    ev.n_values = nvalues;
+    ev.values = (double *)values;
+    rec.kind_case = CMONLOG__RECORD__KIND_EVENT;
+    rec.event = &ev;
+    return put_record(w, &rec);
 }
 
 static int ascii_event(log_writer *w, int type, int64_t ts, int64_t thread,
