@@ -587,6 +587,50 @@ static void frame_limits(void **state)
 
 /* Frames in unusual but valid (or invalid) encodings: the fast decoder must
  * agree with protobuf-c or decline. */
+/* Event.ivalues: integers read as the doubles they stand for, packed or
+ * not, on the fast path and through protobuf-c alike; the old doubles still
+ * read as before; an Event with both kinds is skipped with a warning, and
+ * later deltas count from its timestamp. */
+static void ivalues_read(void **state)
+{
+    for (int fast = 1; fast >= 0; fast--) {
+        bytes b = { 0 };
+        put_std_header(&b);
+        put_typedef(&b, true, 1, "A");
+        /* ts 5, ivalues 7 4096 -3 packed */
+        put_frame_raw(&b, "\x1a\x0a\x08\x01\x18\x05\x32\x04\x0e\x80\x40\x05", 12);
+        /* ts_delta +2, ivalues -1 unpacked, thread 9 */
+        put_frame_raw(&b, "\x1a\x08\x08\x01\x10\x09\x20\x04\x30\x01", 10);
+        /* ts_delta +1, values 1.0 and ivalues 1: both kinds */
+        put_frame_raw(&b, "\x1a\x10\x08\x01\x20\x02\x2a\x08\x00\x00\x00\x00\x00\x00\xf0\x3f\x30\x02", 18);
+        size_t both = b.n - 19;
+        /* ts_delta +1, values 0.5 (old encoding) */
+        put_frame_raw(&b, "\x1a\x0e\x08\x01\x20\x02\x2a\x08\x00\x00\x00\x00\x00\x00\xe0\x3f", 16);
+        warnings w = { 0 };
+        log_reader *r = open_bytes(&b, &w);
+        logr_set_fastpath(r, fast);
+        log_record rec = next1(r);
+        assert_int_equal(rec.ts, 5);
+        assert_int_equal(rec.nvalues, 3);
+        assert_true(rec.values[0] == 7 && rec.values[1] == 4096 && rec.values[2] == -3);
+        rec = next1(r);
+        assert_int_equal(rec.ts, 7);
+        assert_int_equal(rec.thread, 9);
+        assert_int_equal(rec.nvalues, 1);
+        assert_true(rec.values[0] == -1);
+        rec = next1(r);
+        assert_int_equal(rec.ts, 9);
+        assert_int_equal(rec.pos, 4);
+        assert_int_equal(rec.nvalues, 1);
+        assert_true(rec.values[0] == 0.5);
+        at_end(r);
+        assert_int_equal(w.n, 1);
+        has_warning(&w, 0, both, "event with both values and ivalues");
+        log_reader_free(r);
+        free(b.p);
+    }
+}
+
 static void fast_path_agrees(void **state)
 {
     static const struct {
@@ -765,6 +809,7 @@ int main(void)
         cmocka_unit_test(gaps_end_and_odd_records),
         cmocka_unit_test(truncated_frames),
         cmocka_unit_test(frame_limits),
+        cmocka_unit_test(ivalues_read),
         cmocka_unit_test(fast_path_agrees),
         cmocka_unit_test(fast_path_long_length_prefix),
         cmocka_unit_test(rewind_bin),
