@@ -34,8 +34,9 @@
 /* Bytes of Event frames one batch may hold. */
 #define EMIT_BATCH_MAX (EMIT_WRITE_MAX - EMIT_HEADROOM)
 /* Upper bound of the bytes one Event frame with N values may touch: the
- * frame itself (at most 36 + 8N) plus slack for the fixed-size copies of the
- * thread field (16 bytes) and of the timestamp varint (8 bytes). */
+ * frame itself (at most 36 + 8N: a value takes at most 8 bytes as a double
+ * and as a zigzag varint below 2^54) plus slack for the fixed-size copies of
+ * the thread field (16 bytes) and of the timestamp varint (8 bytes). */
 #define EMIT_EVENT_MAX(n) (56 + 8 * (size_t)(n))
 /* A thread's batch is written once its oldest event is this old (ns). */
 #define EMIT_FLUSH_NS 10000000ull
@@ -196,6 +197,8 @@ struct emit_sink {
 	                              so threads write without a lock; SIGPIPE is
 	                              blocked around each write */
 	bool is_sock;              /* socket: send(MSG_NOSIGNAL) */
+	bool is_file;              /* regular file: nothing is lost between two
+	                              batches, so Events may carry ts_delta */
 	size_t carry_len;          /* unwritten tail of a short write (not a FIFO);
 	                              completed before anything else is written */
 	uint8_t carry[EMIT_WRITE_MAX]; /* that tail */
