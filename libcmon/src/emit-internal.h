@@ -34,9 +34,8 @@
 /* Bytes of Event frames one batch may hold. */
 #define EMIT_BATCH_MAX (EMIT_WRITE_MAX - EMIT_HEADROOM)
 /* Upper bound of the bytes one Event frame with N values may touch: the
- * frame itself (at most 36 + 8N: a value takes at most 8 bytes as a double
- * and as a zigzag varint below 2^54) plus slack for the fixed-size copies of
- * the thread field (16 bytes) and of the timestamp varint (8 bytes). */
+ * frame itself (at most 36 + 8N) plus slack for the fixed-size copies of the
+ * thread field (16 bytes) and of the timestamp varint (8 bytes). */
 #define EMIT_EVENT_MAX(n) (56 + 8 * (size_t)(n))
 /* A thread's batch is written once its oldest event is this old (ns). */
 #define EMIT_FLUSH_NS 10000000ull

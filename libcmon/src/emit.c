@@ -176,47 +176,15 @@ static void tbuf_set_tid(struct emit_tbuf *tb)
 	tb->tid_len = (uint32_t)(p - tb->tid_enc);
 }
 
-/* Writes V as Event.ivalues would carry it (a zigzag varint) at P and
- * returns the byte after it, if V is an integer of magnitude below 2^53 and
- * not -0 (exactly what a double says); else NULL. Writes at most 8 bytes. */
-static inline uint8_t *emit_put_int_value(uint8_t *p, double v)
-{
-	uint64_t bits, m, z;
-	int e;
-
-	memcpy(&bits, &v, sizeof bits);
-	e = (int)((bits >> 52) & 0x7ff) - 1023;   /* unbiased exponent */
-	if (unlikely((unsigned)e > 52u)) {        /* |v| < 1 or >= 2^53, NaN */
-		if ((bits << 1) != 0 || bits >> 63)
-			return NULL;            /* not +0 */
-		*p = 0;
-		return p + 1;
-	}
-	m = (bits & 0xfffffffffffffull) | (1ull << 52);
-	if (unlikely(m & ((1ull << (52 - e)) - 1)))
-		return NULL;                    /* a fraction */
-	m >>= 52 - e;                           /* |v| */
-	z = bits >> 63 ? 2 * m - 1 : 2 * m;     /* zigzag */
-	if (likely(z < 0x80)) {
-		*p = (uint8_t)z;
-		return p + 1;
-	}
-	if (likely(z < 0x4000)) {
-		p[0] = (uint8_t)(z | 0x80);
-		p[1] = (uint8_t)(z >> 7);
-		return p + 2;
-	}
-	return emit_put_varint(p, z);
-}
-
 /* Appends an Event frame to TB. The caller made room (EMIT_EVENT_MAX).
  * The body is written first, 3 bytes in, assuming both length prefixes take
  * one byte (true up to 12 values); otherwise it is moved to make room.
- * Values go as Event.ivalues (zigzag varints; unpacked when there is one)
- * when all are integral, else as packed doubles. Into a regular file
- * (tb->deltas) an event after the first of its batch carries ts_delta from
- * the one before: a batch reaches the file whole, so the event before it
- * in the file is the one before it in the batch. */
+ * Values go as packed doubles even when integral: Event.ivalues cost a
+ * typical two-value event 4 to 9 ns more (docs/PERFORMANCE.md, "A compact
+ * cmon-bin"). Into a regular file (tb->deltas) an event after the first of
+ * its batch carries ts_delta from the one before: a batch reaches the file
+ * whole, so the event before it in the file is the one before it in the
+ * batch. */
 static inline __attribute__((always_inline)) void
 tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
             const double *values, uint64_t ts)
@@ -239,32 +207,7 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 		p = emit_put_varint64(p, ts);
 	}
 	tb->prev_ts = ts;
-	if (n == 1) {
-		uint8_t *q = emit_put_int_value(p + 1, values[0]);
-		if (likely(q != NULL)) {
-			*p = PB_TAG(6, PB_VARINT); /* Event.ivalues, one unpacked */
-			p = q;
-			n = 0;
-		}
-	} else if (n) {
-		uint8_t *len = p + 1, *q = p + 2;
-		for (size_t i = 0; i < n && q; i++)
-			q = emit_put_int_value(q, values[i]);
-		if (likely(q != NULL)) {
-			size_t vbytes = (size_t)(q - len - 1);
-			*p = PB_TAG(6, PB_LEN);     /* Event.ivalues, packed */
-			if (likely(vbytes < 0x80)) {
-				*len = (uint8_t)vbytes;
-			} else {                /* > 15 values: a 2-byte length */
-				memmove(len + 2, len + 1, vbytes);
-				emit_put_varint(len, vbytes);
-				q++;
-			}
-			p = q;
-			n = 0;
-		}
-	}
-	if (n) {                                /* not all integral */
+	if (n) {
 		size_t vbytes = n * sizeof(double);
 		*p++ = PB_TAG(5, PB_LEN);       /* Event.values, packed */
 		p = emit_put_varint(p, vbytes);
