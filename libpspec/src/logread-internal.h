@@ -263,13 +263,14 @@ typedef struct logbin_event {
     int64_t ts_delta;
     size_t nvalues;
     const unsigned char *values;    /* nvalues little-endian doubles (fast path), or NULL
-                                       when the values came as Event.ivalues: then ... */
-    double ivals[LOGBIN_FAST_IVALUES]; /* ... they are here, converted (fast path) */
+                                       when the values came as Event.ivalues: then they
+                                       are in the decoder's `ivals`, converted */
 } logbin_event;
 
 /* Hand-written decoder for a frame holding exactly one Record{event}: 1 when
- * it decoded the frame, 0 when it declines (protobuf-c must decide). */
-int logbin_decode_fast(const unsigned char *p, size_t n, logbin_event *ev);
+ * it decoded the frame, 0 when it declines (protobuf-c must decide).
+ * Event.ivalues go to `ivals` (room for LOGBIN_FAST_IVALUES) as doubles. */
+int logbin_decode_fast(const unsigned char *p, size_t n, logbin_event *ev, double *ivals);
 /* Differential check for tests and fuzzers: 0 when the fast decoder declines
  * or agrees with protobuf-c on the frame, -1 when they disagree. */
 int logbin_check_fast(const unsigned char *p, size_t n);

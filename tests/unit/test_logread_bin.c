@@ -680,8 +680,9 @@ static void fast_path_agrees(void **state)
     };
     for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
         logbin_event e;
+        double ivals[LOGBIN_FAST_IVALUES];
         const unsigned char *p = (const unsigned char *)frames[i].s;
-        if (logbin_decode_fast(p, frames[i].n, &e) != frames[i].fast)
+        if (logbin_decode_fast(p, frames[i].n, &e, ivals) != frames[i].fast)
             fail_msg("frame %zu: fast decoder %s", i, frames[i].fast ? "declined" : "accepted");
         assert_int_equal(logbin_check_fast(p, frames[i].n), 0);
     }
@@ -743,7 +744,8 @@ static void fast_path_long_length_prefix(void **state)
     for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
         const unsigned char *p = (const unsigned char *)frames[i].s;
         logbin_event e;
-        assert_int_equal(logbin_decode_fast(p, frames[i].n, &e), 0);
+        double ivals[LOGBIN_FAST_IVALUES];
+        assert_int_equal(logbin_decode_fast(p, frames[i].n, &e, ivals), 0);
         assert_int_equal(logbin_check_fast(p, frames[i].n), 0);
         bytes b = { 0 };
         put_std_header(&b);
