@@ -427,13 +427,16 @@ static bool all_integral(const double *values, size_t n)
 }
 
 /* Append one Event frame, encoded by hand (proto/cmonlog.proto): type,
- * thread unless 0, ts (or ts_delta in a file), then the values as ivalues
+ * thread unless 0, ts (or ts_delta in a file, after the first event), then
+ * the values as ivalues
  * when all are integral (unpacked when there is one: a byte shorter), else
  * as packed doubles. */
 static int put_event(log_writer *w, uint32_t type, int64_t ts, int64_t thread,
                      const double *values, size_t nvalues)
 {
     bool ints = all_integral(values, nvalues);
+    bool delta = w->deltas && w->nevents > 0;   /* the first event: absolute, so that
+                                                   a log appended to another reads right */
     size_t vbytes = 0;
     if (ints)
         for (size_t i = 0; i < nvalues; i++)
@@ -441,7 +444,7 @@ static int put_event(log_writer *w, uint32_t type, int64_t ts, int64_t thread,
     else
         vbytes = 8 * nvalues;
     size_t ev = 1 + varint_size(type) + (thread ? 1 + varint_size((uint64_t)thread) : 0) +
-                1 + (w->deltas ? varint_size(zigzag(ts - w->prev_ts)) : varint_size((uint64_t)ts));
+                1 + (delta ? varint_size(zigzag(ts - w->prev_ts)) : varint_size((uint64_t)ts));
     if (nvalues == 1 && ints)
         ev += 1 + vbytes;
     else if (nvalues)
@@ -462,7 +465,7 @@ static int put_event(log_writer *w, uint32_t type, int64_t ts, int64_t thread,
         *p++ = 0x10;                    /* Event.thread */
         p = put_varint(p, (uint64_t)thread);
     }
-    if (w->deltas) {
+    if (delta) {
         *p++ = 0x20;                    /* Event.ts_delta */
         p = put_varint(p, zigzag(ts - w->prev_ts));
     } else {
@@ -524,7 +527,9 @@ static int bin_event(log_writer *w, int type, int64_t ts, int64_t thread,
     ev.values = (double *)values;
     rec.kind_case = CMONLOG__RECORD__KIND_EVENT;
     rec.event = &ev;
-    return put_record(w, &rec);
+    if ((rc = put_record(w, &rec)) == 0)
+        w->prev_ts = ts;   /* deltas count from here if compat is turned off */
+    return rc;
 }
 
 static int ascii_event(log_writer *w, int type, int64_t ts, int64_t thread,
