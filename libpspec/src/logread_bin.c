@@ -271,69 +271,6 @@ static inline int fast_varint(const unsigned char **pp, const unsigned char *e, 
     return 0;
 }
 
-/* fast_varint for a varint that may take several bytes (timestamps,
- * values): when 8 bytes can be loaded at p (below `safe`, the end of the
- * buffered bytes), one of up to 8 bytes is decoded without a branch per
- * byte (their lengths vary from event to event: a branch per byte would be
- * mispredicted often); anything else goes to fast_varint. Same answers.
- * fast_varint4 does the same for up to 4 bytes (deltas, small values), with
- * half the work. */
-static inline int fast_varint8(const unsigned char **pp, const unsigned char *e,
-                               const unsigned char *safe, uint64_t *v)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const unsigned char *p = *pp;
-    if (PS_LIKELY(safe - p >= 8)) {
-        uint64_t x, stop;
-        memcpy(&x, p, 8);
-        stop = ~x & 0x8080808080808080ull;     /* bytes without a continuation bit */
-        if (PS_LIKELY(stop != 0)) {
-            unsigned n = ((unsigned)__builtin_ctzll(stop) >> 3) + 1;
-            if (PS_UNLIKELY(n > (size_t)(e - p)))
-                return 0;                       /* runs past the frame */
-            if (n < 8)
-                x &= (1ull << (8 * n)) - 1;
-            x = (x & 0x7full) | (x >> 1 & 0x3f80ull) | (x >> 2 & 0x1fc000ull) |
-                (x >> 3 & 0xfe00000ull) | (x >> 4 & 0x7f0000000ull) |
-                (x >> 5 & 0x3f800000000ull) | (x >> 6 & 0x1fc0000000000ull) |
-                (x >> 7 & 0xfe000000000000ull);
-            *v = x;
-            *pp = p + n;
-            return 1;
-        }
-    }
-#else
-    (void)safe;
-#endif
-    return fast_varint(pp, e, v);
-}
-
-static inline int fast_varint4(const unsigned char **pp, const unsigned char *e,
-                               const unsigned char *safe, uint64_t *v)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const unsigned char *p = *pp;
-    if (PS_LIKELY(safe - p >= 4)) {
-        uint32_t x, stop;
-        memcpy(&x, p, 4);
-        stop = ~x & 0x80808080u;
-        if (PS_LIKELY(stop != 0)) {
-            unsigned n = ((unsigned)__builtin_ctz(stop) >> 3) + 1;
-            if (PS_UNLIKELY(n > (size_t)(e - p)))
-                return 0;                       /* runs past the frame */
-            if (n < 4)
-                x &= (1u << (8 * n)) - 1;
-            *v = (x & 0x7fu) | (x >> 1 & 0x3f80u) | (x >> 2 & 0x1fc000u) | (x >> 3 & 0xfe00000u);
-            *pp = p + n;
-            return 1;
-        }
-    }
-#else
-    (void)safe;
-#endif
-    return fast_varint(pp, e, v);
-}
-
 /* A length prefix inside a frame. protobuf-c reads at most 5 bytes of one
  * (scan_length_prefixed_data) and rejects the Record if the prefix is
  * longer, whatever its value: decline those too, or the fast path would take
@@ -353,7 +290,6 @@ static inline int fast_length(const unsigned char **pp, const unsigned char *e, 
  * anything else is declined, and so is an Event with both values and
  * ivalues, or with more than LOGBIN_FAST_IVALUES ivalues. */
 static inline __attribute__((always_inline)) int decode_fast(const unsigned char *p, size_t n,
-                                                             const unsigned char *safe,
                                                              logbin_event *ev, double *ivals)
 {
     const unsigned char *e = p + n;
@@ -383,14 +319,14 @@ static inline __attribute__((always_inline)) int decode_fast(const unsigned char
     }
     if (p < e && *p == 0x18) {          /* 3: ts, varint */
         p++;
-        if (!fast_varint8(&p, e, safe, &v))
+        if (!fast_varint(&p, e, &v))
             return 0;
         ev->has_ts = true;
         ev->ts = v;
     }
     if (p < e && *p == 0x20) {          /* 4: ts_delta, zigzag varint */
         p++;
-        if (!fast_varint4(&p, e, safe, &v))
+        if (!fast_varint(&p, e, &v))
             return 0;
         ev->has_ts_delta = true;
         ev->ts_delta = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
@@ -408,7 +344,7 @@ static inline __attribute__((always_inline)) int decode_fast(const unsigned char
     while (p < e) {                     /* 6: ivalues, zigzag varints */
         if (*p == 0x30) {               /* one unpacked */
             p++;
-            if (k == LOGBIN_FAST_IVALUES || !fast_varint4(&p, e, safe, &v))
+            if (k == LOGBIN_FAST_IVALUES || !fast_varint(&p, e, &v))
                 return 0;
             ivals[k++] = (double)((int64_t)(v >> 1) ^ -(int64_t)(v & 1));
         } else if (*p == 0x32) {        /* a packed block */
@@ -417,7 +353,7 @@ static inline __attribute__((always_inline)) int decode_fast(const unsigned char
                 return 0;
             const unsigned char *be = p + len;
             while (p < be) {
-                if (k == LOGBIN_FAST_IVALUES || !fast_varint4(&p, be, safe, &v))
+                if (k == LOGBIN_FAST_IVALUES || !fast_varint(&p, be, &v))
                     return 0;
                 ivals[k++] = (double)((int64_t)(v >> 1) ^ -(int64_t)(v & 1));
             }
@@ -431,7 +367,7 @@ static inline __attribute__((always_inline)) int decode_fast(const unsigned char
 
 int logbin_decode_fast(const unsigned char *p, size_t n, logbin_event *ev, double *ivals)
 {
-    return decode_fast(p, n, p + n, ev, ivals);
+    return decode_fast(p, n, ev, ivals);
 }
 
 /* Copy little-endian doubles. */
@@ -597,13 +533,13 @@ static void typedef_record(log_reader *r, const Cmonlog__TypeDef *td, uint64_t o
         logr_warn(r, off, "too many type ids (limit %u)", LOG_MAX_TYPES);
 }
 
-/* One frame: 1 with *rec filled, 0 to go on, 2 at an End record. */
-static int handle_frame(log_reader *r, const unsigned char *f, size_t n, uint64_t off,
-                        log_record *rec)
+/* One frame: 1 with *rec filled, 0 to go on, 2 at an End record. Kept out
+ * of line: logbin_next's common case then needs a smaller frame. */
+static __attribute__((noinline)) int handle_frame(log_reader *r, const unsigned char *f,
+                                                  size_t n, uint64_t off, log_record *rec)
 {
     logbin_event ev;
-    if (r->fastpath && n > 0 && f[0] == TAG_EVENT &&
-        decode_fast(f, n, (const unsigned char *)r->buf + r->end, &ev, r->vals))
+    if (r->fastpath && n > 0 && f[0] == TAG_EVENT && decode_fast(f, n, &ev, r->vals))
         return event_record(r, &ev, NULL, NULL, off, rec);
     Cmonlog__Record *m = unpack(r, f, n);
     if (!m) {
@@ -656,8 +592,7 @@ int logbin_next(log_reader *r, log_record *rec, char **errmsg)
         size_t avail = r->end - r->start;
         logbin_event ev;
         if (PS_LIKELY(avail >= 2 && b[0] < 0x80 && avail > b[0] && b[1] == TAG_EVENT &&
-                      r->fastpath &&
-                      decode_fast(b + 1, b[0], b + avail, &ev, r->vals))) {
+                      r->fastpath && decode_fast(b + 1, b[0], &ev, r->vals))) {
             uint64_t off = r->base + r->start;
             r->start += 1 + (size_t)b[0];
             if (event_record(r, &ev, NULL, NULL, off, rec))
