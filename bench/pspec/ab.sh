@@ -5,6 +5,9 @@
 # checker costs specs that do not use it.
 #   BUILD       a build tree with bench/gen_fsread, bench/cputime and the new pcheck
 #   OLD_PCHECK  the pcheck to compare against (e.g. built from an older commit)
+# COMPAT=1 writes the binary log with cmon-log --compat (doubles, absolute
+# ts), which a pcheck from before Event.ivalues (2026-11) reads correctly;
+# the default encoding it would read without the integral values.
 set -eu
 B=$(cd "${1:?BUILD}" && pwd)
 OLD=${2:?OLD_PCHECK}
@@ -16,7 +19,11 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 
 "$B/bench/gen_fsread" "$READS" > "$W/big.log"
-"$B/bench/gen_fsread" -b "$READS" > "$W/big.bin"
+if [ "${COMPAT:-0}" = 1 ]; then
+    "$B/clients/cmon-log/cmon-log" --binary --compat -o "$W/big.bin" "$W/big.log"
+else
+    "$B/bench/gen_fsread" -b "$READS" > "$W/big.bin"
+fi
 cpu() { "$B/bench/cputime" "$@"; }
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,14 @@
 enum { EXIT_WRITE = 1, EXIT_USAGE = 2, EXIT_LOG = 3 };
 
 static const char usage_text[] =
-    "Usage: cmon-log [-ascii|-binary] [-o OUTFILE] [LOG|-]\n"
+    "Usage: cmon-log [-ascii|-binary [-compat]] [-o OUTFILE] [LOG|-]\n"
     "Convert a CMon monitoring log (cmon-ascii 1 or cmon-bin 1, detected\n"
     "automatically) to ascii (the default) or binary.\n"
     "\n"
     "  -a, -ascii, --ascii     write cmon-ascii 1 (default)\n"
     "  -b, -binary, --binary   write cmon-bin 1\n"
+    "  -c, -compat, --compat   binary as before 2026-11 (values as doubles,\n"
+    "                          absolute timestamps): for older readers\n"
     "  -o, --output FILE       write to FILE instead of standard output\n"
     "  -h, --help              show this help and exit\n"
     "  -V, --version           show the version and exit\n"
@@ -133,17 +136,20 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         { "ascii", no_argument, NULL, 'a' },
         { "binary", no_argument, NULL, 'b' },
+        { "compat", no_argument, NULL, 'c' },
         { "output", required_argument, NULL, 'o' },
         { NULL, 0, NULL, 0 },
     };
-    static const struct cmon_cmdline cl = { "cmon-log", usage_text, "abo:", opts };
+    static const struct cmon_cmdline cl = { "cmon-log", usage_text, "abco:", opts };
     log_format outfmt = LOG_FORMAT_ASCII;
     const char *outpath = NULL;
+    bool compat = false;
     int c;
     while ((c = cmon_cmdline_next(&cl, argc, argv)) != -1) {
         switch (c) {
         case 'a': outfmt = LOG_FORMAT_ASCII; break;
         case 'b': outfmt = LOG_FORMAT_BIN; break;
+        case 'c': compat = true; break;
         case 'o': outpath = optarg; break;
         }
     }
@@ -194,6 +200,8 @@ int main(int argc, char **argv)
         log_reader_free(r);
         return EXIT_WRITE;
     }
+
+    log_writer_set_compat(w, compat);
 
     /* Copy the records; finish the log only if the input was read to its end. */
     int status = convert(r, w, logname, outname);

@@ -302,7 +302,8 @@ static int bin_event(struct logscan *s, const Cmonlog__Event *e, logscan_cb cb, 
 {
 	struct logscan_rec rec = { 0 };
 	const char *name = e->has_type && e->type < s->ntypes ? s->names[e->type] : NULL;
-	size_t need = 96 + (name ? strlen(name) : 0) + e->n_values * 32, len;
+	size_t nv = e->n_values ? e->n_values : e->n_ivalues;   /* ivalues: integers */
+	size_t need = 96 + (name ? strlen(name) : 0) + nv * 32, len;
 	int r;
 
 	s->pos++;
@@ -318,9 +319,10 @@ static int bin_event(struct logscan *s, const Cmonlog__Event *e, logscan_cb cb, 
 			return r;
 		len = (size_t)snprintf(s->text, need, "%" PRId64 " %" PRId64 " %s", s->last_ts,
 				       e->has_thread ? e->thread : 0, name);
-		for (size_t i = 0; i < e->n_values && len + 34 < need; i++) {
+		for (size_t i = 0; i < nv && len + 34 < need; i++) {
 			s->text[len++] = ' ';
-			len += (size_t)fmt_num(s->text + len, need - len, e->values[i]);
+			len += (size_t)fmt_num(s->text + len, need - len,
+					       e->n_values ? e->values[i] : (double)e->ivalues[i]);
 		}
 		rec.text = s->text;
 		rec.len = len;

@@ -205,6 +205,8 @@ struct emit_sink {
 	                              so threads write without a lock; SIGPIPE is
 	                              blocked around each write */
 	bool is_sock;              /* socket: send(MSG_NOSIGNAL) */
+	bool is_file;              /* regular file: nothing is lost between two
+	                              batches, so Events may carry ts_delta */
 	size_t carry_len;          /* unwritten tail of a short write (not a FIFO);
 	                              completed before anything else is written */
 	uint8_t carry[EMIT_WRITE_MAX]; /* that tail */

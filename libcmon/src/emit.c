@@ -84,6 +84,8 @@ struct emit_tbuf {
 	uint32_t nevents;           /* events in the batch */
 	uint32_t tid_len;           /* bytes of tid_enc in use */
 	uint64_t oldest_ts;         /* timestamp of the batch's first event */
+	uint64_t prev_ts;           /* timestamp of the batch's last event */
+	bool deltas;                /* the log is a regular file: ts_delta */
 	struct emit_anchor clk;     /* the thread's clock anchor (emit_clock.c) */
 	int64_t tid;                /* the owner's kernel thread id */
 	uint8_t tid_enc[16];        /* Event.thread pre-encoded (tag + varint) */
@@ -182,11 +184,13 @@ static int state_get(void)
 
 /* ---- batches --------------------------------------------------------- */
 
-/* Pre-encodes the Event.thread field for TB's owner. */
+/* Pre-encodes the Event.thread field for TB's owner (and notes whether the
+ * log takes ts_delta). */
 static void tbuf_set_tid(struct emit_tbuf *tb)
 {
 	uint8_t *p = tb->tid_enc;
 
+	tb->deltas = g.sink.is_file;
 	tb->tid = gettid();
 	*p++ = PB_TAG(2, PB_VARINT);
 	p = emit_put_varint(p, (uint64_t)tb->tid);
@@ -195,9 +199,16 @@ static void tbuf_set_tid(struct emit_tbuf *tb)
 
 /* Appends an Event frame to TB. The caller made room (EMIT_EVENT_MAX).
  * The body is written first, 3 bytes in, assuming both length prefixes take
- * one byte (true up to 12 values); otherwise it is moved to make room. */
-static inline void tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
-                               const double *values, uint64_t ts)
+ * one byte (true up to 12 values); otherwise it is moved to make room.
+ * Values go as packed doubles even when integral: Event.ivalues cost a
+ * typical two-value event 4 to 9 ns more (docs/PERFORMANCE.md, "A compact
+ * cmon-bin"). Into a regular file (tb->deltas) an event after the first of
+ * its batch carries ts_delta from the one before: a batch reaches the file
+ * whole, so the event before it in the file is the one before it in the
+ * batch. */
+static inline __attribute__((always_inline)) void
+tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
+            const double *values, uint64_t ts)
 {
 	uint8_t *base = tb->buf + EMIT_HEADROOM + tb->len;
 	uint8_t *body = base + 3;
@@ -208,8 +219,15 @@ static inline void tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 	p = emit_put_varint(p, type);
 	memcpy(p, tb->tid_enc, sizeof tb->tid_enc); /* Event.thread (+slack) */
 	p += tb->tid_len;
-	*p++ = PB_TAG(3, PB_VARINT);            /* Event.ts */
-	p = emit_put_varint64(p, ts);
+	if (tb->deltas && tb->nevents) {
+		int64_t d = (int64_t)(ts - tb->prev_ts);
+		*p++ = PB_TAG(4, PB_VARINT);    /* Event.ts_delta (zigzag) */
+		p = emit_put_varint(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+	} else {
+		*p++ = PB_TAG(3, PB_VARINT);    /* Event.ts */
+		p = emit_put_varint64(p, ts);
+	}
+	tb->prev_ts = ts;
 	if (n) {
 		size_t vbytes = n * sizeof(double);
 		*p++ = PB_TAG(5, PB_LEN);       /* Event.values, packed */
@@ -765,6 +783,7 @@ static int emit_overhead(const struct emit_sink *sink, double *ns, double *sprea
 	if (!tb)
 		return -ENOMEM;
 	tbuf_set_tid(tb);
+	tb->deltas = sink->is_file;
 	emit_clock_anchor(&tb->clk);
 	for (int b = -1; b < OVH_BATCHES; b++) {
 		uint64_t t0 = emit_clock_mono();

@@ -50,6 +50,7 @@ static int sink_adopt(struct emit_sink *s, int fd, bool owned)
 		return -errno;
 	s->is_fifo = S_ISFIFO(st.st_mode);
 	s->is_sock = S_ISSOCK(st.st_mode);
+	s->is_file = S_ISREG(st.st_mode);
 	/* Only pipes and sockets: a terminal or file shares its flags with
 	 * other processes, and O_NONBLOCK means nothing for regular files. */
 	if ((s->is_fifo || s->is_sock) && !(fl & O_NONBLOCK) &&

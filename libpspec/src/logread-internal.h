@@ -274,6 +274,9 @@ int logbin_next(log_reader *r, log_record *rec, char **errmsg);
 void logbin_rewind(log_reader *r);
 void logbin_free(log_reader *r);
 
+/* Most Event.ivalues the fast path decodes; an Event with more goes to protobuf-c. */
+#define LOGBIN_FAST_IVALUES 16
+
 /* An Event as decoded from the wire, before any checks. */
 typedef struct logbin_event {
     bool has_type, has_thread, has_ts, has_ts_delta;
@@ -282,12 +285,15 @@ typedef struct logbin_event {
     uint64_t ts;
     int64_t ts_delta;
     size_t nvalues;
-    const unsigned char *values;    /* nvalues little-endian doubles (fast path) */
+    const unsigned char *values;    /* nvalues little-endian doubles (fast path), or NULL
+                                       when the values came as Event.ivalues: then they
+                                       are in the decoder's `ivals`, converted */
 } logbin_event;
 
 /* Hand-written decoder for a frame holding exactly one Record{event}: 1 when
- * it decoded the frame, 0 when it declines (protobuf-c must decide). */
-int logbin_decode_fast(const unsigned char *p, size_t n, logbin_event *ev);
+ * it decoded the frame, 0 when it declines (protobuf-c must decide).
+ * Event.ivalues go to `ivals` (room for LOGBIN_FAST_IVALUES) as doubles. */
+int logbin_decode_fast(const unsigned char *p, size_t n, logbin_event *ev, double *ivals);
 /* Differential check for tests and fuzzers: 0 when the fast decoder declines
  * or agrees with protobuf-c on the frame, -1 when they disagree. */
 int logbin_check_fast(const unsigned char *p, size_t n);

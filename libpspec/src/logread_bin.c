@@ -252,6 +252,11 @@ static inline int fast_varint(const unsigned char **pp, const unsigned char *e, 
         *pp = p + 1;
         return 1;
     }
+    if (PS_LIKELY(e - p >= 2 && p[1] < 0x80)) {
+        *v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+        *pp = p + 2;
+        return 1;
+    }
     uint64_t x = 0;
     for (unsigned i = 0; i < 10; i++, p++) {
         if (p >= e || (i == 9 && *p > 1))
@@ -280,15 +285,24 @@ static inline int fast_length(const unsigned char **pp, const unsigned char *e, 
 }
 
 /* Fields of Event in the order every protobuf encoder writes them (field
- * number order), each at most once: anything else is declined. */
+ * number order), each at most once, except ivalues (6), which may come as
+ * packed blocks and single unpacked keys in any mix, as protobuf allows:
+ * anything else is declined, and so is an Event with both values and
+ * ivalues, or with more than LOGBIN_FAST_IVALUES ivalues. */
 static inline __attribute__((always_inline)) int decode_fast(const unsigned char *p, size_t n,
-                                                             logbin_event *ev)
+                                                             logbin_event *ev, double *ivals)
 {
     const unsigned char *e = p + n;
     uint64_t len, v;
     if (n < 2 || *p++ != TAG_EVENT || !fast_length(&p, e, &len) || len != (uint64_t)(e - p))
         return 0;
-    memset(ev, 0, sizeof *ev);
+    ev->has_type = ev->has_thread = ev->has_ts = ev->has_ts_delta = false;
+    ev->type = 0;
+    ev->thread = 0;
+    ev->ts = 0;
+    ev->ts_delta = 0;
+    ev->nvalues = 0;
+    ev->values = NULL;
     if (p < e && *p == 0x08) {          /* 1: type, varint */
         p++;
         if (!fast_varint(&p, e, &v) || v > UINT32_MAX)
@@ -324,13 +338,36 @@ static inline __attribute__((always_inline)) int decode_fast(const unsigned char
         ev->values = p;
         ev->nvalues = (size_t)len / 8;
         p += len;
+        return p == e;                  /* ivalues too: protobuf-c decides */
     }
-    return p == e;
+    size_t k = 0;
+    while (p < e) {                     /* 6: ivalues, zigzag varints */
+        if (*p == 0x30) {               /* one unpacked */
+            p++;
+            if (k == LOGBIN_FAST_IVALUES || !fast_varint(&p, e, &v))
+                return 0;
+            ivals[k++] = (double)((int64_t)(v >> 1) ^ -(int64_t)(v & 1));
+        } else if (*p == 0x32) {        /* a packed block */
+            p++;
+            if (!fast_length(&p, e, &len) || len > (uint64_t)(e - p))
+                return 0;
+            const unsigned char *be = p + len;
+            while (p < be) {
+                if (k == LOGBIN_FAST_IVALUES || !fast_varint(&p, be, &v))
+                    return 0;
+                ivals[k++] = (double)((int64_t)(v >> 1) ^ -(int64_t)(v & 1));
+            }
+        } else {
+            return 0;
+        }
+    }
+    ev->nvalues = k;
+    return 1;
 }
 
-int logbin_decode_fast(const unsigned char *p, size_t n, logbin_event *ev)
+int logbin_decode_fast(const unsigned char *p, size_t n, logbin_event *ev, double *ivals)
 {
-    return decode_fast(p, n, ev);
+    return decode_fast(p, n, ev, ivals);
 }
 
 /* Copy little-endian doubles. */
@@ -352,22 +389,32 @@ static void copy_le_doubles(double *out, const unsigned char *in, size_t n)
 int logbin_check_fast(const unsigned char *p, size_t n)
 {
     logbin_event f;
-    if (logbin_decode_fast(p, n, &f) != 1)
+    double ivals[LOGBIN_FAST_IVALUES];
+    if (logbin_decode_fast(p, n, &f, ivals) != 1)
         return 0;
     Cmonlog__Record *m = cmonlog__record__unpack(NULL, n, p);
     int rc = -1;
     if (m && m->kind_case == CMONLOG__RECORD__KIND_EVENT) {
         const Cmonlog__Event *s = m->event;
+        /* what protobuf-c saw, as the reader would take it */
+        size_t sn = s->n_values ? s->n_values : s->n_ivalues;
+        double *svals = ps_malloc((sn ? sn : 1) * sizeof *svals);
+        for (size_t i = 0; i < sn; i++)
+            svals[i] = s->n_values ? s->values[i] : (double)s->ivalues[i];
         double *vals = ps_malloc((f.nvalues ? f.nvalues : 1) * sizeof *vals);
-        copy_le_doubles(vals, f.values, f.nvalues);
+        if (f.values)
+            copy_le_doubles(vals, f.values, f.nvalues);
+        else if (f.nvalues)
+            memcpy(vals, ivals, f.nvalues * sizeof *vals);
         if (!!s->has_type == f.has_type && s->type == f.type &&
             !!s->has_thread == f.has_thread && s->thread == f.thread &&
             !!s->has_ts == f.has_ts && s->ts == f.ts &&
             !!s->has_ts_delta == f.has_ts_delta && s->ts_delta == f.ts_delta &&
-            s->n_values == f.nvalues &&
-            (f.nvalues == 0 || memcmp(s->values, vals, f.nvalues * 8) == 0))
+            !(s->n_values && s->n_ivalues) && sn == f.nvalues &&
+            (f.nvalues == 0 || memcmp(svals, vals, f.nvalues * 8) == 0))
             rc = 0;
         free(vals);
+        free(svals);
     }
     if (m)
         cmonlog__record__free_unpacked(m, NULL);
@@ -376,10 +423,26 @@ int logbin_check_fast(const unsigned char *p, size_t n)
 
 /* --- records ------------------------------------------------------------ */
 
+/* Little-endian double i of `in`, as bits. */
+static inline uint64_t le_double_bits(const unsigned char *in, size_t i)
+{
+    uint64_t u;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&u, in + 8 * i, 8);
+#else
+    u = 0;
+    for (int b = 7; b >= 0; b--)
+        u = u << 8 | in[8 * i + b];
+#endif
+    return u;
+}
+
 /* Check an Event and fill *rec: 1, or 0 after a warning. Values come from
- * `dvals` (protobuf-c) or from the wire bytes in ev->values (fast path). */
+ * `dvals` (protobuf-c's doubles), `ivals` (protobuf-c's ivalues), the wire
+ * bytes in ev->values (fast path, doubles), or else are in r->vals already
+ * (fast path, ivalues: decode_fast wrote them there). */
 static inline int event_record(log_reader *r, const logbin_event *ev, const double *dvals,
-                               uint64_t off, log_record *rec)
+                               const int64_t *ivals, uint64_t off, log_record *rec)
 {
     r->pos++;
     int64_t ts;
@@ -407,17 +470,32 @@ static inline int event_record(log_reader *r, const logbin_event *ev, const doub
         logr_warn(r, off, "event of undefined type id %u", ev->type);
         return 0;
     }
+    if (PS_UNLIKELY(dvals && ivals)) {
+        logr_warn(r, off, "event with both values and ivalues");
+        return 0;
+    }
     size_t nv = ev->nvalues;
     if (PS_UNLIKELY(nv > r->vals_cap))
         logr_vals_reserve(r, nv);
-    if (nv && dvals)
-        memcpy(r->vals, dvals, nv * sizeof *dvals);
-    else if (nv)
-        copy_le_doubles(r->vals, ev->values, nv);
-    for (size_t i = 0; i < nv; i++) {
-        if (PS_UNLIKELY(!isfinite(r->vals[i]))) {
-            logr_warn(r, off, "value %zu is not a finite number", i + 1);
-            return 0;
+    if (ev->values) {                       /* fast path: doubles on the wire */
+        for (size_t i = 0; i < nv; i++) {
+            uint64_t u = le_double_bits(ev->values, i);
+            if (PS_UNLIKELY((u & 0x7ff0000000000000ull) == 0x7ff0000000000000ull)) {
+                logr_warn(r, off, "value %zu is not a finite number", i + 1);
+                return 0;
+            }
+            memcpy(&r->vals[i], &u, 8);
+        }
+    } else if (ivals) {                     /* protobuf-c: integers, always finite */
+        for (size_t i = 0; i < nv; i++)
+            r->vals[i] = (double)ivals[i];
+    } else if (dvals) {                     /* protobuf-c: doubles */
+        for (size_t i = 0; i < nv; i++) {
+            if (PS_UNLIKELY(!isfinite(dvals[i]))) {
+                logr_warn(r, off, "value %zu is not a finite number", i + 1);
+                return 0;
+            }
+            r->vals[i] = dvals[i];
         }
     }
     rec->kind = LOG_REC_EVENT;
@@ -482,13 +560,14 @@ static int overhead_record(log_reader *r, const Cmonlog__Overhead *o, uint64_t o
     return 1;
 }
 
-/* One frame: 1 with *rec filled, 0 to go on, 2 at an End record. */
-static int handle_frame(log_reader *r, const unsigned char *f, size_t n, uint64_t off,
-                        log_record *rec)
+/* One frame: 1 with *rec filled, 0 to go on, 2 at an End record. Kept out
+ * of line: logbin_next's common case then needs a smaller frame. */
+static __attribute__((noinline)) int handle_frame(log_reader *r, const unsigned char *f,
+                                                  size_t n, uint64_t off, log_record *rec)
 {
     logbin_event ev;
-    if (r->fastpath && n > 0 && f[0] == TAG_EVENT && decode_fast(f, n, &ev))
-        return event_record(r, &ev, NULL, off, rec);
+    if (r->fastpath && n > 0 && f[0] == TAG_EVENT && decode_fast(f, n, &ev, r->vals))
+        return event_record(r, &ev, NULL, NULL, off, rec);
     Cmonlog__Record *m = unpack(r, f, n);
     if (!m) {
         if (n > 0 && f[0] == TAG_EVENT)
@@ -504,9 +583,10 @@ static int handle_frame(log_reader *r, const unsigned char *f, size_t n, uint64_
             .has_thread = e->has_thread, .thread = e->thread,
             .has_ts = e->has_ts, .ts = e->ts,
             .has_ts_delta = e->has_ts_delta, .ts_delta = e->ts_delta,
-            .nvalues = e->n_values,
+            .nvalues = e->n_values ? e->n_values : e->n_ivalues,
         };
-        return event_record(r, &ev, e->values, off, rec);
+        return event_record(r, &ev, e->n_values ? e->values : NULL,
+                            e->n_ivalues ? e->ivalues : NULL, off, rec);
     }
     case CMONLOG__RECORD__KIND_TYPEDEF:
         typedef_record(r, m->typedef_, off);
@@ -541,10 +621,10 @@ int logbin_next(log_reader *r, log_record *rec, char **errmsg)
         size_t avail = r->end - r->start;
         logbin_event ev;
         if (PS_LIKELY(avail >= 2 && b[0] < 0x80 && avail > b[0] && b[1] == TAG_EVENT &&
-                      r->fastpath && decode_fast(b + 1, b[0], &ev))) {
+                      r->fastpath && decode_fast(b + 1, b[0], &ev, r->vals))) {
             uint64_t off = r->base + r->start;
             r->start += 1 + (size_t)b[0];
-            if (event_record(r, &ev, NULL, off, rec))
+            if (event_record(r, &ev, NULL, NULL, off, rec))
                 return 1;
             continue;
         }
@@ -672,5 +752,6 @@ int logbin_open(log_reader *r, char **errmsg)
             add_str(r, h->extra[i]->key, h->extra[i]->value ? h->extra[i]->value : "");
     r->data_off = r->base + r->start;
     r->prev_ts = 0;
+    logr_vals_reserve(r, LOGBIN_FAST_IVALUES);   /* decode_fast writes ivalues there */
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmonlog.pb-c.h"
@@ -43,6 +44,9 @@ struct log_writer {
     int32_t *slots;     /* name hash -> index into types; -1 empty */
     uint32_t slot_mask;
     uint64_t nevents;
+    bool compat;        /* binary: Events as before ivalues (log_writer_set_compat) */
+    bool deltas;        /* binary to a regular file: Events carry ts_delta */
+    int64_t prev_ts;    /* the last Event's timestamp (for ts_delta) */
 };
 
 /* --- output ------------------------------------------------------------- */
@@ -299,6 +303,8 @@ int log_writer_open(log_writer **out, int fd, bool own_fd, log_format format,
     w->fd = fd;
     w->own_fd = own_fd;
     w->format = format;
+    struct stat st;
+    w->deltas = format == LOG_FORMAT_BIN && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     w->cap = OUT_CAP;
     w->buf = ps_malloc(w->cap);
     int rc = format == LOG_FORMAT_ASCII ? ascii_header(w, fields, nfields)
@@ -335,6 +341,11 @@ static void slots_insert(int32_t *slots, uint32_t mask, uint32_t h, int32_t t)
     while (slots[i] >= 0)
         i = (i + 1) & mask;
     slots[i] = t;
+}
+
+void log_writer_set_compat(log_writer *w, bool on)
+{
+    w->compat = on;
 }
 
 int log_writer_declare(log_writer *w, const char *name, const char *const *attrs, size_t nattrs)
@@ -377,6 +388,113 @@ int log_writer_declare(log_writer *w, const char *name, const char *const *attrs
 
 /* --- records ------------------------------------------------------------ */
 
+static unsigned char *put_varint(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+static unsigned varint_size(uint64_t v)
+{
+    unsigned n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* True when every value is an integer of magnitude below 2^53 (and no -0):
+ * Event.ivalues then carries them exactly. */
+static bool all_integral(const double *values, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = values[i];
+        if (!(fabs(v) < 9007199254740992.0) || v != (double)(int64_t)v ||
+            (v == 0 && signbit(v)))
+            return false;
+    }
+    return true;
+}
+
+/* Append one Event frame, encoded by hand (proto/cmonlog.proto): type,
+ * thread unless 0, ts (or ts_delta in a file, after the first event), then
+ * the values as ivalues
+ * when all are integral (unpacked when there is one: a byte shorter), else
+ * as packed doubles. */
+static int put_event(log_writer *w, uint32_t type, int64_t ts, int64_t thread,
+                     const double *values, size_t nvalues)
+{
+    bool ints = all_integral(values, nvalues);
+    bool delta = w->deltas && w->nevents > 0;   /* the first event: absolute, so that
+                                                   a log appended to another reads right */
+    size_t vbytes = 0;
+    if (ints)
+        for (size_t i = 0; i < nvalues; i++)
+            vbytes += varint_size(zigzag((int64_t)values[i]));
+    else
+        vbytes = 8 * nvalues;
+    size_t ev = 1 + varint_size(type) + (thread ? 1 + varint_size((uint64_t)thread) : 0) +
+                1 + (delta ? varint_size(zigzag(ts - w->prev_ts)) : varint_size((uint64_t)ts));
+    if (nvalues == 1 && ints)
+        ev += 1 + vbytes;
+    else if (nvalues)
+        ev += 1 + varint_size(vbytes) + vbytes;
+    size_t rec = 1 + varint_size(ev) + ev;
+    if (rec > LOG_MAX_FRAME)
+        return -E2BIG;   /* readers would refuse it */
+    int rc = reserve(w, rec + 10);
+    if (rc < 0)
+        return rc;
+    unsigned char *p = (unsigned char *)w->buf + w->len;
+    p = put_varint(p, rec);
+    *p++ = 0x1a;                        /* Record.event */
+    p = put_varint(p, ev);
+    *p++ = 0x08;                        /* Event.type */
+    p = put_varint(p, type);
+    if (thread) {
+        *p++ = 0x10;                    /* Event.thread */
+        p = put_varint(p, (uint64_t)thread);
+    }
+    if (delta) {
+        *p++ = 0x20;                    /* Event.ts_delta */
+        p = put_varint(p, zigzag(ts - w->prev_ts));
+    } else {
+        *p++ = 0x18;                    /* Event.ts */
+        p = put_varint(p, (uint64_t)ts);
+    }
+    if (nvalues == 1 && ints) {
+        *p++ = 0x30;                    /* Event.ivalues, unpacked */
+        p = put_varint(p, zigzag((int64_t)values[0]));
+    } else if (nvalues && ints) {
+        *p++ = 0x32;                    /* Event.ivalues, packed */
+        p = put_varint(p, vbytes);
+        for (size_t i = 0; i < nvalues; i++)
+            p = put_varint(p, zigzag((int64_t)values[i]));
+    } else if (nvalues) {
+        *p++ = 0x2a;                    /* Event.values, packed doubles */
+        p = put_varint(p, vbytes);
+        for (size_t i = 0; i < nvalues; i++, p += 8) {
+            uint64_t u;
+            memcpy(&u, &values[i], 8);
+            for (int b = 0; b < 8; b++)
+                p[b] = (unsigned char)(u >> (8 * b));
+        }
+    }
+    w->len = (size_t)(p - (unsigned char *)w->buf);
+    w->prev_ts = ts;
+    return 0;
+}
+
 static int bin_event(log_writer *w, int type, int64_t ts, int64_t thread,
                      const double *values, size_t nvalues)
 {
@@ -396,6 +514,8 @@ static int bin_event(log_writer *w, int type, int64_t ts, int64_t thread,
             return rc;
         ty->emitted = true;
     }
+    if (!w->compat)
+        return put_event(w, (uint32_t)type, ts, thread, values, nvalues);
     Cmonlog__Event ev = CMONLOG__EVENT__INIT;
     ev.has_type = true;
     ev.type = (uint32_t)type;
@@ -407,7 +527,9 @@ static int bin_event(log_writer *w, int type, int64_t ts, int64_t thread,
     ev.values = (double *)values;
     rec.kind_case = CMONLOG__RECORD__KIND_EVENT;
     rec.event = &ev;
-    return put_record(w, &rec);
+    if ((rc = put_record(w, &rec)) == 0)
+        w->prev_ts = ts;   /* deltas count from here if compat is turned off */
+    return rc;
 }
 
 static int ascii_event(log_writer *w, int type, int64_t ts, int64_t thread,

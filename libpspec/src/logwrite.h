@@ -6,7 +6,11 @@
  * code on failure; after a write error every later call returns that error.
  *
  * Binary logs get a Header, a TypeDef before the first event of each type,
- * Events with absolute timestamps (`ts`), Gaps, and an End. Ascii logs get
+ * Events, Gaps, and an End. An Event carries its values as zigzag varints
+ * (`ivalues`) when all are integers below 2^53 in magnitude, as doubles
+ * otherwise; its timestamp as `ts_delta` when the writer's fd is a regular
+ * file (nothing can be lost between two records of a file), as an absolute
+ * `ts` otherwise (pipes, sockets: snarflog may drop records).  Ascii logs get
  * the '#cmon-ascii 1' line, one '#key value' line per header field, one line
  * per event and '#cmon-gap N' per gap.
  */
@@ -31,6 +35,10 @@ typedef struct log_writer log_writer;
  * or cmon-overhead-ns value. */
 int log_writer_open(log_writer **out, int fd, bool own_fd, log_format format,
                     const log_header_field *fields, size_t nfields);
+
+/* Binary: write Events as writers did before Event.ivalues and ts_delta
+ * (doubles, absolute timestamps; readers of any age read them), or not. */
+void log_writer_set_compat(log_writer *w, bool on);
 
 /* Declare an event type and its attribute names (attrs may be NULL); returns
  * its type id (>= 0), the same one when declared again, or -EINVAL for a name

@@ -626,15 +626,32 @@ def bin_typedef(tid, name, attrs=("seq",)):
     return bin_record(2, f_varint(1, tid) + f_bytes(2, name) + b"".join(f_bytes(3, a) for a in attrs))
 
 
-def bin_event(tid, seq, ts=None, ts_delta=None, thread=1, pad=0):
-    """A framed Event record whose first value is `seq` (then `pad` 0.5s)."""
+def bin_event(tid, seq, ts=None, ts_delta=None, thread=1, pad=0, ints=False):
+    """A framed Event record whose first value is `seq` (then `pad` 0.5s);
+    `ints`: the values as Event.ivalues (then `pad` 7s), unpacked when there
+    is one, else packed."""
     body = f_varint(1, tid) + f_varint(2, thread)
     if ts is not None:
         body += f_varint(3, ts)
     if ts_delta is not None:
         body += f_varint(4, zigzag(ts_delta))
-    body += f_bytes(5, struct.pack("<d", float(seq)) + _PAD * pad)
+    if ints and pad == 0:
+        body += f_varint(6, zigzag(seq))
+    elif ints:
+        body += f_bytes(6, b"".join(varint(zigzag(v)) for v in [seq] + [7] * pad))
+    else:
+        body += f_bytes(5, struct.pack("<d", float(seq)) + _PAD * pad)
     return bin_record(3, body)
+
+
+def event_first_value(f):
+    """The first value of a decoded Event: from `values` or `ivalues`."""
+    if 5 in f:
+        return int(struct.unpack("<d", f[5][0][:8])[0])
+    v = f[6][0]
+    if isinstance(v, bytes):        # packed
+        v, _ = read_varint(v, 0)
+    return (v >> 1) ^ -(v & 1)
 
 
 _PAD = struct.pack("<d", 0.5)
@@ -687,7 +704,7 @@ def parse_binary(data):
         elif kind == 2:
             out.append(("typedef", (f[1][0], text(f[2][0]))))
         elif kind == 3:
-            seq = int(struct.unpack("<d", f[5][0][:8])[0])
+            seq = event_first_value(f)
             out.append(("rec", (f[1][0], seq, f.get(3, [None])[0], 4 in f)))
         elif kind == 4:
             out.append(("gap", f.get(1, [0])[0]))

@@ -87,7 +87,8 @@ def main():
 
         # Binary events of many layouts through a named pipe, written in
         # one go: short and long frames (one- and two-byte lengths), large
-        # thread ids, ts_delta events, TypeDefs in between. Every event
+        # thread ids, ts_delta events, values as doubles and as ivalues
+        # (packed or not), TypeDefs in between. Every event
         # arrives once, in order, with an absolute ts; every TypeDef once,
         # before its first event.
         parts, ts = [ct.bin_header(), ct.bin_typedef(1, "Ev")], 0
@@ -97,10 +98,11 @@ def main():
             tid = 1 if i < 487 else 2 + i // 487
             ts += 3
             if i % 5 == 4:
-                parts.append(ct.bin_event(tid, i, ts_delta=3, thread=1 + (i * 7919) % 70000))
+                parts.append(ct.bin_event(tid, i, ts_delta=3, thread=1 + (i * 7919) % 70000,
+                                          ints=i % 10 == 9, pad=i % 3))
             else:
                 parts.append(ct.bin_event(tid, i, ts=ts, thread=1 + (i * 7919) % 70000,
-                                          pad=(i % 11) * 2))
+                                          pad=(i % 11) * 2, ints=i % 7 == 0))
         fifo = env.path("mixed.fifo")
         sub = env.sub("-prog", "mixed", "-auto", reg=reg)
         snarf = env.snarflog("mixed", "-fifo", fifo, "-buffer", "2M", reg=reg)

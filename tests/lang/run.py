@@ -148,15 +148,28 @@ def main():
     if is_pcheck and a.cmonlog and "warning:" not in err and code != 3 and logarg.endswith(".log") \
             and d.get("stdin") != "yes":
         import tempfile
-        with tempfile.NamedTemporaryFile(suffix=".bin") as tmp:
-            c, o2, e2 = run([a.cmonlog, "--binary", "-o", tmp.name, logarg])
-            if c != 0:
-                print("FAIL %s: cmon-log could not convert %s: %s" % (name, logarg, e2))
-                failed = True
-            else:
+        # Three binary spellings of the log, each read like the ascii one:
+        # written to a file (ts_delta, ivalues), through a pipe (absolute ts,
+        # ivalues) and --compat (absolute ts, doubles: the encoding before
+        # ivalues, which old logs have).
+        for how, opts in (("file", []), ("pipe", []), ("compat", ["--compat"])):
+            with tempfile.NamedTemporaryFile(suffix=".bin") as tmp:
+                if how == "pipe":
+                    conv = subprocess.Popen([a.cmonlog, "--binary", logarg], cwd=HERE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE)
+                    cat = subprocess.run(["cat"], stdin=conv.stdout, stdout=tmp)
+                    conv.stdout.close()
+                    e2 = conv.stderr.read().decode("utf-8", "replace")
+                    c = conv.wait() or cat.returncode
+                else:
+                    c, o2, e2 = run([a.cmonlog, "--binary"] + opts + ["-o", tmp.name, logarg])
+                if c != 0:
+                    print("FAIL %s: cmon-log could not convert %s (%s): %s" % (name, logarg, how, e2))
+                    failed = True
+                    continue
                 bcode, bout, berr = run(cmd[:-1] + [tmp.name])
                 if (bcode, bout) != (code, out):
-                    print("FAIL %s: the binary log gives different output" % name)
+                    print("FAIL %s: the binary log (%s) gives different output" % (name, how))
                     print("ascii (exit %d):\n%s\nbinary (exit %d):\n%s%s" % (code, out, bcode, bout, berr))
                     failed = True
     if failed:

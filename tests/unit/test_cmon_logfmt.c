@@ -100,6 +100,20 @@ static void event_times(void **state)
 	assert_true(cmon_bin_event_time(buf + hdr, (size_t)body, &t));
 	assert_true(t.has_ts && !t.has_delta);
 	assert_true(t.ts == 1ull << 40);
+
+	/* integral values in Event.ivalues, unpacked (a varint key 6) or
+	 * packed, before and after the timestamp: walked over the same way */
+	static const uint8_t iv[][16] = {
+		{ 0x0a, 0x1a, 0x08, 0x08, 0x03, 0x20, 0x09, 0x30, 0x0e, 0x30, 0x01 },
+		{ 0x0b, 0x1a, 0x09, 0x32, 0x03, 0x0e, 0x80, 0x40, 0x08, 0x03, 0x20, 0x09 },
+	};
+	for (int i = 0; i < 2; i++) {
+		n = (size_t)iv[i][0] + 1;
+		assert_int_equal(cmon_bin_frame(iv[i], n, &hdr, &body), 1);
+		assert_int_equal(cmon_bin_record_scan(iv[i] + hdr, (size_t)body, &t), CMON_REC_EVENT);
+		assert_true(t.has_delta && !t.has_ts);
+		assert_int_equal(t.delta, -5);
+	}
 }
 
 static void counting_and_gaps(void **state)

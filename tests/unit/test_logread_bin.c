@@ -664,6 +664,50 @@ static void frame_limits(void **state)
 
 /* Frames in unusual but valid (or invalid) encodings: the fast decoder must
  * agree with protobuf-c or decline. */
+/* Event.ivalues: integers read as the doubles they stand for, packed or
+ * not, on the fast path and through protobuf-c alike; the old doubles still
+ * read as before; an Event with both kinds is skipped with a warning, and
+ * later deltas count from its timestamp. */
+static void ivalues_read(void **state)
+{
+    for (int fast = 1; fast >= 0; fast--) {
+        bytes b = { 0 };
+        put_std_header(&b);
+        put_typedef(&b, true, 1, "A");
+        /* ts 5, ivalues 7 4096 -3 packed */
+        put_frame_raw(&b, "\x1a\x0a\x08\x01\x18\x05\x32\x04\x0e\x80\x40\x05", 12);
+        /* ts_delta +2, ivalues -1 unpacked, thread 9 */
+        put_frame_raw(&b, "\x1a\x08\x08\x01\x10\x09\x20\x04\x30\x01", 10);
+        /* ts_delta +1, values 1.0 and ivalues 1: both kinds */
+        put_frame_raw(&b, "\x1a\x10\x08\x01\x20\x02\x2a\x08\x00\x00\x00\x00\x00\x00\xf0\x3f\x30\x02", 18);
+        size_t both = b.n - 19;
+        /* ts_delta +1, values 0.5 (old encoding) */
+        put_frame_raw(&b, "\x1a\x0e\x08\x01\x20\x02\x2a\x08\x00\x00\x00\x00\x00\x00\xe0\x3f", 16);
+        warnings w = { 0 };
+        log_reader *r = open_bytes(&b, &w);
+        logr_set_fastpath(r, fast);
+        log_record rec = next1(r);
+        assert_int_equal(rec.ts, 5);
+        assert_int_equal(rec.nvalues, 3);
+        assert_true(rec.values[0] == 7 && rec.values[1] == 4096 && rec.values[2] == -3);
+        rec = next1(r);
+        assert_int_equal(rec.ts, 7);
+        assert_int_equal(rec.thread, 9);
+        assert_int_equal(rec.nvalues, 1);
+        assert_true(rec.values[0] == -1);
+        rec = next1(r);
+        assert_int_equal(rec.ts, 9);
+        assert_int_equal(rec.pos, 4);
+        assert_int_equal(rec.nvalues, 1);
+        assert_true(rec.values[0] == 0.5);
+        at_end(r);
+        assert_int_equal(w.n, 1);
+        has_warning(&w, 0, both, "event with both values and ivalues");
+        log_reader_free(r);
+        free(b.p);
+    }
+}
+
 static void fast_path_agrees(void **state)
 {
     static const struct {
@@ -680,7 +724,20 @@ static void fast_path_agrees(void **state)
         { "\x1a\x0b\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 13, 0 }, /* odd 10th byte */
         { "\x1a\x0c\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 14, 0 }, /* 11 bytes */
         { "\x1a\x04\x08\x01\x20\x03", 6, 1 },                           /* ts_delta -2 */
-        { "\x1a\x04\x08\x01\x30\x01", 6, 0 },                           /* unknown field 6 */
+        { "\x1a\x04\x08\x01\x30\x01", 6, 1 },                           /* ivalues -1, unpacked */
+        { "\x1a\x06\x08\x01\x32\x02\x02\x03", 8, 1 },                   /* ivalues 1 -2, packed */
+        { "\x1a\x09\x08\x01\x30\x04\x32\x01\x05\x30\x06", 11, 1 },     /* unpacked, packed, unpacked */
+        { "\x1a\x04\x08\x01\x32\x00", 6, 1 },                           /* empty packed ivalues */
+        { "\x1a\x05\x08\x01\x32\x01\x80", 7, 0 },                       /* varint cut by its block */
+        { "\x1a\x06\x08\x01\x32\x02\x80\x01", 8, 1 },                   /* ivalues 64 */
+        { "\x1a\x0e\x08\x01\x32\x0a\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", 16, 1 }, /* INT64_MAX */
+        { "\x1a\x0d\x08\x01\x30\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x03", 15, 0 }, /* odd 10th byte */
+        { "\x1a\x0e\x08\x01\x2a\x08\x00\x00\x00\x00\x00\x00\xf0\x3f\x30\x02", 16, 0 }, /* both kinds */
+        { "\x1a\x06\x30\x02\x08\x01\x30\x02", 8, 0 },                   /* type after ivalues */
+        { "\x1a\x04\x08\x01\x38\x01", 6, 0 },                           /* unknown field 7 */
+        { "\x1a\x04\x08\x01\x35\x01", 6, 0 },                           /* ivalues, wrong wire type */
+        { "\x1a\x15\x08\x01\x32\x11\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01", 23, 0 }, /* 17 ivalues */
+        { "\x1a\x14\x08\x01\x32\x10\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01", 22, 1 }, /* 16 ivalues */
         { "\x1a\x0b\x08\x01\x29\x00\x00\x00\x00\x00\x00\xf0\x3f", 13, 0 }, /* unpacked double */
         { "\x1a\x0c\x08\x01\x2a\x08\x00\x00\x00\x00\x00\x00\xf0\x3f", 14, 1 }, /* packed 1.0 */
         { "\x1a\x0b\x08\x01\x2a\x07\x00\x00\x00\x00\x00\x00\xf0", 13, 0 }, /* 7 bytes */
@@ -700,8 +757,9 @@ static void fast_path_agrees(void **state)
     };
     for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
         logbin_event e;
+        double ivals[LOGBIN_FAST_IVALUES];
         const unsigned char *p = (const unsigned char *)frames[i].s;
-        if (logbin_decode_fast(p, frames[i].n, &e) != frames[i].fast)
+        if (logbin_decode_fast(p, frames[i].n, &e, ivals) != frames[i].fast)
             fail_msg("frame %zu: fast decoder %s", i, frames[i].fast ? "declined" : "accepted");
         assert_int_equal(logbin_check_fast(p, frames[i].n), 0);
     }
@@ -763,7 +821,8 @@ static void fast_path_long_length_prefix(void **state)
     for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
         const unsigned char *p = (const unsigned char *)frames[i].s;
         logbin_event e;
-        assert_int_equal(logbin_decode_fast(p, frames[i].n, &e), 0);
+        double ivals[LOGBIN_FAST_IVALUES];
+        assert_int_equal(logbin_decode_fast(p, frames[i].n, &e, ivals), 0);
         assert_int_equal(logbin_check_fast(p, frames[i].n), 0);
         bytes b = { 0 };
         put_std_header(&b);
@@ -830,6 +889,7 @@ int main(void)
         cmocka_unit_test(overhead_records),
         cmocka_unit_test(truncated_frames),
         cmocka_unit_test(frame_limits),
+        cmocka_unit_test(ivalues_read),
         cmocka_unit_test(fast_path_agrees),
         cmocka_unit_test(fast_path_long_length_prefix),
         cmocka_unit_test(rewind_bin),

@@ -1,5 +1,6 @@
 /* test_logwrite.c — the log writer: both formats read back exactly (values
  * bit for bit), binary -> ascii -> binary round trips, header cleaning,
+ * the binary encoding chosen per Event (ivalues or doubles, ts_delta or ts),
  * TypeDefs with attributes, argument and write errors.
  */
 #include <errno.h>
@@ -250,6 +251,157 @@ static void bin_typedefs(void **state)
     close(fd);
 }
 
+/* Which encoding each Event gets: ivalues when every value is an integer
+ * below 2^53 in magnitude (not -0), doubles otherwise; ts_delta into a
+ * regular file (but the first), ts into a pipe; --compat always doubles
+ * and ts. Each reads back the same values, bit for bit. */
+static const double enc_vals[][3] = {
+    { 7, 4096, -5 },                              /* ivalues, packed */
+    { 1 },                                        /* ivalues, unpacked */
+    { 9007199254740991.0, -9007199254740991.0 },  /* ivalues: largest exact */
+    { 9007199254740992.0 },                       /* 2^53: doubles */
+    { 1, 0.5 },                                   /* one non-integer: doubles */
+    { -0.0 },                                     /* -0: doubles */
+    { 0 },                                        /* 0: ivalues */
+};
+static const size_t enc_n[] = { 3, 1, 2, 1, 2, 1, 1 };
+static const bool enc_int[] = { true, true, true, false, false, false, true };
+#define NENC (sizeof enc_n / sizeof enc_n[0])
+
+static void check_encoding(const unsigned char *p, size_t n, bool file, bool compat)
+{
+    const unsigned char *q = p, *e = p + n;
+    size_t k = 0;
+    int64_t prev = 0;
+    while (q < e) {
+        uint64_t len = 0;
+        for (int sh = 0;; sh += 7) {
+            len |= (uint64_t)(*q & 0x7f) << sh;
+            if (!(*q++ & 0x80))
+                break;
+        }
+        Cmonlog__Record *m = cmonlog__record__unpack(NULL, len, q);
+        assert_non_null(m);
+        if (m->kind_case == CMONLOG__RECORD__KIND_EVENT) {
+            const Cmonlog__Event *ev = m->event;
+            int64_t ts = 1000 + 10 * (int64_t)k - (k == 3 ? 500 : 0);   /* one step back */
+            if (file && !compat && k > 0) {     /* the first: absolute */
+                assert_false(ev->has_ts);
+                assert_true(ev->has_ts_delta);
+                assert_int_equal(ev->ts_delta, ts - prev);
+            } else {
+                assert_true(ev->has_ts);
+                assert_false(ev->has_ts_delta);
+                assert_int_equal(ev->ts, ts);
+            }
+            prev = ts;
+            if (enc_int[k] && !compat) {
+                assert_int_equal(ev->n_values, 0);
+                assert_int_equal(ev->n_ivalues, enc_n[k]);
+                for (size_t i = 0; i < enc_n[k]; i++)
+                    assert_true((double)ev->ivalues[i] == enc_vals[k][i]);
+            } else {
+                assert_int_equal(ev->n_ivalues, 0);
+                assert_int_equal(ev->n_values, enc_n[k]);
+                assert_memory_equal(ev->values, enc_vals[k], enc_n[k] * sizeof(double));
+            }
+            k++;
+        }
+        cmonlog__record__free_unpacked(m, NULL);
+        q += len;
+    }
+    assert_int_equal(k, NENC);
+}
+
+static void write_enc(log_writer *w)
+{
+    for (size_t k = 0; k < NENC; k++) {
+        int64_t ts = 1000 + 10 * (int64_t)k - (k == 3 ? 500 : 0);
+        assert_int_equal(log_writer_event(w, "E", ts, 3, enc_vals[k], enc_n[k]), 0);
+    }
+}
+
+static void read_enc(int fd)
+{
+    log_reader *r = log_reader_open(fd, false, "t", NULL, NULL, NULL);
+    assert_non_null(r);
+    log_record rec;
+    for (size_t k = 0; k < NENC; k++) {
+        assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+        assert_int_equal(rec.ts, 1000 + 10 * (int64_t)k - (k == 3 ? 500 : 0));
+        assert_int_equal(rec.thread, 3);
+        assert_int_equal(rec.nvalues, enc_n[k]);
+        assert_memory_equal(rec.values, enc_vals[k], enc_n[k] * sizeof(double));
+    }
+    assert_int_equal(log_reader_next(r, &rec, NULL), 0);
+    assert_int_equal(log_reader_nmalformed(r), 0);
+    log_reader_free(r);
+}
+
+static void bin_encoding(void **state)
+{
+    for (int compat = 0; compat <= 1; compat++) {
+        /* a regular file */
+        int fd = tmpfd();
+        log_writer *w;
+        assert_int_equal(log_writer_open(&w, fd, false, LOG_FORMAT_BIN, NULL, 0), 0);
+        log_writer_set_compat(w, compat);
+        write_enc(w);
+        assert_int_equal(log_writer_close(w), 0);
+        size_t n;
+        unsigned char *p = slurp(fd, &n);
+        check_encoding(p, n, true, compat);
+        lseek(fd, 0, SEEK_SET);
+        read_enc(fd);
+        free(p);
+        close(fd);
+        /* a pipe (the log fits in its buffer) */
+        int pp[2];
+        assert_int_equal(pipe(pp), 0);
+        assert_int_equal(log_writer_open(&w, pp[1], false, LOG_FORMAT_BIN, NULL, 0), 0);
+        log_writer_set_compat(w, compat);
+        write_enc(w);
+        assert_int_equal(log_writer_close(w), 0);
+        close(pp[1]);
+        unsigned char buf[4096];
+        ssize_t got = read(pp[0], buf, sizeof buf);
+        assert_true(got > 0 && got < (ssize_t)sizeof buf);
+        close(pp[0]);
+        check_encoding(buf, (size_t)got, false, compat);
+        fd = tmpfd();
+        assert_int_equal(write(fd, buf, (size_t)got), got);
+        lseek(fd, 0, SEEK_SET);
+        read_enc(fd);
+        close(fd);
+    }
+}
+
+/* Two binary logs written one after the other into one file read with
+ * right timestamps: the second log's first event carries an absolute ts
+ * (the reader ignores the second Header and keeps counting deltas). */
+static void bin_appended(void **state)
+{
+    int fd = tmpfd();
+    for (int part = 0; part < 2; part++) {
+        log_writer *w;
+        assert_int_equal(log_writer_open(&w, fd, false, LOG_FORMAT_BIN, NULL, 0), 0);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(log_writer_event(w, "E", 1000 * (part ? 1 : 5) + i, 1, NULL, 0), 0);
+        assert_int_equal(log_writer_close(w), 0);
+    }
+    lseek(fd, 0, SEEK_SET);
+    log_reader *r = log_reader_open(fd, false, "t", NULL, NULL, NULL);
+    assert_non_null(r);
+    static const int64_t want[] = { 5000, 5001, 5002, 1000, 1001, 1002 };
+    log_record rec;
+    for (size_t i = 0; i < 6; i++) {
+        assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+        assert_int_equal(rec.ts, want[i]);
+    }
+    log_reader_free(r);
+    close(fd);
+}
+
 static void errors(void **state)
 {
     int fd = tmpfd();
@@ -339,6 +491,8 @@ int main(void)
         cmocka_unit_test(convert_round_trip),
         cmocka_unit_test(header_cleaned),
         cmocka_unit_test(bin_typedefs),
+        cmocka_unit_test(bin_encoding),
+        cmocka_unit_test(bin_appended),
         cmocka_unit_test(errors),
         cmocka_unit_test(big_output),
     };

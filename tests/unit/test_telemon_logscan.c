@@ -150,11 +150,24 @@ static void binary_records(void **state)
 	r.kind_case = CMONLOG__RECORD__KIND_GAP;
 	r.gap = &gap;
 	len += frame(buf + len, &r);
+	/* integral values as Event.ivalues, ts as a delta */
+	int64_t ivals[2] = { 8192, -3 };
+	ev.type = 3;
+	ev.has_ts = false;
+	ev.has_ts_delta = true;
+	ev.ts_delta = 5;
+	ev.n_values = 0;
+	ev.n_ivalues = 2;
+	ev.ivalues = ivals;
+	r.kind_case = CMONLOG__RECORD__KIND_EVENT;
+	r.event = &ev;
+	len += frame(buf + len, &r);
 	/* in two chunks, cut inside the first frame */
 	assert_int_equal(logscan_data(&ls, buf, 5, collect, &s), 0);
 	assert_int_equal(s.n, 0);
 	assert_int_equal(logscan_data(&ls, buf + 5, len - 5, collect, &s), 0);
-	assert_int_equal(s.n, 3);
+	assert_int_equal(s.n, 4);
+	assert_string_equal(s.text[3], "1005 7 StartRead 8192 -3");
 	assert_string_equal(s.text[0], "1000 7 StartRead 4096 0.25");
 	assert_int_equal(s.pos[0], 1);
 	assert_int_equal(s.pos[1], 2);               /* unknown type: counted, no text */
