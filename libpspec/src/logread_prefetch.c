@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@
 #include "util.h"
 
 #define PF_NBATCH 4
-#define PF_RECORDS 2048     /* records per batch (PSPEC_PREFETCH_BATCH for tests) */
+#define PF_RECORDS 1024     /* records per batch (PSPEC_PREFETCH_BATCH for tests): four fit in L2 */
 #define PF_SPIN 2000        /* polls of a word before sleeping on it */
 
 typedef struct pf_warn {
@@ -47,7 +48,7 @@ typedef struct pf_warn {
 } pf_warn;
 
 typedef struct pf_batch {
-    _Atomic uint32_t full;  /* 1: filled, the consumer's; 0: the producer's */
+    alignas(64) _Atomic uint32_t full;  /* 1: filled, the consumer's; 0: the producer's */
     log_record *recs;       /* values: offsets into vals, as uintptr_t */
     uint32_t n;
     double *vals;
@@ -62,19 +63,26 @@ typedef struct pf_batch {
     char *err;
 } pf_batch;
 
+/* The fields each side writes are on cache lines of their own: a line
+ * written by one thread and read by the other for every record would
+ * travel between the cores for every record. */
 struct log_prefetch {
     pf_batch b[PF_NBATCH];
-    uint32_t cap;           /* records per batch */
+    /* read by both, written only while the producer does not run */
+    alignas(64) uint32_t cap;   /* records per batch */
     pthread_t thread;
     bool running;           /* the producer thread exists (not joined yet) */
     bool done;              /* the consumer took the last batch: read directly now */
-    _Atomic bool stop;      /* the consumer wants the producer gone */
-    uint64_t pidx;          /* producer: batches filled */
-    uint64_t cidx;          /* consumer: batches taken */
-    pf_batch *cur;          /* consumer: the batch being handed out */
-    uint32_t ci, cw;        /* consumer: next record, next warning in cur */
-    uint32_t pnames;        /* producer: names interned when its batch began */
-    const char **names;     /* consumer: every name id it knows */
+    /* written by the consumer to stop the producer, rarely */
+    alignas(64) _Atomic bool stop;
+    /* the producer's */
+    alignas(64) uint64_t pidx;  /* batches filled */
+    uint32_t pnames;        /* names interned when its batch began */
+    /* the consumer's */
+    alignas(64) uint64_t cidx;  /* batches taken */
+    pf_batch *cur;          /* the batch being handed out */
+    uint32_t ci, cw;        /* next record, next warning in cur */
+    const char **names;     /* every name id it knows */
     uint32_t nnames, names_cap;
 };
 
@@ -133,22 +141,22 @@ void logr_prefetch_warn(log_reader *r, uint64_t where, const char *msg)
     b->warns[b->nwarn++] = (pf_warn){.before = b->n, .where = where, .msg = ps_strdup(msg)};
 }
 
-/* Copy rec (from the direct reader) into b. */
-static void batch_add(log_prefetch *pf, pf_batch *b, const log_record *rec)
+/* Keep the record the direct reader just put at b->recs[b->n]: its values
+ * (in the reader's buffer until its next record) are copied into b. */
+static void batch_keep(pf_batch *b)
 {
     log_record *o = &b->recs[b->n++];
-    *o = *rec;
-    if (rec->kind == LOG_REC_EVENT) {
-        if (b->nvals + rec->nvalues > b->vcap) {
-            b->vcap = (b->nvals + rec->nvalues) * 2 + 64;
+    if (o->kind == LOG_REC_EVENT) {
+        uint32_t nv = o->nvalues;
+        if (PS_UNLIKELY(b->nvals + nv > b->vcap)) {
+            b->vcap = (b->nvals + nv) * 2 + 64;
             b->vals = ps_realloc(b->vals, b->vcap * sizeof *b->vals);
         }
-        if (rec->nvalues)
-            memcpy(b->vals + b->nvals, rec->values, rec->nvalues * sizeof *rec->values);
+        for (uint32_t i = 0; i < nv; i++)
+            b->vals[b->nvals + i] = o->values[i];
         o->values = (const double *)(uintptr_t)b->nvals;
-        b->nvals += rec->nvalues;
+        b->nvals += nv;
     }
-    (void)pf;
 }
 
 /* The names the reader interned since the batch began go with it. */
@@ -176,17 +184,16 @@ static void *producer(void *arg)
             return NULL;
         batch_reset(b);
         while (b->n < pf->cap) {
-            log_record rec;
             char *err = NULL;
-            int rc = logr_next_direct(r, &rec, &err);
+            int rc = logr_next_direct(r, &b->recs[b->n], &err);
             if (rc != 1) {
                 b->final = true;
                 b->rc = rc;
                 b->err = err;
                 break;
             }
-            batch_add(pf, b, &rec);
-            if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
+            batch_keep(b);
+            if ((b->n & 255) == 0 && atomic_load_explicit(&pf->stop, memory_order_relaxed))
                 return NULL;
         }
         batch_names(r, pf, b);
@@ -237,7 +244,11 @@ int log_reader_prefetch(log_reader *r, bool on)
         return 0;
     if (!r->mem && r->fd_origin < 0)
         return -ENOTSUP;
-    log_prefetch *pf = ps_calloc(1, sizeof *pf);
+    /* aligned as its type says (malloc gives 16 bytes): see struct log_prefetch */
+    log_prefetch *pf = aligned_alloc(alignof(log_prefetch), sizeof *pf);
+    if (!pf)
+        return -ENOMEM;
+    memset(pf, 0, sizeof *pf);
     const char *t = getenv("PSPEC_PREFETCH_BATCH");
     long cap = t ? strtol(t, NULL, 10) : 0;
     pf->cap = cap > 0 && cap <= 1 << 20 ? (uint32_t)cap : PF_RECORDS;
