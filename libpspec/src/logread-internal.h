@@ -161,6 +161,18 @@ void log_fmt_double(char out[40], double v);
  * decoder and the ascii parser for well-formed lines. For tests and fuzzers,
  * which check that both ways give the same results. */
 void logr_set_fastpath(log_reader *r, bool on);
+/* Clear *rec as a record that is not an event (a gap, a thread's cost) of
+ * kind `kind` at `where`: after the events read so far, at the latest
+ * timestamp. */
+static inline void logr_marker(const log_reader *r, log_record *rec, log_rec_kind kind, uint64_t where)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->kind = kind;
+    rec->pos = r->pos;
+    rec->where = where;
+    rec->ts = r->prev_ts;
+}
+
 /* Make sure vals can hold n values. */
 void logr_vals_reserve(log_reader *r, size_t n);
 /* The next record read from the bytes, on this thread (what

@@ -442,11 +442,7 @@ static int gap_record(log_reader *r, uint64_t line, const char *p, const char *l
         logr_warn(r, line, "bad gap count '%s'", logr_quote(q, s, (size_t)(e - s)));
         return 0;
     }
-    memset(rec, 0, sizeof *rec);
-    rec->kind = LOG_REC_GAP;
-    rec->pos = r->pos;
-    rec->where = line;
-    rec->ts = r->prev_ts;
+    logr_marker(r, rec, LOG_REC_GAP, line);
     rec->gap = n;
     r->nrecords++;
     return 1;
@@ -485,11 +481,7 @@ static int overhead_record(log_reader *r, uint64_t line, const char *p, const ch
                   logr_quote(qb, v, (size_t)(lend - v)));
         return 0;
     }
-    memset(rec, 0, sizeof *rec);
-    rec->kind = LOG_REC_OVERHEAD;
-    rec->pos = r->pos;
-    rec->where = line;
-    rec->ts = r->prev_ts;
+    logr_marker(r, rec, LOG_REC_OVERHEAD, line);
     rec->thread = neg ? (int64_t)(0 - th) : (int64_t)th;
     rec->ovh_ns = mean;
     rec->ovh_spread_ns = spread;

@@ -549,11 +549,7 @@ static int overhead_record(log_reader *r, const Cmonlog__Overhead *o, uint64_t o
                   o->has_thread ? "" : " without a thread", o->has_overhead_ns ? t1 : "(none)", t2);
         return 0;
     }
-    memset(rec, 0, sizeof *rec);
-    rec->kind = LOG_REC_OVERHEAD;
-    rec->pos = r->pos;
-    rec->where = off;
-    rec->ts = r->prev_ts;
+    logr_marker(r, rec, LOG_REC_OVERHEAD, off);
     rec->thread = o->thread;
     rec->ovh_ns = m;
     rec->ovh_spread_ns = sp;
@@ -592,11 +588,7 @@ static __attribute__((noinline)) int handle_frame(log_reader *r, const unsigned 
         typedef_record(r, m->typedef_, off);
         return 0;
     case CMONLOG__RECORD__KIND_GAP:
-        memset(rec, 0, sizeof *rec);
-        rec->kind = LOG_REC_GAP;
-        rec->pos = r->pos;
-        rec->where = off;
-        rec->ts = r->prev_ts;
+        logr_marker(r, rec, LOG_REC_GAP, off);
         rec->gap = m->gap->has_count ? m->gap->count : 0;
         r->nrecords++;
         return 1;

@@ -173,10 +173,16 @@ static void batch_names(log_reader *r, log_prefetch *pf, pf_batch *b)
     pf->pnames = r->nnames;
 }
 
+/* The reader whose producer runs on this thread (set by the thread itself:
+ * the consumer's copy of the thread id is written only once
+ * pthread_create returns, after the producer may have warned). */
+static __thread const log_reader *t_producing;
+
 static void *producer(void *arg)
 {
     log_reader *r = arg;
     log_prefetch *pf = r->pf;
+    t_producing = r;
     for (;;) {
         pf_batch *b = producing(pf);
         wait_while(pf, &b->full, 1);
@@ -354,7 +360,7 @@ uint32_t logr_prefetch_nnames(const log_reader *r)
 
 bool logr_prefetch_producing(const log_reader *r)
 {
-    return r->pf && r->pf->running && pthread_equal(pthread_self(), r->pf->thread);
+    return t_producing == r;
 }
 
 void logr_prefetch_rewind(log_reader *r)
