@@ -318,7 +318,8 @@ int logr_prefetch_next(log_reader *r, log_record *rec, char **errmsg)
         if (pf->ci < b->n) {
             *rec = b->recs[pf->ci++];
             if (rec->kind == LOG_REC_EVENT) {
-                rec->values = b->vals + (uintptr_t)rec->values;
+                /* (a batch of events without values has no array) */
+                rec->values = b->vals ? b->vals + (uintptr_t)rec->values : NULL;
                 rec->name = pf->names[rec->name_id];
             }
             return 1;
