@@ -851,6 +851,11 @@ static void tool_done(void *ctx, struct tool *t)
 	typescript_note(&s->ts, "%s %s; restarting it on the next data in %u ms", what, text,
 			delay_ms);
 	instances_set_status(in, "%s %s; restarting", what, text);
+	/* Paused because it was behind, the session would wait for it to drain
+	 * for ever (the soak found an instance that never ended): read on, and
+	 * the next data waits for the restart (tools_ready). */
+	if (s->paused)
+		resume(s);
 }
 
 /* What a session hears from its tools: the checker's output is JSON lines,
