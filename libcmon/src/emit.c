@@ -684,6 +684,20 @@ static void sort_small(double *v, int n)
 		}
 }
 
+/* The median of the OVH_BATCHES timings at PER (sorted in place) into *MED,
+ * and their median absolute deviation from it into *MAD. */
+static void median_mad(double *per, double *med, double *mad)
+{
+	double dev[OVH_BATCHES];
+
+	sort_small(per, OVH_BATCHES);
+	*med = per[OVH_BATCHES / 2];
+	for (int b = 0; b < OVH_BATCHES; b++)
+		dev[b] = per[b] > *med ? per[b] - *med : *med - per[b];
+	sort_small(dev, OVH_BATCHES);
+	*mad = dev[OVH_BATCHES / 2];
+}
+
 /* One calibration event: what cmon_emit does on a thread that has emitted
  * before (claim, clock, encode, leave; not its two loads checking the type
  * and the state), on the scratch batch TB. Not inlined: the call is paid as
@@ -777,7 +791,7 @@ static double ovh_write_ns(const struct emit_sink *sink)
 static int emit_overhead(const struct emit_sink *sink, double *ns, double *spread,
                          double *enc, double *enc_spread, double *wshare)
 {
-	double per[OVH_BATCHES], dev[OVH_BATCHES], values[2] = { 0, 4096 };
+	double per[OVH_BATCHES], values[2] = { 0, 4096 };
 	struct emit_tbuf *tb = calloc(1, sizeof *tb);
 
 	if (!tb)
@@ -801,12 +815,7 @@ static int emit_overhead(const struct emit_sink *sink, double *ns, double *sprea
 		ovh_event(tb, values);
 	double per_batch = tb->nevents ? (double)EMIT_BATCH_MAX * tb->nevents / tb->len : 0;
 	free(tb);
-	sort_small(per, OVH_BATCHES);
-	*ns = per[OVH_BATCHES / 2];
-	for (int b = 0; b < OVH_BATCHES; b++)
-		dev[b] = per[b] > *ns ? per[b] - *ns : *ns - per[b];
-	sort_small(dev, OVH_BATCHES);
-	*spread = dev[OVH_BATCHES / 2];
+	median_mad(per, ns, spread);
 	*enc = *ns;
 	*enc_spread = *spread;
 	*wshare = 0;
@@ -879,7 +888,7 @@ static double ovh_write_share(const struct emit_tbuf *tb)
  * period. */
 static void ovh_update(struct emit_tbuf *tb, uint64_t now)
 {
-	double per[OVH_BATCHES], dev[OVH_BATCHES], values[CMON_MAX_ATTRS] = { 0, 4096 };
+	double per[OVH_BATCHES], values[CMON_MAX_ATTRS] = { 0, 4096 };
 	uint64_t n = tb->ovh_events / OVH_SHARE;
 	int part = (int)((n < OVH_PERIODIC_MAX ? n : OVH_PERIODIC_MAX) / OVH_BATCHES);
 	bool fresh = false;
@@ -900,13 +909,7 @@ static void ovh_update(struct emit_tbuf *tb, uint64_t now)
 				per[b] = (double)(emit_clock_now(&tb->clk) - t0) / part;
 			}
 			tbuf_empty(tb);
-			sort_small(per, OVH_BATCHES);
-			tb->ovh_enc_ns = per[OVH_BATCHES / 2];
-			for (int b = 0; b < OVH_BATCHES; b++)
-				dev[b] = per[b] > tb->ovh_enc_ns ? per[b] - tb->ovh_enc_ns
-				                                 : tb->ovh_enc_ns - per[b];
-			sort_small(dev, OVH_BATCHES);
-			tb->ovh_enc_spread = dev[OVH_BATCHES / 2];
+			median_mad(per, &tb->ovh_enc_ns, &tb->ovh_enc_spread);
 			fresh = true;
 		}
 		if (tb->ovh_writes >= OVH_WRITES_MIN) {
