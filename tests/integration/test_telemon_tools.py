@@ -15,7 +15,14 @@ from cmontest import check
 def main():
     with ct.Env("telemon_tools") as env:
         reg = env.registry()
-        rc = (tt.rc_class("crashy", tool="head -n 4 >/dev/null; kill -SEGV $$") +
+        # the crashy tool reads until its first record line, then dies. dd
+        # count=1 is one read() of what the pipe holds, and a batch reaches
+        # the pipe in one write, so it leaves nothing unread (head -n 4
+        # could be satisfied by the header alone, leaving the first batch
+        # in the pipe: counted lost, as docs/protocol.md says)
+        crash = ('for i in 1 2 3 4 5 6 7 8; do dd bs=65536 count=1 2>/dev/null | '
+                 'grep -q "^[^#]" && break; done; kill -SEGV $$')
+        rc = (tt.rc_class("crashy", tool=crash) +
               tt.rc_class("stuck", tool="sleep 600", block=False) +
               tt.rc_class("fsread", spec=tt.FSREAD_SPEC))
         tm = tt.Telemonitor(env, reg, rc)
