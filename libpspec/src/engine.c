@@ -1565,50 +1565,50 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
     bool any = false;
     int64_t last_ts = 0;
     double origin = 0, pending_gap = 0;
-    log_record rec;
+    const log_record *rec;
     if (g.comp)
         log_reader_want_overhead(r, true);
-    while ((rc = log_reader_next(r, &rec, errmsg)) > 0) {
-        if (PS_UNLIKELY(rec.kind == LOG_REC_OVERHEAD)) {
-            thread_cost(&g, &rec);
+    while ((rc = log_reader_next_ref(r, &rec, errmsg)) > 0) {
+        if (PS_UNLIKELY(rec->kind == LOG_REC_OVERHEAD)) {
+            thread_cost(&g, rec);
             continue;
         }
-        if (rec.kind == LOG_REC_GAP) {
-            pending_gap += (double)rec.gap;
-            g.lost += rec.gap;      /* every interval open now may miss records */
+        if (rec->kind == LOG_REC_GAP) {
+            pending_gap += (double)rec->gap;
+            g.lost += rec->gap;      /* every interval open now may miss records */
             continue;
         }
         if (!any) {
             any = true;
             if (p->first_record)
                 p->first_record(p->ctx);
-            bool given = header_origin(r, rec.ts, &origin);
+            bool given = header_origin(r, rec->ts, &origin);
             if (!given)
-                origin = (double)rec.ts;
-            emit_fabricated(&g, logstart, rec.ts, 0);
+                origin = (double)rec->ts;
+            emit_fabricated(&g, logstart, rec->ts, 0);
             for (uint32_t c = 0; c < g.chains.n; c++)
-                schedule_chain(&g, c, origin, given ? first_tick(&g, c, origin, rec.ts) : 0);
+                schedule_chain(&g, c, origin, given ? first_tick(&g, c, origin, rec->ts) : 0);
         }
         if (g.deadlines.n)
-            check_deadlines(&g, rec.ts);
+            check_deadlines(&g, rec->ts);
         if (g.heap.n)
-            emit_virtual(&g, (double)rec.ts, origin);
+            emit_virtual(&g, (double)rec->ts, origin);
         if (pending_gap > 0) {
-            emit_fabricated(&g, gap, rec.ts, pending_gap);
+            emit_fabricated(&g, gap, rec->ts, pending_gap);
             pending_gap = 0;
         }
-        ps_evtype *const *types = rec.name_id < g.names.n && g.names.v[rec.name_id] ? g.names.v[rec.name_id]
-                                                                                  : types_for(&g, r, rec.name_id);
+        ps_evtype *const *types = rec->name_id < g.names.n && g.names.v[rec->name_id] ? g.names.v[rec->name_id]
+                                                                                  : types_for(&g, r, rec->name_id);
         for (const ps_evtype *t; (t = *types) != NULL; types++) {
             const evdisp *d = &g.evd[t->id];
             pv_event *e = event_alloc(&g, t);
-            e->pos = rec.pos;
+            e->pos = rec->pos;
             e->sub = 0;
-            e->thread = rec.thread;
-            e->ts = rec.ts;
-            uint32_t na = t->nattr, n = rec.nvalues < na ? rec.nvalues : na;
+            e->thread = rec->thread;
+            e->ts = rec->ts;
+            uint32_t na = t->nattr, n = rec->nvalues < na ? rec->nvalues : na;
             for (uint32_t i = 0; i < n; i++)
-                e->attr[i] = rec.values[i];
+                e->attr[i] = rec->values[i];
             if (PS_UNLIKELY(n < na)) {
                 for (uint32_t i = n; i < na; i++)
                     e->attr[i] = PV_ATTR_UNDEF;
@@ -1620,16 +1620,16 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
         }
         if (PS_UNLIKELY(g.comp)) {
             /* one more emit of this thread, inside its compensated intervals open */
-            thrent *te = thr_find(&g.threads, rec.thread);
+            thrent *te = thr_find(&g.threads, rec->thread);
             if (te) {
                 te->count++;
                 te->sum_mean += te->mean;
                 te->sum_spread += te->spread;
             }
         }
-        g.pos = rec.pos;
+        g.pos = rec->pos;
         g.sub = 0;
-        last_ts = rec.ts;
+        last_ts = rec->ts;
     }
     if (rc == 0 && any) {
         if (pending_gap > 0)

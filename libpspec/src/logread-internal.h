@@ -68,6 +68,13 @@ typedef struct log_type_slot {
 typedef struct log_prefetch log_prefetch;
 
 struct log_reader {
+    /* what the checking thread reads for every record, on lines of their
+     * own: read ahead, another thread writes the rest of the reader for
+     * every record, and a shared line would cross cores each time */
+    log_prefetch *pf;       /* reading ahead on a second thread (logread_prefetch.c), or NULL */
+    log_record cur;         /* log_reader_next_ref's record when read directly */
+    char pad_[64];          /* (the struct is only 16-byte aligned) */
+
     /* where the bytes come from */
     int fd;                 /* -1 for memory readers */
     bool own_fd;
@@ -106,7 +113,6 @@ struct log_reader {
     int64_t prev_ts;        /* binary: timestamp of the previous Event */
     bool fastpath;          /* use the fast paths (see logr_set_fastpath) */
     bool want_overhead;     /* return LOG_REC_OVERHEAD records (log_reader_want_overhead) */
-    log_prefetch *pf;       /* reading ahead on a second thread (logread_prefetch.c), or NULL */
 
     /* values of the current record */
     double *vals;
@@ -182,7 +188,7 @@ int logr_next_direct(log_reader *r, log_record *rec, char **errmsg);
 /* --- logread_prefetch.c --------------------------------------------------- */
 
 /* log_reader_next, log_reader_name, log_reader_nnames while prefetching. */
-int logr_prefetch_next(log_reader *r, log_record *rec, char **errmsg);
+int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg);
 const char *logr_prefetch_name(const log_reader *r, uint32_t name_id);
 uint32_t logr_prefetch_nnames(const log_reader *r);
 /* True on the thread reading ahead: its warnings go into its batch. */

@@ -93,6 +93,10 @@ const log_header *log_reader_header(const log_reader *r);
 /* The next record: 1 when *rec was filled, 0 at end of log (EOF or an End
  * record), negative errno-style on a read error (message in *errmsg). */
 int log_reader_next(log_reader *r, log_record *rec, char **errmsg);
+/* The same without the copy: *rec points to a record (and values) the
+ * reader keeps until its next call, rewind or close. The engine's loop
+ * uses it: read ahead, the record is the batch's own, in place. */
+int log_reader_next_ref(log_reader *r, const log_record **rec, char **errmsg);
 
 /* Name of an interned id (valid for the reader's lifetime). */
 const char *log_reader_name(const log_reader *r, uint32_t name_id);

@@ -49,7 +49,9 @@ typedef struct pf_warn {
 
 typedef struct pf_batch {
     alignas(64) _Atomic uint32_t full;  /* 1: filled, the consumer's; 0: the producer's */
-    log_record *recs;       /* values: offsets into vals, as uintptr_t */
+    _Atomic uint32_t sleepers;          /* threads in futex_wait on full */
+    log_record *recs;       /* values: offsets into vals while it is filled, then
+                               pointers (batch_seal); handed out in place */
     uint32_t n;
     double *vals;
     size_t nvals, vcap;
@@ -96,17 +98,34 @@ static void futex_wake(_Atomic uint32_t *w)
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Wait until *w differs from v (or, for the producer, a stop is asked). */
-static void wait_while(log_prefetch *pf, _Atomic uint32_t *w, uint32_t v)
+/* Wait until b's full word differs from v (or, for the producer, a stop
+ * is asked). A sleeper counts itself first, so that a side handing a batch
+ * over makes the futex call only when someone sleeps (set_full). */
+static void wait_while(log_prefetch *pf, pf_batch *b, uint32_t v)
 {
-    for (int i = 0; atomic_load_explicit(w, memory_order_acquire) == v; i++) {
+    for (int i = 0; atomic_load_explicit(&b->full, memory_order_acquire) == v; i++) {
         if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
             return;
-        if (i < PF_SPIN)
+        if (i < PF_SPIN) {
             __builtin_ia32_pause();
-        else
-            futex_wait(w, v);
+        } else {
+            atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
+            if (atomic_load_explicit(&b->full, memory_order_seq_cst) == v &&
+                !atomic_load_explicit(&pf->stop, memory_order_seq_cst))
+                futex_wait(&b->full, v);
+            atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
+        }
     }
+}
+
+/* Hand b over (full = v), waking the other side if it sleeps on it: the
+ * store and the load of sleepers are both seq_cst, so either the sleeper
+ * sees the new value before it sleeps or this sees the sleeper. */
+static void set_full(pf_batch *b, uint32_t v)
+{
+    atomic_store_explicit(&b->full, v, memory_order_seq_cst);
+    if (atomic_load_explicit(&b->sleepers, memory_order_seq_cst))
+        futex_wake(&b->full);
 }
 
 /* ---- the producer -------------------------------------------------------------- */
@@ -159,6 +178,19 @@ static void batch_keep(pf_batch *b)
     }
 }
 
+/* The batch is full: its values stay where they are now, so the records'
+ * offsets become pointers, here where the records are still in this
+ * core's cache; the consumer hands them out as they are. */
+static void batch_seal(pf_batch *b)
+{
+    for (uint32_t i = 0; i < b->n; i++) {
+        log_record *o = &b->recs[i];
+        if (o->kind == LOG_REC_EVENT)
+            /* (a batch of events without values has no array) */
+            o->values = b->vals ? b->vals + (uintptr_t)o->values : NULL;
+    }
+}
+
 /* The names the reader interned since the batch began go with it. */
 static void batch_names(log_reader *r, log_prefetch *pf, pf_batch *b)
 {
@@ -185,7 +217,7 @@ static void *producer(void *arg)
     t_producing = r;
     for (;;) {
         pf_batch *b = producing(pf);
-        wait_while(pf, &b->full, 1);
+        wait_while(pf, b, 1);
         if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
             return NULL;
         batch_reset(b);
@@ -202,9 +234,9 @@ static void *producer(void *arg)
             if ((b->n & 255) == 0 && atomic_load_explicit(&pf->stop, memory_order_relaxed))
                 return NULL;
         }
+        batch_seal(b);
         batch_names(r, pf, b);
-        atomic_store_explicit(&b->full, 1, memory_order_release);
-        futex_wake(&b->full);
+        set_full(b, 1);
         pf->pidx++;
         if (b->final)
             return NULL;
@@ -279,11 +311,13 @@ static void deliver_warnings(log_reader *r, pf_batch *b, uint32_t upto)
             r->warn(r->warn_ctx, r->logname, b->warns[pf->cw].where, b->warns[pf->cw].msg);
 }
 
-int logr_prefetch_next(log_reader *r, log_record *rec, char **errmsg)
+int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
 {
     log_prefetch *pf = r->pf;
-    if (pf->done)
-        return logr_next_direct(r, rec, errmsg);
+    if (pf->done) {
+        *rec = &r->cur;
+        return logr_next_direct(r, &r->cur, errmsg);
+    }
     if (!pf->running) {
         /* names a stopped producer interned in batches never taken */
         if (r->nnames > pf->names_cap) {
@@ -295,7 +329,8 @@ int logr_prefetch_next(log_reader *r, log_record *rec, char **errmsg)
         pf->pnames = r->nnames;
         if (pthread_create(&pf->thread, NULL, producer, r) != 0) {
             pf->done = true;    /* no thread: read directly */
-            return logr_next_direct(r, rec, errmsg);
+            *rec = &r->cur;
+            return logr_next_direct(r, &r->cur, errmsg);
         }
         pf->running = true;
     }
@@ -303,7 +338,7 @@ int logr_prefetch_next(log_reader *r, log_record *rec, char **errmsg)
         pf_batch *b = pf->cur;
         if (!b) {
             b = &pf->b[pf->cidx % PF_NBATCH];
-            wait_while(pf, &b->full, 0);
+            wait_while(pf, b, 0);
             pf->cur = b;
             pf->ci = pf->cw = 0;
             if (pf->nnames + b->nnames > pf->names_cap) {
@@ -316,12 +351,10 @@ int logr_prefetch_next(log_reader *r, log_record *rec, char **errmsg)
         }
         deliver_warnings(r, b, pf->ci);
         if (pf->ci < b->n) {
-            *rec = b->recs[pf->ci++];
-            if (rec->kind == LOG_REC_EVENT) {
-                /* (a batch of events without values has no array) */
-                rec->values = b->vals ? b->vals + (uintptr_t)rec->values : NULL;
-                rec->name = pf->names[rec->name_id];
-            }
+            /* the lines of the records a little ahead, from the other core */
+            if (pf->ci + 6 < b->n)
+                __builtin_prefetch(&b->recs[pf->ci + 6]);
+            *rec = &b->recs[pf->ci++];
             return 1;
         }
         deliver_warnings(r, b, UINT32_MAX);
@@ -341,8 +374,7 @@ int logr_prefetch_next(log_reader *r, log_record *rec, char **errmsg)
             pf->cur = NULL;
             return rc;
         }
-        atomic_store_explicit(&b->full, 0, memory_order_release);
-        futex_wake(&b->full);
+        set_full(b, 0);
         pf->cidx++;
         pf->cur = NULL;
     }
