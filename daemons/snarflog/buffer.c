@@ -85,8 +85,16 @@ static void drop_front(struct ring *r, uint64_t n)
 		r->wrap = 0;
 	}
 	r->nrec -= n;
+	r->front += n;
 	r->ifirst = slot(r, n);
 	reset_if_empty(r);
+}
+
+/* The records held now up to the newest may weigh other than one each:
+ * a single record of any kind, or an ascii run (comments, gap markers). */
+static void mark_mixed(struct ring *r)
+{
+	r->mixed_end = r->front + r->nrec;
 }
 
 bool ring_fits(const struct ring *r, size_t len)
@@ -133,8 +141,11 @@ static uint64_t front_run_count(const struct ring *r, size_t want)
 static uint64_t front_weight(const struct ring *r, uint64_t n)
 {
 	struct cmon_tally t = { 0 };
-	size_t end = r->ends[slot(r, n - 1)];
+	size_t end;
 
+	if (r->fmt == CMON__FORMAT__FORMAT_BINARY && r->front >= r->mixed_end)
+		return n;              /* binary runs only: Events, one each */
+	end = r->ends[slot(r, n - 1)];
 	cmon_log_tally(r->fmt, r->mem + r->head, end - r->head, SIZE_MAX, &t);
 	return cmon_tally_weight(&t);
 }
@@ -190,6 +201,7 @@ uint64_t ring_push(struct ring *r, const void *rec, size_t len)
 	r->used += len;
 	r->ends[slot(r, r->nrec)] = (uint32_t)r->tail;
 	r->nrec++;
+	mark_mixed(r);
 	return dropped;
 }
 
@@ -217,6 +229,8 @@ uint64_t ring_push_run(struct ring *r, const uint8_t *p, const uint32_t *ends, s
 		r->nrec += j - i;
 		i = j;
 	}
+	if (r->fmt != CMON__FORMAT__FORMAT_BINARY)
+		mark_mixed(r);
 	return dropped;
 }
 
@@ -254,6 +268,7 @@ uint64_t ring_clear(struct ring *r)
 {
 	uint64_t n = r->nrec;
 
+	r->front += n;
 	r->nrec = 0;
 	reset_if_empty(r);
 	return n;
@@ -331,6 +346,8 @@ size_t ring_stage_commit(struct ring *r, const uint32_t *ends, size_t n, bool dr
 		r->nrec += j - i;
 		i = j;
 	}
+	if (r->fmt != CMON__FORMAT__FORMAT_BINARY)
+		mark_mixed(r);
 	return i;
 }
 

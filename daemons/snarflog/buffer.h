@@ -17,7 +17,11 @@
  * What the functions that drop return is not a number of records held but
  * what the dropped ones stood for in the program's log (cmon_log_tally:
  * events 1, a gap marker its count, comments 0): the count a consumer is
- * told in LogGap. */
+ * told in LogGap. In a binary ring, the runs of ring_push_run() and
+ * ring_stage_commit() are Event records (a Record whose first byte is the
+ * event's tag, as cmon_log_tally counts them), so that dropping a stretch
+ * that holds nothing else weighs its records without reading them again;
+ * ring_push() takes any record. */
 #ifndef SNARFLOG_BUFFER_H
 #define SNARFLOG_BUFFER_H
 
@@ -43,6 +47,8 @@ struct ring {
 	size_t icap;           /* index capacity: most records held at once */
 	size_t ifirst;         /* index slot of the oldest record */
 	Cmon__Format fmt;      /* log format (for callers; the index finds boundaries) */
+	uint64_t front;        /* ordinal of the oldest record: records ever removed */
+	uint64_t mixed_end;    /* records with a lower ordinal may weigh other than 1 */
 };
 
 /* Allocate room for `cap` bytes of records of format `fmt`. 0 or -ENOMEM. */

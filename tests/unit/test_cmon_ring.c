@@ -98,6 +98,71 @@ static void binary_records(void **state)
 	ring_free(&r);
 }
 
+/* Weights in a binary buffer: runs (Events only) dropped without reading
+ * them again, single records of every kind (gap markers weigh their count,
+ * other records nothing) counted by reading them. Whatever was pushed
+ * weighs exactly what was dropped, consumed and is still held. */
+static void binary_weights(void **state)
+{
+	struct ring r;
+	uint8_t block[2048], marker[CMON_GAP_MARKER_MAX];
+	uint32_t ends[64];
+	unsigned seed = 4242;
+	uint64_t pushed = 0, dropped = 0, taken = 0, fast = 0;
+	const uint8_t *p;
+	uint64_t n;
+	size_t len;
+
+	assert_int_equal(ring_init(&r, 4096, CMON__FORMAT__FORMAT_BINARY), 0);
+	for (int round = 0; round < 20000; round++) {
+		unsigned what = (seed = seed * 1103515245 + 12345) >> 16;
+		if (what % 50 == 0) {
+			uint64_t count = 1 + what % 1000;
+			size_t k = cmon_log_gap_marker(CMON__FORMAT__FORMAT_BINARY, count, marker);
+			dropped += ring_push(&r, marker, k);
+			pushed += count;
+		} else if (what % 50 == 1) {
+			const uint8_t other[] = { 4, 0x12, 2, 0x08, 0x01 };   /* weighs nothing */
+			dropped += ring_push(&r, other, sizeof other);
+		} else if (what % 50 == 2) {
+			const uint8_t ev[] = { 4, 0x1a, 2, 0x08, 0x01 };
+			dropped += ring_push(&r, ev, sizeof ev);
+			pushed++;
+		} else {
+			size_t nrec = 1 + what % 40, at = 0;
+			for (size_t i = 0; i < nrec; i++) {
+				size_t body = 4 + (seed = seed * 1103515245 + 12345) % 30;
+				block[at] = (uint8_t)(body + 2);
+				block[at + 1] = 0x1a;
+				block[at + 2] = (uint8_t)body;
+				memset(block + at + 3, 0x08, body);
+				at += body + 3;
+				ends[i] = (uint32_t)at;
+			}
+			if (r.front >= r.mixed_end)
+				fast++;
+			dropped += ring_push_run(&r, block, ends, nrec);
+			pushed += nrec;
+		}
+		if (what % 13 == 0 && (len = ring_peek(&r, 300, &p, &n)) > 0) {
+			struct cmon_tally t = { 0 };
+			cmon_log_tally(CMON__FORMAT__FORMAT_BINARY, p, len, SIZE_MAX, &t);
+			taken += cmon_tally_weight(&t);
+			ring_consume(&r, len, n);
+		}
+		assert_true(r.used <= r.cap);
+	}
+	while ((len = ring_peek(&r, SIZE_MAX, &p, &n)) > 0) {
+		struct cmon_tally t = { 0 };
+		cmon_log_tally(CMON__FORMAT__FORMAT_BINARY, p, len, SIZE_MAX, &t);
+		taken += cmon_tally_weight(&t);
+		ring_consume(&r, len, n);
+	}
+	assert_int_equal(dropped + taken, pushed);
+	assert_true(fast > 1000);          /* the quick weighing was used */
+	ring_free(&r);
+}
+
 /* Random record sizes (tiny ones fill the index first), random consumption:
  * what comes out is always whole records, in order, and everything pushed
  * is either consumed, dropped (counted) or still held. */
@@ -417,6 +482,7 @@ int main(void)
 		cmocka_unit_test(keeps_newest_whole_records),
 		cmocka_unit_test(interleaved_consume),
 		cmocka_unit_test(binary_records),
+		cmocka_unit_test(binary_weights),
 		cmocka_unit_test(random_soak),
 		cmocka_unit_test(run_equals_single),
 		cmocka_unit_test(stage_soak),
