@@ -90,8 +90,8 @@ static void drop_front(struct ring *r, uint64_t n)
 	reset_if_empty(r);
 }
 
-/* The records held now up to the newest may weigh other than one each:
- * a single record of any kind, or an ascii run (comments, gap markers). */
+/* The records held now up to the newest may weigh other than one each
+ * (a single record: of any kind). */
 static void mark_mixed(struct ring *r)
 {
 	r->mixed_end = r->front + r->nrec;
@@ -138,13 +138,15 @@ static uint64_t front_run_count(const struct ring *r, size_t want)
 
 /* What the `n` oldest records (in the run starting at head) stand for in
  * the program's log: a gap marker for its count, a comment for nothing. */
-static uint64_t front_weight(const struct ring *r, uint64_t n)
+uint64_t ring_front_weight(const struct ring *r, uint64_t n)
 {
 	struct cmon_tally t = { 0 };
 	size_t end;
 
-	if (r->fmt == CMON__FORMAT__FORMAT_BINARY && r->front >= r->mixed_end)
-		return n;              /* binary runs only: Events, one each */
+	if (n == 0)
+		return 0;
+	if (r->front >= r->mixed_end)
+		return n;              /* from runs only: events, one each */
 	end = r->ends[slot(r, n - 1)];
 	cmon_log_tally(r->fmt, r->mem + r->head, end - r->head, SIZE_MAX, &t);
 	return cmon_tally_weight(&t);
@@ -169,7 +171,7 @@ static uint64_t make_room(struct ring *r, size_t len)
 			uint64_t run = front_run_count(r, SIZE_MAX);
 			k = run < r->icap / 16 ? run : r->icap / 16;
 		}
-		dropped += front_weight(r, k);
+		dropped += ring_front_weight(r, k);
 		drop_front(r, k);
 	}
 	return dropped;
@@ -229,8 +231,6 @@ uint64_t ring_push_run(struct ring *r, const uint8_t *p, const uint32_t *ends, s
 		r->nrec += j - i;
 		i = j;
 	}
-	if (r->fmt != CMON__FORMAT__FORMAT_BINARY)
-		mark_mixed(r);
 	return dropped;
 }
 
@@ -346,8 +346,6 @@ size_t ring_stage_commit(struct ring *r, const uint32_t *ends, size_t n, bool dr
 		r->nrec += j - i;
 		i = j;
 	}
-	if (r->fmt != CMON__FORMAT__FORMAT_BINARY)
-		mark_mixed(r);
 	return i;
 }
 

@@ -17,11 +17,11 @@
  * What the functions that drop return is not a number of records held but
  * what the dropped ones stood for in the program's log (cmon_log_tally:
  * events 1, a gap marker its count, comments 0): the count a consumer is
- * told in LogGap. In a binary ring, the runs of ring_push_run() and
- * ring_stage_commit() are Event records (a Record whose first byte is the
- * event's tag, as cmon_log_tally counts them), so that dropping a stretch
- * that holds nothing else weighs its records without reading them again;
- * ring_push() takes any record. */
+ * told in LogGap. The runs of ring_push_run() and ring_stage_commit() are
+ * events as cmon_log_tally counts them (binary: a Record whose first byte
+ * is the event's tag; ascii: a line that starts with neither a blank nor
+ * '#'), so that a stretch holding nothing else is weighed without reading
+ * it again; ring_push() takes any record. */
 #ifndef SNARFLOG_BUFFER_H
 #define SNARFLOG_BUFFER_H
 
@@ -76,6 +76,10 @@ size_t ring_peek(const struct ring *r, size_t max, const uint8_t **p, uint64_t *
 
 /* Forget the first `len` bytes / `nrec` records, as returned by ring_peek. */
 void ring_consume(struct ring *r, size_t len, uint64_t nrec);
+
+/* What the `n` oldest records (all in the piece ring_peek returns) stand
+ * for in the program's log: n when they all came in runs. */
+uint64_t ring_front_weight(const struct ring *r, uint64_t n);
 
 /* Drop everything; returns how many records were held. */
 uint64_t ring_clear(struct ring *r);

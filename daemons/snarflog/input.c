@@ -77,8 +77,10 @@ static size_t cut_ascii(const struct input *in, const uint8_t *p, size_t avail, 
 			return n;
 		}
 		len = (size_t)(nl - q) + 1;
-		if (q[0] <= ' ' || len > in->rec_max) {
-			*stop = CUT_ODD;            /* blank, odd or over-long */
+		if (q[0] <= ' ' || q[0] == '#' || len > in->rec_max) {
+			/* blank, odd, over-long, or a comment or gap marker: a run
+			 * holds events only (see buffer.h) */
+			*stop = CUT_ODD;
 			return n;
 		}
 		pos += len;

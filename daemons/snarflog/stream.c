@@ -127,17 +127,6 @@ static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t 
 	return cmon_frame_send(bufferevent_get_output(st->bev), &m);
 }
 
-/* What the whole records at `p` (`n` bytes) stand for in the program's
- * log, as every consumer counts them (cmon_log_tally): events one each,
- * gap markers their count, comments nothing. */
-static uint64_t counted_records(Cmon__Format fmt, const uint8_t *p, size_t n)
-{
-	struct cmon_tally t = { 0 };
-
-	cmon_log_tally(fmt, p, n, SIZE_MAX, &t);
-	return cmon_tally_weight(&t);
-}
-
 static void send_accepted(struct stream *st, uint64_t skipped)
 {
 	struct snarf *s = st->s;
@@ -591,7 +580,7 @@ void stream_pump(struct snarf *s)
 			cmon_warn("%s: cannot queue data", st->peer);
 			break;
 		}
-		s->passed += counted_records(s->format, p, n);
+		s->passed += ring_front_weight(&s->ring, nrec);
 		ring_consume(&s->ring, n, nrec);
 		st->sent_records += nrec;
 		freed = true;

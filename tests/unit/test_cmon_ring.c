@@ -98,12 +98,14 @@ static void binary_records(void **state)
 	ring_free(&r);
 }
 
-/* Weights in a binary buffer: runs (Events only) dropped without reading
- * them again, single records of every kind (gap markers weigh their count,
- * other records nothing) counted by reading them. Whatever was pushed
- * weighs exactly what was dropped, consumed and is still held. */
-static void binary_weights(void **state)
+/* Weights: runs (events only) are weighed without reading them again,
+ * single records of every kind (gap markers weigh their count, comments
+ * and other records nothing) by reading them. Whatever was pushed weighs
+ * exactly what was dropped, consumed (ring_front_weight, as snarflog
+ * counts what it sends) and is still held. */
+static void weights_case(Cmon__Format fmt)
 {
+	bool bin = fmt == CMON__FORMAT__FORMAT_BINARY;
 	struct ring r;
 	uint8_t block[2048], marker[CMON_GAP_MARKER_MAX];
 	uint32_t ends[64];
@@ -113,30 +115,37 @@ static void binary_weights(void **state)
 	uint64_t n;
 	size_t len;
 
-	assert_int_equal(ring_init(&r, 4096, CMON__FORMAT__FORMAT_BINARY), 0);
+	assert_int_equal(ring_init(&r, 4096, fmt), 0);
 	for (int round = 0; round < 20000; round++) {
 		unsigned what = (seed = seed * 1103515245 + 12345) >> 16;
 		if (what % 50 == 0) {
 			uint64_t count = 1 + what % 1000;
-			size_t k = cmon_log_gap_marker(CMON__FORMAT__FORMAT_BINARY, count, marker);
+			size_t k = cmon_log_gap_marker(fmt, count, marker);
 			dropped += ring_push(&r, marker, k);
 			pushed += count;
 		} else if (what % 50 == 1) {
-			const uint8_t other[] = { 4, 0x12, 2, 0x08, 0x01 };   /* weighs nothing */
-			dropped += ring_push(&r, other, sizeof other);
+			static const uint8_t other[] = { 4, 0x12, 2, 0x08, 0x01 };   /* weighs nothing */
+			dropped += bin ? ring_push(&r, other, sizeof other)
+				       : ring_push(&r, "# a comment\n", 12);
 		} else if (what % 50 == 2) {
-			const uint8_t ev[] = { 4, 0x1a, 2, 0x08, 0x01 };
-			dropped += ring_push(&r, ev, sizeof ev);
+			static const uint8_t ev[] = { 4, 0x1a, 2, 0x08, 0x01 };
+			dropped += bin ? ring_push(&r, ev, sizeof ev) : ring_push(&r, "7 1 E\n", 6);
 			pushed++;
 		} else {
 			size_t nrec = 1 + what % 40, at = 0;
 			for (size_t i = 0; i < nrec; i++) {
 				size_t body = 4 + (seed = seed * 1103515245 + 12345) % 30;
-				block[at] = (uint8_t)(body + 2);
-				block[at + 1] = 0x1a;
-				block[at + 2] = (uint8_t)body;
-				memset(block + at + 3, 0x08, body);
-				at += body + 3;
+				if (bin) {
+					block[at] = (uint8_t)(body + 2);
+					block[at + 1] = 0x1a;
+					block[at + 2] = (uint8_t)body;
+					memset(block + at + 3, 0x08, body);
+					at += body + 3;
+				} else {
+					memset(block + at, '5', body);
+					block[at + body] = '\n';
+					at += body + 1;
+				}
 				ends[i] = (uint32_t)at;
 			}
 			if (r.front >= r.mixed_end)
@@ -146,21 +155,26 @@ static void binary_weights(void **state)
 		}
 		if (what % 13 == 0 && (len = ring_peek(&r, 300, &p, &n)) > 0) {
 			struct cmon_tally t = { 0 };
-			cmon_log_tally(CMON__FORMAT__FORMAT_BINARY, p, len, SIZE_MAX, &t);
-			taken += cmon_tally_weight(&t);
+			cmon_log_tally(fmt, p, len, SIZE_MAX, &t);
+			assert_int_equal(ring_front_weight(&r, n), cmon_tally_weight(&t));
+			taken += ring_front_weight(&r, n);
 			ring_consume(&r, len, n);
 		}
 		assert_true(r.used <= r.cap);
 	}
 	while ((len = ring_peek(&r, SIZE_MAX, &p, &n)) > 0) {
-		struct cmon_tally t = { 0 };
-		cmon_log_tally(CMON__FORMAT__FORMAT_BINARY, p, len, SIZE_MAX, &t);
-		taken += cmon_tally_weight(&t);
+		taken += ring_front_weight(&r, n);
 		ring_consume(&r, len, n);
 	}
 	assert_int_equal(dropped + taken, pushed);
 	assert_true(fast > 1000);          /* the quick weighing was used */
 	ring_free(&r);
+}
+
+static void weights(void **state)
+{
+	weights_case(CMON__FORMAT__FORMAT_BINARY);
+	weights_case(CMON__FORMAT__FORMAT_ASCII);
 }
 
 /* Random record sizes (tiny ones fill the index first), random consumption:
@@ -482,7 +496,7 @@ int main(void)
 		cmocka_unit_test(keeps_newest_whole_records),
 		cmocka_unit_test(interleaved_consume),
 		cmocka_unit_test(binary_records),
-		cmocka_unit_test(binary_weights),
+		cmocka_unit_test(weights),
 		cmocka_unit_test(random_soak),
 		cmocka_unit_test(run_equals_single),
 		cmocka_unit_test(stage_soak),
