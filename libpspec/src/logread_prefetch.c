@@ -39,7 +39,8 @@
 
 #define PF_NBATCH 4
 #define PF_RECORDS 1024     /* records per batch (PSPEC_PREFETCH_BATCH for tests): four fit in L2 */
-#define PF_SPIN 2000        /* polls of a word before sleeping on it */
+#define PF_SPIN 2000        /* polls of a word before sleeping on it (PSPEC_PREFETCH_SPIN
+                               for tests: 0 sleeps at once, every hand-off a futex) */
 
 typedef struct pf_warn {
     uint32_t before;        /* index of the record it precedes in its batch */
@@ -72,6 +73,7 @@ struct log_prefetch {
     pf_batch b[PF_NBATCH];
     /* read by both, written only while the producer does not run */
     alignas(64) uint32_t cap;   /* records per batch */
+    uint32_t spin;          /* polls before sleeping */
     pthread_t thread;
     bool running;           /* the producer thread exists (not joined yet) */
     bool done;              /* the consumer took the last batch: read directly now */
@@ -106,7 +108,7 @@ static void wait_while(log_prefetch *pf, pf_batch *b, uint32_t v)
     for (int i = 0; atomic_load_explicit(&b->full, memory_order_acquire) == v; i++) {
         if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
             return;
-        if (i < PF_SPIN) {
+        if ((uint32_t)i < pf->spin) {
             __builtin_ia32_pause();
         } else {
             atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
@@ -290,6 +292,9 @@ int log_reader_prefetch(log_reader *r, bool on)
     const char *t = getenv("PSPEC_PREFETCH_BATCH");
     long cap = t ? strtol(t, NULL, 10) : 0;
     pf->cap = cap > 0 && cap <= 1 << 20 ? (uint32_t)cap : PF_RECORDS;
+    const char *sp = getenv("PSPEC_PREFETCH_SPIN");
+    long spin = sp ? strtol(sp, NULL, 10) : -1;
+    pf->spin = spin >= 0 && spin <= PF_SPIN ? (uint32_t)spin : PF_SPIN;
     for (int i = 0; i < PF_NBATCH; i++)
         pf->b[i].recs = ps_malloc(pf->cap * sizeof *pf->b[i].recs);
     pf->pnames = r->nnames;
