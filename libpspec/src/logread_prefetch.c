@@ -90,6 +90,16 @@ struct log_prefetch {
     uint32_t nnames, names_cap;
 };
 
+/* A polite poll: tells the CPU this is a spin loop (x86 PAUSE, arm YIELD). */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 static void futex_wait(_Atomic uint32_t *w, uint32_t v)
 {
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
@@ -109,7 +119,7 @@ static void wait_while(log_prefetch *pf, pf_batch *b, uint32_t v)
         if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
             return;
         if ((uint32_t)i < pf->spin) {
-            __builtin_ia32_pause();
+            cpu_relax();
         } else {
             atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
             if (atomic_load_explicit(&b->full, memory_order_seq_cst) == v &&
