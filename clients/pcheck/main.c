@@ -86,7 +86,8 @@ typedef struct out {
 static offender_list *pending_for(out *o, const char *file, unsigned line)
 {
     for (size_t i = 0; i < o->npending; i++)
-        if (o->pending_line[i] == line && strcmp(o->pending_file[i], file) == 0)
+        if (o->pending_line[i] == line &&
+            (o->pending_file[i] == file || strcmp(o->pending_file[i], file) == 0))
             return &o->pending[i];
     o->pending = realloc(o->pending, (o->npending + 1) * sizeof *o->pending);
     o->pending_line = realloc(o->pending_line, (o->npending + 1) * sizeof *o->pending_line);
