@@ -389,10 +389,10 @@ static __attribute__((noinline)) void tbuf_write_owned(struct emit_tbuf *tb)
 	tb->ovh_events += tb->nevents;
 	tb->ovh_bytes += tb->len;
 	tbuf_flush(tb);
-	if (unlikely(t0 >= tb->ovh_due))
-		ovh_update(tb, t0);
 	d = emit_clock_now(&tb->clk) - t0;
 	tb->ovh_wns[tb->ovh_writes++ % OVH_WRITE_SAMPLES] = d < UINT32_MAX ? (uint32_t)d : UINT32_MAX;
+	if (unlikely(t0 >= tb->ovh_due))
+		ovh_update(tb, t0);     /* (this write counts in the period it ends) */
 }
 
 /* Writes TB's batch, or (SCRATCH: a batch that is never written, see
@@ -880,9 +880,8 @@ static double ovh_write_share(const struct emit_tbuf *tb)
  * as at start, on the thread's own (now empty) batch, in this thread, with
  * its caches as the program left them, but with few events (see
  * OVH_PERIODIC_MAX); its batch writes were timed as they happened
- * (tbuf_write_owned, this very measurement included in its write), and
- * their share per event is the median write over the events per write
- * (ovh_write_share). The figure goes into
+ * (tbuf_write_owned), and their share per event is the median write over
+ * the events per write (ovh_write_share). The figure goes into
  * the batch as an Overhead frame, in front of the thread's next events,
  * and holds for them until the next. The first call only starts the
  * period. */
@@ -892,7 +891,6 @@ static void ovh_update(struct emit_tbuf *tb, uint64_t now)
 	uint64_t n = tb->ovh_events / OVH_SHARE;
 	int part = (int)((n < OVH_PERIODIC_MAX ? n : OVH_PERIODIC_MAX) / OVH_BATCHES);
 	bool fresh = false;
-	size_t len;
 
 	if (tb->ovh_due && tb->ovh_events &&
 	    atomic_load_explicit(&g.state, memory_order_relaxed) != ST_DEAD) {
@@ -916,12 +914,11 @@ static void ovh_update(struct emit_tbuf *tb, uint64_t now)
 			tb->ovh_share = ovh_write_share(tb);
 			fresh = true;
 		}
-		len = emit_wire_overhead(tb->buf + EMIT_HEADROOM + tb->len,
-		                         EMIT_BATCH_MAX - tb->len, tb->tid,
-		                         tb->ovh_enc_ns + tb->ovh_share,
-		                         tb->ovh_enc_spread + tb->ovh_share);
 		if (fresh && tb->ovh_enc_ns + tb->ovh_share > 0)
-			tb->len += (uint32_t)len;
+			tb->len += (uint32_t)emit_wire_overhead(tb->buf + EMIT_HEADROOM + tb->len,
+			                                        EMIT_BATCH_MAX - tb->len, tb->tid,
+			                                        tb->ovh_enc_ns + tb->ovh_share,
+			                                        tb->ovh_enc_spread + tb->ovh_share);
 	}
 	tb->ovh_due = now + g.ovh_period_ns;
 	tb->ovh_writes = 0;
