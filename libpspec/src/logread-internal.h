@@ -184,6 +184,12 @@ void logr_vals_reserve(log_reader *r, size_t n);
 /* The next record read from the bytes, on this thread (what
  * log_reader_next does without prefetching). */
 int logr_next_direct(log_reader *r, log_record *rec, char **errmsg);
+/* The same into the reader's own record, handed out in place. */
+static inline int logr_next_direct_ref(log_reader *r, const log_record **rec, char **errmsg)
+{
+    *rec = &r->cur;
+    return logr_next_direct(r, &r->cur, errmsg);
+}
 
 /* --- logread_prefetch.c --------------------------------------------------- */
 

@@ -415,24 +415,20 @@ int logr_next_direct(log_reader *r, log_record *rec, char **errmsg)
     return logbin_next(r, rec, errmsg);
 }
 
-int log_reader_next(log_reader *r, log_record *rec, char **errmsg)
-{
-    if (r->pf) {
-        const log_record *p;
-        int rc = logr_prefetch_next(r, &p, errmsg);
-        if (rc == 1)
-            *rec = *p;
-        return rc;
-    }
-    return logr_next_direct(r, rec, errmsg);
-}
-
 int log_reader_next_ref(log_reader *r, const log_record **rec, char **errmsg)
 {
     if (r->pf)
         return logr_prefetch_next(r, rec, errmsg);
-    *rec = &r->cur;
-    return logr_next_direct(r, &r->cur, errmsg);
+    return logr_next_direct_ref(r, rec, errmsg);
+}
+
+int log_reader_next(log_reader *r, log_record *rec, char **errmsg)
+{
+    const log_record *p;
+    int rc = log_reader_next_ref(r, &p, errmsg);
+    if (rc == 1)
+        *rec = *p;
+    return rc;
 }
 
 void log_reader_want_overhead(log_reader *r, bool on)

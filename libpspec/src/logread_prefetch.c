@@ -329,10 +329,8 @@ static void deliver_warnings(log_reader *r, pf_batch *b, uint32_t upto)
 int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
 {
     log_prefetch *pf = r->pf;
-    if (pf->done) {
-        *rec = &r->cur;
-        return logr_next_direct(r, &r->cur, errmsg);
-    }
+    if (pf->done)
+        return logr_next_direct_ref(r, rec, errmsg);
     if (!pf->running) {
         /* names a stopped producer interned in batches never taken */
         if (r->nnames > pf->names_cap) {
@@ -344,8 +342,7 @@ int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
         pf->pnames = r->nnames;
         if (pthread_create(&pf->thread, NULL, producer, r) != 0) {
             pf->done = true;    /* no thread: read directly */
-            *rec = &r->cur;
-            return logr_next_direct(r, &r->cur, errmsg);
+            return logr_next_direct_ref(r, rec, errmsg);
         }
         pf->running = true;
     }
