@@ -135,6 +135,12 @@ def spellings(tmp):
          lambda r: r[0] in (0, 1) and r[1] and r[2] == "")
     same("pcheck", [["-f", "-json", "-s", spec, log], ["--failures", "--json", "-s", spec, log]],
          lambda r: r[0] in (0, 1) and all(l.startswith("{") for l in r[1].splitlines()))
+    # --threads 1 and 2 (every spelling) check alike; nothing else is a count of threads
+    same("pcheck", [["-s", spec, log], ["-threads", "1", "-s", spec, log],
+                    ["--threads", "2", "-s", spec, log], ["--threads=1", "-s", spec, log]],
+         lambda r: r[0] in (0, 1) and r[1] and r[2] == "")
+    for flag, value in (("--threads", "3"), ("-threads", "0"), ("--threads", "two")):
+        usage_error("pcheck", "bad value '%s' for --threads (1 or 2)" % value, flag, value, "-s", spec, log)
 
     # peval: -c / -commands / --commands
     cmds = os.path.join(tmp, "cmds")
