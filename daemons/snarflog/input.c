@@ -161,10 +161,7 @@ static size_t cut_binary(const struct input *in, const uint8_t *p, size_t avail,
 			 struct cut_ts *ts, enum cut_stop *stop)
 {
 	const uint8_t *q = p, *quick_end = avail > QUICK_SLACK ? p + avail - QUICK_SLACK : p;
-	/* the last quick frame's length and first four bytes: always a pair
-	 * that passes the test below (quick_head(last_flen) == last_head) */
-	size_t n = 0, last_flen = 8;
-	uint32_t last_head = quick_head(8);
+	size_t n = 0;
 
 	while (n < SNARF_RUN) {
 		size_t left, hdr;
@@ -175,24 +172,13 @@ static size_t cut_binary(const struct input *in, const uint8_t *p, size_t avail,
 			/* Frame length (1 byte, 8..127, always <= rec_max), Record
 			 * tag 3 with a 1-byte length covering the frame, Event tag 1:
 			 * four bytes compared at once; then type, thread, ts. */
-			size_t flen;
+			size_t flen = q[0];
 			uint32_t head;
 			const uint8_t *e, *tsp;
 
 			memcpy(&head, q, sizeof head);
-			if (__builtin_expect(head == last_head, 1)) {
-				/* The same first four bytes as the frame before, so the
-				 * same length: taken from a register, the next frame's
-				 * address does not wait for this load (a run of equal
-				 * frames is cut at the loads' rate, not their latency). */
-				flen = last_flen;
-			} else {
-				flen = q[0];
-				if (flen - 8 >= 0x78 || head != quick_head(flen))
-					break;
-				last_head = head;
-				last_flen = flen;
-			}
+			if (flen - 8 >= 0x78 || head != quick_head(flen))
+				break;
 			e = varint_skip(q + 4);
 			if (!e || *e != 0x10 || !(e = varint_skip(e + 1)) || *e != 0x18)
 				break;
