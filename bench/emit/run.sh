@@ -16,6 +16,11 @@
 # With the lttng tools installed, a private session daemon is started and
 # the tracepoint enabled for the lttng-session mode; otherwise that row
 # says why it is missing.
+# Environment: BASELINE=DIR adds the rows cmon-devnull-old and
+# cmon-pipe-old, the same modes with the libcmon.so.0 in DIR (an older
+# build: a before/after in one run); CPU=N runs every mode on CPU N
+# (taskset), since on a VM one vCPU can be slower than the other for a
+# while and an unpinned run mixes the two.
 set -eu
 
 build=${1:-build-bench}
@@ -69,21 +74,42 @@ echo "cmon modes read the TSC where the kernel's clocksource is it (emit_clock.c
 echo "is cmon-pipe with CMON_CLOCK=monotonic (clock_gettime), the same run's before/after"
 echo
 
+pin=""
+if [ -n "${CPU:-}" ]; then
+    pin="taskset -c $CPU"
+    echo "every mode on CPU $CPU"
+fi
+old_modes=""
+if [ -n "${BASELINE:-}" ]; then
+    if [ ! -e "$BASELINE/libcmon.so.0" ]; then
+        echo "run.sh: BASELINE=$BASELINE holds no libcmon.so.0" >&2
+        exit 2
+    fi
+    old_modes="cmon-devnull-old cmon-pipe-old"
+    echo "*-old rows: libcmon.so.0 from $BASELINE"
+fi
+[ -z "$pin$old_modes" ] || echo
+
 r=1
 while [ "$r" -le "$reps" ]; do
     for m in $modes; do
-        "$bin" "$m" >>"$tmp/raw" || echo "$m failed" >&2
+        $pin "$bin" "$m" >>"$tmp/raw" || echo "$m failed" >&2
     done
     # the same as cmon-pipe, timed by clock_gettime() instead of the TSC
-    CMON_CLOCK=monotonic "$bin" cmon-pipe | sed 's/^cmon-pipe /cmon-pipe-mono /' >>"$tmp/raw" ||
+    CMON_CLOCK=monotonic $pin "$bin" cmon-pipe | sed 's/^cmon-pipe /cmon-pipe-mono /' >>"$tmp/raw" ||
         echo "cmon-pipe-mono failed" >&2
+    for m in $old_modes; do
+        b=${m%-old}
+        LD_LIBRARY_PATH=$BASELINE $pin "$bin" "$b" | sed "s/^$b /$m /" >>"$tmp/raw" ||
+            echo "$m failed" >&2
+    done
     for m in $lmodes; do
-        LTTNG_HOME=$tmp "$lbin" "$m" >>"$tmp/raw" || echo "$m failed" >&2
+        LTTNG_HOME=$tmp $pin "$lbin" "$m" >>"$tmp/raw" || echo "$m failed" >&2
     done
     r=$((r + 1))
 done
 
-awk -v order="$modes cmon-pipe-mono $lmodes" '
+awk -v order="$modes cmon-pipe-mono $old_modes $lmodes" '
 function median(list,    a, n, i, j, t) {
     n = split(list, a, " ")
     for (i = 2; i <= n; i++)               # insertion sort: n is small
@@ -96,12 +122,12 @@ function median(list,    a, n, i, j, t) {
   drop[$1] = drop[$1] " " (100 * $5 / $6) }
 END {
     ref_med = median(med["cmon-pipe"]); ref_mean = median(mean["cmon-pipe"])
-    printf "%-14s %10s %10s %10s %7s %10s %10s\n", "mode", "median ns", "mean ns", "p99 ns", "drop%", "median/cmon", "mean/cmon"
+    printf "%-17s %10s %10s %10s %7s %10s %10s\n", "mode", "median ns", "mean ns", "p99 ns", "drop%", "median/cmon", "mean/cmon"
     n = split(order, m, " ")
     for (i = 1; i <= n; i++) {
         k = m[i]
         if (!(k in med)) continue
-        printf "%-14s %10.1f %10.1f %10.1f %7.2f %10.2fx %10.2fx\n", k, median(med[k]),
+        printf "%-17s %10.1f %10.1f %10.1f %7.2f %10.2fx %10.2fx\n", k, median(med[k]),
                median(mean[k]), median(p99[k]), median(drop[k]),
                median(med[k]) / ref_med, median(mean[k]) / ref_mean
     }

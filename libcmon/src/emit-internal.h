@@ -129,6 +129,30 @@ static inline uint8_t *emit_put_varint(uint8_t *p, uint64_t v)
 	return p;
 }
 
+/* The 7-bit groups of V (below 2^56) one to a byte, little-endian: a varint
+ * of V once the continuation bits (emit_varint_cont) are added. */
+static inline uint64_t emit_spread7(uint64_t v)
+{
+	return (v & 0x7f) | ((v << 1) & 0x7f00) | ((v << 2) & 0x7f0000) |
+	       ((v << 3) & 0x7f000000) | ((v << 4) & 0x7f00000000) |
+	       ((v << 5) & 0x7f0000000000) | ((v << 6) & 0x7f000000000000) |
+	       ((v << 7) & 0x7f00000000000000);
+}
+
+/* The continuation bits of an N-byte varint (1..8), as emit_spread7 lays
+ * it out. */
+static inline uint64_t emit_varint_cont(unsigned n)
+{
+	return 0x8080808080808080ull & ((1ull << (8 * (n - 1))) - 1);
+}
+
+/* The values whose varint takes N bytes (1..8): V with V - *LO < *SPAN. */
+static inline void emit_varint_range(unsigned n, uint64_t *lo, uint64_t *span)
+{
+	*lo = n == 1 ? 0 : 1ull << (7 * (n - 1));
+	*span = (1ull << (7 * n)) - *lo;
+}
+
 /* emit_put_varint for values usually 6..8 bytes long (timestamps): spreads
  * the 7-bit groups without a loop. Writes 8 bytes at P whatever the length
  * (the caller leaves that slack); returns the byte after the varint. */
@@ -140,11 +164,7 @@ static inline uint8_t *emit_put_varint64(uint8_t *p, uint64_t v)
 	if (v >> 56)
 		return emit_put_varint(p, v);
 	n = emit_varint_size(v);
-	x = (v & 0x7f) | ((v << 1) & 0x7f00) | ((v << 2) & 0x7f0000) |
-	    ((v << 3) & 0x7f000000) | ((v << 4) & 0x7f00000000) |
-	    ((v << 5) & 0x7f0000000000) | ((v << 6) & 0x7f000000000000) |
-	    ((v << 7) & 0x7f00000000000000);
-	x |= 0x8080808080808080ull & ((1ull << (8 * (n - 1))) - 1);
+	x = emit_spread7(v) | emit_varint_cont(n);
 	memcpy(p, &x, sizeof x);
 	return p + n;
 }

@@ -77,6 +77,25 @@ enum emit_state {
 /* Batch writes whose durations a thread keeps, for its write share. */
 #define OVH_WRITE_SAMPLES 31
 
+/* The frame of one event shape, (type, number of values), as a thread
+ * writes it with an absolute timestamp of ts_len bytes: everything but the
+ * timestamp's varint and the values is the same from one such event to the
+ * next, so an event of a known shape copies it (tbuf_append). */
+struct emit_shape {
+	uint32_t type;              /* the event type; 0: no shape here */
+	uint8_t n;                  /* values */
+	uint8_t pre_len;            /* bytes of `pre` in use */
+	uint8_t ts_len;             /* bytes of the ts varint */
+	uint8_t frame_len;          /* bytes of the whole frame */
+	uint64_t ts_lo;             /* the timestamps of ts_len bytes: from ts_lo ... */
+	uint64_t ts_span;           /* ... to ts_lo + ts_span (excluded) */
+	uint64_t ts_cont;           /* the varint's continuation bits */
+	uint8_t pre[24];            /* frame length, Record.event tag, Event length,
+	                               Event.type, Event.thread, Event.ts tag */
+};
+/* Shapes a thread keeps, by type id modulo this (a power of two). */
+#define EMIT_SHAPES 8
+
 /* One thread's batch of encoded Event frames. */
 struct emit_tbuf {
 	_Atomic int busy;           /* owner is using the batch (see exit) */
@@ -89,6 +108,7 @@ struct emit_tbuf {
 	struct emit_anchor clk;     /* the thread's clock anchor (emit_clock.c) */
 	int64_t tid;                /* the owner's kernel thread id */
 	uint8_t tid_enc[16];        /* Event.thread pre-encoded (tag + varint) */
+	struct emit_shape shapes[EMIT_SHAPES]; /* frames of recent event shapes */
 	struct emit_tbuf *next;     /* registry of live batches */
 	struct emit_tbuf *prev;     /* registry of live batches */
 	/* what an event costs this thread (ovh_update), measured again each
@@ -192,14 +212,42 @@ static void tbuf_set_tid(struct emit_tbuf *tb)
 
 	tb->deltas = g.sink.is_file;
 	tb->tid = gettid();
+	memset(tb->shapes, 0, sizeof tb->shapes);   /* they hold the thread id */
 	*p++ = PB_TAG(2, PB_VARINT);
 	p = emit_put_varint(p, (uint64_t)tb->tid);
 	tb->tid_len = (uint32_t)(p - tb->tid_enc);
 }
 
+/* Notes the frame just written at BASE (an event of TYPE with N values,
+ * absolute timestamp TS, EV bytes of Event) as the shape of its kind, when
+ * an event like it can take the copy: one-byte lengths, a timestamp below
+ * 2^56. Kept out of line: it runs once per shape (and timestamp length). */
+static __attribute__((noinline)) void
+tbuf_shape_note(struct emit_tbuf *tb, uint32_t type, size_t n,
+                const uint8_t *base, uint64_t ts, size_t ev)
+{
+	struct emit_shape *sh = &tb->shapes[type & (EMIT_SHAPES - 1)];
+	unsigned k = emit_varint_size(ts);
+	size_t pre = 3 + 1 + emit_varint_size(type) + tb->tid_len + 1;
+
+	if (ev > 125 || ts >> 56 || pre > sizeof sh->pre)
+		return;
+	sh->type = type;
+	sh->n = (uint8_t)n;
+	sh->pre_len = (uint8_t)pre;
+	sh->ts_len = (uint8_t)k;
+	sh->frame_len = (uint8_t)(ev + 3);
+	emit_varint_range(k, &sh->ts_lo, &sh->ts_span);
+	sh->ts_cont = emit_varint_cont(k);
+	memcpy(sh->pre, base, pre);
+}
+
 /* Appends an Event frame to TB. The caller made room (EMIT_EVENT_MAX).
- * The body is written first, 3 bytes in, assuming both length prefixes take
- * one byte (true up to 12 values); otherwise it is moved to make room.
+ * An event of a shape the thread wrote before (same type, as many values,
+ * a timestamp of as many bytes, absolute) copies that frame's fixed part
+ * and writes its timestamp and values. Otherwise the body is written
+ * first, 3 bytes in, assuming both length prefixes take one byte (true up
+ * to 12 values), and moved to make room when they do not.
  * Values go as packed doubles even when integral: Event.ivalues cost a
  * typical two-value event 4 to 9 ns more (docs/PERFORMANCE.md, "A compact
  * cmon-bin"). Into a regular file (tb->deltas) an event after the first of
@@ -211,10 +259,28 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
             const double *values, uint64_t ts)
 {
 	uint8_t *base = tb->buf + EMIT_HEADROOM + tb->len;
+	const struct emit_shape *sh = &tb->shapes[type & (EMIT_SHAPES - 1)];
 	uint8_t *body = base + 3;
 	uint8_t *p = body;
 	size_t ev;
 
+	if (likely(sh->type == type && sh->n == n && ts - sh->ts_lo < sh->ts_span)) {
+		uint64_t x = emit_spread7(ts) | sh->ts_cont;
+
+		memcpy(base, sh->pre, sizeof sh->pre);  /* (+slack) */
+		p = base + sh->pre_len;
+		memcpy(p, &x, sizeof x);                /* Event.ts (+slack) */
+		p += sh->ts_len;
+		if (n) {
+			p[0] = PB_TAG(5, PB_LEN);       /* Event.values, packed */
+			p[1] = (uint8_t)(n * sizeof(double));
+			p += 2;
+			for (size_t i = 0; i < n; i++, p += sizeof(double))
+				memcpy(p, &values[i], sizeof(double));
+		}
+		tb->len += sh->frame_len;
+		goto done;
+	}
 	*p++ = PB_TAG(1, PB_VARINT);            /* Event.type */
 	p = emit_put_varint(p, type);
 	memcpy(p, tb->tid_enc, sizeof tb->tid_enc); /* Event.thread (+slack) */
@@ -227,7 +293,6 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 		*p++ = PB_TAG(3, PB_VARINT);    /* Event.ts */
 		p = emit_put_varint64(p, ts);
 	}
-	tb->prev_ts = ts;
 	if (n) {
 		size_t vbytes = n * sizeof(double);
 		*p++ = PB_TAG(5, PB_LEN);       /* Event.values, packed */
@@ -241,6 +306,8 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 		base[1] = PB_TAG(3, PB_LEN);    /* Record.event */
 		base[2] = (uint8_t)ev;          /* Event length */
 		tb->len += (uint32_t)ev + 3;
+		if (!tb->deltas)
+			tbuf_shape_note(tb, type, n, base, ts, ev);
 	} else {
 		size_t rec = 1 + emit_varint_size(ev) + ev;
 		uint8_t *q = base + emit_varint_size(rec) + 1 + emit_varint_size(ev);
@@ -251,6 +318,8 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 		q = emit_put_varint(q, ev);
 		tb->len += (uint32_t)(q + ev - base);
 	}
+done:
+	tb->prev_ts = ts;
 	if (tb->nevents++ == 0)
 		tb->oldest_ts = ts;
 }

@@ -157,6 +157,49 @@ static int child_basic(void)
 	return 0;
 }
 
+/* Event shapes (tbuf_append): types that share a slot of the thread's
+ * shape cache (1 and 9, 2 and 10, ...), one type emitted with different
+ * numbers of values in turn, no values, and up to 14 values (over 12 the
+ * frame's lengths take two bytes: no shape). Values: shape_value(). */
+#define SHAPE_TYPES 10
+#define SHAPE_EVENTS 600
+#define SHAPE_MAXN 14
+
+/* Event I's number of values: the same for each type over 40 events in a
+ * row (4 of its events), then another. */
+static size_t shape_n(int i)
+{
+	return (size_t)(((i / 40) * 7 + i % SHAPE_TYPES) % (SHAPE_MAXN + 1));
+}
+
+static double shape_value(int i, size_t k)
+{
+	return k % 3 == 0 ? (double)i : k % 3 == 1 ? -0.25 * (double)k : 1e10 + (double)(i * k);
+}
+
+static int child_shapes(void)
+{
+	const char *attrs[SHAPE_MAXN] = { "a", "b", "c", "d", "e", "f", "g",
+	                                  "h", "i", "j", "k", "l", "m", "n" };
+
+	CK(cmon_init("emit-shapes") == 0);
+	for (int t = 0; t < SHAPE_TYPES; t++) {
+		char name[16];
+		snprintf(name, sizeof name, "S%d", t + 1);
+		CK(cmon_declare(name, SHAPE_MAXN, attrs) == (cmon_type)(t + 1));
+	}
+	for (int i = 0; i < SHAPE_EVENTS; i++) {
+		double v[SHAPE_MAXN];
+		size_t n = shape_n(i);
+		for (size_t k = 0; k < n; k++)
+			v[k] = shape_value(i, k);
+		cmon_emit((cmon_type)(i % SHAPE_TYPES + 1), n, v);
+	}
+	cmon_flush();
+	send_report(0, SHAPE_EVENTS);
+	return 0;
+}
+
 /* Many threads declaring and emitting at once. */
 #define NTHREADS 8
 #define PER_THREAD 3000
@@ -627,6 +670,7 @@ static const struct {
 	{ "epipe", child_epipe },     { "names", child_names },
 	{ "signal", child_signal },   { "exit_busy", child_exit_busy },
 	{ "overhead", child_overhead }, { "overhead_periodic", child_overhead_periodic },
+	{ "shapes", child_shapes },
 };
 
 /* ---- parent side: running children ------------------------------------ */
@@ -1075,6 +1119,42 @@ static void test_output_decodes_with_protobuf_c(void **state)
 		ev++;
 	}
 	assert_int_equal(rep.st.events_written, 8);
+	log_free(&lg);
+	free(b.p);
+}
+
+/* An event of a shape the thread wrote before copies that frame's fixed
+ * part: the bytes are still exactly protobuf-c's (decode() re-packs every
+ * record), and every event has its own type, thread, time and values. */
+static void test_event_shapes(void **state)
+{
+	struct report rep;
+	struct log lg;
+	int status, ev = 0;
+	uint64_t last = 0;
+	struct bytes b = run_logged("shapes", &rep, &status);
+	(void)state;
+
+	assert_int_equal(status, 0);
+	decode(b.p, b.len, &lg);
+	assert_int_equal(lg.events, SHAPE_EVENTS);
+	for (size_t i = 0; i < lg.n; i++) {
+		Cmonlog__Event *e;
+		if (lg.rec[i]->kind_case != CMONLOG__RECORD__KIND_EVENT)
+			continue;
+		e = lg.rec[i]->event;
+		assert_int_equal(e->type, ev % SHAPE_TYPES + 1);
+		assert_int_equal(e->thread, rep.tid);
+		assert_true(e->has_ts && e->ts >= last);
+		last = e->ts;
+		assert_int_equal(e->n_values, shape_n(ev));
+		for (size_t k = 0; k < e->n_values; k++) {
+			double want = shape_value(ev, k);
+			assert_memory_equal(&e->values[k], &want, sizeof want);
+		}
+		ev++;
+	}
+	assert_int_equal(rep.st.events_written, SHAPE_EVENTS);
 	log_free(&lg);
 	free(b.p);
 }
@@ -1675,6 +1755,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_noop_unconfigured),
 		cmocka_unit_test(test_bad_environment_is_ignored),
 		cmocka_unit_test(test_output_decodes_with_protobuf_c),
+		cmocka_unit_test(test_event_shapes),
 		cmocka_unit_test(test_header_first),
 		cmocka_unit_test(test_typedef_before_first_use_threads),
 		cmocka_unit_test(test_gap_counts_drops_on_full_pipe),
