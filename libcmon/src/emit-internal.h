@@ -35,7 +35,8 @@
 #define EMIT_BATCH_MAX (EMIT_WRITE_MAX - EMIT_HEADROOM)
 /* Upper bound of the bytes one Event frame with N values may touch: the
  * frame itself (at most 36 + 8N) plus slack for the fixed-size copies of the
- * thread field (16 bytes) and of the timestamp varint (8 bytes). */
+ * thread field (16 bytes), of the timestamp varint (8 bytes) and of an
+ * event shape's fixed part (24 bytes from the frame's start). */
 #define EMIT_EVENT_MAX(n) (56 + 8 * (size_t)(n))
 /* A thread's batch is written once its oldest event is this old (ns). */
 #define EMIT_FLUSH_NS 10000000ull
