@@ -23,6 +23,8 @@
  *   cmon-off      cmon_emit() with no log configured (the no-op path)
  *   cmon-pipe     cmon_emit() into a pipe drained by a reader process
  *   cmon-devnull  cmon_emit() into /dev/null: the library without a reader
+ *   cmon-file     cmon_emit() into a regular file in $TMPDIR (or /tmp),
+ *                 removed afterwards: events carry ts_delta
  *   fprintf-pipe  fprintf("%llu %ld StartRead %g %g\n") of the same
  *                 timestamp, thread and values into a drained pipe
  *   cmon-pipe-1M, fprintf-pipe-1M
@@ -179,12 +181,13 @@ int main(int argc, char **argv)
 		MEASURE(samples, ns, overhead, pace, sink += __rdtsc());
 #endif
 	} else if (strcmp(base, "cmon-off") == 0 || strcmp(base, "cmon-pipe") == 0 ||
-	           strcmp(base, "cmon-devnull") == 0) {
+	           strcmp(base, "cmon-devnull") == 0 || strcmp(base, "cmon-file") == 0) {
 		const char *attrs[] = { "tid", "size" };
 		struct cmon_stats st;
 		pid_t reader = -1;
 		int p[2] = { -1, -1 };
 		cmon_type t;
+		char file[256] = "";
 
 		if (strcmp(base, "cmon-pipe") == 0) {
 			char fd[16];
@@ -198,6 +201,13 @@ int main(int argc, char **argv)
 			unsetenv("CMON_LOG");
 			if (strcmp(base, "cmon-devnull") == 0)
 				setenv("CMON_LOG", "/dev/null", 1);
+			if (strcmp(base, "cmon-file") == 0) {
+				const char *dir = getenv("TMPDIR");
+				snprintf(file, sizeof file, "%s/bench_emit.%d.log",
+				         dir && *dir ? dir : "/tmp", (int)getpid());
+				unlink(file);
+				setenv("CMON_LOG", file, 1);
+			}
 		}
 		cmon_init("bench_emit");
 		t = cmon_declare("StartRead", 2, attrs);
@@ -209,6 +219,8 @@ int main(int argc, char **argv)
 		dropped = (unsigned long long)st.events_dropped;
 		if (reader >= 0)
 			stop_reader(p[1], reader);
+		if (*file)
+			unlink(file);
 	} else if (strcmp(base, "fprintf-pipe") == 0) {
 		long tid = (long)gettid();
 		int p[2];

@@ -16,8 +16,8 @@
 # With the lttng tools installed, a private session daemon is started and
 # the tracepoint enabled for the lttng-session mode; otherwise that row
 # says why it is missing.
-# Environment: BASELINE=DIR adds the rows cmon-devnull-old and
-# cmon-pipe-old, the same modes with the libcmon.so.0 in DIR (an older
+# Environment: BASELINE=DIR adds the rows cmon-devnull-old,
+# cmon-file-old and cmon-pipe-old, the same modes with the libcmon.so.0 in DIR (an older
 # build: a before/after in one run); CPU=N runs every mode on CPU N
 # (taskset), since on a VM one vCPU can be slower than the other for a
 # while and an unpinned run mixes the two.
@@ -44,7 +44,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-modes="tsc clock cmon-off cmon-devnull cmon-pipe fprintf-pipe cmon-pipe-1M fprintf-pipe-1M"
+modes="tsc clock cmon-off cmon-devnull cmon-file cmon-pipe fprintf-pipe cmon-pipe-1M fprintf-pipe-1M"
 lmodes=""
 note_session="lttng-session: not measured: the lttng tools (lttng, lttng-sessiond) are not installed"
 if [ -x "$lbin" ]; then
@@ -85,7 +85,7 @@ if [ -n "${BASELINE:-}" ]; then
         echo "run.sh: BASELINE=$BASELINE holds no libcmon.so.0" >&2
         exit 2
     fi
-    old_modes="cmon-devnull-old cmon-pipe-old"
+    old_modes="cmon-devnull-old cmon-file-old cmon-pipe-old"
     echo "*-old rows: libcmon.so.0 from $BASELINE"
 fi
 [ -z "$pin$old_modes" ] || echo

@@ -242,45 +242,17 @@ tbuf_shape_note(struct emit_tbuf *tb, uint32_t type, size_t n,
 	memcpy(sh->pre, base, pre);
 }
 
-/* Appends an Event frame to TB. The caller made room (EMIT_EVENT_MAX).
- * An event of a shape the thread wrote before (same type, as many values,
- * a timestamp of as many bytes, absolute) copies that frame's fixed part
- * and writes its timestamp and values. Otherwise the body is written
- * first, 3 bytes in, assuming both length prefixes take one byte (true up
- * to 12 values), and moved to make room when they do not.
- * Values go as packed doubles even when integral: Event.ivalues cost a
- * typical two-value event 4 to 9 ns more (docs/PERFORMANCE.md, "A compact
- * cmon-bin"). Into a regular file (tb->deltas) an event after the first of
- * its batch carries ts_delta from the one before: a batch reaches the file
- * whole, so the event before it in the file is the one before it in the
- * batch. */
-static inline __attribute__((always_inline)) void
-tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
+/* Encodes an Event frame into TB the plain way (see tbuf_append); returns
+ * the Event's length when both length prefixes took one byte, else 0. */
+static inline __attribute__((always_inline)) size_t
+tbuf_encode(struct emit_tbuf *tb, uint32_t type, size_t n,
             const double *values, uint64_t ts)
 {
 	uint8_t *base = tb->buf + EMIT_HEADROOM + tb->len;
-	const struct emit_shape *sh = &tb->shapes[type & (EMIT_SHAPES - 1)];
 	uint8_t *body = base + 3;
 	uint8_t *p = body;
 	size_t ev;
 
-	if (likely(sh->type == type && sh->n == n && ts - sh->ts_lo < sh->ts_span)) {
-		uint64_t x = emit_spread7(ts) | sh->ts_cont;
-
-		memcpy(base, sh->pre, sizeof sh->pre);  /* (+slack) */
-		p = base + sh->pre_len;
-		memcpy(p, &x, sizeof x);                /* Event.ts (+slack) */
-		p += sh->ts_len;
-		if (n) {
-			p[0] = PB_TAG(5, PB_LEN);       /* Event.values, packed */
-			p[1] = (uint8_t)(n * sizeof(double));
-			p += 2;
-			for (size_t i = 0; i < n; i++, p += sizeof(double))
-				memcpy(p, &values[i], sizeof(double));
-		}
-		tb->len += sh->frame_len;
-		goto done;
-	}
 	*p++ = PB_TAG(1, PB_VARINT);            /* Event.type */
 	p = emit_put_varint(p, type);
 	memcpy(p, tb->tid_enc, sizeof tb->tid_enc); /* Event.thread (+slack) */
@@ -306,8 +278,7 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 		base[1] = PB_TAG(3, PB_LEN);    /* Record.event */
 		base[2] = (uint8_t)ev;          /* Event length */
 		tb->len += (uint32_t)ev + 3;
-		if (!tb->deltas)
-			tbuf_shape_note(tb, type, n, base, ts, ev);
+		return ev;
 	} else {
 		size_t rec = 1 + emit_varint_size(ev) + ev;
 		uint8_t *q = base + emit_varint_size(rec) + 1 + emit_varint_size(ev);
@@ -317,8 +288,65 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 		*q++ = PB_TAG(3, PB_LEN);
 		q = emit_put_varint(q, ev);
 		tb->len += (uint32_t)(q + ev - base);
+		return 0;
 	}
-done:
+}
+
+/* tbuf_append into a pipe or socket for an event of no shape noted yet:
+ * encodes it the plain way and notes its shape. Out of line, so that the
+ * common path keeps its registers. */
+static __attribute__((noinline)) void
+tbuf_append_new_shape(struct emit_tbuf *tb, uint32_t type, size_t n,
+                      const double *values, uint64_t ts)
+{
+	uint8_t *base = tb->buf + EMIT_HEADROOM + tb->len;
+	size_t ev = tbuf_encode(tb, type, n, values, ts);
+
+	if (ev)
+		tbuf_shape_note(tb, type, n, base, ts, ev);
+}
+
+/* Appends an Event frame to TB. The caller made room (EMIT_EVENT_MAX).
+ * Into a pipe or socket, an event of a shape the thread wrote before (same
+ * type, as many values, a timestamp of as many bytes) copies that frame's
+ * fixed part and writes its timestamp and values. Otherwise (a new shape;
+ * a regular file, where the timestamps are deltas of changing length and
+ * the plain way is as fast) the body is written first, 3 bytes in,
+ * assuming both length prefixes take one byte (true up to 12 values), and
+ * moved to make room when they do not.
+ * Values go as packed doubles even when integral: Event.ivalues cost a
+ * typical two-value event 4 to 9 ns more (docs/PERFORMANCE.md, "A compact
+ * cmon-bin"). Into a regular file (tb->deltas) an event after the first of
+ * its batch carries ts_delta from the one before: a batch reaches the file
+ * whole, so the event before it in the file is the one before it in the
+ * batch. */
+static inline __attribute__((always_inline)) void
+tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
+            const double *values, uint64_t ts)
+{
+	const struct emit_shape *sh = &tb->shapes[type & (EMIT_SHAPES - 1)];
+
+	if (unlikely(tb->deltas)) {
+		tbuf_encode(tb, type, n, values, ts);
+	} else if (likely(sh->type == type && sh->n == n && ts - sh->ts_lo < sh->ts_span)) {
+		uint8_t *p = tb->buf + EMIT_HEADROOM + tb->len;
+		uint64_t x = emit_spread7(ts) | sh->ts_cont;
+
+		memcpy(p, sh->pre, sizeof sh->pre);     /* (+slack) */
+		p += sh->pre_len;
+		memcpy(p, &x, sizeof x);                /* Event.ts (+slack) */
+		p += sh->ts_len;
+		if (n) {
+			p[0] = PB_TAG(5, PB_LEN);       /* Event.values, packed */
+			p[1] = (uint8_t)(n * sizeof(double));
+			p += 2;
+			for (size_t i = 0; i < n; i++, p += sizeof(double))
+				memcpy(p, &values[i], sizeof(double));
+		}
+		tb->len += sh->frame_len;
+	} else {
+		tbuf_append_new_shape(tb, type, n, values, ts);
+	}
 	tb->prev_ts = ts;
 	if (tb->nevents++ == 0)
 		tb->oldest_ts = ts;

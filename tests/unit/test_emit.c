@@ -194,6 +194,8 @@ static int child_shapes(void)
 		for (size_t k = 0; k < n; k++)
 			v[k] = shape_value(i, k);
 		cmon_emit((cmon_type)(i % SHAPE_TYPES + 1), n, v);
+		if (i % 97 == 0)
+			usleep(300);    /* a ts_delta of 3 bytes, not 1 */
 	}
 	cmon_flush();
 	send_report(0, SHAPE_EVENTS);
@@ -1123,28 +1125,21 @@ static void test_output_decodes_with_protobuf_c(void **state)
 	free(b.p);
 }
 
-/* An event of a shape the thread wrote before copies that frame's fixed
- * part: the bytes are still exactly protobuf-c's (decode() re-packs every
- * record), and every event has its own type, thread, time and values. */
-static void test_event_shapes(void **state)
+/* The events of the "shapes" child in LG (decoded, ts_delta made
+ * absolute), all of thread TID: each its own type, time and values. */
+static void check_shapes(const struct log *lg, int64_t tid)
 {
-	struct report rep;
-	struct log lg;
-	int status, ev = 0;
+	int ev = 0;
 	uint64_t last = 0;
-	struct bytes b = run_logged("shapes", &rep, &status);
-	(void)state;
 
-	assert_int_equal(status, 0);
-	decode(b.p, b.len, &lg);
-	assert_int_equal(lg.events, SHAPE_EVENTS);
-	for (size_t i = 0; i < lg.n; i++) {
-		Cmonlog__Event *e;
-		if (lg.rec[i]->kind_case != CMONLOG__RECORD__KIND_EVENT)
+	assert_int_equal(lg->events, SHAPE_EVENTS);
+	for (size_t i = 0; i < lg->n; i++) {
+		const Cmonlog__Event *e;
+		if (lg->rec[i]->kind_case != CMONLOG__RECORD__KIND_EVENT)
 			continue;
-		e = lg.rec[i]->event;
+		e = lg->rec[i]->event;
 		assert_int_equal(e->type, ev % SHAPE_TYPES + 1);
-		assert_int_equal(e->thread, rep.tid);
+		assert_int_equal(e->thread, tid);
 		assert_true(e->has_ts && e->ts >= last);
 		last = e->ts;
 		assert_int_equal(e->n_values, shape_n(ev));
@@ -1154,9 +1149,59 @@ static void test_event_shapes(void **state)
 		}
 		ev++;
 	}
+}
+
+/* An event of a shape the thread wrote before copies that frame's fixed
+ * part: the bytes are still exactly protobuf-c's (decode() re-packs every
+ * record), and every event has its own type, thread, time and values;
+ * into a pipe (absolute ts) ... */
+static void test_event_shapes(void **state)
+{
+	struct report rep;
+	struct log lg;
+	int status;
+	struct bytes b = run_logged("shapes", &rep, &status);
+	(void)state;
+
+	assert_int_equal(status, 0);
+	decode(b.p, b.len, &lg);
+	assert_int_equal(lg.deltas, 0);
+	check_shapes(&lg, rep.tid);
 	assert_int_equal(rep.st.events_written, SHAPE_EVENTS);
 	log_free(&lg);
 	free(b.p);
+}
+
+/* ... and into a regular file (ts_delta after a batch's first event, of 1
+ * to 3 bytes). */
+static void test_event_shapes_file(void **state)
+{
+	char dir[] = "/tmp/test_emit.XXXXXX", path[64], env[96];
+	struct bytes b = { 0 };
+	struct log lg;
+	int fd;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/shapes.log", dir);
+	snprintf(env, sizeof env, "CMON_LOG=%s", path);
+	const char *const e[] = { env, NULL };
+	assert_int_equal(run_plain("shapes", e), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	read_into(&b, fd, false);
+	close(fd);
+	decode(b.p, b.len, &lg);
+	assert_true(lg.deltas > SHAPE_EVENTS / 2 && lg.deltas < lg.events);
+	for (size_t i = 0; i < lg.n; i++)
+		if (lg.rec[i]->kind_case == CMONLOG__RECORD__KIND_EVENT) {
+			check_shapes(&lg, lg.rec[i]->event->thread);
+			break;
+		}
+	log_free(&lg);
+	free(b.p);
+	unlink(path);
+	rmdir(dir);
 }
 
 static void test_header_first(void **state)
@@ -1756,6 +1801,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bad_environment_is_ignored),
 		cmocka_unit_test(test_output_decodes_with_protobuf_c),
 		cmocka_unit_test(test_event_shapes),
+		cmocka_unit_test(test_event_shapes_file),
 		cmocka_unit_test(test_header_first),
 		cmocka_unit_test(test_typedef_before_first_use_threads),
 		cmocka_unit_test(test_gap_counts_drops_on_full_pipe),
