@@ -1172,25 +1172,37 @@ static void test_event_shapes(void **state)
 	free(b.p);
 }
 
-/* ... and into a regular file (ts_delta after a batch's first event, of 1
- * to 3 bytes). */
-static void test_event_shapes_file(void **state)
+/* Runs child NAME TIMES times with CMON_LOG naming one regular file in a
+ * fresh folder, and returns what the file holds then (both removed). */
+static struct bytes run_into_file(const char *name, int times)
 {
 	char dir[] = "/tmp/test_emit.XXXXXX", path[64], env[96];
 	struct bytes b = { 0 };
-	struct log lg;
 	int fd;
-	(void)state;
 
 	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/shapes.log", dir);
+	snprintf(path, sizeof path, "%s/app.log", dir);
 	snprintf(env, sizeof env, "CMON_LOG=%s", path);
 	const char *const e[] = { env, NULL };
-	assert_int_equal(run_plain("shapes", e), 0);
+	for (int i = 0; i < times; i++)
+		assert_int_equal(run_plain(name, e), 0);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	read_into(&b, fd, false);
 	close(fd);
+	unlink(path);
+	rmdir(dir);
+	return b;
+}
+
+/* ... and into a regular file (ts_delta after a batch's first event, of 1
+ * to 3 bytes). */
+static void test_event_shapes_file(void **state)
+{
+	struct bytes b = run_into_file("shapes", 1);
+	struct log lg;
+	(void)state;
+
 	decode(b.p, b.len, &lg);
 	assert_true(lg.deltas > SHAPE_EVENTS / 2 && lg.deltas < lg.events);
 	for (size_t i = 0; i < lg.n; i++)
@@ -1200,8 +1212,6 @@ static void test_event_shapes_file(void **state)
 		}
 	log_free(&lg);
 	free(b.p);
-	unlink(path);
-	rmdir(dir);
 }
 
 static void test_header_first(void **state)
@@ -1471,23 +1481,11 @@ static void test_exit_while_threads_emit(void **state)
 
 static void test_cmon_log_path_appends(void **state)
 {
-	char dir[] = "/tmp/test_emit.XXXXXX", path[64], env[96];
-	struct bytes b = { 0 };
+	struct bytes b = run_into_file("path", 2);   /* the second appended */
 	struct log lg;
 	size_t first;
-	int fd;
 	(void)state;
 
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/app.log", dir);
-	snprintf(env, sizeof env, "CMON_LOG=%s", path);
-	const char *const e[] = { env, NULL };
-	assert_int_equal(run_plain("path", e), 0);
-	assert_int_equal(run_plain("path", e), 0);   /* appended */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	read_into(&b, fd, false);
-	close(fd);
 	/* two logs back to back: find where the second Header starts */
 	first = second_header(b.p, b.len);
 	decode(b.p, first, &lg);
@@ -1512,8 +1510,6 @@ static void test_cmon_log_path_appends(void **state)
 	assert_string_equal(lg.rec[0]->header->program, "emit-path");
 	log_free(&lg);
 	free(b.p);
-	unlink(path);
-	rmdir(dir);
 }
 
 static void test_latency_bound_and_batching(void **state)
