@@ -103,7 +103,8 @@ struct emit_tbuf {
 	uint32_t nevents;           /* events in the batch */
 	uint32_t tid_len;           /* bytes of tid_enc in use */
 	uint64_t oldest_ts;         /* timestamp of the batch's first event */
-	uint64_t prev_ts;           /* timestamp of the batch's last event */
+	uint64_t prev_ts;           /* timestamp of the batch's last event
+	                               (kept only for ts_delta: tb->deltas) */
 	bool deltas;                /* the log is a regular file: ts_delta */
 	struct emit_anchor clk;     /* the thread's clock anchor (emit_clock.c) */
 	int64_t tid;                /* the owner's kernel thread id */
@@ -328,6 +329,7 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 
 	if (unlikely(tb->deltas)) {
 		tbuf_encode(tb, type, n, values, ts);
+		tb->prev_ts = ts;
 	} else if (likely(sh->type == type && sh->n == n && ts - sh->ts_lo < sh->ts_span)) {
 		uint8_t *p = tb->buf + EMIT_HEADROOM + tb->len;
 		uint64_t x = emit_spread7(ts) | sh->ts_cont;
@@ -347,7 +349,6 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 	} else {
 		tbuf_append_new_shape(tb, type, n, values, ts);
 	}
-	tb->prev_ts = ts;
 	if (tb->nevents++ == 0)
 		tb->oldest_ts = ts;
 }
