@@ -243,6 +243,16 @@ tbuf_shape_note(struct emit_tbuf *tb, uint32_t type, size_t n,
 	memcpy(sh->pre, base, pre);
 }
 
+/* Copies N doubles to P as protobuf's little-endian fixed64; returns the
+ * byte after them. */
+static inline __attribute__((always_inline)) uint8_t *
+put_doubles(uint8_t *p, size_t n, const double *values)
+{
+	for (size_t i = 0; i < n; i++, p += sizeof(double))
+		memcpy(p, &values[i], sizeof(double));
+	return p;
+}
+
 /* Encodes an Event frame into TB the plain way (see tbuf_append); returns
  * the Event's length when both length prefixes took one byte, else 0. */
 static inline __attribute__((always_inline)) size_t
@@ -270,8 +280,7 @@ tbuf_encode(struct emit_tbuf *tb, uint32_t type, size_t n,
 		size_t vbytes = n * sizeof(double);
 		*p++ = PB_TAG(5, PB_LEN);       /* Event.values, packed */
 		p = emit_put_varint(p, vbytes);
-		for (size_t i = 0; i < n; i++, p += sizeof(double))
-			memcpy(p, &values[i], sizeof(double));
+		p = put_doubles(p, n, values);
 	}
 	ev = (size_t)(p - body);
 	if (likely(ev <= 125)) {
@@ -341,9 +350,7 @@ tbuf_append(struct emit_tbuf *tb, uint32_t type, size_t n,
 		if (n) {
 			p[0] = PB_TAG(5, PB_LEN);       /* Event.values, packed */
 			p[1] = (uint8_t)(n * sizeof(double));
-			p += 2;
-			for (size_t i = 0; i < n; i++, p += sizeof(double))
-				memcpy(p, &values[i], sizeof(double));
+			put_doubles(p + 2, n, values);
 		}
 		tb->len += sh->frame_len;
 	} else {
