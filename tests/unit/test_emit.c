@@ -1126,8 +1126,9 @@ static void test_output_decodes_with_protobuf_c(void **state)
 }
 
 /* The events of the "shapes" child in LG (decoded, ts_delta made
- * absolute), all of thread TID: each its own type, time and values. */
-static void check_shapes(const struct log *lg, int64_t tid)
+ * absolute), all of thread TID and timed between T0 and T1: each its own
+ * type, time and values. */
+static void check_shapes(const struct log *lg, int64_t tid, uint64_t t0, uint64_t t1)
 {
 	int ev = 0;
 	uint64_t last = 0;
@@ -1141,6 +1142,7 @@ static void check_shapes(const struct log *lg, int64_t tid)
 		assert_int_equal(e->type, ev % SHAPE_TYPES + 1);
 		assert_int_equal(e->thread, tid);
 		assert_true(e->has_ts && e->ts >= last);
+		assert_true(e->ts >= t0 && e->ts <= t1);
 		last = e->ts;
 		assert_int_equal(e->n_values, shape_n(ev));
 		for (size_t k = 0; k < e->n_values; k++) {
@@ -1160,13 +1162,15 @@ static void test_event_shapes(void **state)
 	struct report rep;
 	struct log lg;
 	int status;
+	uint64_t t0 = mono_ns();
 	struct bytes b = run_logged("shapes", &rep, &status);
+	uint64_t t1 = mono_ns();
 	(void)state;
 
 	assert_int_equal(status, 0);
 	decode(b.p, b.len, &lg);
 	assert_int_equal(lg.deltas, 0);
-	check_shapes(&lg, rep.tid);
+	check_shapes(&lg, rep.tid, t0, t1);
 	assert_int_equal(rep.st.events_written, SHAPE_EVENTS);
 	log_free(&lg);
 	free(b.p);
@@ -1199,7 +1203,9 @@ static struct bytes run_into_file(const char *name, int times)
  * to 3 bytes). */
 static void test_event_shapes_file(void **state)
 {
+	uint64_t t0 = mono_ns();
 	struct bytes b = run_into_file("shapes", 1);
+	uint64_t t1 = mono_ns();
 	struct log lg;
 	(void)state;
 
@@ -1207,7 +1213,7 @@ static void test_event_shapes_file(void **state)
 	assert_true(lg.deltas > SHAPE_EVENTS / 2 && lg.deltas < lg.events);
 	for (size_t i = 0; i < lg.n; i++)
 		if (lg.rec[i]->kind_case == CMONLOG__RECORD__KIND_EVENT) {
-			check_shapes(&lg, lg.rec[i]->event->thread);
+			check_shapes(&lg, lg.rec[i]->event->thread, t0, t1);
 			break;
 		}
 	log_free(&lg);
