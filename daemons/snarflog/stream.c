@@ -398,6 +398,9 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	bufferevent_setcb(st->bev, read_cb, write_cb, event_cb, st);
 	bufferevent_setwatermark(st->bev, EV_READ, 0, CMON_CONTROL_FRAME_MAX + 16);
 	bufferevent_setwatermark(st->bev, EV_WRITE, SNARF_OUT_LOW, 0);
+	/* (libevent writes 16 KiB a loop turn unless told: a system call and
+	 * a wake-up of the reader per 16 KiB) */
+	bufferevent_set_max_single_write(st->bev, SNARF_CHUNK);
 	bufferevent_enable(st->bev, EV_READ | EV_WRITE);
 	timer_set(st, timer_close, s->opt.hello_s);
 	cmon_debug("%s: data connection", st->peer);

@@ -16,6 +16,7 @@
 
 #include "cmon/log.h"
 #include "cmon/logfmt.h"
+#include "cmon/tls.h"
 #include "session.h"
 #include "store.h"
 
@@ -544,6 +545,8 @@ static void data_read(struct bufferevent *bev, void *arg)
 	Cmon__Msg *m;
 	int r;
 
+	if (!s->paused)
+		cmon_bev_read_more(bev, CMON_READ_MORE);
 	while (s->data == bev && !s->paused) {
 		if (!s->held) {
 			r = cmon_frame_next(in, CMON_FRAME_MAX, &s->held, &why);

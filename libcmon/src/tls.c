@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -185,6 +187,56 @@ bool cmon_tls_peer_verified(struct bufferevent *bev)
 	 * for nothing. */
 	return ssl && SSL_get0_peer_certificate(ssl) && SSL_get_verify_result(ssl) == X509_V_OK &&
 	       (SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER);
+}
+
+size_t cmon_bev_read_more(struct bufferevent *bev, size_t most)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_iovec v[2];
+	struct iovec iov[2];
+	evutil_socket_t fd = bufferevent_getfd(bev);
+	size_t low, high, len = evbuffer_get_length(in), room = 0;
+	ssize_t got;
+	int n;
+
+	if (fd < 0 || bufferevent_openssl_get_ssl(bev) || bufferevent_get_underlying(bev) ||
+	    !(bufferevent_get_enabled(bev) & EV_READ))
+		return 0;
+	bufferevent_getwatermark(bev, EV_READ, &low, &high);
+	if (high && most > (len < high ? high - len : 0))
+		most = len < high ? high - len : 0;
+	if (most == 0)
+		return 0;
+	/* A socket bufferevent keeps the end of its input frozen but while
+	 * it reads into it itself; so does this. */
+	evbuffer_unfreeze(in, 0);
+	n = evbuffer_reserve_space(in, (ev_ssize_t)most, v, 2);
+	if (n <= 0) {
+		evbuffer_freeze(in, 0);
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		if (v[i].iov_len > most - room)
+			v[i].iov_len = most - room;
+		iov[i].iov_base = v[i].iov_base;
+		iov[i].iov_len = v[i].iov_len;
+		room += v[i].iov_len;
+	}
+	got = readv(fd, iov, n);
+	if (got <= 0) {
+		evbuffer_commit_space(in, v, 0);
+		evbuffer_freeze(in, 0);
+		return 0;
+	}
+	room = (size_t)got;
+	for (int i = 0; i < n; i++) {
+		if (v[i].iov_len > room)
+			v[i].iov_len = room;
+		room -= v[i].iov_len;
+	}
+	evbuffer_commit_space(in, v, n == 2 && v[1].iov_len == 0 ? 1 : n);
+	evbuffer_freeze(in, 0);
+	return (size_t)got;
 }
 
 const char *cmon_tls_error(struct bufferevent *bev, char *buf, size_t size)

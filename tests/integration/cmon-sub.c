@@ -175,6 +175,7 @@ static void data_read(struct bufferevent *bev, void *arg)
 	Cmon__Msg *m;
 	int r;
 
+	cmon_bev_read_more(bev, CMON_READ_MORE);
 	while (g.dstate != D_DONE && (bufferevent_get_enabled(bev) & EV_READ)) {
 		r = cmon_frame_next(in, CMON_FRAME_MAX, &m, &why);
 		if (r == 0)

@@ -51,6 +51,17 @@ struct bufferevent *cmon_tls_connect_bev(struct event_base *base, SSL_CTX *ctx, 
  * and for TLS without a CA (nobody is authenticated then). */
 bool cmon_tls_peer_verified(struct bufferevent *bev);
 
+/* Move what the socket under `bev` holds into its input buffer, up to
+ * `most` bytes in one readv(2), bounded by the read high-watermark; for a
+ * read callback of a stream that can carry a lot. libevent 2.1 reads a
+ * socket 4 KiB at a time (EVBUFFER_MAX_READ), one loop turn each: three
+ * system calls (epoll_wait, FIONREAD, readv) per 4 KiB. Does nothing on a
+ * TLS bufferevent (its bytes must go through OpenSSL), one that is not
+ * reading, or one without a socket. Returns the bytes read; end of stream
+ * and errors are left for the bufferevent to find on its next read. */
+size_t cmon_bev_read_more(struct bufferevent *bev, size_t most);
+#define CMON_READ_MORE (256u << 10)  /* what a log stream's read callback asks for */
+
 /* Describe the last TLS error on `bev` (or in the OpenSSL queue) for logs. */
 const char *cmon_tls_error(struct bufferevent *bev, char *buf, size_t size);
 

@@ -1,0 +1,253 @@
+/* cmon/tls.h: cmon_bev_read_more, the large reads of a log stream's read
+ * callback (libevent 2.1 reads a socket 4 KiB at a time). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+#include "cmon/tls.h"
+
+struct pair {
+	struct event_base *base;
+	struct bufferevent *bev;  /* on fd[0] */
+	int fd[2];
+	short events;             /* what the event callback saw */
+};
+
+static uint8_t pattern(size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 9));
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct pair *p = arg;
+
+	(void)bev;
+	p->events |= what;
+}
+
+static void pair_open(struct pair *p)
+{
+	memset(p, 0, sizeof *p);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, p->fd), 0);
+	assert_int_equal(fcntl(p->fd[0], F_SETFL, O_NONBLOCK), 0);
+	assert_int_equal(fcntl(p->fd[1], F_SETFL, O_NONBLOCK), 0);
+	p->base = event_base_new();
+	assert_non_null(p->base);
+}
+
+static void pair_plain(struct pair *p)
+{
+	pair_open(p);
+	p->bev = bufferevent_socket_new(p->base, p->fd[0], BEV_OPT_CLOSE_ON_FREE);
+	assert_non_null(p->bev);
+	bufferevent_setcb(p->bev, NULL, NULL, on_event, p);
+	bufferevent_enable(p->bev, EV_READ);
+}
+
+static void pair_close(struct pair *p)
+{
+	if (p->bev)
+		bufferevent_free(p->bev);
+	else
+		close(p->fd[0]);
+	if (p->fd[1] >= 0)
+		close(p->fd[1]);
+	event_base_free(p->base);
+}
+
+/* Write the pattern from byte `from` into the far end until it is full or
+ * `most` bytes went; returns how many. */
+static size_t feed(struct pair *p, size_t from, size_t most)
+{
+	uint8_t buf[4096];
+	size_t done = 0;
+
+	while (done < most) {
+		size_t n = most - done < sizeof buf ? most - done : sizeof buf;
+		ssize_t w;
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern(from + done + i);
+		w = write(p->fd[1], buf, n);
+		if (w < 0 && errno == EAGAIN)
+			break;
+		assert_true(w > 0);
+		done += (size_t)w;
+	}
+	return done;
+}
+
+static void input_is_pattern(struct bufferevent *bev, size_t len)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	const uint8_t *b;
+
+	assert_int_equal(evbuffer_get_length(in), len);
+	b = evbuffer_pullup(in, -1);
+	for (size_t i = 0; i < len; i++)
+		if (b[i] != pattern(i))
+			fail_msg("byte %zu differs", i);
+}
+
+/* One readv takes what is there, up to `most`, in order. */
+static void reads_up_to_most(void **state)
+{
+	struct pair p;
+	size_t fed;
+
+	(void)state;
+	pair_plain(&p);
+	fed = feed(&p, 0, 100000);
+	assert_true(fed > 70000);
+	assert_int_equal(cmon_bev_read_more(p.bev, 65536), 65536);
+	input_is_pattern(p.bev, 65536);
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), fed - 65536);
+	input_is_pattern(p.bev, fed);
+	/* nothing there */
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), 0);
+	input_is_pattern(p.bev, fed);
+	pair_close(&p);
+}
+
+/* The read high-watermark bounds it, as it bounds the bufferevent. */
+static void honours_high_watermark(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	pair_plain(&p);
+	bufferevent_setwatermark(p.bev, EV_READ, 0, 50000);
+	assert_true(feed(&p, 0, 80000) > 60000);
+	assert_int_equal(cmon_bev_read_more(p.bev, 20000), 20000);
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), 30000);
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), 0);
+	input_is_pattern(p.bev, 50000);
+	pair_close(&p);
+}
+
+/* A bufferevent told not to read is not read for. */
+static void not_while_disabled(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	pair_plain(&p);
+	feed(&p, 0, 1000);
+	bufferevent_disable(p.bev, EV_READ);
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), 0);
+	assert_int_equal(evbuffer_get_length(bufferevent_get_input(p.bev)), 0);
+	bufferevent_enable(p.bev, EV_READ);
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), 1000);
+	pair_close(&p);
+}
+
+/* The end of the stream is the bufferevent's to find: the bytes before it
+ * are read, then its event callback sees EOF on its own next read. */
+static void eof_left_to_the_bufferevent(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	pair_plain(&p);
+	assert_int_equal(feed(&p, 0, 5000), 5000);
+	close(p.fd[1]);
+	p.fd[1] = -1;
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), 5000);
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), 0);
+	assert_int_equal(p.events, 0);
+	event_base_loop(p.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	assert_true(p.events & BEV_EVENT_EOF);
+	input_is_pattern(p.bev, 5000);
+	pair_close(&p);
+}
+
+/* The bufferevent's own reads still work after: no byte lost or moved. */
+static void mixes_with_the_bufferevent(void **state)
+{
+	struct pair p;
+	size_t fed;
+
+	(void)state;
+	pair_plain(&p);
+	fed = feed(&p, 0, 3000);
+	event_base_loop(p.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);   /* libevent reads */
+	assert_int_equal(evbuffer_get_length(bufferevent_get_input(p.bev)), fed);
+	fed += feed(&p, fed, 40000);
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), fed - 3000);
+	fed += feed(&p, fed, 2000);
+	event_base_loop(p.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	input_is_pattern(p.bev, fed);
+	pair_close(&p);
+}
+
+/* On TLS the socket's bytes are OpenSSL's: it must not touch them. */
+static void never_on_tls(void **state)
+{
+	struct pair p;
+	SSL_CTX *ctx;
+	SSL *ssl;
+	char peek[16];
+
+	(void)state;
+	pair_open(&p);
+	ctx = SSL_CTX_new(TLS_server_method());
+	assert_non_null(ctx);
+	ssl = SSL_new(ctx);
+	assert_non_null(ssl);
+	p.bev = bufferevent_openssl_socket_new(p.base, p.fd[0], ssl, BUFFEREVENT_SSL_ACCEPTING,
+					       BEV_OPT_CLOSE_ON_FREE);
+	assert_non_null(p.bev);
+	bufferevent_enable(p.bev, EV_READ);
+	assert_int_equal(feed(&p, 0, 1000), 1000);
+	assert_int_equal(cmon_bev_read_more(p.bev, CMON_READ_MORE), 0);
+	assert_int_equal(recv(p.fd[0], peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT), sizeof peek);
+	pair_close(&p);
+	SSL_CTX_free(ctx);
+}
+
+/* Nor on a filter, whose bytes come from another bufferevent. */
+static void never_on_a_filter(void **state)
+{
+	struct pair p;
+	struct bufferevent *f;
+	char peek[16];
+
+	(void)state;
+	pair_plain(&p);
+	f = bufferevent_filter_new(p.bev, NULL, NULL, 0, NULL, NULL);
+	assert_non_null(f);
+	bufferevent_enable(f, EV_READ);
+	feed(&p, 0, 1000);
+	assert_int_equal(cmon_bev_read_more(f, CMON_READ_MORE), 0);
+	assert_int_equal(recv(p.fd[0], peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT), sizeof peek);
+	bufferevent_free(f);
+	pair_close(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(reads_up_to_most),
+		cmocka_unit_test(honours_high_watermark),
+		cmocka_unit_test(not_while_disabled),
+		cmocka_unit_test(eof_left_to_the_bufferevent),
+		cmocka_unit_test(mixes_with_the_bufferevent),
+		cmocka_unit_test(never_on_tls),
+		cmocka_unit_test(never_on_a_filter),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
