@@ -8,7 +8,10 @@
                    writing that the stalled-subscriber runs need (to tell
                    the subscriber's cost from the pause's)
   --baseline PATH  also every snarflog writer-overhead row with the
-                   snarflog binary at PATH (e.g. an older build), same runs
+                   snarflog binary at PATH (e.g. an older build), same runs;
+                   and, if a cmon-sub lies next to it, a forwarding row with
+                   both (the whole old path: writer and reader)
+  FWD_REPS=N       forwarding runs (default: REPS - 2, at least 3)
 
 1. Writer overhead: a program writing a log (transport-gen) into
    `cat >/dev/null` vs through snarflog with nobody listening vs through
@@ -35,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build-bench")
@@ -44,6 +48,7 @@ IDLE_CONTROL = "--idle-control" in sys.argv
 BASELINE = (os.path.abspath(sys.argv[sys.argv.index("--baseline") + 1])
             if "--baseline" in sys.argv else None)
 REPS = 3 if QUICK else 7
+FWD_REPS = int(os.environ.get("FWD_REPS", "0")) or max(3, REPS - 2)
 N_WRITE = 1_000_000 if QUICK else 3_000_000    # records for the writer-overhead runs
 N_FWD = 300_000 if QUICK else 1_000_000        # records for the forwarding runs
 WORK = (0, 100)                                # transport-gen -work: firehose, busy program
@@ -58,6 +63,9 @@ def find(name):
 
 GEN, SINK, SNARF = find("transport-gen"), find("transport-sink"), find("snarflog")
 SUB, REG, REGBENCH = find("cmon-sub"), find("telemonreg"), find("transport-regbench")
+BASE_SUB = (os.path.join(os.path.dirname(BASELINE), "cmon-sub")
+            if BASELINE and os.path.exists(os.path.join(os.path.dirname(BASELINE), "cmon-sub"))
+            else None)
 TMP = tempfile.mkdtemp(prefix="cmon-bench-transport-")
 procs = []
 
@@ -114,7 +122,8 @@ def w_cat(fmt, work):
 def token_args(snarf=None):
     """(snarflog's -token-file, cmon-sub's) for our snarflog; a baseline
     that predates consumer tokens needs none."""
-    if snarf not in (None, SNARF):
+    if snarf not in (None, SNARF) and b"token-file" not in subprocess.run(
+            [snarf, "--help"], capture_output=True).stdout:
         return [], []
     tok = fresh("snarf.token")
     return ["-token-file", tok], ["-token-file", tok]
@@ -144,6 +153,24 @@ def w_snarf(fmt, work, stalled, snarf=None, pause=False):
 
 # --- 2. forwarding throughput ----------------------------------------------
 
+def wait_exact(p, timeout):
+    """The moment p exits. (Popen.wait with a timeout polls, sleeping
+    0.5 ms, 1 ms, 2 ms... up to 50 ms between looks: every time it measured
+    was one of 0.0315, 0.0635, 0.1135, 0.1635... s.) Kills p after
+    `timeout` seconds and raises RuntimeError."""
+    fired = []
+    timer = threading.Timer(timeout, lambda: (fired.append(1), p.kill()))
+    timer.start()
+    try:
+        p.wait()
+    finally:
+        timer.cancel()
+    t = time.monotonic()
+    if fired:
+        raise RuntimeError("%s still running after %d s" % (p.args[0], timeout))
+    return t
+
+
 def f_socat():
     go, portfile = fresh("go"), fresh("sink.port")
     sink = spawn([SINK, "-lines", str(N_FWD + 2), "-portfile", portfile], stdout=subprocess.PIPE)
@@ -154,25 +181,24 @@ def f_socat():
     time.sleep(0.2)
     t0 = time.monotonic()
     open(go, "w").close()
-    sink.wait(timeout=300)
-    t = time.monotonic() - t0
+    t = wait_exact(sink, 300) - t0
     g.wait()
     sc.wait()
     return t
 
 
-def f_snarf():
+def f_snarf(snarf=None, subscriber=None):
     go, portfile = fresh("go"), fresh("snarf.port")
-    s_tok, c_tok = token_args()
-    s = spawn([SNARF, "bench", "-standalone", "-portfile", portfile] + s_tok + ["--",
+    s_tok, c_tok = token_args(snarf)
+    s = spawn([snarf or SNARF, "bench", "-standalone", "-portfile", portfile] + s_tok + ["--",
                GEN, "-n", str(N_FWD), "-wait", go])
     port = wait_file(portfile)
-    sub = spawn([SUB, "-connect", "127.0.0.1:" + port, "-block", "-o", "/dev/null"] + c_tok)
+    sub = spawn([subscriber or SUB, "-connect", "127.0.0.1:" + port, "-block", "-o", "/dev/null"]
+                + c_tok)
     time.sleep(0.2)
     t0 = time.monotonic()
     open(go, "w").close()
-    sub.wait(timeout=300)
-    t = time.monotonic() - t0
+    t = wait_exact(sub, 300) - t0
     s.wait(timeout=60)
     if sub.returncode != 0:
         raise RuntimeError("cmon-sub failed: %s" % sub.stderr.read().decode())
@@ -222,11 +248,9 @@ action(type="omfwd" target="127.0.0.1" port="%s" protocol="tcp" template="raw")
     t0 = time.monotonic()
     open(go, "w").close()
     try:
-        sink.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        sink.kill()
-        sink.wait()
-    t = time.monotonic() - t0
+        t = wait_exact(sink, 60) - t0
+    except RuntimeError:
+        t = None
     g.wait()
     rs.terminate()
     rs.wait()
@@ -279,9 +303,11 @@ def main():
                             run(("w", work, fmt, "b-paused"), w_snarf, fmt, work, False,
                                 BASELINE, True)
         fwd = [("socat", f_socat), ("snarflog", f_snarf)]
+        if BASE_SUB:
+            fwd.append(("snarflog-b", lambda: f_snarf(BASELINE, BASE_SUB)))
         if shutil.which("rsyslogd"):
             fwd.append(("rsyslog", f_rsyslog))
-        for _ in range(0 if WRITER_ONLY else max(3, REPS - 2)):
+        for _ in range(0 if WRITER_ONLY else FWD_REPS):
             for name, fn in fwd:
                 run(("f", name), fn)
         reglines = [] if WRITER_ONLY else [registry() for _ in range(3)]
@@ -315,6 +341,8 @@ def main():
         return
     print("forwarding: %d ascii lines to a reader over loopback TCP; go -> last line, median of %d"
           % (N_FWD, len(results[("f", "socat")])))
+    if BASE_SUB:
+        print("  (snarflog-b: the baseline snarflog with the cmon-sub next to it)")
     print("  %-10s %10s %12s %10s" % ("path", "seconds", "lines/s", "vs socat"))
     base = med(results[("f", "socat")])
     for name, _fn in fwd:
