@@ -7,6 +7,7 @@ gap exactly there. Binary events of every layout, mixed with TypeDefs and
 ts_delta events, come through a pipe intact whichever way snarflog cuts
 them (in place or record by record)."""
 import os
+import random
 
 import cmontest as ct
 from cmontest import check
@@ -84,6 +85,33 @@ def main():
         rest = [i for i in items[100:] if i[0] == "rec"]
         check(rest == [("rec", i) for i in range(100, 200)], "after the damage: %r", rest[:3])
         check("corrupt binary framing" in snarf.stderr(), "no warning: %s", snarf.stderr())
+
+        # Ascii lines of every length from 0 to 200 bytes of payload (the
+        # cutter looks for newlines 64 bytes at a time), blank lines and
+        # comments among them, through a named pipe in one go: every line
+        # arrives as it was written, in order, blank ones left out.
+        rnd = random.Random(64)
+        lines = [b"#cmon-ascii 1", b"#program ascii-lengths"]
+        for i in range(20000):
+            r = rnd.random()
+            if r < 0.01:
+                lines.append(rnd.choice([b"", b"   ", b"\t"]))
+            elif r < 0.015:
+                lines.append(b"#note %d" % i)
+            else:
+                lines.append(b"%d %d Ev %s" % (i, rnd.randint(1, 9), b"7" * rnd.randint(0, 200)))
+        fifo = env.path("lengths.fifo")
+        sub = env.sub("-prog", "lengths", "-auto", reg=reg)
+        snarf = env.snarflog("lengths", "-fifo", fifo, "-buffer", "2M", reg=reg)
+        with open(fifo, "wb") as f:
+            f.write(b"\n".join(lines) + b"\n")
+        data = finish(sub, snarf)
+        got = [ln for ln in data.split(b"\n")[:-1] if not ln.startswith(b"#program-version")]
+        want = [ln for ln in lines if ln.strip()]
+        first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)
+        check(got == want, "%d lines arrived of %d; first difference at %r: %r, wanted %r",
+              len(got), len(want), first, got[first] if first is not None else None,
+              want[first] if first is not None else None)
 
         # Binary events of many layouts through a named pipe, written in
         # one go: short and long frames (one- and two-byte lengths), large
