@@ -109,21 +109,23 @@ static void stream_fail(struct stream *st, Cmon__ErrorCode code, const char *why
 static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t *p, size_t n)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
-	Cmon__LogData d = CMON__LOG_DATA__INIT;
 	Cmon__LogHeader h = CMON__LOG_HEADER__INIT;
 
-	m.kind_case = kind;
-	if (kind == CMON__MSG__KIND_HEADER) {
-		h.has_data = true;
-		h.data.data = (uint8_t *)p;
-		h.data.len = n;
-		m.header = &h;
-	} else {
-		d.has_data = true;
-		d.data.data = (uint8_t *)p;
-		d.data.len = n;
-		m.data = &d;
+	if (kind == CMON__MSG__KIND_DATA) {
+		/* the records go from the buffer to the socket (copied only if
+		 * the socket does not take them at once) */
+		uint8_t pfx[CMON_DATA_PREFIX_MAX];
+		struct iovec iov[2] = { { pfx, cmon_data_prefix(pfx, n) }, { (void *)p, n } };
+
+		if (iov[0].iov_len + n > CMON_FRAME_MAX)
+			return -EMSGSIZE;
+		return cmon_bev_send(st->bev, iov, 2);
 	}
+	m.kind_case = kind;
+	h.has_data = true;
+	h.data.data = (uint8_t *)p;
+	h.data.len = n;
+	m.header = &h;
 	return cmon_frame_send(bufferevent_get_output(st->bev), &m);
 }
 

@@ -44,6 +44,33 @@ int cmon_frame_send(struct evbuffer *out, const Cmon__Msg *msg)
 	return 0;
 }
 
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+size_t cmon_data_prefix(uint8_t *buf, size_t n)
+{
+	/* Msg { data (35) = LogData { data (1) = n bytes } }: length-delimited
+	 * fields, keys (35 << 3 | 2) and (1 << 3 | 2) */
+	size_t logdata = 1 + varint_len(n) + n;
+	uint64_t key = (uint64_t)CMON__MSG__KIND_DATA << 3 | 2;
+	size_t body = varint_len(key) + varint_len(logdata) + logdata;
+	size_t k = varint_put(buf, body);
+
+	k += varint_put(buf + k, key);
+	k += varint_put(buf + k, logdata);
+	k += varint_put(buf + k, 1u << 3 | 2);
+	k += varint_put(buf + k, n);
+	return k;
+}
+
 /* Parse the varint prefix: 1 with *hdr and *body set, 0 need more, <0 bad. */
 static int prefix_parse(const uint8_t *buf, size_t len, size_t max, size_t *hdr, size_t *body,
 			const char **why)

@@ -2,9 +2,11 @@
 #include "cmon/tls.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -189,18 +191,51 @@ bool cmon_tls_peer_verified(struct bufferevent *bev)
 	       (SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER);
 }
 
+/* A bufferevent straight on a socket (not TLS, not a filter): its bytes
+ * are the socket's. The socket, or -1. */
+static evutil_socket_t plain_socket(struct bufferevent *bev)
+{
+	if (bufferevent_openssl_get_ssl(bev) || bufferevent_get_underlying(bev))
+		return -1;
+	return bufferevent_getfd(bev);
+}
+
+int cmon_bev_send(struct bufferevent *bev, const struct iovec *iov, int n)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+	evutil_socket_t fd = plain_socket(bev);
+	size_t sent = 0;
+
+	if (fd >= 0 && evbuffer_get_length(out) == 0 && (bufferevent_get_enabled(bev) & EV_WRITE)) {
+		struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w > 0)
+			sent = (size_t)w;
+	}
+	for (int i = 0; i < n; i++) {
+		if (sent >= iov[i].iov_len) {
+			sent -= iov[i].iov_len;
+			continue;
+		}
+		if (evbuffer_add(out, (const uint8_t *)iov[i].iov_base + sent, iov[i].iov_len - sent) < 0)
+			return -ENOMEM;
+		sent = 0;
+	}
+	return 0;
+}
+
 size_t cmon_bev_read_more(struct bufferevent *bev, size_t most)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct evbuffer_iovec v[2];
 	struct iovec iov[2];
-	evutil_socket_t fd = bufferevent_getfd(bev);
+	evutil_socket_t fd = plain_socket(bev);
 	size_t low, high, len = evbuffer_get_length(in), room = 0;
 	ssize_t got;
 	int n;
 
-	if (fd < 0 || bufferevent_openssl_get_ssl(bev) || bufferevent_get_underlying(bev) ||
-	    !(bufferevent_get_enabled(bev) & EV_READ))
+	if (fd < 0 || !(bufferevent_get_enabled(bev) & EV_READ))
 		return 0;
 	bufferevent_getwatermark(bev, EV_READ, &low, &high);
 	if (high && most > (len < high ? high - len : 0))

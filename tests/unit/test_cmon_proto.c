@@ -161,6 +161,44 @@ static void instance_checks(void **state)
 	assert_false(cmon_instance_ok(NULL, why, sizeof why));
 }
 
+/* cmon_data_prefix and then the payload are the bytes cmon_frame_send
+ * writes for the same LogData message, at every length where a varint of
+ * the frame grows. */
+static void data_prefix_is_the_frame(void **state)
+{
+	static const size_t lens[] = { 0, 1, 2, 122, 123, 124, 125, 126, 127, 128, 129,
+				       16379, 16380, 16381, 16383, 16384, 16385, 262144,
+				       2097145, 2097146, 2097147, 2097148, 2097152, 3000000 };
+	static uint8_t payload[3000000];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof payload; i++)
+		payload[i] = (uint8_t)(i * 13 + 5);
+	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+		size_t n = lens[k], plen;
+		uint8_t pfx[CMON_DATA_PREFIX_MAX];
+		Cmon__Msg m = CMON__MSG__INIT;
+		Cmon__LogData d = CMON__LOG_DATA__INIT;
+		struct evbuffer *out = evbuffer_new();
+		const uint8_t *b;
+
+		d.has_data = true;
+		d.data.data = payload;
+		d.data.len = n;
+		m.kind_case = CMON__MSG__KIND_DATA;
+		m.data = &d;
+		assert_int_equal(cmon_frame_send(out, &m), 0);
+		plen = cmon_data_prefix(pfx, n);
+		assert_true(plen <= CMON_DATA_PREFIX_MAX);
+		if (evbuffer_get_length(out) != plen + n)
+			fail_msg("n = %zu: frame of %zu bytes, prefix %zu", n, evbuffer_get_length(out), plen);
+		b = evbuffer_pullup(out, -1);
+		if (memcmp(b, pfx, plen) != 0 || memcmp(b + plen, payload, n) != 0)
+			fail_msg("n = %zu: bytes differ", n);
+		evbuffer_free(out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +208,7 @@ int main(void)
 		cmocka_unit_test(frame_limit_respected),
 		cmocka_unit_test(start_token),
 		cmocka_unit_test(instance_checks),
+		cmocka_unit_test(data_prefix_is_the_frame),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* cmon/tls.h: cmon_bev_read_more, the large reads of a log stream's read
- * callback (libevent 2.1 reads a socket 4 KiB at a time). */
+ * callback (libevent 2.1 reads a socket 4 KiB at a time), and
+ * cmon_bev_send, which copies only what the socket does not take. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -7,6 +8,8 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -238,6 +241,168 @@ static void never_on_a_filter(void **state)
 	pair_close(&p);
 }
 
+/* Read from the far end, running the loop, until `want` bytes came (or
+ * nothing moves for a while); returns them (malloc'd). */
+static uint8_t *drain_far(struct pair *p, size_t want, size_t *got)
+{
+	uint8_t *buf = malloc(want + 1);
+	int idle = 0;
+
+	*got = 0;
+	while (*got < want && idle < 200) {
+		ssize_t r = read(p->fd[1], buf + *got, want + 1 - *got);
+
+		if (r > 0) {
+			*got += (size_t)r;
+			idle = 0;
+			continue;
+		}
+		event_base_loop(p->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		idle++;
+		usleep(1000);
+	}
+	return buf;
+}
+
+static void fill_pattern(uint8_t *b, size_t from, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pattern(from + i);
+}
+
+/* With nothing queued, the bytes go out at once, none copied. */
+static void send_goes_straight_out(void **state)
+{
+	struct pair p;
+	uint8_t a[10], b[1000], c[3], *far;
+	struct iovec iov[3] = { { a, sizeof a }, { b, sizeof b }, { c, sizeof c } };
+	size_t got;
+
+	(void)state;
+	pair_plain(&p);
+	bufferevent_enable(p.bev, EV_WRITE);
+	fill_pattern(a, 0, sizeof a);
+	fill_pattern(b, sizeof a, sizeof b);
+	fill_pattern(c, sizeof a + sizeof b, sizeof c);
+	assert_int_equal(cmon_bev_send(p.bev, iov, 3), 0);
+	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), 0);
+	far = malloc(2000);
+	assert_int_equal(read(p.fd[1], far, 2000), 1013);   /* before any loop turn */
+	for (size_t i = 0; i < 1013; i++)
+		if (far[i] != pattern(i))
+			fail_msg("byte %zu differs", i);
+	free(far);
+	/* something queued: behind it, though the socket has room */
+	fill_pattern(a, 1013, sizeof a);
+	fill_pattern(b, 1013 + sizeof a, sizeof b);
+	evbuffer_add(bufferevent_get_output(p.bev), a, sizeof a);
+	assert_int_equal(cmon_bev_send(p.bev, &iov[1], 1), 0);
+	assert_int_equal(read(p.fd[1], c, sizeof c), -1);
+	far = drain_far(&p, 1010, &got);
+	assert_int_equal(got, 1010);
+	for (size_t i = 0; i < got; i++)
+		if (far[i] != pattern(1013 + i))
+			fail_msg("byte %zu differs", 1013 + i);
+	free(far);
+	pair_close(&p);
+}
+
+/* What the socket does not take is queued, in order, and follows. */
+static void send_queues_the_rest(void **state)
+{
+	enum { N = 4 << 20 };
+	struct pair p;
+	uint8_t *big = malloc(N), *far;
+	struct iovec iov[2] = { { big, 5 }, { big + 5, N - 5 } };
+	size_t queued, got;
+
+	(void)state;
+	pair_plain(&p);
+	bufferevent_enable(p.bev, EV_WRITE);
+	fill_pattern(big, 0, N);
+	assert_int_equal(cmon_bev_send(p.bev, iov, 2), 0);
+	queued = evbuffer_get_length(bufferevent_get_output(p.bev));
+	assert_true(queued > 0 && queued < N);
+	/* queued behind it: sent after it */
+	fill_pattern(big, N, 1000);
+	iov[0] = (struct iovec){ big, 1000 };
+	assert_int_equal(cmon_bev_send(p.bev, iov, 1), 0);
+	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), queued + 1000);
+	far = drain_far(&p, N + 1000, &got);
+	assert_int_equal(got, N + 1000);
+	for (size_t i = 0; i < got; i++)
+		if (far[i] != pattern(i))
+			fail_msg("byte %zu differs", i);
+	free(far);
+	free(big);
+	pair_close(&p);
+}
+
+/* TLS, a filter, or writing disabled: queued, as evbuffer_add would. */
+static void send_queues_when_not_plain(void **state)
+{
+	struct pair p;
+	SSL_CTX *ctx;
+	uint8_t b[100];
+	struct iovec iov[1] = { { b, sizeof b } };
+	struct bufferevent *f;
+
+	(void)state;
+	fill_pattern(b, 0, sizeof b);
+	pair_plain(&p);
+	bufferevent_disable(p.bev, EV_WRITE);
+	assert_int_equal(cmon_bev_send(p.bev, iov, 1), 0);
+	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), sizeof b);
+	f = bufferevent_filter_new(p.bev, NULL, NULL, 0, NULL, NULL);
+	bufferevent_enable(f, EV_WRITE);
+	assert_int_equal(cmon_bev_send(f, iov, 1), 0);
+	/* (the filter hands its output on to the socket's bufferevent) */
+	assert_int_equal(evbuffer_get_length(bufferevent_get_output(f)) +
+			 evbuffer_get_length(bufferevent_get_output(p.bev)), 2 * sizeof b);
+	bufferevent_free(f);
+	assert_int_equal(read(p.fd[1], b, sizeof b), -1);
+	pair_close(&p);
+
+	pair_open(&p);
+	ctx = SSL_CTX_new(TLS_client_method());
+	p.bev = bufferevent_openssl_socket_new(p.base, p.fd[0], SSL_new(ctx), BUFFEREVENT_SSL_OPEN,
+					       BEV_OPT_CLOSE_ON_FREE);
+	assert_non_null(p.bev);
+	bufferevent_enable(p.bev, EV_WRITE);
+	assert_int_equal(cmon_bev_send(p.bev, iov, 1), 0);
+	/* (OpenSSL may take them from the output at once, as records) */
+	{
+		uint8_t wire[4096];
+		ssize_t r = read(p.fd[1], wire, sizeof wire);
+
+		assert_null(r > 0 ? memmem(wire, (size_t)r, b, 16) : NULL);  /* nothing in plain */
+	}
+	pair_close(&p);
+	SSL_CTX_free(ctx);
+}
+
+/* The peer gone: no SIGPIPE (this test would die of it); the bytes are
+ * queued and the bufferevent reports the error on its own write. */
+static void send_to_a_closed_peer(void **state)
+{
+	struct pair p;
+	uint8_t b[100];
+	struct iovec iov[1] = { { b, sizeof b } };
+
+	(void)state;
+	pair_plain(&p);
+	bufferevent_enable(p.bev, EV_WRITE);
+	close(p.fd[1]);
+	p.fd[1] = -1;
+	assert_int_equal(cmon_bev_send(p.bev, iov, 1), 0);
+	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), sizeof b);
+	signal(SIGPIPE, SIG_IGN);     /* libevent's own write would raise it (the daemons ignore it) */
+	for (int i = 0; i < 10 && !(p.events & BEV_EVENT_ERROR); i++)
+		event_base_loop(p.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	assert_true(p.events & BEV_EVENT_ERROR);
+	pair_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +413,10 @@ int main(void)
 		cmocka_unit_test(mixes_with_the_bufferevent),
 		cmocka_unit_test(never_on_tls),
 		cmocka_unit_test(never_on_a_filter),
+		cmocka_unit_test(send_goes_straight_out),
+		cmocka_unit_test(send_queues_the_rest),
+		cmocka_unit_test(send_queues_when_not_plain),
+		cmocka_unit_test(send_to_a_closed_peer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

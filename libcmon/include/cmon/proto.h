@@ -29,6 +29,14 @@
  * CMON_FRAME_MAX) or -ENOMEM. */
 int cmon_frame_send(struct evbuffer *out, const Cmon__Msg *msg);
 
+/* The bytes of a frame holding a LogData message of `n` payload bytes
+ * (Msg.data, LogData.data) that come before the payload, written to
+ * `buf`; returns their number (at most CMON_DATA_PREFIX_MAX). The frame
+ * is these bytes and then the payload: what cmon_frame_send() writes for
+ * that message, without copying the payload into a message first. */
+#define CMON_DATA_PREFIX_MAX 16
+size_t cmon_data_prefix(uint8_t *buf, size_t n);
+
 /* Decode one frame from the start of `buf` (`len` bytes), refusing frames
  * longer than `max`. Returns 1 with *msg set and *used = bytes consumed,
  * 0 if more bytes are needed, -EMSGSIZE for an oversized frame or -EBADMSG

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <sys/uio.h>
+
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <openssl/ssl.h>
@@ -61,6 +63,15 @@ bool cmon_tls_peer_verified(struct bufferevent *bev);
  * and errors are left for the bufferevent to find on its next read. */
 size_t cmon_bev_read_more(struct bufferevent *bev, size_t most);
 #define CMON_READ_MORE (256u << 10)  /* what a log stream's read callback asks for */
+
+/* Send the bytes of iov[0..n) through `bev`, copying only what the kernel
+ * does not take at once: while nothing is queued on its output, they go
+ * straight to the socket in one sendmsg(2) (MSG_NOSIGNAL), and only the
+ * rest is queued, as evbuffer_add() would queue all of it. On TLS, a
+ * filter, with output queued or writing disabled, everything is queued. A failed send
+ * (the peer gone) queues everything too: the bufferevent's own write then
+ * meets the error and reports it. 0, or -ENOMEM. */
+int cmon_bev_send(struct bufferevent *bev, const struct iovec *iov, int n);
 
 /* Describe the last TLS error on `bev` (or in the OpenSSL queue) for logs. */
 const char *cmon_tls_error(struct bufferevent *bev, char *buf, size_t size);
