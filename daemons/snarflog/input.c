@@ -22,9 +22,6 @@
 #include <sys/epoll.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "cmon/log.h"
 #include "cmon/logfmt.h"
@@ -59,27 +56,6 @@ struct cut_ts {
 };
 #define NO_TS_AT UINT32_MAX
 
-/* The newlines among the 64 bytes at `p`, as bits (bit i: p[i]). */
-static inline uint64_t newlines64(const uint8_t *p)
-{
-#if defined(__SSE2__)
-	const __m128i nl = _mm_set1_epi8('\n');
-	uint64_t m = 0;
-
-	for (unsigned k = 0; k < 4; k++) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
-		m |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) << (16 * k);
-	}
-	return m;
-#else
-	uint64_t m = 0;
-
-	for (unsigned k = 0; k < 64; k++)
-		m |= (uint64_t)(p[k] == '\n') << k;
-	return m;
-#endif
-}
-
 /* ascii: cut consecutive ordinary records (complete, not blank, not
  * over-long) at `p`; record i ends at ends[i]. Returns their number.
  * Newlines are found 64 bytes at a time (a memchr call per line of 30
@@ -89,7 +65,7 @@ static size_t cut_ascii(const struct input *in, const uint8_t *p, size_t avail, 
 {
 	size_t n = 0, pos = 0, base = 0;    /* newlines before base: all in `mask` */
 	bool blocks = avail >= 64;
-	uint64_t mask = blocks ? newlines64(p) : 0;
+	uint64_t mask = blocks ? cmon_newlines64(p) : 0;
 
 	while (n < SNARF_RUN) {
 		const uint8_t *q = p + pos;
@@ -104,7 +80,7 @@ static size_t cut_ascii(const struct input *in, const uint8_t *p, size_t avail, 
 			if (base + 64 > avail)
 				blocks = false;
 			else
-				mask = newlines64(p + base);
+				mask = cmon_newlines64(p + base);
 		}
 		if (blocks) {
 			nl = base + (size_t)__builtin_ctzll(mask);

@@ -234,9 +234,17 @@ uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, si
 			count++;
 		}
 	} else {
-		const uint8_t *nl;
-		while (q < end && (nl = memchr(q, '\n', (size_t)(end - q)))) {
-			q = nl + 1;
+		const uint8_t *b = p, *nl;
+		uint64_t m;
+
+		/* 64 bytes at a time; the last newline seen ends the whole lines */
+		for (; end - b >= 64; b += 64)
+			if ((m = cmon_newlines64(b)) != 0) {
+				count += (uint64_t)__builtin_popcountll(m);
+				q = b + 64 - __builtin_clzll(m);
+			}
+		while (b < end && (nl = memchr(b, '\n', (size_t)(end - b)))) {
+			b = q = nl + 1;
 			count++;
 		}
 	}

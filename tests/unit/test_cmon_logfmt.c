@@ -145,6 +145,42 @@ static void counting_and_gaps(void **state)
 	assert_string_equal(cmon_format_name(CMON__FORMAT__FORMAT_BINARY), "binary");
 }
 
+/* Ascii lines counted 64 bytes at a time agree with one memchr per line,
+ * for every length and newline placement around the 64-byte blocks; and
+ * cmon_newlines64 marks exactly the newlines. */
+static void counting_ascii_blocks(void **state)
+{
+	uint8_t buf[400];
+	uint32_t seed = 12345;
+
+	(void)state;
+	for (int round = 0; round < 4000; round++) {
+		size_t n = (size_t)(round % 331), whole, want_whole = 0;
+		uint64_t want = 0;
+		unsigned every = 1 + (unsigned)(round / 331) * 7;   /* newline density */
+
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			buf[i] = (seed >> 16) % every == 0 ? '\n' : (uint8_t)('a' + (seed >> 8) % 26);
+			if (buf[i] == '\n') {
+				want++;
+				want_whole = i + 1;
+			}
+		}
+		if (cmon_log_count_records(CMON__FORMAT__FORMAT_ASCII, buf, n, &whole) != want ||
+		    whole != want_whole)
+			fail_msg("round %d, %zu bytes: %llu lines up to %zu, want %llu up to %zu", round,
+				 n, (unsigned long long)cmon_log_count_records(CMON__FORMAT__FORMAT_ASCII,
+									       buf, n, &whole),
+				 whole, (unsigned long long)want, want_whole);
+		if (n >= 64) {
+			uint64_t m = cmon_newlines64(buf + n - 64);
+			for (unsigned k = 0; k < 64; k++)
+				assert_int_equal((m >> k) & 1, buf[n - 64 + k] == '\n');
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +188,7 @@ int main(void)
 		cmocka_unit_test(frames_and_kinds),
 		cmocka_unit_test(event_times),
 		cmocka_unit_test(counting_and_gaps),
+		cmocka_unit_test(counting_ascii_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
