@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmon/names.h"
@@ -128,6 +129,72 @@ int cmon_frame_decode(const uint8_t *buf, size_t len, size_t max, Cmon__Msg **ms
 	return r;
 }
 
+/* A canonical varint at p[0..n): its value and length (0 if none). */
+static size_t varint_get(const uint8_t *p, size_t n, uint64_t *v)
+{
+	*v = 0;
+	for (size_t i = 0; i < n && i < 10; i++) {
+		*v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80))
+			return varint_len(*v) == i + 1 ? i + 1 : 0;
+	}
+	return 0;
+}
+
+/* The whole frame at the front of `in` (hdr + body bytes) when it is a
+ * LogData message laid out as cmon_data_prefix() writes it: the message,
+ * its payload copied once straight from `in` (not gathered into one piece
+ * and then copied again by protobuf-c), built as cmon__msg__unpack would
+ * build it, so cmon_msg_free() frees it. 1 taken, 0 not such a frame,
+ * -ENOMEM. */
+static int take_data_frame(struct evbuffer *in, size_t hdr, size_t body, Cmon__Msg **msg)
+{
+	uint8_t head[CMON_FRAME_PREFIX_MAX + 24];
+	size_t got = (size_t)evbuffer_copyout(in, head, hdr + 24 < sizeof head ? hdr + 24 : sizeof head);
+	size_t k = hdr, a, pre;
+	uint64_t key, logdata, tag, n;
+	Cmon__Msg *m;
+	Cmon__LogData *d;
+	uint8_t *data;
+
+	if (got <= hdr || !(a = varint_get(head + k, got - k, &key)) ||
+	    key != ((uint64_t)CMON__MSG__KIND_DATA << 3 | 2))
+		return 0;
+	k += a;
+	if (!(a = varint_get(head + k, got - k, &logdata)))
+		return 0;
+	k += a;
+	if (!(a = varint_get(head + k, got - k, &tag)) || tag != (1u << 3 | 2))
+		return 0;
+	k += a;
+	if (!(a = varint_get(head + k, got - k, &n)))
+		return 0;
+	k += a;
+	pre = k - hdr;          /* the body's bytes before the payload */
+	if (pre >= body || n != body - pre || logdata != 1 + varint_len(n) + n)
+		return 0;
+	m = malloc(sizeof *m);
+	d = malloc(sizeof *d);
+	data = malloc(n);
+	if (!m || !d || !data) {
+		free(m);
+		free(d);
+		free(data);
+		return -ENOMEM;
+	}
+	cmon__msg__init(m);
+	cmon__log_data__init(d);
+	evbuffer_drain(in, k);
+	evbuffer_remove(in, data, n);
+	d->has_data = true;
+	d->data.data = data;
+	d->data.len = n;
+	m->kind_case = CMON__MSG__KIND_DATA;
+	m->data = d;
+	*msg = m;
+	return 1;
+}
+
 int cmon_frame_next(struct evbuffer *in, size_t max, Cmon__Msg **msg, const char **why)
 {
 	uint8_t pfx[CMON_FRAME_PREFIX_MAX];
@@ -143,6 +210,12 @@ int cmon_frame_next(struct evbuffer *in, size_t max, Cmon__Msg **msg, const char
 		return r;
 	if (evbuffer_get_length(in) < hdr + body)
 		return 0;
+	r = take_data_frame(in, hdr, body, msg);
+	if (r != 0) {
+		if (r < 0)
+			*why = "out of memory";
+		return r;
+	}
 	p = evbuffer_pullup(in, (ev_ssize_t)(hdr + body));
 	if (!p) {
 		*why = "out of memory";

@@ -199,6 +199,88 @@ static void data_prefix_is_the_frame(void **state)
 	}
 }
 
+/* cmon_frame_next takes LogData frames laid out as cmon_data_prefix writes
+ * them without gathering them first; every frame, that layout or another
+ * (a second field, a non-minimal length, an empty payload, other kinds),
+ * comes out as cmon_frame_decode reads it, across evbuffer pieces. */
+static void data_frames_taken_whole(void **state)
+{
+	static uint8_t payload[300000];
+	struct evbuffer *in = evbuffer_new(), *all = evbuffer_new();
+	static const size_t lens[] = { 1, 2, 127, 128, 16384, 262144, 300000, 0 };
+	size_t nframes = 0;
+	const uint8_t *flat;
+	size_t flen, off = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof payload; i++)
+		payload[i] = (uint8_t)(i * 31 + 7);
+	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+		uint8_t pfx[CMON_DATA_PREFIX_MAX];
+		Cmon__Msg m = CMON__MSG__INIT;
+		Cmon__LogData d = CMON__LOG_DATA__INIT;
+
+		evbuffer_add(all, pfx, cmon_data_prefix(pfx, lens[k]));
+		evbuffer_add(all, payload, lens[k]);
+		d.has_data = true;
+		d.data.data = payload;
+		d.data.len = lens[k] / 2;
+		m.kind_case = CMON__MSG__KIND_DATA;
+		m.data = &d;
+		cmon_frame_send(all, &m);
+		nframes += 2;
+	}
+	{
+		/* a non-minimal payload length (0x85 0x00 for 5), then a LogData
+		 * with a second (unknown) field after its payload */
+		static const uint8_t odd[] = { 11, 0x9a, 0x02, 8, 0x0a, 0x85, 0x00, 'a', 'b', 'c', 'd', 'e',
+					       12, 0x9a, 0x02, 9, 0x0a, 3, 'x', 'y', 'z', 0x10, 0x01, 0x18, 0x02 };
+		Cmon__Msg m = CMON__MSG__INIT;
+		Cmon__Ping ping = CMON__PING__INIT;
+
+		evbuffer_add(all, odd, sizeof odd);
+		m.kind_case = CMON__MSG__KIND_PING;
+		m.ping = &ping;
+		cmon_frame_send(all, &m);
+		nframes += 3;
+	}
+	flen = evbuffer_get_length(all);
+	flat = evbuffer_pullup(all, -1);
+	for (size_t got = 0, fed = 0; got < nframes;) {
+		Cmon__Msg *a, *b;
+		const char *why = NULL;
+		size_t used;
+		int r = cmon_frame_next(in, CMON_FRAME_MAX, &a, &why);
+
+		if (r == 0) {
+			size_t piece = fed % 3 == 0 ? 4093 : fed % 3 == 1 ? 7 : 65536;
+			assert_true(fed < flen);
+			if (piece > flen - fed)
+				piece = flen - fed;
+			evbuffer_add(in, flat + fed, piece);
+			fed += piece;
+			continue;
+		}
+		assert_int_equal(r, 1);
+		assert_int_equal(cmon_frame_decode(flat + off, flen - off, CMON_FRAME_MAX, &b, &used, &why), 1);
+		off += used;
+		assert_int_equal(a->kind_case, b->kind_case);
+		if (a->kind_case == CMON__MSG__KIND_DATA) {
+			assert_int_equal(a->data->has_data, b->data->has_data);
+			assert_int_equal(a->data->data.len, b->data->data.len);
+			if (a->data->data.len)
+				assert_memory_equal(a->data->data.data, b->data->data.data, a->data->data.len);
+		}
+		cmon_msg_free(a);
+		cmon_msg_free(b);
+		got++;
+	}
+	assert_int_equal(off, flen);
+	assert_int_equal(evbuffer_get_length(in), 0);
+	evbuffer_free(in);
+	evbuffer_free(all);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +291,7 @@ int main(void)
 		cmocka_unit_test(start_token),
 		cmocka_unit_test(instance_checks),
 		cmocka_unit_test(data_prefix_is_the_frame),
+		cmocka_unit_test(data_frames_taken_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
