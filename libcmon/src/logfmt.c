@@ -214,6 +214,16 @@ Cmon__Format cmon_log_detect(const uint8_t *p, size_t n, bool eof)
 	return CMON__FORMAT__FORMAT_ASCII;
 }
 
+/* The bits set in m (without POPCNT, which baseline x86-64 lacks:
+ * __builtin_popcountll is then a libgcc call). */
+static inline uint64_t bits_set(uint64_t m)
+{
+	m -= (m >> 1) & 0x5555555555555555ull;
+	m = (m & 0x3333333333333333ull) + ((m >> 2) & 0x3333333333333333ull);
+	m = (m + (m >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (m * 0x0101010101010101ull) >> 56;
+}
+
 uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, size_t *whole)
 {
 	const uint8_t *q = p, *end;
@@ -240,7 +250,7 @@ uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, si
 		/* 64 bytes at a time; the last newline seen ends the whole lines */
 		for (; end - b >= 64; b += 64)
 			if ((m = cmon_newlines64(b)) != 0) {
-				count += (uint64_t)__builtin_popcountll(m);
+				count += bits_set(m);
 				q = b + 64 - __builtin_clzll(m);
 			}
 		while (b < end && (nl = memchr(b, '\n', (size_t)(end - b)))) {
