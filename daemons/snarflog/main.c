@@ -15,6 +15,7 @@
 
 #include "cmon/cmdline.h"
 #include "cmon/log.h"
+#include "cmon/net.h"
 #include "snarflog.h"
 
 static const char usage[] =
@@ -266,6 +267,8 @@ int main(int argc, char **argv)
 	char prefix[CMON_NAME_MAX + 16], host[256], err[400];
 	struct timespec now;
 	int log_fd = 0, r;
+
+	cmon_heap_for_streams();
 
 	parse_args(argc, argv, &s->opt);
 	snprintf(prefix, sizeof prefix, "snarflog(%s)", s->opt.program);

@@ -18,6 +18,7 @@
 
 #include "cmon/cmdline.h"
 #include "cmon/log.h"
+#include "cmon/net.h"
 #include "cmon/service.h"
 #include "alerts.h"
 #include "control.h"
@@ -298,6 +299,8 @@ int main(int argc, char **argv)
 	struct timeval flush = { 0, TM_FLUSH_MS * 1000 }, second = { 1, 0 };
 	char err[2048] = "";
 	int rc = 1;
+
+	cmon_heap_for_streams();
 
 	tm.lock_fd = -1;
 	parse_args(argc, argv, &tm.opt);

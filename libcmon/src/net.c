@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -335,4 +336,10 @@ int cmon_write_file_mode(const char *path, const char *text, mode_t mode)
 	if (e)
 		unlink(tmp);
 	return e;
+}
+
+void cmon_heap_for_streams(void)
+{
+	mallopt(M_MMAP_THRESHOLD, (int)CMON_HEAP_MMAP_MAX);
+	mallopt(M_TRIM_THRESHOLD, (int)CMON_HEAP_KEEP);
 }

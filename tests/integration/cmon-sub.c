@@ -502,6 +502,8 @@ int main(int argc, char **argv)
 	char err[400];
 	FILE *f;
 
+	cmon_heap_for_streams();
+
 	parse_args(argc, argv);
 	cmon_log_init("cmon-sub", g.debug);
 	signal(SIGPIPE, SIG_IGN);
