@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Transport benchmarks, side by side in one run (see docs/PERFORMANCE.md).
 
-  bench.py BUILD_DIR [--quick] [--writer-only] [--idle-control] [--baseline SNARFLOG]
+  bench.py BUILD_DIR [--quick] [--writer-only | --forwarding-only] [--idle-control]
+           [--baseline SNARFLOG]
 
   --writer-only    only the writer-overhead runs (1.)
+  --forwarding-only  only the forwarding runs (2.)
   --idle-control   also "nobody listening" with the same 0.3 s pause before
                    writing that the stalled-subscriber runs need (to tell
                    the subscriber's cost from the pause's)
@@ -44,6 +46,7 @@ import time
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build-bench")
 QUICK = "--quick" in sys.argv
 WRITER_ONLY = "--writer-only" in sys.argv
+FORWARDING_ONLY = "--forwarding-only" in sys.argv
 IDLE_CONTROL = "--idle-control" in sys.argv
 BASELINE = (os.path.abspath(sys.argv[sys.argv.index("--baseline") + 1])
             if "--baseline" in sys.argv else None)
@@ -275,6 +278,26 @@ def registry():
     return out.stdout.strip()
 
 
+def print_forwarding(results, fwd):
+    print("forwarding: %d ascii lines to a reader over loopback TCP; go -> last line, median of %d"
+          % (N_FWD, len(results[("f", "socat")])))
+    if BASE_SUB:
+        print("  (snarflog-b: the baseline snarflog with the cmon-sub next to it)")
+    print("  %-10s %10s %12s %10s" % ("path", "seconds", "lines/s", "vs socat"))
+    base = med(results[("f", "socat")])
+    for name, _fn in fwd:
+        if ("f", name) not in results:
+            print("  %-10s %10s" % (name, "failed"))
+            continue
+        t = med(results[("f", name)])
+        print("  %-10s %10.3f %12.0f %9.2fx" % (name, t, N_FWD / t, t / base))
+    if ("f", "rsyslog") in results:
+        print("  rsyslog / snarflog time: %.2fx" % (med(results[("f", "rsyslog")]) /
+                                                   med(results[("f", "snarflog")])))
+    print("  (syslog-ng not run: it conflicts with rsyslog as a Debian package; see docs/PERFORMANCE.md)")
+    print()
+
+
 def med(xs):
     return statistics.median(xs)
 
@@ -288,7 +311,7 @@ def main():
             results.setdefault(key, []).append(t)
 
     try:
-        for _ in range(REPS):
+        for _ in range(0 if FORWARDING_ONLY else REPS):
             for work in WORK:
                 for fmt in ("ascii", "binary"):
                     run(("w", work, fmt, "cat"), w_cat, fmt, work)
@@ -310,7 +333,7 @@ def main():
         for _ in range(0 if WRITER_ONLY else FWD_REPS):
             for name, fn in fwd:
                 run(("f", name), fn)
-        reglines = [] if WRITER_ONLY else [registry() for _ in range(3)]
+        reglines = [] if WRITER_ONLY or FORWARDING_ONLY else [registry() for _ in range(3)]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -318,6 +341,9 @@ def main():
                 p.wait()
         shutil.rmtree(TMP, ignore_errors=True)
 
+    if FORWARDING_ONLY:
+        print_forwarding(results, fwd)
+        return
     print("writer overhead: %d records; the program's own time to write them, median of %d"
           % (N_WRITE, REPS))
     if BASELINE:
@@ -339,23 +365,7 @@ def main():
     print()
     if WRITER_ONLY:
         return
-    print("forwarding: %d ascii lines to a reader over loopback TCP; go -> last line, median of %d"
-          % (N_FWD, len(results[("f", "socat")])))
-    if BASE_SUB:
-        print("  (snarflog-b: the baseline snarflog with the cmon-sub next to it)")
-    print("  %-10s %10s %12s %10s" % ("path", "seconds", "lines/s", "vs socat"))
-    base = med(results[("f", "socat")])
-    for name, _fn in fwd:
-        if ("f", name) not in results:
-            print("  %-10s %10s" % (name, "failed"))
-            continue
-        t = med(results[("f", name)])
-        print("  %-10s %10.3f %12.0f %9.2fx" % (name, t, N_FWD / t, t / base))
-    if ("f", "rsyslog") in results:
-        print("  rsyslog / snarflog time: %.2fx" % (med(results[("f", "rsyslog")]) /
-                                                   med(results[("f", "snarflog")])))
-    print("  (syslog-ng not run: it conflicts with rsyslog as a Debian package; see docs/PERFORMANCE.md)")
-    print()
+    print_forwarding(results, fwd)
     print("registry (3 runs):")
     p99 = []
     for out in reglines:
