@@ -18,6 +18,16 @@
  * on its own thread, at that point. The last batch carries the end: the
  * direct reader's status and message.
  *
+ * Handing back: when the engine turns out to be much quicker than the
+ * reader (it waited for batches three quarters of the time over batches
+ * PF_JUDGE_FROM to PF_JUDGE_FROM + PF_JUDGE_N), two threads only add the
+ * hand-off (each record written on one core and read on the other) to the
+ * reader's time, so the consumer asks the producer to stop: the producer
+ * marks the batch it is filling as the last (`last`), and once the
+ * consumer has taken it, it reads directly, on its own thread, from where
+ * the producer stopped. PSPEC_PREFETCH_HANDOFF=N (tests) asks for it after
+ * N batches whatever the timing; 0 never.
+ *
  * Only for logs read to the end without waiting (regular files, memory):
  * on a pipe a record must reach the checker the moment it arrives, and a
  * batch would hold it back. log_reader_prefetch refuses the others.
@@ -33,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -41,6 +52,8 @@
 #define PF_RECORDS 1024     /* records per batch (PSPEC_PREFETCH_BATCH for tests): four fit in L2 */
 #define PF_SPIN 2000        /* polls of a word before sleeping on it (PSPEC_PREFETCH_SPIN
                                for tests: 0 sleeps at once, every hand-off a futex) */
+#define PF_JUDGE_FROM 2     /* batches taken before the engine's waiting is timed */
+#define PF_JUDGE_N 16       /* batches it is timed over */
 
 typedef struct pf_warn {
     uint32_t before;        /* index of the record it precedes in its batch */
@@ -62,6 +75,7 @@ typedef struct pf_batch {
     pf_warn *warns;
     uint32_t nwarn, warn_cap;
     bool final;             /* the end: rc and err below */
+    bool last;              /* the producer stopped after it (a hand-back): read directly */
     int rc;
     char *err;
 } pf_batch;
@@ -79,6 +93,7 @@ struct log_prefetch {
     bool done;              /* the consumer took the last batch: read directly now */
     /* written by the consumer to stop the producer, rarely */
     alignas(64) _Atomic bool stop;
+    _Atomic bool handback;  /* stop after the batch being filled; the consumer reads on */
     /* the producer's */
     alignas(64) uint64_t pidx;  /* batches filled */
     uint32_t pnames;        /* names interned when its batch began */
@@ -86,6 +101,9 @@ struct log_prefetch {
     alignas(64) uint64_t cidx;  /* batches taken */
     pf_batch *cur;          /* the batch being handed out */
     uint32_t ci, cw;        /* next record, next warning in cur */
+    uint32_t handback_at;   /* PSPEC_PREFETCH_HANDOFF: batches before a hand-back (0: judge) */
+    bool never_back;        /* PSPEC_PREFETCH_HANDOFF=0 */
+    uint64_t judge_t0, waited_ns;   /* the timing of batches PF_JUDGE_FROM.. */
     const char **names;     /* every name id it knows */
     uint32_t nnames, names_cap;
 };
@@ -151,6 +169,7 @@ static void batch_reset(pf_batch *b)
         free(b->warns[i].msg);
     b->nwarn = 0;
     b->final = false;
+    b->last = false;
     b->rc = 0;
     free(b->err);
     b->err = NULL;
@@ -233,7 +252,8 @@ static void *producer(void *arg)
         if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
             return NULL;
         batch_reset(b);
-        while (b->n < pf->cap) {
+        b->last = atomic_load_explicit(&pf->handback, memory_order_relaxed);
+        while (!b->last && b->n < pf->cap) {
             char *err = NULL;
             int rc = logr_next_direct(r, &b->recs[b->n], &err);
             if (rc != 1) {
@@ -243,14 +263,19 @@ static void *producer(void *arg)
                 break;
             }
             batch_keep(b);
-            if ((b->n & 255) == 0 && atomic_load_explicit(&pf->stop, memory_order_relaxed))
-                return NULL;
+            if ((b->n & 255) == 0) {
+                if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
+                    return NULL;
+                b->last = atomic_load_explicit(&pf->handback, memory_order_relaxed);
+            }
         }
+        if (b->final)
+            b->last = false;
         batch_seal(b);
         batch_names(r, pf, b);
         set_full(b, 1);
         pf->pidx++;
-        if (b->final)
+        if (b->final || b->last)
             return NULL;
     }
 }
@@ -276,6 +301,8 @@ static void pf_halt(log_reader *r)
         atomic_store_explicit(&pf->b[i].full, 0, memory_order_relaxed);
     }
     atomic_store_explicit(&pf->stop, false, memory_order_relaxed);
+    atomic_store_explicit(&pf->handback, false, memory_order_relaxed);
+    pf->judge_t0 = pf->waited_ns = 0;
     pf->pidx = pf->cidx = 0;
     pf->cur = NULL;
     pf->done = false;
@@ -305,6 +332,10 @@ int log_reader_prefetch(log_reader *r, bool on)
     const char *sp = getenv("PSPEC_PREFETCH_SPIN");
     long spin = sp ? strtol(sp, NULL, 10) : -1;
     pf->spin = spin >= 0 && spin <= PF_SPIN ? (uint32_t)spin : PF_SPIN;
+    const char *hb = getenv("PSPEC_PREFETCH_HANDOFF");
+    long back = hb ? strtol(hb, NULL, 10) : -1;
+    pf->handback_at = back > 0 && back < 1 << 30 ? (uint32_t)back : 0;
+    pf->never_back = back == 0;
     for (int i = 0; i < PF_NBATCH; i++)
         pf->b[i].recs = ps_malloc(pf->cap * sizeof *pf->b[i].recs);
     pf->pnames = r->nnames;
@@ -324,6 +355,35 @@ static void deliver_warnings(log_reader *r, pf_batch *b, uint32_t upto)
     for (; pf->cw < b->nwarn && b->warns[pf->cw].before <= upto; pf->cw++)
         if (r->warn)
             r->warn(r->warn_ctx, r->logname, b->warns[pf->cw].where, b->warns[pf->cw].msg);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Batch number pf->cidx is about to be taken: time the engine's waiting
+ * over the judged batches, and ask for a hand-back when it waited three
+ * quarters of the time (or when PSPEC_PREFETCH_HANDOFF says). */
+static void judge(log_prefetch *pf)
+{
+    if (pf->never_back || atomic_load_explicit(&pf->handback, memory_order_relaxed))
+        return;
+    if (pf->handback_at) {
+        if (pf->cidx >= pf->handback_at)
+            atomic_store_explicit(&pf->handback, true, memory_order_relaxed);
+        return;
+    }
+    if (pf->cidx == PF_JUDGE_FROM) {
+        pf->judge_t0 = now_ns();
+        pf->waited_ns = 0;
+    } else if (pf->cidx == PF_JUDGE_FROM + PF_JUDGE_N) {
+        uint64_t total = now_ns() - pf->judge_t0;
+        if (pf->waited_ns * 4 > total * 3)
+            atomic_store_explicit(&pf->handback, true, memory_order_relaxed);
+    }
 }
 
 int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
@@ -350,6 +410,13 @@ int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
         pf_batch *b = pf->cur;
         if (!b) {
             b = &pf->b[pf->cidx % PF_NBATCH];
+            judge(pf);
+            if (pf->judge_t0 && pf->cidx < PF_JUDGE_FROM + PF_JUDGE_N &&
+                !atomic_load_explicit(&b->full, memory_order_acquire)) {
+                uint64_t t0 = now_ns();
+                wait_while(pf, b, 0);
+                pf->waited_ns += now_ns() - t0;
+            }
             wait_while(pf, b, 0);
             pf->cur = b;
             pf->ci = pf->cw = 0;
@@ -386,21 +453,36 @@ int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
             pf->cur = NULL;
             return rc;
         }
+        if (b->last) {
+            /* handed back: the producer stopped after this batch, at a
+             * record boundary; read on from there on this thread */
+            pthread_join(pf->thread, NULL);
+            pf->running = false;
+            pf->done = true;
+            batch_reset(b);
+            atomic_store_explicit(&b->full, 0, memory_order_relaxed);
+            pf->cur = NULL;
+            return logr_next_direct_ref(r, rec, errmsg);
+        }
         set_full(b, 0);
         pf->cidx++;
         pf->cur = NULL;
     }
 }
 
+/* (Once done, every batch has been taken and the producer joined: the
+ * reader's own names are the ones handed out, and those read since.) */
 const char *logr_prefetch_name(const log_reader *r, uint32_t name_id)
 {
     const log_prefetch *pf = r->pf;
+    if (pf->done)
+        return name_id < r->nnames ? r->names[name_id] : NULL;
     return name_id < pf->nnames ? pf->names[name_id] : NULL;
 }
 
 uint32_t logr_prefetch_nnames(const log_reader *r)
 {
-    return r->pf->nnames;
+    return r->pf->done ? r->nnames : r->pf->nnames;
 }
 
 bool logr_prefetch_producing(const log_reader *r)

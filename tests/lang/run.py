@@ -137,9 +137,14 @@ def main():
         # Reading ahead on a second thread (the default for a log file) must
         # change nothing: the same transcript on one thread, and with
         # batches of 1 and 2 records (every record a hand-off; with 2, a
-        # side that waits sleeps at once: the futex path every time).
+        # side that waits sleeps at once: the futex path every time), and
+        # with the reading handed back to the engine's thread after 3
+        # batches of 1, or 1 of 2 (what happens when the engine waits).
         for extra, env in ((["--threads", "1"], None), ([], {"PSPEC_PREFETCH_BATCH": "1"}),
-                           ([], {"PSPEC_PREFETCH_BATCH": "2", "PSPEC_PREFETCH_SPIN": "0"})):
+                           ([], {"PSPEC_PREFETCH_BATCH": "2", "PSPEC_PREFETCH_SPIN": "0"}),
+                           ([], {"PSPEC_PREFETCH_BATCH": "1", "PSPEC_PREFETCH_HANDOFF": "3"}),
+                           ([], {"PSPEC_PREFETCH_BATCH": "2", "PSPEC_PREFETCH_HANDOFF": "1",
+                                 "PSPEC_PREFETCH_SPIN": "0"})):
             tcode, tout, terr = run(cmd[:1] + extra + cmd[1:], env=env)
             if transcript(tcode, tout, terr) != got:
                 print("FAIL %s: %s %s differs from the default" % (name, " ".join(extra), env or ""))
