@@ -219,11 +219,24 @@ static void drain_expired(evutil_socket_t fd, short what, void *arg)
 
 	if (s->phase != PH_DRAINING)
 		return;
-	if (s->active)
-		cmon_warn("end of log: the consumer did not take the last %llu records within %.1f s",
-			  (unsigned long long)s->ring.nrec, s->opt.drain_s);
-	else
-		cmon_debug("end of log: no answer from the registry within %.1f s", s->opt.drain_s);
+	if (s->active) {
+		/* What the consumer did not take in time is dropped, and it is
+		 * told so (a gap, then LogEnd), so that its count still adds up
+		 * to what the program wrote; the LogEnd's flush is bounded by
+		 * the stream's own timer. */
+		uint64_t left = ring_front_weight(&s->ring, s->ring.nrec);
+
+		cmon_warn("end of log: the consumer did not take the last %llu records within %.1f s; "
+			  "reporting them to it as dropped", (unsigned long long)left, s->opt.drain_s);
+		ring_clear(&s->ring);
+		note_dropped(s, left);
+		stream_end(s, CMON__END_REASON__END_EOF);
+		core_check_done(s);
+		return;
+	}
+	if (stream_ending(s))
+		return;                        /* a LogEnd is being flushed; its timer bounds it */
+	cmon_debug("end of log: no answer from the registry within %.1f s", s->opt.drain_s);
 	stream_close_all(s);
 	s->phase = PH_LEAVING;
 	reg_leave(s);

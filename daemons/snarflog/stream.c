@@ -129,6 +129,22 @@ static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t 
 	return cmon_frame_send(bufferevent_get_output(st->bev), &m);
 }
 
+/* Tell the consumer, here in the stream, of the records dropped since
+ * the last piece it was sent. */
+static void send_pending_gap(struct stream *st)
+{
+	Cmon__Msg m = CMON__MSG__INIT;
+	Cmon__LogGap g = CMON__LOG_GAP__INIT;
+
+	g.has_count = true;
+	g.count = st->pending_gap;
+	m.kind_case = CMON__MSG__KIND_GAP;
+	m.gap = &g;
+	cmon_frame_send(bufferevent_get_output(st->bev), &m);
+	st->sent_gap += st->pending_gap;
+	st->pending_gap = 0;
+}
+
 static void send_accepted(struct stream *st, uint64_t skipped)
 {
 	struct snarf *s = st->s;
@@ -567,15 +583,7 @@ void stream_pump(struct snarf *s)
 			continue;
 		}
 		if (st->pending_gap) {
-			Cmon__Msg m = CMON__MSG__INIT;
-			Cmon__LogGap g = CMON__LOG_GAP__INIT;
-			g.has_count = true;
-			g.count = st->pending_gap;
-			m.kind_case = CMON__MSG__KIND_GAP;
-			m.gap = &g;
-			cmon_frame_send(out, &m);
-			st->sent_gap += st->pending_gap;
-			st->pending_gap = 0;
+			send_pending_gap(st);
 			continue;
 		}
 		n = ring_peek(&s->ring, SNARF_CHUNK, &p, &nrec);
@@ -606,6 +614,8 @@ void stream_end(struct snarf *s, Cmon__EndReason reason)
 		return;
 	if (st->state == ST_WAIT_FORMAT)
 		send_accepted(st, st->sent_gap);
+	if (st->state == ST_STREAMING && st->pending_gap)
+		send_pending_gap(st);       /* dropped after the last piece sent */
 	e.has_reason = true;
 	e.reason = reason;
 	e.has_records = true;
