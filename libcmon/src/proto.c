@@ -150,8 +150,8 @@ static size_t varint_get(const uint8_t *p, size_t n, uint64_t *v)
 static int take_data_frame(struct evbuffer *in, size_t hdr, size_t body, Cmon__Msg **msg)
 {
 	uint8_t head[CMON_FRAME_PREFIX_MAX + 24];
-	size_t got = (size_t)evbuffer_copyout(in, head, hdr + 24 < sizeof head ? hdr + 24 : sizeof head);
-	size_t k = hdr, a, pre;
+	ev_ssize_t copied = evbuffer_copyout(in, head, hdr + 24 < sizeof head ? hdr + 24 : sizeof head);
+	size_t got = copied > 0 ? (size_t)copied : 0, k = hdr, a, pre;
 	uint64_t key, logdata, tag, n;
 	Cmon__Msg *m;
 	Cmon__LogData *d;
