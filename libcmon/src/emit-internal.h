@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "varint.h"
+
 #include "cmon/emit.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -112,24 +114,6 @@ enum {
 };
 #define PB_TAG(field, type) ((uint8_t)(((field) << 3) | (type)))
 
-/* Bytes a base-128 varint of V takes (1..10). */
-static inline unsigned emit_varint_size(uint64_t v)
-{
-	unsigned log2 = 63u - (unsigned)__builtin_clzll(v | 1);
-	return (log2 * 9u + 73u) / 64u;
-}
-
-/* Writes V as a base-128 varint at P; returns the byte after it. */
-static inline uint8_t *emit_put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
 /* The 7-bit groups of V (below 2^56) one to a byte, little-endian: a varint
  * of V once the continuation bits (emit_varint_cont) are added. */
 static inline uint64_t emit_spread7(uint64_t v)
@@ -154,7 +138,7 @@ static inline void emit_varint_range(unsigned n, uint64_t *lo, uint64_t *span)
 	*span = (1ull << (7 * n)) - *lo;
 }
 
-/* emit_put_varint for values usually 6..8 bytes long (timestamps): spreads
+/* cmon_varint_put for values usually 6..8 bytes long (timestamps): spreads
  * the 7-bit groups without a loop. Writes 8 bytes at P whatever the length
  * (the caller leaves that slack); returns the byte after the varint. */
 static inline uint8_t *emit_put_varint64(uint8_t *p, uint64_t v)
@@ -163,8 +147,8 @@ static inline uint8_t *emit_put_varint64(uint8_t *p, uint64_t v)
 	unsigned n;
 
 	if (v >> 56)
-		return emit_put_varint(p, v);
-	n = emit_varint_size(v);
+		return cmon_varint_put(p, v);
+	n = cmon_varint_size(v);
 	x = emit_spread7(v) | emit_varint_cont(n);
 	memcpy(p, &x, sizeof x);
 	return p + n;

@@ -215,7 +215,7 @@ static void tbuf_set_tid(struct emit_tbuf *tb)
 	tb->tid = gettid();
 	memset(tb->shapes, 0, sizeof tb->shapes);   /* they hold the thread id */
 	*p++ = PB_TAG(2, PB_VARINT);
-	p = emit_put_varint(p, (uint64_t)tb->tid);
+	p = cmon_varint_put(p, (uint64_t)tb->tid);
 	tb->tid_len = (uint32_t)(p - tb->tid_enc);
 }
 
@@ -228,8 +228,8 @@ tbuf_shape_note(struct emit_tbuf *tb, uint32_t type, size_t n,
                 const uint8_t *base, uint64_t ts, size_t ev)
 {
 	struct emit_shape *sh = &tb->shapes[type & (EMIT_SHAPES - 1)];
-	unsigned k = emit_varint_size(ts);
-	size_t pre = 3 + 1 + emit_varint_size(type) + tb->tid_len + 1;
+	unsigned k = cmon_varint_size(ts);
+	size_t pre = 3 + 1 + cmon_varint_size(type) + tb->tid_len + 1;
 
 	if (ev > 125 || ts >> 56 || pre > sizeof sh->pre)
 		return;
@@ -265,13 +265,13 @@ tbuf_encode(struct emit_tbuf *tb, uint32_t type, size_t n,
 	size_t ev;
 
 	*p++ = PB_TAG(1, PB_VARINT);            /* Event.type */
-	p = emit_put_varint(p, type);
+	p = cmon_varint_put(p, type);
 	memcpy(p, tb->tid_enc, sizeof tb->tid_enc); /* Event.thread (+slack) */
 	p += tb->tid_len;
 	if (tb->deltas && tb->nevents) {
 		int64_t d = (int64_t)(ts - tb->prev_ts);
 		*p++ = PB_TAG(4, PB_VARINT);    /* Event.ts_delta (zigzag) */
-		p = emit_put_varint(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+		p = cmon_varint_put(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
 	} else {
 		*p++ = PB_TAG(3, PB_VARINT);    /* Event.ts */
 		p = emit_put_varint64(p, ts);
@@ -279,7 +279,7 @@ tbuf_encode(struct emit_tbuf *tb, uint32_t type, size_t n,
 	if (n) {
 		size_t vbytes = n * sizeof(double);
 		*p++ = PB_TAG(5, PB_LEN);       /* Event.values, packed */
-		p = emit_put_varint(p, vbytes);
+		p = cmon_varint_put(p, vbytes);
 		p = put_doubles(p, n, values);
 	}
 	ev = (size_t)(p - body);
@@ -290,13 +290,13 @@ tbuf_encode(struct emit_tbuf *tb, uint32_t type, size_t n,
 		tb->len += (uint32_t)ev + 3;
 		return ev;
 	} else {
-		size_t rec = 1 + emit_varint_size(ev) + ev;
-		uint8_t *q = base + emit_varint_size(rec) + 1 + emit_varint_size(ev);
+		size_t rec = 1 + cmon_varint_size(ev) + ev;
+		uint8_t *q = base + cmon_varint_size(rec) + 1 + cmon_varint_size(ev);
 
 		memmove(q, body, ev);
-		q = emit_put_varint(base, rec);
+		q = cmon_varint_put(base, rec);
 		*q++ = PB_TAG(3, PB_LEN);
-		q = emit_put_varint(q, ev);
+		q = cmon_varint_put(q, ev);
 		tb->len += (uint32_t)(q + ev - base);
 		return 0;
 	}

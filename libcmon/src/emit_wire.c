@@ -35,7 +35,7 @@ static void pb_bytes(struct pbuf *b, const void *data, size_t n)
 static void pb_varint(struct pbuf *b, uint64_t v)
 {
 	uint8_t tmp[10];
-	pb_bytes(b, tmp, (size_t)(emit_put_varint(tmp, v) - tmp));
+	pb_bytes(b, tmp, (size_t)(cmon_varint_put(tmp, v) - tmp));
 }
 
 /* Appends a varint field. */
@@ -86,22 +86,22 @@ static size_t frame_record(uint8_t *out, size_t cap, unsigned field,
 
 size_t emit_wire_gap_size(uint64_t count)
 {
-	size_t gap = 1 + emit_varint_size(count);     /* Gap.count */
-	size_t rec = 1 + emit_varint_size(gap) + gap; /* Record.gap */
-	return emit_varint_size(rec) + rec;
+	size_t gap = 1 + cmon_varint_size(count);     /* Gap.count */
+	size_t rec = 1 + cmon_varint_size(gap) + gap; /* Record.gap */
+	return cmon_varint_size(rec) + rec;
 }
 
 void emit_wire_gap(uint8_t *out, uint64_t count)
 {
-	size_t gap = 1 + emit_varint_size(count);
-	size_t rec = 1 + emit_varint_size(gap) + gap;
+	size_t gap = 1 + cmon_varint_size(count);
+	size_t rec = 1 + cmon_varint_size(gap) + gap;
 	uint8_t *p = out;
 
-	p = emit_put_varint(p, rec);
+	p = cmon_varint_put(p, rec);
 	*p++ = PB_TAG(REC_GAP, PB_LEN);
-	p = emit_put_varint(p, gap);
+	p = cmon_varint_put(p, gap);
 	*p++ = PB_TAG(1, PB_VARINT);
-	emit_put_varint(p, count);
+	cmon_varint_put(p, count);
 }
 
 /* Appends one HeaderField (key, value) as Header.extra. */

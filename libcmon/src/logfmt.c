@@ -6,23 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Read a varint at *pp (< end); false if truncated or longer than 10 bytes. */
-static bool varint_get(const uint8_t **pp, const uint8_t *end, uint64_t *v)
-{
-	const uint8_t *p = *pp;
-	uint64_t r = 0;
-
-	for (int shift = 0; shift < 70 && p < end; shift += 7) {
-		uint8_t b = *p++;
-		r |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*pp = p;
-			*v = r;
-			return true;
-		}
-	}
-	return false;
-}
+#include "varint.h"
 
 /* Skip one field value of wire type `wt`; false if malformed. */
 static bool skip_field(const uint8_t **pp, const uint8_t *end, unsigned wt)
@@ -31,14 +15,14 @@ static bool skip_field(const uint8_t **pp, const uint8_t *end, unsigned wt)
 
 	switch (wt) {
 	case 0:
-		return varint_get(pp, end, &v);
+		return cmon_varint_get(pp, end, &v);
 	case 1:
 		if (end - *pp < 8)
 			return false;
 		*pp += 8;
 		return true;
 	case 2:
-		if (!varint_get(pp, end, &v) || v > (uint64_t)(end - *pp))
+		if (!cmon_varint_get(pp, end, &v) || v > (uint64_t)(end - *pp))
 			return false;
 		*pp += v;
 		return true;
@@ -83,14 +67,14 @@ static enum cmon_rec_kind record_walk(const uint8_t *p, size_t n, const uint8_t 
 	while (p < end) {
 		uint64_t key, len;
 		unsigned field, wt;
-		if (!varint_get(&p, end, &key))
+		if (!cmon_varint_get(&p, end, &key))
 			return CMON_REC_BAD;
 		field = (unsigned)(key >> 3);
 		wt = (unsigned)(key & 7);
 		if (field == 0)
 			return CMON_REC_BAD;
 		if (field >= CMON_REC_HEADER && field <= CMON_REC_OVERHEAD) {
-			if (wt != 2 || !varint_get(&p, end, &len) || len > (uint64_t)(end - p))
+			if (wt != 2 || !cmon_varint_get(&p, end, &len) || len > (uint64_t)(end - p))
 				return CMON_REC_BAD;
 			kind = (enum cmon_rec_kind)field;
 			*sub = p;
@@ -123,13 +107,13 @@ static bool event_time(const uint8_t *sub, size_t sublen, struct cmon_event_time
 		/* One-byte keys are the common case: fields 1-15. */
 		if (*sub < 0x80) {
 			key = *sub++;
-		} else if (!varint_get(&sub, end, &key)) {
+		} else if (!cmon_varint_get(&sub, end, &key)) {
 			return false;
 		}
 		field = (unsigned)(key >> 3);
 		wt = (unsigned)(key & 7);
 		if ((field == 3 || field == 4) && wt == 0) {
-			if (!varint_get(&sub, end, &v))
+			if (!cmon_varint_get(&sub, end, &v))
 				return false;
 			if (field == 3) {
 				r.has_ts = true;

@@ -9,19 +9,7 @@
 
 #include "cmon/names.h"
 #include "cmon/net.h"
-
-/* Encode `v` as a varint into `p`; returns bytes written (<= 10). */
-static size_t varint_put(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
+#include "varint.h"
 
 int cmon_frame_send(struct evbuffer *out, const Cmon__Msg *msg)
 {
@@ -32,7 +20,7 @@ int cmon_frame_send(struct evbuffer *out, const Cmon__Msg *msg)
 
 	if (body > CMON_FRAME_MAX)
 		return -EMSGSIZE;
-	plen = varint_put(prefix, body);
+	plen = (size_t)(cmon_varint_put(prefix, body) - prefix);
 	/* One contiguous reservation: protobuf-c packs straight into it. */
 	if (evbuffer_reserve_space(out, (ev_ssize_t)(plen + body), &v, 1) < 1 ||
 	    v.iov_len < plen + body)
@@ -45,31 +33,20 @@ int cmon_frame_send(struct evbuffer *out, const Cmon__Msg *msg)
 	return 0;
 }
 
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
 size_t cmon_data_prefix(uint8_t *buf, size_t n)
 {
 	/* Msg { data (35) = LogData { data (1) = n bytes } }: length-delimited
 	 * fields, keys (35 << 3 | 2) and (1 << 3 | 2) */
-	size_t logdata = 1 + varint_len(n) + n;
+	size_t logdata = 1 + cmon_varint_size(n) + n;
 	uint64_t key = (uint64_t)CMON__MSG__KIND_DATA << 3 | 2;
-	size_t body = varint_len(key) + varint_len(logdata) + logdata;
-	size_t k = varint_put(buf, body);
+	size_t body = cmon_varint_size(key) + cmon_varint_size(logdata) + logdata;
+	uint8_t *p = cmon_varint_put(buf, body);
 
-	k += varint_put(buf + k, key);
-	k += varint_put(buf + k, logdata);
-	k += varint_put(buf + k, 1u << 3 | 2);
-	k += varint_put(buf + k, n);
-	return k;
+	p = cmon_varint_put(p, key);
+	p = cmon_varint_put(p, logdata);
+	p = cmon_varint_put(p, 1u << 3 | 2);
+	p = cmon_varint_put(p, n);
+	return (size_t)(p - buf);
 }
 
 /* Parse the varint prefix: 1 with *hdr and *body set, 0 need more, <0 bad. */
@@ -129,16 +106,13 @@ int cmon_frame_decode(const uint8_t *buf, size_t len, size_t max, Cmon__Msg **ms
 	return r;
 }
 
-/* A canonical varint at p[0..n): its value and length (0 if none). */
-static size_t varint_get(const uint8_t *p, size_t n, uint64_t *v)
+/* A varint at *pp (before end) written in as few bytes as it needs (what
+ * cmon_data_prefix writes); false for any other. */
+static bool varint_minimal(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 {
-	*v = 0;
-	for (size_t i = 0; i < n && i < 10; i++) {
-		*v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-		if (!(p[i] & 0x80))
-			return varint_len(*v) == i + 1 ? i + 1 : 0;
-	}
-	return 0;
+	const uint8_t *at = *pp;
+
+	return cmon_varint_get(pp, end, v) && (size_t)(*pp - at) == cmon_varint_size(*v);
 }
 
 /* The whole frame at the front of `in` (hdr + body bytes) when it is a
@@ -151,27 +125,20 @@ static int take_data_frame(struct evbuffer *in, size_t hdr, size_t body, Cmon__M
 {
 	uint8_t head[CMON_FRAME_PREFIX_MAX + 24];
 	ev_ssize_t copied = evbuffer_copyout(in, head, hdr + 24 < sizeof head ? hdr + 24 : sizeof head);
-	size_t got = copied > 0 ? (size_t)copied : 0, k = hdr, a, pre;
+	const uint8_t *q = head + hdr, *end = head + (copied > 0 ? copied : 0);
 	uint64_t key, logdata, tag, n;
+	size_t k, pre;
 	Cmon__Msg *m;
 	Cmon__LogData *d;
 	uint8_t *data;
 
-	if (got <= hdr || !(a = varint_get(head + k, got - k, &key)) ||
-	    key != ((uint64_t)CMON__MSG__KIND_DATA << 3 | 2))
+	if (q >= end || !varint_minimal(&q, end, &key) ||
+	    key != ((uint64_t)CMON__MSG__KIND_DATA << 3 | 2) || !varint_minimal(&q, end, &logdata) ||
+	    !varint_minimal(&q, end, &tag) || tag != (1u << 3 | 2) || !varint_minimal(&q, end, &n))
 		return 0;
-	k += a;
-	if (!(a = varint_get(head + k, got - k, &logdata)))
-		return 0;
-	k += a;
-	if (!(a = varint_get(head + k, got - k, &tag)) || tag != (1u << 3 | 2))
-		return 0;
-	k += a;
-	if (!(a = varint_get(head + k, got - k, &n)))
-		return 0;
-	k += a;
+	k = (size_t)(q - head);
 	pre = k - hdr;          /* the body's bytes before the payload */
-	if (pre >= body || n != body - pre || logdata != 1 + varint_len(n) + n)
+	if (pre >= body || n != body - pre || logdata != 1 + cmon_varint_size(n) + n)
 		return 0;
 	m = malloc(sizeof *m);
 	d = malloc(sizeof *d);

@@ -37,14 +37,14 @@ static void spread_matches_loop(void **state)
 	(void)state;
 	for (size_t i = 0; i < nv; i++) {
 		uint8_t a[16] = { 0 }, b[16] = { 0 };
-		uint8_t *ea = emit_put_varint(a, v[i]);
+		uint8_t *ea = cmon_varint_put(a, v[i]);
 		uint8_t *eb = emit_put_varint64(b, v[i]);
 
 		assert_int_equal(ea - a, eb - b);
-		assert_int_equal(ea - a, emit_varint_size(v[i]));
+		assert_int_equal(ea - a, cmon_varint_size(v[i]));
 		assert_memory_equal(a, b, (size_t)(ea - a));
 		if (v[i] >> 56 == 0) {
-			uint64_t x = emit_spread7(v[i]) | emit_varint_cont(emit_varint_size(v[i]));
+			uint64_t x = emit_spread7(v[i]) | emit_varint_cont(cmon_varint_size(v[i]));
 			assert_memory_equal(&x, a, (size_t)(ea - a));
 		}
 	}
@@ -61,7 +61,7 @@ static void range_is_the_length(void **state)
 
 		emit_varint_range(k, &lo, &span);
 		for (size_t i = 0; i < nv; i++)
-			assert_int_equal(v[i] - lo < span, emit_varint_size(v[i]) == k);
+			assert_int_equal(v[i] - lo < span, cmon_varint_size(v[i]) == k);
 	}
 }
 
