@@ -238,8 +238,10 @@ size_t cmon_bev_read_more(struct bufferevent *bev, size_t most)
 	if (fd < 0 || !(bufferevent_get_enabled(bev) & EV_READ))
 		return 0;
 	bufferevent_getwatermark(bev, EV_READ, &low, &high);
-	if (high && most > (len < high ? high - len : 0))
-		most = len < high ? high - len : 0;
+	if (high && len >= high)
+		return 0;
+	if (high && most > high - len)
+		most = high - len;
 	if (most == 0)
 		return 0;
 	/* A socket bufferevent keeps the end of its input frozen but while

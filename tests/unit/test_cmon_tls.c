@@ -94,16 +94,20 @@ static size_t feed(struct pair *p, size_t from, size_t most)
 	return done;
 }
 
+/* b[0..len) is the pattern from byte `from` on. */
+static void is_pattern(const uint8_t *b, size_t len, size_t from)
+{
+	for (size_t i = 0; i < len; i++)
+		if (b[i] != pattern(from + i))
+			fail_msg("byte %zu differs", from + i);
+}
+
 static void input_is_pattern(struct bufferevent *bev, size_t len)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
-	const uint8_t *b;
 
 	assert_int_equal(evbuffer_get_length(in), len);
-	b = evbuffer_pullup(in, -1);
-	for (size_t i = 0; i < len; i++)
-		if (b[i] != pattern(i))
-			fail_msg("byte %zu differs", i);
+	is_pattern(evbuffer_pullup(in, -1), len, 0);
 }
 
 /* One readv takes what is there, up to `most`, in order. */
@@ -288,9 +292,7 @@ static void send_goes_straight_out(void **state)
 	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), 0);
 	far = malloc(2000);
 	assert_int_equal(read(p.fd[1], far, 2000), 1013);   /* before any loop turn */
-	for (size_t i = 0; i < 1013; i++)
-		if (far[i] != pattern(i))
-			fail_msg("byte %zu differs", i);
+	is_pattern(far, 1013, 0);
 	free(far);
 	/* something queued: behind it, though the socket has room */
 	fill_pattern(a, 1013, sizeof a);
@@ -300,9 +302,7 @@ static void send_goes_straight_out(void **state)
 	assert_int_equal(read(p.fd[1], c, sizeof c), -1);
 	far = drain_far(&p, 1010, &got);
 	assert_int_equal(got, 1010);
-	for (size_t i = 0; i < got; i++)
-		if (far[i] != pattern(1013 + i))
-			fail_msg("byte %zu differs", 1013 + i);
+	is_pattern(far, got, 1013);
 	free(far);
 	pair_close(&p);
 }
@@ -330,9 +330,7 @@ static void send_queues_the_rest(void **state)
 	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), queued + 1000);
 	far = drain_far(&p, N + 1000, &got);
 	assert_int_equal(got, N + 1000);
-	for (size_t i = 0; i < got; i++)
-		if (far[i] != pattern(i))
-			fail_msg("byte %zu differs", i);
+	is_pattern(far, got, 0);
 	free(far);
 	free(big);
 	pair_close(&p);
