@@ -33,6 +33,7 @@
 Every configuration runs REPS times, interleaved; medians are reported.
 """
 
+import functools
 import os
 import shutil
 import socket
@@ -122,11 +123,16 @@ def w_cat(fmt, work):
     return t
 
 
+@functools.lru_cache(maxsize=None)
+def knows_tokens(snarf):
+    """Whether snarflog binary `snarf` has consumer tokens (asked once)."""
+    return b"token-file" in subprocess.run([snarf, "--help"], capture_output=True).stdout
+
+
 def token_args(snarf=None):
     """(snarflog's -token-file, cmon-sub's) for our snarflog; a baseline
     that predates consumer tokens needs none."""
-    if snarf not in (None, SNARF) and b"token-file" not in subprocess.run(
-            [snarf, "--help"], capture_output=True).stdout:
+    if snarf not in (None, SNARF) and not knows_tokens(snarf):
         return [], []
     tok = fresh("snarf.token")
     return ["-token-file", tok], ["-token-file", tok]
