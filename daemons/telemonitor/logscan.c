@@ -301,7 +301,7 @@ static int bin_header(struct logscan *s, const Cmonlog__Header *h)
 static int bin_event(struct logscan *s, const Cmonlog__Event *e, logscan_cb cb, void *arg)
 {
 	struct logscan_rec rec = { 0 };
-	const char *name = e->has_type && e->type < s->ntypes ? s->names[e->type] : NULL;
+	const char *name = e->type < s->ntypes ? s->names[e->type] : NULL;
 	size_t nv = e->n_values ? e->n_values : e->n_ivalues;   /* ivalues: integers */
 	size_t need = 96 + (name ? strlen(name) : 0) + nv * 32, len;
 	int r;

@@ -461,10 +461,7 @@ static inline int event_record(log_reader *r, const logbin_event *ev, const doub
         }
     }
     r->prev_ts = ts;   /* later deltas count from here even if this event is bad */
-    if (!ev->has_type) {
-        logr_warn(r, off, "event without a type id");
-        return 0;
-    }
+    /* An absent type is type 0, protobuf's default (writers leave it out) */
     uint32_t id1 = type_get(r, ev->type);
     if (!id1) {
         logr_warn(r, off, "event of undefined type id %u", ev->type);

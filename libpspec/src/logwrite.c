@@ -45,7 +45,8 @@ struct log_writer {
     uint32_t slot_mask;
     uint64_t nevents;
     bool compat;        /* binary: Events as before ivalues (log_writer_set_compat) */
-    bool deltas;        /* binary to a regular file: Events carry ts_delta */
+    bool to_file;       /* binary to a regular file: Events carry ts_delta and
+                           leave type 0 out, as every writer leaves thread 0 out */
     int64_t prev_ts;    /* the last Event's timestamp (for ts_delta) */
 };
 
@@ -304,7 +305,7 @@ int log_writer_open(log_writer **out, int fd, bool own_fd, log_format format,
     w->own_fd = own_fd;
     w->format = format;
     struct stat st;
-    w->deltas = format == LOG_FORMAT_BIN && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    w->to_file = format == LOG_FORMAT_BIN && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     w->cap = OUT_CAP;
     w->buf = ps_malloc(w->cap);
     int rc = format == LOG_FORMAT_ASCII ? ascii_header(w, fields, nfields)
@@ -426,24 +427,26 @@ static bool all_integral(const double *values, size_t n)
     return true;
 }
 
-/* Append one Event frame, encoded by hand (proto/cmonlog.proto): type,
- * thread unless 0, ts (or ts_delta in a file, after the first event), then
- * the values as ivalues
+/* Append one Event frame, encoded by hand (proto/cmonlog.proto): type
+ * (in a file, unless 0: an absent type is 0), thread unless 0, ts (or
+ * ts_delta in a file, after the first event), then the values as ivalues
  * when all are integral (unpacked when there is one: a byte shorter), else
  * as packed doubles. */
 static int put_event(log_writer *w, uint32_t type, int64_t ts, int64_t thread,
                      const double *values, size_t nvalues)
 {
     bool ints = all_integral(values, nvalues);
-    bool delta = w->deltas && w->nevents > 0;   /* the first event: absolute, so that
+    bool delta = w->to_file && w->nevents > 0;  /* the first event: absolute, so that
                                                    a log appended to another reads right */
+    bool typed = type != 0 || !w->to_file;      /* streams keep snarflog's quick layout */
     size_t vbytes = 0;
     if (ints)
         for (size_t i = 0; i < nvalues; i++)
             vbytes += varint_size(zigzag((int64_t)values[i]));
     else
         vbytes = 8 * nvalues;
-    size_t ev = 1 + varint_size(type) + (thread ? 1 + varint_size((uint64_t)thread) : 0) +
+    size_t ev = (typed ? 1 + varint_size(type) : 0) +
+                (thread ? 1 + varint_size((uint64_t)thread) : 0) +
                 1 + (delta ? varint_size(zigzag(ts - w->prev_ts)) : varint_size((uint64_t)ts));
     if (nvalues == 1 && ints)
         ev += 1 + vbytes;
@@ -459,8 +462,10 @@ static int put_event(log_writer *w, uint32_t type, int64_t ts, int64_t thread,
     p = put_varint(p, rec);
     *p++ = 0x1a;                        /* Record.event */
     p = put_varint(p, ev);
-    *p++ = 0x08;                        /* Event.type */
-    p = put_varint(p, type);
+    if (typed) {
+        *p++ = 0x08;                    /* Event.type */
+        p = put_varint(p, type);
+    }
     if (thread) {
         *p++ = 0x10;                    /* Event.thread */
         p = put_varint(p, (uint64_t)thread);

@@ -629,8 +629,9 @@ def bin_typedef(tid, name, attrs=("seq",)):
 def bin_event(tid, seq, ts=None, ts_delta=None, thread=1, pad=0, ints=False):
     """A framed Event record whose first value is `seq` (then `pad` 0.5s);
     `ints`: the values as Event.ivalues (then `pad` 7s), unpacked when there
-    is one, else packed."""
-    body = f_varint(1, tid) + f_varint(2, thread)
+    is one, else packed. Type 0 is left out, as writers of files do (an
+    absent type is 0)."""
+    body = (f_varint(1, tid) if tid else b"") + f_varint(2, thread)
     if ts is not None:
         body += f_varint(3, ts)
     if ts_delta is not None:
@@ -705,7 +706,7 @@ def parse_binary(data):
             out.append(("typedef", (f[1][0], text(f[2][0]))))
         elif kind == 3:
             seq = event_first_value(f)
-            out.append(("rec", (f[1][0], seq, f.get(3, [None])[0], 4 in f)))
+            out.append(("rec", (f.get(1, [0])[0], seq, f.get(3, [None])[0], 4 in f)))
         elif kind == 4:
             out.append(("gap", f.get(1, [0])[0]))
         elif kind == 5:

@@ -116,14 +116,15 @@ def main():
         # Binary events of many layouts through a named pipe, written in
         # one go: short and long frames (one- and two-byte lengths), large
         # thread ids, ts_delta events, values as doubles and as ivalues
-        # (packed or not), TypeDefs in between. Every event
+        # (packed or not), events of type 0 without a type field, TypeDefs
+        # in between. Every event
         # arrives once, in order, with an absolute ts; every TypeDef once,
         # before its first event.
-        parts, ts = [ct.bin_header(), ct.bin_typedef(1, "Ev")], 0
+        parts, ts = [ct.bin_header(), ct.bin_typedef(1, "Ev"), ct.bin_typedef(0, "Zero")], 0
         for i in range(6000):
             if i % 487 == 0:
                 parts.append(ct.bin_typedef(2 + i // 487, "T%d" % i))
-            tid = 1 if i < 487 else 2 + i // 487
+            tid = 0 if i % 13 == 6 else 1 if i < 487 else 2 + i // 487
             ts += 3
             if i % 5 == 4:
                 parts.append(ct.bin_event(tid, i, ts_delta=3, thread=1 + (i * 7919) % 70000,
@@ -140,7 +141,7 @@ def main():
         recs = ct.parse_binary(data)
         check(recs[0] == ("header", "demo"), "header %r", recs[:2])
         typedefs = [r[1][0] for r in recs if r[0] == "typedef"]
-        check(typedefs == list(range(1, 2 + 5999 // 487 + 1)), "typedefs %r", typedefs)
+        check(typedefs == [1, 0] + list(range(2, 2 + 5999 // 487 + 1)), "typedefs %r", typedefs)
         seen_types = set()
         seq = 0
         for r in recs[1:]:

@@ -377,7 +377,7 @@ static void typedef_order_and_ts(void **state)
     off[k++] = b.n;
     put_event(&b, (ev){ .has_type = true, .type = 5, .has_ts = true, .ts = (uint64_t)INT64_MAX + 1 });
     off[k++] = b.n;
-    put_event(&b, (ev){ .has_ts = true, .ts = 1 });   /* no type */
+    put_event(&b, (ev){ .has_ts = true, .ts = 1 });   /* no type: type 0, not defined yet */
     off[k++] = b.n;
     put_event(&b, (ev){ .has_type = true, .type = 5, .has_delta = true, .delta = 10 });
     off[k++] = b.n;
@@ -385,6 +385,9 @@ static void typedef_order_and_ts(void **state)
     put_typedef(&b, true, 5, "EndRead");   /* redefinition */
     off[k++] = b.n;
     put_event(&b, (ev){ .has_type = true, .type = 5, .has_ts = true, .ts = INT64_MAX });
+    put_typedef(&b, true, 0, "Zero");
+    off[k++] = b.n;
+    put_event(&b, (ev){ .has_ts = true, .ts = 7 });   /* no type: type 0 */
 
     for (int fast = 1; fast >= 0; fast--) {
         warnings w = { 0 };
@@ -414,16 +417,20 @@ static void typedef_order_and_ts(void **state)
         assert_string_equal(rec.name, "EndRead");
         assert_int_equal(rec.ts, INT64_MAX);
         assert_int_equal(rec.pos, 10);
+        rec = next1(r);
+        assert_string_equal(rec.name, "Zero");
+        assert_int_equal(rec.ts, 7);
+        assert_int_equal(rec.where, off[10]);
         at_end(r);
         assert_int_equal(w.n, 5);
         has_warning(&w, 0, off[0], "event of undefined type id 5");
         has_warning(&w, 1, off[4], "out of range");
         has_warning(&w, 2, off[5], "timestamp 9223372036854775808 out of range");
-        has_warning(&w, 3, off[6], "event without a type id");
+        has_warning(&w, 3, off[6], "event of undefined type id 0");
         has_warning(&w, 4, off[8], "value 2 is not a finite number");
-        assert_int_equal(log_reader_nnames(r), 3);
+        assert_int_equal(log_reader_nnames(r), 4);
         assert_int_equal(log_reader_nmalformed(r), 5);
-        assert_int_equal(log_reader_nrecords(r), 5);
+        assert_int_equal(log_reader_nrecords(r), 6);
         log_reader_free(r);
     }
     free(b.p);
@@ -717,6 +724,7 @@ static void fast_path_agrees(void **state)
     } frames[] = {
         { "\x1a\x00", 2, 1 },
         { "\x1a\x02\x08\x01", 4, 1 },
+        { "\x1a\x04\x10\x03\x20\x05", 6, 1 },                           /* no type: type 0 */
         { "\x1a\x04\x08\x01\x08\x02", 6, 0 },                           /* repeated type */
         { "\x1a\x06\x08\x81\x80\x80\x80\x00", 8, 1 },                   /* non-minimal varint */
         { "\x1a\x06\x08\x80\x80\x80\x80\x10", 8, 0 },                   /* type above 32 bits */
@@ -766,12 +774,13 @@ static void fast_path_agrees(void **state)
     /* The same log read with and without the fast path gives the same records. */
     bytes b = { 0 };
     put_std_header(&b);
+    put_typedef(&b, true, 0, "Z");
     put_typedef(&b, true, 1, "A");
     put_typedef(&b, true, 2, "B");
     for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++)
         put_frame_raw(&b, frames[i].s, frames[i].n);
     for (int i = 0; i < 100; i++)
-        put_event(&b, (ev){ .has_type = true, .type = 1 + i % 2, .has_thread = i % 3 != 0,
+        put_event(&b, (ev){ .has_type = i % 7 != 0, .type = 1 + i % 2, .has_thread = i % 3 != 0,
                             .thread = i * 1000003 - 50000, .has_ts = i % 4 != 0, .ts = (uint64_t)i * i,
                             .has_delta = i % 5 == 0, .delta = i - 40, .n = (size_t)i % 5,
                             .v = { i, -i, i * 0.5, 1e300 } });

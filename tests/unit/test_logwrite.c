@@ -254,7 +254,9 @@ static void bin_typedefs(void **state)
 /* Which encoding each Event gets: ivalues when every value is an integer
  * below 2^53 in magnitude (not -0), doubles otherwise; ts_delta into a
  * regular file (but the first), ts into a pipe; --compat always doubles
- * and ts. Each reads back the same values, bit for bit. */
+ * and ts. Type 0 ("E") is left out in a regular file but for --compat,
+ * type 1 ("F", every third event) never. Each reads back the same type
+ * and values, bit for bit. */
 static const double enc_vals[][3] = {
     { 7, 4096, -5 },                              /* ivalues, packed */
     { 1 },                                        /* ivalues, unpacked */
@@ -295,6 +297,9 @@ static void check_encoding(const unsigned char *p, size_t n, bool file, bool com
                 assert_int_equal(ev->ts, ts);
             }
             prev = ts;
+            uint32_t type = k % 3 == 2;
+            assert_int_equal(ev->type, type);
+            assert_int_equal(ev->has_type, type != 0 || !file || compat);
             if (enc_int[k] && !compat) {
                 assert_int_equal(ev->n_values, 0);
                 assert_int_equal(ev->n_ivalues, enc_n[k]);
@@ -317,7 +322,8 @@ static void write_enc(log_writer *w)
 {
     for (size_t k = 0; k < NENC; k++) {
         int64_t ts = 1000 + 10 * (int64_t)k - (k == 3 ? 500 : 0);
-        assert_int_equal(log_writer_event(w, "E", ts, 3, enc_vals[k], enc_n[k]), 0);
+        assert_int_equal(log_writer_event(w, k % 3 == 2 ? "F" : "E", ts, 3, enc_vals[k], enc_n[k]),
+                         0);
     }
 }
 
@@ -330,6 +336,7 @@ static void read_enc(int fd)
         assert_int_equal(log_reader_next(r, &rec, NULL), 1);
         assert_int_equal(rec.ts, 1000 + 10 * (int64_t)k - (k == 3 ? 500 : 0));
         assert_int_equal(rec.thread, 3);
+        assert_string_equal(rec.name, k % 3 == 2 ? "F" : "E");
         assert_int_equal(rec.nvalues, enc_n[k]);
         assert_memory_equal(rec.values, enc_vals[k], enc_n[k] * sizeof(double));
     }

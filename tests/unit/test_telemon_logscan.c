@@ -124,6 +124,9 @@ static void binary_records(void **state)
 	td.name = "StartRead";
 	r.kind_case = CMONLOG__RECORD__KIND_TYPEDEF;
 	r.typedef_ = &td;
+	len += frame(buf + len, &r);
+	td.id = 0;
+	td.name = "Zero";
 	size_t hdr_len = len + frame(buf + len, &r);
 
 	logscan_init(&ls, CMON__FORMAT__FORMAT_BINARY);
@@ -162,12 +165,17 @@ static void binary_records(void **state)
 	r.kind_case = CMONLOG__RECORD__KIND_EVENT;
 	r.event = &ev;
 	len += frame(buf + len, &r);
+	/* no type: type 0, protobuf's default */
+	ev.has_type = false;
+	ev.type = 0;
+	len += frame(buf + len, &r);
 	/* in two chunks, cut inside the first frame */
 	assert_int_equal(logscan_data(&ls, buf, 5, collect, &s), 0);
 	assert_int_equal(s.n, 0);
 	assert_int_equal(logscan_data(&ls, buf + 5, len - 5, collect, &s), 0);
-	assert_int_equal(s.n, 4);
+	assert_int_equal(s.n, 5);
 	assert_string_equal(s.text[3], "1005 7 StartRead 8192 -3");
+	assert_string_equal(s.text[4], "1010 7 Zero 8192 -3");
 	assert_string_equal(s.text[0], "1000 7 StartRead 4096 0.25");
 	assert_int_equal(s.pos[0], 1);
 	assert_int_equal(s.pos[1], 2);               /* unknown type: counted, no text */
