@@ -2,17 +2,22 @@
 """Transport benchmarks, side by side in one run (see docs/PERFORMANCE.md).
 
   bench.py BUILD_DIR [--quick] [--writer-only | --forwarding-only] [--idle-control]
-           [--baseline SNARFLOG]
+           [--placement] [--baseline SNARFLOG]
 
   --writer-only    only the writer-overhead runs (1.)
   --forwarding-only  only the forwarding runs (2.)
-  --idle-control   also "nobody listening" with the same 0.3 s pause before
-                   writing that the stalled-subscriber runs need (to tell
-                   the subscriber's cost from the pause's)
+  --idle-control   also "nobody listening", and cat, with the same 0.3 s
+                   pause before writing that the stalled-subscriber runs
+                   need (to tell the subscriber's cost from the pause's)
+  --placement      also cat (64 KiB and 1 MiB pipe) and snarflog with a
+                   stalled subscriber, each paused like the stalled runs,
+                   with the program and its reader pinned (taskset) to one
+                   vCPU, and to a vCPU each
   --baseline PATH  also every snarflog writer-overhead row with the
                    snarflog binary at PATH (e.g. an older build), same runs;
                    and, if a cmon-sub lies next to it, a forwarding row with
                    both (the whole old path: writer and reader)
+  REPS=N           writer-overhead runs (default 7, 3 with --quick)
   FWD_REPS=N       forwarding runs (default: REPS - 2, at least 3)
 
 1. Writer overhead: a program writing a log (transport-gen) into
@@ -49,9 +54,10 @@ QUICK = "--quick" in sys.argv
 WRITER_ONLY = "--writer-only" in sys.argv
 FORWARDING_ONLY = "--forwarding-only" in sys.argv
 IDLE_CONTROL = "--idle-control" in sys.argv
+PLACEMENT = "--placement" in sys.argv
 BASELINE = (os.path.abspath(sys.argv[sys.argv.index("--baseline") + 1])
             if "--baseline" in sys.argv else None)
-REPS = 3 if QUICK else 7
+REPS = int(os.environ.get("REPS", "0")) or (3 if QUICK else 7)
 FWD_REPS = int(os.environ.get("FWD_REPS", "0")) or max(3, REPS - 2)
 N_WRITE = 1_000_000 if QUICK else 3_000_000    # records for the writer-overhead runs
 N_FWD = 300_000 if QUICK else 1_000_000        # records for the forwarding runs
@@ -113,10 +119,38 @@ def fresh(name):
 
 # --- 1. writer overhead ----------------------------------------------------
 
-def w_cat(fmt, work):
-    cat = spawn(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=None)
-    g = spawn([GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work)], stdout=cat.stdin)
-    cat.stdin.close()
+F_SETPIPE_SZ = 1031
+
+
+def pinned(place, reader):
+    """taskset prefixes (reader's, program's) for a placement: None (the
+    scheduler's choice), "same" (both on vCPU 0) or "apart" (the reader on
+    vCPU 1, the program on vCPU 0)."""
+    if place is None:
+        return [], []
+    cpu = "0" if place == "same" or not reader else "1"
+    return ["taskset", "-c", cpu], ["taskset", "-c", "0"]
+
+
+def w_cat(fmt, work, pause=False, place=None, pipe=None):
+    """`pause`: the program starts writing 0.3 s after both are up, as in
+    the stalled-subscriber runs (where the scheduler then puts the two
+    processes is what the pause changes). `place`: see pinned(); `pipe`:
+    the pipe's size in bytes (default the kernel's, 64 KiB)."""
+    go = fresh("go")
+    r, w = os.pipe()
+    if pipe:
+        import fcntl
+        fcntl.fcntl(w, F_SETPIPE_SZ, pipe)
+    cpre, gpre = pinned(place, True)
+    cat = spawn(cpre + ["cat"], stdin=r, stdout=subprocess.DEVNULL, stderr=None)
+    g = spawn(gpre + [GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work)] +
+              (["-wait", go] if pause else []), stdout=w)
+    os.close(r)
+    os.close(w)
+    if pause:
+        time.sleep(0.3)
+        open(go, "w").close()
     t = gen_seconds(g)
     g.wait()
     cat.wait()
@@ -138,12 +172,14 @@ def token_args(snarf=None):
     return ["-token-file", tok], ["-token-file", tok]
 
 
-def w_snarf(fmt, work, stalled, snarf=None, pause=False):
+def w_snarf(fmt, work, stalled, snarf=None, pause=False, place=None):
     go, portfile = fresh("go"), fresh("snarf.port")
     s_tok, c_tok = token_args(snarf)
-    s = spawn([snarf or SNARF, "bench", "-standalone", "-portfile", portfile, "-drain", "0.2"] +
-              s_tok + ["--", GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work),
-                       "-wait", go])
+    spre, gpre = pinned(place, True)
+    s = spawn(spre + [snarf or SNARF, "bench", "-standalone", "-portfile", portfile,
+                      "-drain", "0.2"] +
+              s_tok + ["--"] + gpre + [GEN, "-n", str(N_WRITE), "-format", fmt,
+                                       "-work", str(work), "-wait", go])
     port = wait_file(portfile)
     sub = None
     if stalled:
@@ -321,6 +357,15 @@ def main():
             for work in WORK:
                 for fmt in ("ascii", "binary"):
                     run(("w", work, fmt, "cat"), w_cat, fmt, work)
+                    if IDLE_CONTROL:
+                        run(("w", work, fmt, "cat-paused"), w_cat, fmt, work, True)
+                    if PLACEMENT:
+                        for place in ("same", "apart"):
+                            run(("w", work, fmt, "cat-" + place), w_cat, fmt, work, True, place)
+                            run(("w", work, fmt, "cat1m-" + place), w_cat, fmt, work, True, place,
+                                1 << 20)
+                            run(("w", work, fmt, "stalled-" + place), w_snarf, fmt, work, True,
+                                None, False, place)
                     run(("w", work, fmt, "nobody"), w_snarf, fmt, work, False)
                     run(("w", work, fmt, "stalled"), w_snarf, fmt, work, True)
                     if IDLE_CONTROL:
@@ -354,12 +399,20 @@ def main():
           % (N_WRITE, REPS))
     if BASELINE:
         print("  (baseline: %s)" % BASELINE)
-    rows = [("cat", "cat >/dev/null"), ("nobody", "snarflog, nobody listening"),
-            ("stalled", "snarflog, stalled subscriber")]
+    rows = [("cat", "cat >/dev/null")]
+    if IDLE_CONTROL:
+        rows.append(("cat-paused", "cat >/dev/null, 0.3 s pause"))
+    rows += [("nobody", "snarflog, nobody listening"), ("stalled", "snarflog, stalled subscriber")]
     if IDLE_CONTROL:
         rows.append(("paused", "snarflog, nobody, 0.3 s pause"))
+    if PLACEMENT:
+        for place, where in (("same", "one vCPU"), ("apart", "own vCPU")):
+            rows += [("cat-" + place, "cat, paused, %s" % where),
+                     ("cat1m-" + place, "cat, 1M pipe, paused, %s" % where),
+                     ("stalled-" + place, "snarflog stalled, %s" % where)]
     if BASELINE:
-        rows += [("b-" + what, "baseline" + label[8:]) for what, label in rows[1:]]
+        rows += [("b-" + what, "baseline" + label[8:]) for what, label in rows
+                 if label.startswith("snarflog")]
     print("  %-9s %-7s %-31s %10s %8s" % ("program", "format", "log goes to", "seconds", "vs cat"))
     for work in WORK:
         prog = "firehose" if work == 0 else "busy"

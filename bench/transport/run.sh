@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/transport/run.sh BUILD_DIR [--quick] [--writer-only] [--idle-control]
+# bench/transport/run.sh BUILD_DIR [--quick] [--writer-only] [--idle-control] [--placement]
 #   [--baseline SNARFLOG] — snarflog and telemonreg
 # against cat, socat and rsyslog, side by side; prints medians and ratios.
 HERE=$(cd "$(dirname "$0")" && pwd)
