@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "held.h"
 #include "cmon/cmdline.h"
 #include "pspec/pspec.h"
 
@@ -66,16 +67,10 @@ static const char usage[] =
     "  4  nothing failed or was UNDEFINED, but some assertion was inconclusive\n"
     "     (records were lost, #cmon-gap, where they could have changed it)\n";
 
-/* The offender lines of one assertion, each ending in '\n', back to back. */
-typedef struct offender_list {
-    char *text;
-    size_t len, cap;
-} offender_list;
-
 typedef struct out {
     bool json, failures_only, cont;
     FILE *vfile, *efile;
-    offender_list *pending;     /* offline: offenders per assertion line, printed after its verdict */
+    held *pending;              /* offline: offenders per assertion line, printed after its verdict */
     size_t npending;
     unsigned *pending_line;     /* the assertion line each list belongs to */
     const char **pending_file;
@@ -83,7 +78,7 @@ typedef struct out {
     size_t line_cap;
 } out;
 
-static offender_list *pending_for(out *o, const char *file, unsigned line)
+static held *pending_for(out *o, const char *file, unsigned line)
 {
     for (size_t i = 0; i < o->npending; i++)
         if (o->pending_line[i] == line &&
@@ -109,22 +104,12 @@ static void emit_line(const char *s, size_t len)
 }
 
 /* Keeps an offender's line until its assertion's verdict has been printed. */
-static void keep_line(offender_list *l, const char *s, size_t len)
+static void keep_line(held *l, const char *s, size_t len)
 {
-    if (l->len + len + 1 > l->cap) {
-        size_t cap = l->cap ? l->cap : 4096;
-        while (cap < l->len + len + 1)
-            cap *= 2;
-        l->text = realloc(l->text, cap);
-        if (!l->text) {
-            fprintf(stderr, "pcheck: out of memory\n");
-            exit(PSPEC_EXIT_LOG);
-        }
-        l->cap = cap;
+    if (!held_add(l, s, len)) {
+        fprintf(stderr, "pcheck: out of memory\n");
+        exit(PSPEC_EXIT_LOG);
     }
-    memcpy(l->text + l->len, s, len);
-    l->text[l->len + len] = '\n';
-    l->len += len + 1;
 }
 
 static void on_report(void *ctx, const pspec_report *r)
@@ -146,12 +131,7 @@ static void on_report(void *ctx, const pspec_report *r)
         if (!(o->failures_only && pspec_report_result(r) == PSPEC_PASS))
             emit_line(s, len);
         if (!o->cont) {
-            offender_list *l = pending_for(o, pspec_report_file(r), pspec_report_line(r));
-            if (l->len)
-                fwrite(l->text, 1, l->len, stdout);
-            free(l->text);
-            l->text = NULL;
-            l->len = l->cap = 0;
+            held_flush(pending_for(o, pspec_report_file(r), pspec_report_line(r)), stdout);
         }
         break;
     case PSPEC_REPORT_OVERDUE:
@@ -316,7 +296,7 @@ int main(int argc, char **argv)
     if (o.efile && o.efile != stdout)
         fclose(o.efile);
     for (size_t i = 0; i < o.npending; i++)
-        free(o.pending[i].text);
+        held_free(&o.pending[i]);
     free(o.line);
     free(o.pending);
     free(o.pending_line);
