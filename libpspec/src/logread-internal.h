@@ -71,6 +71,7 @@ struct log_reader {
     /* what the checking thread reads for every record, on lines of their
      * own: read ahead, another thread writes the rest of the reader for
      * every record, and a shared line would cross cores each time */
+    log_reader_window win;  /* first: see log_reader_next_ref() (set only read ahead) */
     log_prefetch *pf;       /* reading ahead on a second thread (logread_prefetch.c), or NULL */
     log_record cur;         /* log_reader_next_ref's record when read directly */
     char pad_[64];          /* (the struct is only 16-byte aligned) */

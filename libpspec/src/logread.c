@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,7 +416,9 @@ int logr_next_direct(log_reader *r, log_record *rec, char **errmsg)
     return logbin_next(r, rec, errmsg);
 }
 
-int log_reader_next_ref(log_reader *r, const log_record **rec, char **errmsg)
+_Static_assert(offsetof(log_reader, win) == 0, "log_reader_next_ref() finds the window first");
+
+int log_reader_next_ref_more(log_reader *r, const log_record **rec, char **errmsg)
 {
     if (r->pf)
         return logr_prefetch_next(r, rec, errmsg);

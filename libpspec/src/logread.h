@@ -95,8 +95,22 @@ const log_header *log_reader_header(const log_reader *r);
 int log_reader_next(log_reader *r, log_record *rec, char **errmsg);
 /* The same without the copy: *rec points to a record (and values) the
  * reader keeps until its next call, rewind or close. The engine's loop
- * uses it: read ahead, the record is the batch's own, in place. */
-int log_reader_next_ref(log_reader *r, const log_record **rec, char **errmsg);
+ * uses it: read ahead, the record is the batch's own, in place. Inline:
+ * read ahead, the rest of a batch up to its next warning is handed out
+ * without a call (the window); the rest is log_reader_next_ref_more(). */
+typedef struct log_reader_window {
+    const log_record *next, *end;   /* next < end: records to hand out as they are */
+} log_reader_window;
+int log_reader_next_ref_more(log_reader *r, const log_record **rec, char **errmsg);
+static inline int log_reader_next_ref(log_reader *r, const log_record **rec, char **errmsg)
+{
+    log_reader_window *w = (log_reader_window *)r;   /* every reader's first member */
+    if (w->next < w->end) {
+        *rec = w->next++;
+        return 1;
+    }
+    return log_reader_next_ref_more(r, rec, errmsg);
+}
 
 /* Name of an interned id (valid for the reader's lifetime). */
 const char *log_reader_name(const log_reader *r, uint32_t name_id);

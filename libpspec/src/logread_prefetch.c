@@ -306,6 +306,7 @@ static void pf_halt(log_reader *r)
     pf->pidx = pf->cidx = 0;
     pf->cur = NULL;
     pf->done = false;
+    r->win.next = r->win.end = NULL;
 }
 
 int log_reader_prefetch(log_reader *r, bool on)
@@ -389,6 +390,11 @@ static void judge(log_prefetch *pf)
 int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
 {
     log_prefetch *pf = r->pf;
+    if (r->win.end) {
+        /* the window is spent: the batch's next record is where it ended */
+        pf->ci = (uint32_t)(r->win.end - pf->cur->recs);
+        r->win.next = r->win.end = NULL;
+    }
     if (pf->done)
         return logr_next_direct_ref(r, rec, errmsg);
     if (!pf->running) {
@@ -434,6 +440,14 @@ int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
             if (pf->ci + 6 < b->n)
                 __builtin_prefetch(&b->recs[pf->ci + 6]);
             *rec = &b->recs[pf->ci++];
+            /* the records up to the next warning need nothing else: the
+             * window hands them out inline */
+            uint32_t end = pf->cw < b->nwarn && b->warns[pf->cw].before < b->n ? b->warns[pf->cw].before
+                                                                                : b->n;
+            if (pf->ci < end) {
+                r->win.next = &b->recs[pf->ci];
+                r->win.end = &b->recs[end];
+            }
             return 1;
         }
         deliver_warnings(r, b, UINT32_MAX);
