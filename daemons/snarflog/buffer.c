@@ -266,12 +266,16 @@ void ring_consume(struct ring *r, size_t len, uint64_t nrec)
 
 uint64_t ring_clear(struct ring *r)
 {
-	uint64_t n = r->nrec;
+	uint64_t dropped = 0;
 
-	r->front += n;
-	r->nrec = 0;
-	reset_if_empty(r);
-	return n;
+	/* run by run (a wrapped buffer holds two), each weighed as it goes */
+	while (r->nrec) {
+		uint64_t k = front_run_count(r, SIZE_MAX);
+
+		dropped += ring_front_weight(r, k);
+		drop_front(r, k);
+	}
+	return dropped;
 }
 
 uint8_t *ring_stage_room(struct ring *r, size_t want, bool drop, size_t *room,

@@ -224,17 +224,8 @@ static void drain_expired(evutil_socket_t fd, short what, void *arg)
 		 * told so (a gap, then LogEnd), so that its count still adds up
 		 * to what the program wrote; the LogEnd's flush is bounded by
 		 * the stream's own timer. */
-		uint64_t left = 0, nrec;
-		const uint8_t *p;
-		size_t len;
+		uint64_t left = ring_clear(&s->ring);
 
-		/* weighed piece by piece, as the pump would send them (a
-		 * wrapped buffer is two pieces) */
-		while ((len = ring_peek(&s->ring, SIZE_MAX, &p, &nrec)) > 0) {
-			left += ring_front_weight(&s->ring, nrec);
-			ring_consume(&s->ring, len, nrec);
-		}
-		left += ring_clear(&s->ring);  /* (nothing: every piece was weighed) */
 		cmon_warn("end of log: the consumer did not take the last %llu records within %.1f s; "
 			  "reporting them to it as dropped", (unsigned long long)left, s->opt.drain_s);
 		note_dropped(s, left);
