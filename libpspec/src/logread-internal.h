@@ -200,6 +200,8 @@ const char *logr_prefetch_name(const log_reader *r, uint32_t name_id);
 uint32_t logr_prefetch_nnames(const log_reader *r);
 /* True on the thread reading ahead: its warnings go into its batch. */
 bool logr_prefetch_producing(const log_reader *r);
+/* Whether the consumer asked for the reading back (tests). */
+bool logr_prefetch_handback_asked(const log_reader *r);
 /* Put the warning at `where` into the batch being filled. */
 void logr_prefetch_warn(log_reader *r, uint64_t where, const char *msg);
 /* Stop reading ahead before the reader is rewound (it starts again at the

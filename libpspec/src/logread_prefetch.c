@@ -417,13 +417,12 @@ int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
         if (!b) {
             b = &pf->b[pf->cidx % PF_NBATCH];
             judge(pf);
-            if (pf->judge_t0 && pf->cidx < PF_JUDGE_FROM + PF_JUDGE_N &&
-                !atomic_load_explicit(&b->full, memory_order_acquire)) {
-                uint64_t t0 = now_ns();
-                wait_while(pf, b, 0);
-                pf->waited_ns += now_ns() - t0;
-            }
+            bool timed = pf->judge_t0 && pf->cidx < PF_JUDGE_FROM + PF_JUDGE_N &&
+                         !atomic_load_explicit(&b->full, memory_order_acquire);
+            uint64_t t0 = timed ? now_ns() : 0;
             wait_while(pf, b, 0);
+            if (timed)
+                pf->waited_ns += now_ns() - t0;
             pf->cur = b;
             pf->ci = pf->cw = 0;
             if (pf->nnames + b->nnames > pf->names_cap) {
@@ -497,6 +496,11 @@ const char *logr_prefetch_name(const log_reader *r, uint32_t name_id)
 uint32_t logr_prefetch_nnames(const log_reader *r)
 {
     return r->pf->done ? r->nnames : r->pf->nnames;
+}
+
+bool logr_prefetch_handback_asked(const log_reader *r)
+{
+    return r->pf && atomic_load_explicit(&r->pf->handback, memory_order_relaxed);
 }
 
 bool logr_prefetch_producing(const log_reader *r)

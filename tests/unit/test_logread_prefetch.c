@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -137,12 +138,56 @@ static void handed_back(void **state)
     same_as_direct("1024", "1", "0");
 }
 
+/* The timed decision (no PSPEC_PREFETCH_HANDOFF): an engine that waits
+ * for batches three quarters of the time over batches 2 to 18 asks for the
+ * reading back; one that the reader waits for does not. What is read is
+ * the same either way. (The two cases are far from the threshold: an
+ * engine doing nothing waits nearly all the time; one sleeping 2 ms a
+ * batch, while a batch takes the reader well under 1 ms, hardly at all.) */
+static bool asks_back(int sleep_us_per_batch)
+{
+    size_t cap = 40 * 60000, n = 0;
+    char *log = malloc(cap), *err = NULL;
+    assert_non_null(log);
+    n += (size_t)snprintf(log + n, cap - n, "#cmon-ascii 1\n");
+    for (int i = 0; i < 60000; i++)
+        n += (size_t)snprintf(log + n, cap - n, "%d %d E %d\n", 1000 + i, i % 4, i);
+    log_reader *r = log_reader_open_mem(log, n, "t.log", NULL, NULL, &err);
+    assert_non_null(r);
+    assert_int_equal(log_reader_prefetch(r, true), 0);
+    const log_record *rec;
+    int64_t want = 1000;
+    int rc;
+    while ((rc = log_reader_next_ref(r, &rec, &err)) == 1) {
+        assert_int_equal(rec->ts, want);
+        if (sleep_us_per_batch && (want - 1000) % 1024 == 0)
+            usleep((useconds_t)sleep_us_per_batch);
+        want++;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(want, 1000 + 60000);
+    bool asked = logr_prefetch_handback_asked(r);
+    log_reader_free(r);
+    free(log);
+    return asked;
+}
+
+static void timed_hand_back(void **state)
+{
+    (void)state;
+    unsetenv("PSPEC_PREFETCH_BATCH");
+    unsetenv("PSPEC_PREFETCH_HANDOFF");
+    assert_true(asks_back(0));
+    assert_false(asks_back(2000));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_batches),
         cmocka_unit_test(small_batches),
         cmocka_unit_test(handed_back),
+        cmocka_unit_test(timed_hand_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
