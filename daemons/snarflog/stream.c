@@ -117,7 +117,7 @@ static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t 
 		uint8_t pfx[CMON_DATA_PREFIX_MAX];
 		struct iovec iov[2] = { { pfx, cmon_data_prefix(pfx, n) }, { (void *)p, n } };
 
-		if (iov[0].iov_len + n > CMON_FRAME_MAX)
+		if (iov[0].iov_len == 0)
 			return -EMSGSIZE;
 		return cmon_bev_send(st->bev, iov, 2);
 	}

@@ -40,7 +40,11 @@ size_t cmon_data_prefix(uint8_t *buf, size_t n)
 	size_t logdata = 1 + cmon_varint_size(n) + n;
 	uint64_t key = (uint64_t)CMON__MSG__KIND_DATA << 3 | 2;
 	size_t body = cmon_varint_size(key) + cmon_varint_size(logdata) + logdata;
-	uint8_t *p = cmon_varint_put(buf, body);
+	uint8_t *p;
+
+	if (body > CMON_FRAME_MAX)
+		return 0;               /* as cmon_frame_send refuses it */
+	p = cmon_varint_put(buf, body);
 
 	p = cmon_varint_put(p, key);
 	p = cmon_varint_put(p, logdata);

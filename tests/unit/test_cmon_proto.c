@@ -163,13 +163,14 @@ static void instance_checks(void **state)
 
 /* cmon_data_prefix and then the payload are the bytes cmon_frame_send
  * writes for the same LogData message, at every length where a varint of
- * the frame grows. */
+ * the frame grows; both refuse a message longer than CMON_FRAME_MAX. */
 static void data_prefix_is_the_frame(void **state)
 {
 	static const size_t lens[] = { 0, 1, 2, 122, 123, 124, 125, 126, 127, 128, 129,
 				       16379, 16380, 16381, 16383, 16384, 16385, 262144,
-				       2097145, 2097146, 2097147, 2097148, 2097152, 3000000 };
-	static uint8_t payload[3000000];
+				       2097145, 2097146, 2097147, 2097148, 2097152, 3000000,
+				       CMON_FRAME_MAX - 11, CMON_FRAME_MAX - 10 };
+	static uint8_t payload[CMON_FRAME_MAX - 10];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof payload; i++)
@@ -187,9 +188,17 @@ static void data_prefix_is_the_frame(void **state)
 		d.data.len = n;
 		m.kind_case = CMON__MSG__KIND_DATA;
 		m.data = &d;
-		assert_int_equal(cmon_frame_send(out, &m), 0);
 		plen = cmon_data_prefix(pfx, n);
-		assert_true(plen <= CMON_DATA_PREFIX_MAX);
+		if (n + 11 > CMON_FRAME_MAX) {
+			/* the message (n + 11 bytes here) is longer than a frame
+			 * may be: both refuse it */
+			assert_int_equal(plen, 0);
+			assert_int_equal(cmon_frame_send(out, &m), -EMSGSIZE);
+			evbuffer_free(out);
+			continue;
+		}
+		assert_int_equal(cmon_frame_send(out, &m), 0);
+		assert_true(plen > 0 && plen <= CMON_DATA_PREFIX_MAX);
 		if (evbuffer_get_length(out) != plen + n)
 			fail_msg("n = %zu: frame of %zu bytes, prefix %zu", n, evbuffer_get_length(out), plen);
 		b = evbuffer_pullup(out, -1);

@@ -31,9 +31,11 @@ int cmon_frame_send(struct evbuffer *out, const Cmon__Msg *msg);
 
 /* The bytes of a frame holding a LogData message of `n` payload bytes
  * (Msg.data, LogData.data) that come before the payload, written to
- * `buf`; returns their number (at most CMON_DATA_PREFIX_MAX). The frame
- * is these bytes and then the payload: what cmon_frame_send() writes for
- * that message, without copying the payload into a message first. */
+ * `buf`; returns their number (at most CMON_DATA_PREFIX_MAX), or 0 when
+ * the message would be longer than CMON_FRAME_MAX (cmon_frame_send()
+ * refuses it). The frame is these bytes and then the payload: what
+ * cmon_frame_send() writes for that message, without copying the payload
+ * into a message first. */
 #define CMON_DATA_PREFIX_MAX 16
 size_t cmon_data_prefix(uint8_t *buf, size_t n);
 
