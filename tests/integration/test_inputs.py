@@ -120,11 +120,14 @@ def main():
         # in between. Every event
         # arrives once, in order, with an absolute ts; every TypeDef once,
         # before its first event.
+        def type_of(i):
+            return 0 if i % 13 == 6 else 1 if i < 487 else 2 + i // 487
+
         parts, ts = [ct.bin_header(), ct.bin_typedef(1, "Ev"), ct.bin_typedef(0, "Zero")], 0
         for i in range(6000):
             if i % 487 == 0:
                 parts.append(ct.bin_typedef(2 + i // 487, "T%d" % i))
-            tid = 0 if i % 13 == 6 else 1 if i < 487 else 2 + i // 487
+            tid = type_of(i)
             ts += 3
             if i % 5 == 4:
                 parts.append(ct.bin_event(tid, i, ts_delta=3, thread=1 + (i * 7919) % 70000,
@@ -151,6 +154,7 @@ def main():
             check(r[0] == "rec", "unexpected %r", r)
             tid, n, t, has_delta = r[1]
             check(n == seq, "event %d where %d was due", n, seq)
+            check(tid == type_of(n), "event %d of type %d, written as %d", n, tid, type_of(n))
             check(tid in seen_types, "event %d of type %d before its TypeDef", n, tid)
             check(t == 3 * (n + 1) and not has_delta, "event %d: ts %r delta %r", n, t, has_delta)
             seq += 1
