@@ -38,6 +38,7 @@
 Every configuration runs REPS times, interleaved; medians are reported.
 """
 
+import fcntl
 import functools
 import os
 import shutil
@@ -122,14 +123,13 @@ def fresh(name):
 F_SETPIPE_SZ = 1031
 
 
-def pinned(place, reader):
+def pinned(place):
     """taskset prefixes (reader's, program's) for a placement: None (the
     scheduler's choice), "same" (both on vCPU 0) or "apart" (the reader on
     vCPU 1, the program on vCPU 0)."""
     if place is None:
         return [], []
-    cpu = "0" if place == "same" or not reader else "1"
-    return ["taskset", "-c", cpu], ["taskset", "-c", "0"]
+    return ["taskset", "-c", "0" if place == "same" else "1"], ["taskset", "-c", "0"]
 
 
 def w_cat(fmt, work, pause=False, place=None, pipe=None):
@@ -140,9 +140,8 @@ def w_cat(fmt, work, pause=False, place=None, pipe=None):
     go = fresh("go")
     r, w = os.pipe()
     if pipe:
-        import fcntl
         fcntl.fcntl(w, F_SETPIPE_SZ, pipe)
-    cpre, gpre = pinned(place, True)
+    cpre, gpre = pinned(place)
     cat = spawn(cpre + ["cat"], stdin=r, stdout=subprocess.DEVNULL, stderr=None)
     g = spawn(gpre + [GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work)] +
               (["-wait", go] if pause else []), stdout=w)
@@ -175,7 +174,7 @@ def token_args(snarf=None):
 def w_snarf(fmt, work, stalled, snarf=None, pause=False, place=None):
     go, portfile = fresh("go"), fresh("snarf.port")
     s_tok, c_tok = token_args(snarf)
-    spre, gpre = pinned(place, True)
+    spre, gpre = pinned(place)
     s = spawn(spre + [snarf or SNARF, "bench", "-standalone", "-portfile", portfile,
                       "-drain", "0.2"] +
               s_tok + ["--"] + gpre + [GEN, "-n", str(N_WRITE), "-format", fmt,
