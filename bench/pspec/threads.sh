@@ -1,48 +1,77 @@
 #!/bin/sh
 # bench/pspec/threads.sh BUILD — pcheck reading ahead on a second thread
 # (issue 14, target 1: at most 0.2x mawk with 10% offending reads printed,
-# at most 0.1x on the usual log): mawk, pcheck --threads 1 and pcheck (two
-# threads, the default) taking turns, REPS times (default 9), medians of
-# wall-clock seconds (cputime -w) and, for the record, of CPU seconds.
-#   BUILD  a Release build tree with bench/gen_fsread, bench/cputime, pcheck
+# at most 0.1x on the usual log; target 2: at least 40M events/s on the
+# binary log): mawk, pcheck --threads 1, pcheck (two threads, the default)
+# and, as the floor under pcheck, fig3_floor (Figure 3 written by hand in C
+# over pcheck's own reader, one thread and reading ahead with -t), taking
+# turns, REPS times (default 9), medians of wall-clock seconds (cputime -w)
+# and, for the record, of pcheck's CPU seconds.
+#   BUILD  a Release build tree with bench/gen_fsread, bench/cputime,
+#          bench/fig3_floor and pcheck
 # Logs: gen_fsread -p 10 READS (10% slow reads, every offender printed with
-# -f) and gen_fsread READS (one slow read in 2,000), READS = 1,000,000.
+# -f), gen_fsread READS (one slow read in 2,000), and the latter in
+# cmon-bin (gen_fsread -b: no mawk there), READS = 1,000,000.
 set -eu
 B=$(cd "${1:?BUILD}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPS=${REPS:-9}
 READS=${READS:-1000000}
 P=$B/clients/pcheck/pcheck
+F=$B/bench/fig3_floor
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 "$B/bench/gen_fsread" -p 10 "$READS" > "$W/p10.log"
 "$B/bench/gen_fsread" "$READS" > "$W/usual.log"
-# the three must agree before anything is timed
+"$B/bench/gen_fsread" -b "$READS" > "$W/bin.log"
+# all must agree before anything is timed
 "$P" --threads 1 -f -s "$HERE/fig3.pspec" "$W/p10.log" > "$W/one.out" || true
 "$P" -f -s "$HERE/fig3.pspec" "$W/p10.log" > "$W/two.out" || true
 cmp -s "$W/one.out" "$W/two.out" || { echo "threads.sh: outputs differ" >&2; exit 1; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 for log in p10 usual; do
-    for k in mawk one two; do : > "$W/$log.$k.w"; : > "$W/$log.$k.c"; done
+    mawk -f "$HERE/fig3.awk" "$W/$log.log" > "$W/mawk.out"
+    for o in "" -t; do
+        "$F" $o "$W/$log.log" > "$W/floor.out"
+        cmp -s "$W/mawk.out" "$W/floor.out" || { echo "threads.sh: fig3_floor $o differs from mawk" >&2; exit 1; }
+    done
+done
+"$F" "$W/bin.log" > "$W/floor.out"
+cmp -s "$W/mawk.out" "$W/floor.out" || { echo "threads.sh: fig3_floor differs on cmon-bin" >&2; exit 1; }
+EVENTS=$(grep -vc '^#' "$W/usual.log")
+median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+for log in p10 usual bin; do
+    for k in mawk one two f1 f2; do : > "$W/$log.$k.w"; : > "$W/$log.$k.c"; done
     i=0
     while [ "$i" -lt "$REPS" ]; do
         i=$((i + 1))
-        "$B/bench/cputime" -w mawk -f "$HERE/fig3.awk" "$W/$log.log" >> "$W/$log.mawk.w"
+        [ "$log" = bin ] || "$B/bench/cputime" -w mawk -f "$HERE/fig3.awk" "$W/$log.log" >> "$W/$log.mawk.w"
         "$B/bench/cputime" -w "$P" --threads 1 -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.one.w"
         "$B/bench/cputime" -w "$P" -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.two.w"
+        "$B/bench/cputime" -w "$F" "$W/$log.log" >> "$W/$log.f1.w"
+        "$B/bench/cputime" -w "$F" -t "$W/$log.log" >> "$W/$log.f2.w"
         "$B/bench/cputime" "$P" --threads 1 -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.one.c"
         "$B/bench/cputime" "$P" -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.two.c"
     done
 done
-printf '%-34s %10s %10s\n' "wall-clock s (median of $REPS)" "10% slow" "usual"
-for k in mawk one two; do
-    case $k in mawk) name="mawk -f fig3.awk";; one) name="pcheck --threads 1";; two) name="pcheck (2 threads)";; esac
-    printf '%-34s %10s %10s\n' "$name" "$(median < "$W/p10.$k.w")" "$(median < "$W/usual.$k.w")"
+echo 0 > "$W/bin.mawk.w"
+printf '%-34s %10s %10s %10s\n' "wall-clock s (median of $REPS)" "10% slow" "usual" "cmon-bin"
+for k in mawk one two f1 f2; do
+    case $k in
+    mawk) name="mawk -f fig3.awk";; one) name="pcheck --threads 1";; two) name="pcheck (2 threads)";;
+    f1) name="fig3_floor (1 thread)";; f2) name="fig3_floor -t (2 threads)";;
+    esac
+    printf '%-34s %10s %10s %10s\n' "$name" "$(median < "$W/p10.$k.w")" "$(median < "$W/usual.$k.w")" \
+        "$(median < "$W/bin.$k.w")"
 done
 for log in p10 usual; do
     m=$(median < "$W/$log.mawk.w"); o=$(median < "$W/$log.one.w"); t=$(median < "$W/$log.two.w")
+    f1=$(median < "$W/$log.f1.w"); f2=$(median < "$W/$log.f2.w")
     oc=$(median < "$W/$log.one.c"); tc=$(median < "$W/$log.two.c")
-    awk -v l="$log" -v m="$m" -v o="$o" -v t="$t" -v oc="$oc" -v tc="$tc" 'BEGIN {
-        printf "%-6s one/mawk %.3fx  two/mawk %.3fx  two/one %.2f  CPU s one %.3f two %.3f\n",
-               l, o / m, t / m, t / o, oc, tc }'
+    awk -v l="$log" -v m="$m" -v o="$o" -v t="$t" -v f1="$f1" -v f2="$f2" -v oc="$oc" -v tc="$tc" 'BEGIN {
+        printf "%-6s one/mawk %.3fx  two/mawk %.3fx  two/one %.2f  floor/mawk %.3fx (-t %.3fx)  CPU s one %.3f two %.3f\n",
+               l, o / m, t / m, t / o, f1 / m, f2 / m, oc, tc }'
 done
+o=$(median < "$W/bin.one.w"); t=$(median < "$W/bin.two.w"); f1=$(median < "$W/bin.f1.w"); f2=$(median < "$W/bin.f2.w")
+awk -v n="$EVENTS" -v o="$o" -v t="$t" -v f1="$f1" -v f2="$f2" 'BEGIN {
+    printf "cmon-bin, M events/s: pcheck one %.1f, two %.1f; floor %.1f (-t %.1f); %d events\n",
+           n / o / 1e6, n / t / 1e6, n / f1 / 1e6, n / f2 / 1e6, n }'
