@@ -9,10 +9,12 @@
   --idle-control   also "nobody listening", and cat, with the same 0.3 s
                    pause before writing that the stalled-subscriber runs
                    need (to tell the subscriber's cost from the pause's)
-  --placement      also cat (64 KiB and 1 MiB pipe) and snarflog with a
-                   stalled subscriber, each paused like the stalled runs,
-                   with the program and its reader pinned (taskset) to one
-                   vCPU, and to a vCPU each
+  --placement      also cat (64 KiB and 1 MiB pipe), transport-walk (cat
+                   that finds every record's end, 1 MiB pipe: the floor
+                   under snarflog's reading) and snarflog with a stalled
+                   subscriber, each paused like the stalled runs, with the
+                   program and its reader pinned (taskset) to one vCPU, and
+                   to a vCPU each
   --baseline PATH  also every snarflog writer-overhead row with the
                    snarflog binary at PATH (e.g. an older build), same runs;
                    and, if a cmon-sub lies next to it, a forwarding row with
@@ -74,6 +76,7 @@ def find(name):
 
 GEN, SINK, SNARF = find("transport-gen"), find("transport-sink"), find("snarflog")
 SUB, REG, REGBENCH = find("cmon-sub"), find("telemonreg"), find("transport-regbench")
+WALK = find("transport-walk")
 BASE_SUB = (os.path.join(os.path.dirname(BASELINE), "cmon-sub")
             if BASELINE and os.path.exists(os.path.join(os.path.dirname(BASELINE), "cmon-sub"))
             else None)
@@ -132,17 +135,20 @@ def pinned(place):
     return ["taskset", "-c", "0" if place == "same" else "1"], ["taskset", "-c", "0"]
 
 
-def w_cat(fmt, work, pause=False, place=None, pipe=None):
+def w_cat(fmt, work, pause=False, place=None, pipe=None, walk=False):
     """`pause`: the program starts writing 0.3 s after both are up, as in
     the stalled-subscriber runs (where the scheduler then puts the two
     processes is what the pause changes). `place`: see pinned(); `pipe`:
-    the pipe's size in bytes (default the kernel's, 64 KiB)."""
+    the pipe's size in bytes (default the kernel's, 64 KiB). `walk`: the
+    reader is transport-walk (cat that finds every record's end) instead."""
     go = fresh("go")
     r, w = os.pipe()
     if pipe:
         fcntl.fcntl(w, F_SETPIPE_SZ, pipe)
     cpre, gpre = pinned(place)
-    cat = spawn(cpre + ["cat"], stdin=r, stdout=subprocess.DEVNULL, stderr=None)
+    reader = [WALK, "-format", fmt] if walk else ["cat"]
+    cat = spawn(cpre + reader, stdin=r, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL if walk else None)
     g = spawn(gpre + [GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work)] +
               (["-wait", go] if pause else []), stdout=w)
     os.close(r)
@@ -363,6 +369,8 @@ def main():
                             run(("w", work, fmt, "cat-" + place), w_cat, fmt, work, True, place)
                             run(("w", work, fmt, "cat1m-" + place), w_cat, fmt, work, True, place,
                                 1 << 20)
+                            run(("w", work, fmt, "walk1m-" + place), w_cat, fmt, work, True, place,
+                                1 << 20, True)
                             run(("w", work, fmt, "stalled-" + place), w_snarf, fmt, work, True,
                                 None, False, place)
                     run(("w", work, fmt, "nobody"), w_snarf, fmt, work, False)
@@ -408,6 +416,7 @@ def main():
         for place, where in (("same", "one vCPU"), ("apart", "own vCPU")):
             rows += [("cat-" + place, "cat, paused, %s" % where),
                      ("cat1m-" + place, "cat, 1M pipe, paused, %s" % where),
+                     ("walk1m-" + place, "walk, 1M pipe, paused, %s" % where),
                      ("stalled-" + place, "snarflog stalled, %s" % where)]
     if BASELINE:
         rows += [("b-" + what, "baseline" + label[8:]) for what, label in rows
