@@ -202,6 +202,9 @@ uint32_t logr_prefetch_nnames(const log_reader *r);
 bool logr_prefetch_producing(const log_reader *r);
 /* Whether the consumer asked for the reading back (tests). */
 bool logr_prefetch_handback_asked(const log_reader *r);
+/* The rule it asks by: the engine waited for batches more than three
+ * quarters of the time judged (exported for the tests). */
+bool logr_prefetch_handback_due(uint64_t waited_ns, uint64_t total_ns);
 /* Put the warning at `where` into the batch being filled. */
 void logr_prefetch_warn(log_reader *r, uint64_t where, const char *msg);
 /* Stop reading ahead before the reader is rewound (it starts again at the

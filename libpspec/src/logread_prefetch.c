@@ -365,9 +365,14 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+bool logr_prefetch_handback_due(uint64_t waited_ns, uint64_t total_ns)
+{
+    return waited_ns * 4 > total_ns * 3;
+}
+
 /* Batch number pf->cidx is about to be taken: time the engine's waiting
- * over the judged batches, and ask for a hand-back when it waited three
- * quarters of the time (or when PSPEC_PREFETCH_HANDOFF says). */
+ * over the judged batches, and ask for a hand-back when it waited more
+ * than three quarters of the time (or when PSPEC_PREFETCH_HANDOFF says). */
 static void judge(log_prefetch *pf)
 {
     if (pf->never_back || atomic_load_explicit(&pf->handback, memory_order_relaxed))
@@ -381,8 +386,7 @@ static void judge(log_prefetch *pf)
         pf->judge_t0 = now_ns();
         pf->waited_ns = 0;
     } else if (pf->cidx == PF_JUDGE_FROM + PF_JUDGE_N) {
-        uint64_t total = now_ns() - pf->judge_t0;
-        if (pf->waited_ns * 4 > total * 3)
+        if (logr_prefetch_handback_due(pf->waited_ns, now_ns() - pf->judge_t0))
             atomic_store_explicit(&pf->handback, true, memory_order_relaxed);
     }
 }

@@ -181,6 +181,20 @@ static void timed_hand_back(void **state)
     assert_false(asks_back(2000));
 }
 
+/* The rule, without a clock: more than three quarters, exactly. */
+static void hand_back_rule(void **state)
+{
+    (void)state;
+    assert_true(logr_prefetch_handback_due(76, 100));
+    assert_false(logr_prefetch_handback_due(75, 100));
+    assert_false(logr_prefetch_handback_due(0, 100));
+    assert_true(logr_prefetch_handback_due(100, 100));
+    assert_false(logr_prefetch_handback_due(0, 0));
+    /* a judged stretch of a few seconds, in ns */
+    assert_true(logr_prefetch_handback_due(3000000001u, 4000000000u));
+    assert_false(logr_prefetch_handback_due(3000000000u, 4000000000u));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,6 +202,7 @@ int main(void)
         cmocka_unit_test(small_batches),
         cmocka_unit_test(handed_back),
         cmocka_unit_test(timed_hand_back),
+        cmocka_unit_test(hand_back_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
