@@ -1,10 +1,13 @@
-/* Unit tests for cmon/net.h: address parsing and formatting. */
+/* Unit tests for cmon/net.h: address parsing and formatting, and the heap
+ * settings for programs that move log streams. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmon/net.h"
@@ -92,6 +95,43 @@ static void list_parse(void **state)
 	assert_string_equal(bad, "more than 2 addresses in 'a,b,c'");
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define HEAP_TESTABLE 0     /* AddressSanitizer's allocator ignores mallopt */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HEAP_TESTABLE 0
+#endif
+#endif
+#ifndef HEAP_TESTABLE
+#define HEAP_TESTABLE 1
+#endif
+
+#if HEAP_TESTABLE
+/* cmon_heap_for_streams: a 1 MiB block (a stream's chunks are 256 KiB)
+ * comes from the heap, not from a mapping of its own (glibc's default
+ * threshold starts at 128 KiB), and freeing it keeps the memory for the
+ * next one instead of giving it back at once (trim threshold 128 KiB). */
+static void heap_for_streams(void **state)
+{
+	(void)state;
+	cmon_heap_for_streams();
+	struct mallinfo2 before = mallinfo2();
+	char *p = malloc(1u << 20);
+	assert_non_null(p);
+	memset(p, 1, 1u << 20);
+	struct mallinfo2 held = mallinfo2();
+	assert_int_equal(held.hblks, before.hblks);          /* not mapped on its own */
+	assert_true(held.arena >= before.arena + (1u << 20)); /* the heap grew instead */
+	free(p);
+	struct mallinfo2 after = mallinfo2();
+	assert_true(after.arena >= before.arena + (1u << 20)); /* kept for the next block */
+	p = malloc(1u << 20);
+	assert_non_null(p);
+	assert_true(mallinfo2().arena == after.arena);        /* which reuses it */
+	free(p);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -100,6 +140,9 @@ int main(void)
 		cmocka_unit_test(parse_bad),
 		cmocka_unit_test(locality),
 		cmocka_unit_test(list_parse),
+#if HEAP_TESTABLE
+		cmocka_unit_test(heap_for_streams),
+#endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
