@@ -135,6 +135,10 @@ int main(int argc, char **argv)
             if (rec->name_id >= nkind) {
                 uint32_t m = rec->name_id + 16;
                 kind = realloc(kind, m);
+                if (!kind) {
+                    perror("fig3_floor");
+                    return 2;
+                }
                 memset(kind + nkind, 0, m - nkind);
                 nkind = m;
             }
