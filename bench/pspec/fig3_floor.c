@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "logread.h"
+#include "util.h"
 
 /* An open read per thread id, in a small open-addressing table. */
 typedef struct slot {
@@ -33,7 +34,10 @@ typedef struct slot {
 
 enum { NSLOT = 1024 };
 static slot tab[NSLOT];
+static unsigned nused;
 
+/* The slot of tid, or NULL when the table is full (more threads than a
+ * Figure 3 log of gen_fsread has by far). */
 static slot *find(double tid)
 {
     uint64_t b;
@@ -43,6 +47,9 @@ static slot *find(double tid)
     for (;;) {
         slot *s = &tab[i];
         if (!s->used) {
+            if (nused == NSLOT - 1)
+                return NULL;
+            nused++;
             s->used = 1;
             s->tid = tid;
             return s;
@@ -53,49 +60,32 @@ static slot *find(double tid)
     }
 }
 
-static char out[1 << 16];
-static size_t outn;
+/* The offender lines, in pcheck's own printf-free buffer (util.h),
+ * written out 64 KiB at a time. */
+static ps_buf out;
 
 static void flush(void)
 {
-    if (outn && write(1, out, outn) != (ssize_t)outn) {
+    if (out.len && fwrite(out.data, 1, out.len, stdout) != out.len) {
         perror("fig3_floor: write");
         exit(2);
     }
-    outn = 0;
-}
-
-static void put(const char *s, size_t n)
-{
-    if (outn + n > sizeof out)
-        flush();
-    memcpy(out + outn, s, n);
-    outn += n;
-}
-
-static void put_i64(int64_t v)
-{
-    char b[24], *p = b + sizeof b;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do
-        *--p = (char)('0' + u % 10);
-    while ((u /= 10) != 0);
-    if (v < 0)
-        *--p = '-';
-    put(p, (size_t)(b + sizeof b - p));
+    ps_buf_reset(&out);
 }
 
 static void fail(int which, const slot *s, int64_t end)
 {
-    put(which == 1 ? "fail 1: read on thread " : "fail 3: read on thread ", 23);
-    put_i64((int64_t)s->tid);
-    put(" from ", 6);
-    put_i64(s->start);
-    put(" to ", 4);
-    put_i64(end);
-    put(" time ", 6);
-    put_i64(end - s->start);
-    put("\n", 1);
+    ps_buf_puts(&out, which == 1 ? "fail 1: read on thread " : "fail 3: read on thread ");
+    ps_buf_put_i64(&out, (int64_t)s->tid);
+    ps_buf_puts(&out, " from ");
+    ps_buf_put_i64(&out, s->start);
+    ps_buf_puts(&out, " to ");
+    ps_buf_put_i64(&out, end);
+    ps_buf_puts(&out, " time ");
+    ps_buf_put_i64(&out, end - s->start);
+    ps_buf_putc(&out, '\n');
+    if (out.len >= (64u << 10))
+        flush();
 }
 
 int main(int argc, char **argv)
@@ -148,23 +138,26 @@ int main(int argc, char **argv)
                                  : strcmp(name, "EndRead") == 0  ? 3
                                                                  : 4;
         }
-        switch (kind[rec->name_id]) {
-        case 1: {
-            slot *s = find(rec->values[0]);
+        uint8_t k = kind[rec->name_id];
+        if (k == 4)
+            continue;
+        slot *s = find(rec->values[0]);
+        if (!s) {
+            fprintf(stderr, "fig3_floor: %s: more than %d thread ids\n", path, NSLOT - 1);
+            return 2;
+        }
+        switch (k) {
+        case 1:
             s->start = rec->ts;
             s->size = rec->nvalues > 1 ? rec->values[1] : 0;
             s->hit = 0;
             s->open = 1;
             break;
-        }
-        case 2: {
-            slot *s = find(rec->values[0]);
+        case 2:
             if (s->open)
                 s->hit = 1;
             break;
-        }
-        case 3: {
-            slot *s = find(rec->values[0]);
+        default: {  /* 3 */
             if (!s->open)
                 break;
             s->open = 0;
@@ -182,8 +175,6 @@ int main(int argc, char **argv)
             }
             break;
         }
-        default:
-            break;
         }
     }
     if (rc < 0) {
@@ -191,6 +182,7 @@ int main(int argc, char **argv)
         return 2;
     }
     flush();
+    ps_buf_free(&out);
     printf("assertion 1 %s\n", f1 ? "failed" : "held");
     printf("assertion 2 %s\n", n && sum / (double)n <= 5 * ms / tick ? "held" : "failed");
     printf("assertion 3 %s\n", f3 ? "failed" : "held");
