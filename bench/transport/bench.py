@@ -148,7 +148,7 @@ def w_cat(fmt, work, pause=False, place=None, pipe=None, walk=False):
     cpre, gpre = pinned(place)
     reader = [WALK, "-format", fmt] if walk else ["cat"]
     cat = spawn(cpre + reader, stdin=r, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL if walk else None)
+                stderr=subprocess.PIPE if walk else None)
     g = spawn(gpre + [GEN, "-n", str(N_WRITE), "-format", fmt, "-work", str(work)] +
               (["-wait", go] if pause else []), stdout=w)
     os.close(r)
@@ -158,6 +158,14 @@ def w_cat(fmt, work, pause=False, place=None, pipe=None, walk=False):
         open(go, "w").close()
     t = gen_seconds(g)
     g.wait()
+    if walk:
+        # a floor that found fewer records than were written did less than
+        # its share: every event, and the header's records besides
+        said = cat.stderr.read().decode()
+        cat.wait()
+        found = int(said.split()[1]) if said.startswith("transport-walk:") else -1
+        if found < N_WRITE:
+            raise RuntimeError("transport-walk found %d records of %d: %r" % (found, N_WRITE, said))
     cat.wait()
     return t
 
