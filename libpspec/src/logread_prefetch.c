@@ -439,9 +439,6 @@ int logr_prefetch_next(log_reader *r, const log_record **rec, char **errmsg)
         }
         deliver_warnings(r, b, pf->ci);
         if (pf->ci < b->n) {
-            /* the lines of the records a little ahead, from the other core */
-            if (pf->ci + 6 < b->n)
-                __builtin_prefetch(&b->recs[pf->ci + 6]);
             *rec = &b->recs[pf->ci++];
             /* the records up to the next warning need nothing else: the
              * window hands them out inline */
