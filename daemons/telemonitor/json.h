@@ -63,7 +63,8 @@ struct json *json_parse(const char *text, size_t len, char *err, size_t errlen);
 void json_free(struct json *root);
 
 /* The first member of object `obj` named `key`, or NULL (no such member,
- * or `obj` is NULL or not an object). */
+ * or `obj` is NULL or not an object). A member whose name holds \u0000 is
+ * never found: `key` is a C string and must equal the whole name. */
 const struct json *json_get(const struct json *obj, const char *key);
 
 /* The decoded text of a string value, or NULL (NULL or not a string). */

@@ -35,7 +35,9 @@ static void walk(const struct json *v, const struct json *root, int depth)
         json_free(again);
     }
     for (const struct json *k = v->kids; k; k = k->next) {
-        if (v->kind == JSON_OBJECT && json_get(v, k->key) == NULL)
+        /* a key with \u0000 in it is kept but can never be asked for by
+         * name (json_get compares whole C strings) */
+        if (v->kind == JSON_OBJECT && strlen(k->key) == k->keylen && json_get(v, k->key) == NULL)
             abort();
         walk(k, root, depth + 1);
     }
