@@ -190,6 +190,15 @@ static void escapes(void **state)
 	assert_int_equal(v->len, 3);
 	assert_memory_equal(v->str, "a\0b", 4);
 	json_free(v);
+	/* a NUL inside a name: kept, but never found by a C-string key, so
+	 * "a" finds the member named "a", not the "a\0b" before it */
+	v = ok("{\"a\\u0000b\":1,\"a\":2}");
+	assert_int_equal(v->count, 2);
+	assert_int_equal(v->kids->keylen, 3);
+	assert_int_equal(json_as_int(json_get(v, "a")), 2);
+	assert_memory_equal(v->kids->key, "a\0b", 4);    /* kept, whole */
+	assert_int_equal(json_as_int(v->kids), 1);
+	json_free(v);
 	v = ok("{\"k\\u00e9y\":1}");
 	assert_non_null(json_get(v, "k\xc3\xa9y"));
 	json_free(v);
