@@ -162,7 +162,6 @@ def w_cat(fmt, work, pause=False, place=None, pipe=None, walk=False):
         # a floor that found fewer records than were written did less than
         # its share: every event, and the header's records besides
         said = cat.stderr.read().decode()
-        cat.wait()
         found = int(said.split()[1]) if said.startswith("transport-walk:") else -1
         if found < N_WRITE:
             raise RuntimeError("transport-walk found %d records of %d: %r" % (found, N_WRITE, said))
