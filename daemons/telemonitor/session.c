@@ -861,13 +861,22 @@ static void tool_done(void *ctx, struct tool *t)
 		resume(s);
 }
 
+/* A tool took queued input: the instance's counts follow at once, not at
+ * the next tick (telemonctl shows what the tool has been given). */
+static void tool_wrote(void *ctx, struct tool *t)
+{
+	(void)t;
+	sync_counts(ctx);
+}
+
 /* What a session hears from its tools: the checker's output is JSON lines,
  * a shell tool's is the typescript. */
 static const struct tool_cbs checker_cbs = {
-	.line = checker_output_line, .output = tool_output, .drained = tool_drained, .done = tool_done,
+	.line = checker_output_line, .output = tool_output, .wrote = tool_wrote,
+	.drained = tool_drained, .done = tool_done,
 };
 static const struct tool_cbs shell_cbs = {
-	.output = tool_output, .drained = tool_drained, .done = tool_done,
+	.output = tool_output, .wrote = tool_wrote, .drained = tool_drained, .done = tool_done,
 };
 
 /* --- life cycle -------------------------------------------------------------- */

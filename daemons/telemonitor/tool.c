@@ -201,6 +201,8 @@ static void in_writable(evutil_socket_t fd, short what, void *arg)
 	size_t before = evbuffer_get_length(t->inq);
 
 	input_flush(t);
+	if (evbuffer_get_length(t->inq) != before)
+		t->cbs->wrote(t->ctx, t);
 	if (evbuffer_get_length(t->inq) < TM_TOOL_LOW && (before >= TM_TOOL_LOW || t->in_fd < 0))
 		t->cbs->drained(t->ctx, t);
 }

@@ -52,6 +52,8 @@ struct tool_cbs {
 	void (*line)(void *ctx, struct tool *t, const char *line, size_t len);
 	/* Bytes of standard error, and of standard output when `line` is NULL. */
 	void (*output)(void *ctx, struct tool *t, const char *p, size_t n);
+	/* It took some of its queued input (its ledger's counts moved). */
+	void (*wrote)(void *ctx, struct tool *t);
 	/* Its queued input fell below the low-water mark: the owner may read on. */
 	void (*drained)(void *ctx, struct tool *t);
 	/* The process ended and its outputs are read (wait status in `status`). */
