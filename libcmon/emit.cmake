@@ -22,9 +22,12 @@ foreach(kind SHARED STATIC)
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   # Only the cmon_* API (CMON_API in the header) is exported.
   target_compile_options(${tgt} PRIVATE -fvisibility=hidden)
+  # Installed for any compiler to link: plain objects, no link-time
+  # optimisation (an archive of GCC's LTO objects has no code in it).
   set_target_properties(${tgt} PROPERTIES
     OUTPUT_NAME cmon
-    POSITION_INDEPENDENT_CODE ON)
+    POSITION_INDEPENDENT_CODE ON
+    INTERPROCEDURAL_OPTIMIZATION OFF)
   target_link_libraries(${tgt} PUBLIC Threads::Threads)
 endforeach()
 # Never unloaded: its atexit, fork and thread-exit handlers must stay mapped.

@@ -244,7 +244,7 @@ static int read_frame(log_reader *r, const unsigned char **f, size_t *n, uint64_
 
 /* A varint inside a frame; declines (0) on anything protobuf-c might read
  * differently: truncation, or a 10th byte above 1. */
-static inline int fast_varint(const unsigned char **pp, const unsigned char *e, uint64_t *v)
+static inline __attribute__((always_inline)) int fast_varint(const unsigned char **pp, const unsigned char *e, uint64_t *v)
 {
     const unsigned char *p = *pp;
     if (PS_LIKELY(p < e && *p < 0x80)) {
