@@ -37,7 +37,7 @@
 #define SNARF_HEADER_MAX (1u << 20)       /* largest saved header */
 #define SNARF_VERSION_MAX 128             /* longest program version */
 #define SNARF_CHUNK (256u << 10)          /* LogData payload per frame */
-#define SNARF_OUT_HIGH (512u << 10)       /* stop moving records to a socket above this */
+#define SNARF_OUT_HIGH (512u << 10)       /* stop moving records to a TLS stream above this */
 #define SNARF_OUT_LOW (128u << 10)        /* ...and resume below this */
 #define SNARF_OUT_UNSENT (128 << 10)      /* most bytes a socket holds not yet sent */
 #define SNARF_MAX_PENDING 16              /* data connections not yet streaming */

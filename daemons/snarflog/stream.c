@@ -5,9 +5,12 @@
  * our CA vouches for may start; anyone else gets an Error and is closed
  * before anything about the stream changes. Each connection is an
  * explicit state machine (enum stream_state) driven by stream_drive().
- * Records move from the buffer to a socket only while that socket has
- * less than SNARF_OUT_HIGH bytes queued, so a stalled consumer makes the
- * buffer drop old records instead of growing memory. */
+ * Records move from the buffer to a TLS stream only while it has less
+ * than SNARF_OUT_HIGH bytes queued, and to a plain socket only while
+ * nothing is queued (what it does not take of a chunk is, and the next
+ * chunk waits until that is written: the records stay in the buffer, not
+ * copied), so a stalled consumer makes the buffer drop old records
+ * instead of growing memory. */
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -36,6 +39,7 @@ struct stream {
 	struct snarf *s;              /* back pointer */
 	enum stream_state state;      /* see enum stream_state */
 	struct bufferevent *bev;      /* socket or TLS stream */
+	bool direct;                  /* a plain socket: records go to it from the buffer */
 	char peer[CMON_ADDRSTR_MAX];  /* for log lines and Busy */
 	struct event *timer;          /* handshake deadline, then flush deadline */
 	bool block;                   /* Start.block: back-pressure instead of dropping */
@@ -415,7 +419,9 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	s->nstreams++;
 	bufferevent_setcb(st->bev, read_cb, write_cb, event_cb, st);
 	bufferevent_setwatermark(st->bev, EV_READ, 0, CMON_CONTROL_FRAME_MAX + 16);
-	bufferevent_setwatermark(st->bev, EV_WRITE, SNARF_OUT_LOW, 0);
+	/* (a plain socket is given more when what it did not take is written) */
+	st->direct = s->tls_server == NULL;
+	bufferevent_setwatermark(st->bev, EV_WRITE, st->direct ? 0 : SNARF_OUT_LOW, 0);
 	/* (libevent writes 16 KiB a loop turn unless told: a system call and
 	 * a wake-up of the reader per 16 KiB) */
 	bufferevent_set_max_single_write(st->bev, SNARF_CHUNK);
@@ -570,7 +576,7 @@ void stream_pump(struct snarf *s)
 	if (!st || st->state != ST_STREAMING)
 		return;
 	out = bufferevent_get_output(st->bev);
-	while (evbuffer_get_length(out) < SNARF_OUT_HIGH) {
+	while (evbuffer_get_length(out) < (st->direct ? 1 : SNARF_OUT_HIGH)) {
 		const uint8_t *p;
 		uint64_t nrec;
 		size_t n;
