@@ -380,6 +380,9 @@ def main():
                                 1 << 20, True)
                             run(("w", work, fmt, "stalled-" + place), w_snarf, fmt, work, True,
                                 None, False, place)
+                            if BASELINE:
+                                run(("w", work, fmt, "b-stalled-" + place), w_snarf, fmt, work,
+                                    True, BASELINE, False, place)
                     run(("w", work, fmt, "nobody"), w_snarf, fmt, work, False)
                     run(("w", work, fmt, "stalled"), w_snarf, fmt, work, True)
                     if IDLE_CONTROL:
