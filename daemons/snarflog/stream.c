@@ -39,7 +39,6 @@ struct stream {
 	struct snarf *s;              /* back pointer */
 	enum stream_state state;      /* see enum stream_state */
 	struct bufferevent *bev;      /* socket or TLS stream */
-	bool direct;                  /* a plain socket: records go to it from the buffer */
 	char peer[CMON_ADDRSTR_MAX];  /* for log lines and Busy */
 	struct event *timer;          /* handshake deadline, then flush deadline */
 	bool block;                   /* Start.block: back-pressure instead of dropping */
@@ -53,6 +52,13 @@ struct stream {
 #define FLUSH_S 5                 /* a closing connection gets this long */
 
 static void stream_free(struct stream *st);
+
+/* A plain socket (no TLS): records go to it straight from the buffer, and
+ * the next chunk waits until what it did not take of the last is written. */
+static bool direct(const struct stream *st)
+{
+	return st->s->tls_server == NULL;
+}
 
 static void timer_set(struct stream *st, event_callback_fn fn, int seconds)
 {
@@ -420,8 +426,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	bufferevent_setcb(st->bev, read_cb, write_cb, event_cb, st);
 	bufferevent_setwatermark(st->bev, EV_READ, 0, CMON_CONTROL_FRAME_MAX + 16);
 	/* (a plain socket is given more when what it did not take is written) */
-	st->direct = s->tls_server == NULL;
-	bufferevent_setwatermark(st->bev, EV_WRITE, st->direct ? 0 : SNARF_OUT_LOW, 0);
+	bufferevent_setwatermark(st->bev, EV_WRITE, direct(st) ? 0 : SNARF_OUT_LOW, 0);
 	/* (libevent writes 16 KiB a loop turn unless told: a system call and
 	 * a wake-up of the reader per 16 KiB) */
 	bufferevent_set_max_single_write(st->bev, SNARF_CHUNK);
@@ -576,7 +581,7 @@ void stream_pump(struct snarf *s)
 	if (!st || st->state != ST_STREAMING)
 		return;
 	out = bufferevent_get_output(st->bev);
-	while (evbuffer_get_length(out) < (st->direct ? 1 : SNARF_OUT_HIGH)) {
+	while (evbuffer_get_length(out) < (direct(st) ? 1 : SNARF_OUT_HIGH)) {
 		const uint8_t *p;
 		uint64_t nrec;
 		size_t n;
