@@ -27,9 +27,14 @@ def main():
               tt.rc_class("fsread", spec=tt.FSREAD_SPEC))
         tm = tt.Telemonitor(env, reg, rc)
 
-        # the stuck tool first: a big log, written as fast as possible
+        # the stuck tool first: a big log, 150 KB a batch for 6 s. The
+        # program must still be writing when the telemonitor stops reading
+        # (its tool's queue full): a log written all at once can be over,
+        # mostly dropped by the snarflog, before the telemonitor has taken
+        # that much, and then there is no stall, only an end (CI under ASan)
         stuck = env.snarflog("stuck", "-buffer", "256K", reg=reg,
-                             cmd=tt.writer_cmd("--reads", 200000, "--batch", 2000))
+                             cmd=tt.writer_cmd("--reads", 200000, "--batch", 2000,
+                                               "--pace", 0.06))
         sinst = tm.instance(lambda i: i["prog"] == "stuck", what="the stuck instance")
         crashy = env.snarflog("crashy", reg=reg, cmd=tt.writer_cmd(
             "--reads", 100, "--batch", 10, "--pace", 0.25))
