@@ -142,7 +142,7 @@ static void handed_back(void **state)
  * for batches three quarters of the time over batches 2 to 18 asks for the
  * reading back; one that the reader waits for does not. What is read is
  * the same either way. (The two cases are far from the threshold: an
- * engine doing nothing waits nearly all the time; one sleeping 2 ms a
+ * engine doing nothing waits nearly all the time; one sleeping 5 ms a
  * batch, while a batch takes the reader well under 1 ms, hardly at all.) */
 static bool asks_back(int sleep_us_per_batch)
 {
@@ -178,7 +178,7 @@ static void timed_hand_back(void **state)
     unsetenv("PSPEC_PREFETCH_BATCH");
     unsetenv("PSPEC_PREFETCH_HANDOFF");
     assert_true(asks_back(0));
-    assert_false(asks_back(2000));
+    assert_false(asks_back(5000));
 }
 
 /* The rule, without a clock: more than three quarters, exactly. */
