@@ -21,6 +21,10 @@
                    both (the whole old path: writer and reader)
   REPS=N           writer-overhead runs (default 7, 3 with --quick)
   FWD_REPS=N       forwarding runs (default: REPS - 2, at least 3)
+  FWD_LINES=N      lines per forwarding run (default 1,000,000, 300,000
+                   with --quick; 1M lines take about 30 ms here, so a
+                   run's start weighs in: 3,000,000 measures nearer the
+                   steady state)
 
 1. Writer overhead: a program writing a log (transport-gen) into
    `cat >/dev/null` vs through snarflog with nobody listening vs through
@@ -63,7 +67,8 @@ BASELINE = (os.path.abspath(sys.argv[sys.argv.index("--baseline") + 1])
 REPS = int(os.environ.get("REPS", "0")) or (3 if QUICK else 7)
 FWD_REPS = int(os.environ.get("FWD_REPS", "0")) or max(3, REPS - 2)
 N_WRITE = 1_000_000 if QUICK else 3_000_000    # records for the writer-overhead runs
-N_FWD = 300_000 if QUICK else 1_000_000        # records for the forwarding runs
+N_FWD = (int(os.environ.get("FWD_LINES", "0"))   # records for the forwarding runs
+         or (300_000 if QUICK else 1_000_000))
 WORK = (0, 100)                                # transport-gen -work: firehose, busy program
 
 
