@@ -703,6 +703,7 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
 			else
 				in->len += (size_t)n;
 			process(s);
+			stream_pump(s);                /* forward as it comes, as cat would */
 			if ((size_t)n < room && !in->is_file)
 				break;                 /* drained the pipe for now */
 			continue;

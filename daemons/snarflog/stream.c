@@ -116,6 +116,32 @@ static void stream_fail(struct stream *st, Cmon__ErrorCode code, const char *why
 	stream_finish(st);
 }
 
+/* A frame of the stream (Accepted, the header, a gap): on a plain socket
+ * it goes out at once if nothing is queued, like the records, so that the
+ * records after it need not wait for the socket to be writable again (the
+ * pump sends only into an empty output buffer). LogEnd, Busy and Error
+ * stay queued: the stream is freed once its output buffer has drained. */
+static int send_frame(struct stream *st, const Cmon__Msg *m)
+{
+	struct evbuffer *b;
+	struct iovec iov;
+	int r;
+
+	if (!direct(st))
+		return cmon_frame_send(bufferevent_get_output(st->bev), m);
+	b = evbuffer_new();
+	if (!b)
+		return -ENOMEM;
+	r = cmon_frame_send(b, m);
+	if (r == 0) {
+		iov.iov_len = evbuffer_get_length(b);
+		iov.iov_base = evbuffer_pullup(b, -1);
+		r = iov.iov_base ? cmon_bev_send(st->bev, &iov, 1) : -ENOMEM;
+	}
+	evbuffer_free(b);
+	return r;
+}
+
 static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t *p, size_t n)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
@@ -136,7 +162,7 @@ static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t 
 	h.data.data = (uint8_t *)p;
 	h.data.len = n;
 	m.header = &h;
-	return cmon_frame_send(bufferevent_get_output(st->bev), &m);
+	return send_frame(st, &m);
 }
 
 /* Tell the consumer, here in the stream, of the records dropped since
@@ -150,7 +176,7 @@ static void send_pending_gap(struct stream *st)
 	g.count = st->pending_gap;
 	m.kind_case = CMON__MSG__KIND_GAP;
 	m.gap = &g;
-	cmon_frame_send(bufferevent_get_output(st->bev), &m);
+	send_frame(st, &m);
 	st->sent_gap += st->pending_gap;
 	st->pending_gap = 0;
 }
@@ -181,7 +207,7 @@ static void send_accepted(struct stream *st, uint64_t skipped)
 	a.records_before = s->passed - st->pending_gap;
 	m.kind_case = CMON__MSG__KIND_ACCEPTED;
 	m.accepted = &a;
-	cmon_frame_send(bufferevent_get_output(st->bev), &m);
+	send_frame(st, &m);
 	send_data(st, CMON__MSG__KIND_HEADER, s->hdr.data, s->hdr.len);
 	st->hdr_sent = s->hdr.len;
 	st->state = ST_STREAMING;
