@@ -10,7 +10,10 @@
  * nothing is queued (what it does not take of a chunk is, and the next
  * chunk waits until that is written: the records stay in the buffer, not
  * copied), so a stalled consumer makes the buffer drop old records
- * instead of growing memory. */
+ * instead of growing memory. Accepted, the header and LogGap go the way
+ * the records do (cmon_bev_send_frame: at once, so the records behind
+ * them need not wait a loop turn); LogEnd, Busy and Error are queued, as
+ * a stream is freed once its output buffer has drained (write_cb). */
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -116,32 +119,6 @@ static void stream_fail(struct stream *st, Cmon__ErrorCode code, const char *why
 	stream_finish(st);
 }
 
-/* A frame of the stream (Accepted, the header, a gap): on a plain socket
- * it goes out at once if nothing is queued, like the records, so that the
- * records after it need not wait for the socket to be writable again (the
- * pump sends only into an empty output buffer). LogEnd, Busy and Error
- * stay queued: the stream is freed once its output buffer has drained. */
-static int send_frame(struct stream *st, const Cmon__Msg *m)
-{
-	struct evbuffer *b;
-	struct iovec iov;
-	int r;
-
-	if (!direct(st))
-		return cmon_frame_send(bufferevent_get_output(st->bev), m);
-	b = evbuffer_new();
-	if (!b)
-		return -ENOMEM;
-	r = cmon_frame_send(b, m);
-	if (r == 0) {
-		iov.iov_len = evbuffer_get_length(b);
-		iov.iov_base = evbuffer_pullup(b, -1);
-		r = iov.iov_base ? cmon_bev_send(st->bev, &iov, 1) : -ENOMEM;
-	}
-	evbuffer_free(b);
-	return r;
-}
-
 static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t *p, size_t n)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
@@ -162,7 +139,7 @@ static int send_data(struct stream *st, Cmon__Msg__KindCase kind, const uint8_t 
 	h.data.data = (uint8_t *)p;
 	h.data.len = n;
 	m.header = &h;
-	return send_frame(st, &m);
+	return cmon_bev_send_frame(st->bev, &m);
 }
 
 /* Tell the consumer, here in the stream, of the records dropped since
@@ -176,7 +153,7 @@ static void send_pending_gap(struct stream *st)
 	g.count = st->pending_gap;
 	m.kind_case = CMON__MSG__KIND_GAP;
 	m.gap = &g;
-	send_frame(st, &m);
+	cmon_bev_send_frame(st->bev, &m);
 	st->sent_gap += st->pending_gap;
 	st->pending_gap = 0;
 }
@@ -207,7 +184,7 @@ static void send_accepted(struct stream *st, uint64_t skipped)
 	a.records_before = s->passed - st->pending_gap;
 	m.kind_case = CMON__MSG__KIND_ACCEPTED;
 	m.accepted = &a;
-	send_frame(st, &m);
+	cmon_bev_send_frame(st->bev, &m);
 	send_data(st, CMON__MSG__KIND_HEADER, s->hdr.data, s->hdr.len);
 	st->hdr_sent = s->hdr.len;
 	st->state = ST_STREAMING;

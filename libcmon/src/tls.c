@@ -1,5 +1,6 @@
 /* TLS contexts and bufferevents (see cmon/tls.h). */
 #include "cmon/tls.h"
+#include "cmon/proto.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -200,13 +201,22 @@ static evutil_socket_t plain_socket(struct bufferevent *bev)
 	return bufferevent_getfd(bev);
 }
 
+/* The socket to send to at once: plain, writing, nothing queued; or -1. */
+static evutil_socket_t send_now_fd(struct bufferevent *bev)
+{
+	if (evbuffer_get_length(bufferevent_get_output(bev)) ||
+	    !(bufferevent_get_enabled(bev) & EV_WRITE))
+		return -1;
+	return plain_socket(bev);
+}
+
 int cmon_bev_send(struct bufferevent *bev, const struct iovec *iov, int n)
 {
 	struct evbuffer *out = bufferevent_get_output(bev);
-	evutil_socket_t fd = plain_socket(bev);
+	evutil_socket_t fd = send_now_fd(bev);
 	size_t sent = 0;
 
-	if (fd >= 0 && evbuffer_get_length(out) == 0 && (bufferevent_get_enabled(bev) & EV_WRITE)) {
+	if (fd >= 0) {
 		struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
 		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 
@@ -223,6 +233,27 @@ int cmon_bev_send(struct bufferevent *bev, const struct iovec *iov, int n)
 		sent = 0;
 	}
 	return 0;
+}
+
+int cmon_bev_send_frame(struct bufferevent *bev, const Cmon__Msg *msg)
+{
+	struct evbuffer *b;
+	struct iovec iov;
+	int r;
+
+	if (send_now_fd(bev) < 0)
+		return cmon_frame_send(bufferevent_get_output(bev), msg);
+	b = evbuffer_new();            /* the frame, packed once, sent from here */
+	if (!b)
+		return -ENOMEM;
+	r = cmon_frame_send(b, msg);
+	if (r == 0) {
+		iov.iov_len = evbuffer_get_length(b);
+		iov.iov_base = evbuffer_pullup(b, -1);
+		r = iov.iov_base ? cmon_bev_send(bev, &iov, 1) : -ENOMEM;
+	}
+	evbuffer_free(b);
+	return r;
 }
 
 size_t cmon_bev_read_more(struct bufferevent *bev, size_t most)

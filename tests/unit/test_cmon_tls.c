@@ -1,6 +1,7 @@
 /* cmon/tls.h: cmon_bev_read_more, the large reads of a log stream's read
  * callback (libevent 2.1 reads a socket 4 KiB at a time), and
- * cmon_bev_send, which copies only what the socket does not take. */
+ * cmon_bev_send and cmon_bev_send_frame, which copy only what the socket
+ * does not take. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -20,6 +21,7 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
+#include "cmon/proto.h"
 #include "cmon/tls.h"
 
 struct pair {
@@ -401,6 +403,111 @@ static void send_to_a_closed_peer(void **state)
 	pair_close(&p);
 }
 
+/* A gap of `count` records as a message. */
+static Cmon__Msg *gap_msg(Cmon__Msg *m, Cmon__LogGap *g, uint64_t count)
+{
+	cmon__msg__init(m);
+	cmon__log_gap__init(g);
+	g->has_count = true;
+	g->count = count;
+	m->kind_case = CMON__MSG__KIND_GAP;
+	m->gap = g;
+	return m;
+}
+
+/* The gap frame of `count` at `p`; returns its length. */
+static size_t is_gap_frame(const uint8_t *p, size_t len, uint64_t count)
+{
+	Cmon__Msg *m = NULL;
+	const char *why = NULL;
+	size_t used = 0;
+
+	assert_int_equal(cmon_frame_decode(p, len, CMON_FRAME_MAX, &m, &used, &why), 1);
+	assert_int_equal(m->kind_case, CMON__MSG__KIND_GAP);
+	assert_int_equal(m->gap->count, count);
+	cmon_msg_free(m);
+	return used;
+}
+
+/* A frame with nothing queued goes out at once, and bytes sent after it
+ * follow at once too (nothing was left queued in front of them). */
+static void frame_goes_straight_out(void **state)
+{
+	struct pair p;
+	Cmon__Msg m;
+	Cmon__LogGap g;
+	uint8_t b[100], wire[4096];
+	struct iovec iov[1] = { { b, sizeof b } };
+	ssize_t r;
+	size_t flen;
+
+	(void)state;
+	pair_plain(&p);
+	bufferevent_enable(p.bev, EV_WRITE);
+	fill_pattern(b, 0, sizeof b);
+	assert_int_equal(cmon_bev_send_frame(p.bev, gap_msg(&m, &g, 12345)), 0);
+	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), 0);
+	assert_int_equal(cmon_bev_send(p.bev, iov, 1), 0);
+	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), 0);
+	r = read(p.fd[1], wire, sizeof wire);                 /* before any loop turn */
+	assert_true(r > (ssize_t)sizeof b);
+	flen = is_gap_frame(wire, (size_t)r, 12345);
+	assert_int_equal((size_t)r, flen + sizeof b);
+	is_pattern(wire + flen, sizeof b, 0);
+	pair_close(&p);
+}
+
+/* Something queued, writing disabled, or TLS: the frame is queued behind,
+ * whole and in order. */
+static void frame_queued_when_not_now(void **state)
+{
+	struct pair p;
+	Cmon__Msg m;
+	Cmon__LogGap g;
+	uint8_t b[100], *far;
+	size_t got, flen;
+	SSL_CTX *ctx;
+
+	(void)state;
+	pair_plain(&p);
+	bufferevent_enable(p.bev, EV_WRITE);
+	fill_pattern(b, 0, sizeof b);
+	evbuffer_add(bufferevent_get_output(p.bev), b, sizeof b);
+	assert_int_equal(cmon_bev_send_frame(p.bev, gap_msg(&m, &g, 7)), 0);
+	assert_int_equal(read(p.fd[1], b, sizeof b), -1);
+	flen = evbuffer_get_length(bufferevent_get_output(p.bev)) - sizeof b;
+	far = drain_far(&p, sizeof b + flen, &got);
+	assert_int_equal(got, sizeof b + flen);
+	is_pattern(far, sizeof b, 0);
+	assert_int_equal(is_gap_frame(far + sizeof b, flen, 7), flen);
+	free(far);
+	bufferevent_disable(p.bev, EV_WRITE);
+	assert_int_equal(cmon_bev_send_frame(p.bev, gap_msg(&m, &g, 8)), 0);
+	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), flen);
+	pair_close(&p);
+
+	pair_open(&p);
+	ctx = SSL_CTX_new(TLS_client_method());
+	p.bev = bufferevent_openssl_socket_new(p.base, p.fd[0], SSL_new(ctx), BUFFEREVENT_SSL_OPEN,
+					       BEV_OPT_CLOSE_ON_FREE);
+	assert_non_null(p.bev);
+	bufferevent_enable(p.bev, EV_WRITE);
+	assert_int_equal(cmon_bev_send_frame(p.bev, gap_msg(&m, &g, 9)), 0);
+	{
+		uint8_t frame[32], wire[4096];
+		struct evbuffer *e = evbuffer_new();
+		ssize_t r = read(p.fd[1], wire, sizeof wire);
+
+		assert_int_equal(cmon_frame_send(e, &m), 0);
+		flen = evbuffer_remove(e, frame, sizeof frame);
+		evbuffer_free(e);
+		/* nothing in plain: it went through OpenSSL */
+		assert_null(r > 0 ? memmem(wire, (size_t)r, frame, flen) : NULL);
+	}
+	pair_close(&p);
+	SSL_CTX_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +522,8 @@ int main(void)
 		cmocka_unit_test(send_queues_the_rest),
 		cmocka_unit_test(send_queues_when_not_plain),
 		cmocka_unit_test(send_to_a_closed_peer),
+		cmocka_unit_test(frame_goes_straight_out),
+		cmocka_unit_test(frame_queued_when_not_now),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

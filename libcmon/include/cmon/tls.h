@@ -73,6 +73,13 @@ size_t cmon_bev_read_more(struct bufferevent *bev, size_t most);
  * meets the error and reports it. 0, or -ENOMEM. */
 int cmon_bev_send(struct bufferevent *bev, const struct iovec *iov, int n);
 
+/* Send `msg` as one frame (cmon_frame_send()) through `bev` the same way:
+ * straight to a plain socket while nothing is queued, so bytes sent with
+ * cmon_bev_send() right after it need not wait for a loop turn; otherwise
+ * queued on the output. 0, -EMSGSIZE or -ENOMEM. */
+struct Cmon__Msg;
+int cmon_bev_send_frame(struct bufferevent *bev, const struct Cmon__Msg *msg);
+
 /* Describe the last TLS error on `bev` (or in the OpenSSL queue) for logs. */
 const char *cmon_tls_error(struct bufferevent *bev, char *buf, size_t size);
 
