@@ -44,6 +44,7 @@
 Every configuration runs REPS times, interleaved; medians are reported.
 """
 
+import errno
 import fcntl
 import functools
 import os
@@ -126,6 +127,31 @@ def fresh(name):
     return p
 
 
+def go_fifo():
+    """The benchmark's "go": a FIFO, which transport-gen -wait opens and
+    which release() opens for writing, so that the program starts the
+    moment it is told to (a file it looked for every millisecond added up
+    to a millisecond, a different one in every run)."""
+    p = fresh("go")
+    os.mkfifo(p)
+    return p
+
+
+def release(go, timeout=10):
+    """Start the program waiting on FIFO `go` (opening it for writing
+    returns once the program has it open for reading; it is already
+    waiting there when this is called, after the runs' pauses)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.close(os.open(go, os.O_WRONLY | os.O_NONBLOCK))
+            return
+        except OSError as e:
+            if e.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise RuntimeError("the program did not wait on %s: %s" % (go, e))
+            time.sleep(0.0005)
+
+
 # --- 1. writer overhead ----------------------------------------------------
 
 F_SETPIPE_SZ = 1031
@@ -146,7 +172,7 @@ def w_cat(fmt, work, pause=False, place=None, pipe=None, walk=False):
     processes is what the pause changes). `place`: see pinned(); `pipe`:
     the pipe's size in bytes (default the kernel's, 64 KiB). `walk`: the
     reader is transport-walk (cat that finds every record's end) instead."""
-    go = fresh("go")
+    go = go_fifo()
     r, w = os.pipe()
     if pipe:
         fcntl.fcntl(w, F_SETPIPE_SZ, pipe)
@@ -160,7 +186,7 @@ def w_cat(fmt, work, pause=False, place=None, pipe=None, walk=False):
     os.close(w)
     if pause:
         time.sleep(0.3)
-        open(go, "w").close()
+        release(go)
     t = gen_seconds(g)
     g.wait()
     if walk:
@@ -190,7 +216,7 @@ def token_args(snarf=None):
 
 
 def w_snarf(fmt, work, stalled, snarf=None, pause=False, place=None):
-    go, portfile = fresh("go"), fresh("snarf.port")
+    go, portfile = go_fifo(), fresh("snarf.port")
     s_tok, c_tok = token_args(snarf)
     spre, gpre = pinned(place)
     s = spawn(spre + [snarf or SNARF, "bench", "-standalone", "-portfile", portfile,
@@ -204,7 +230,7 @@ def w_snarf(fmt, work, stalled, snarf=None, pause=False, place=None):
                      "-o", "/dev/null"] + c_tok, stderr=subprocess.DEVNULL)
     if stalled or pause:
         time.sleep(0.3)                     # connected and accepted as the consumer
-    open(go, "w").close()
+    release(go)
     t = gen_seconds(s)                      # CMD's stderr is snarflog's
     s.wait()
     if sub:
@@ -234,7 +260,7 @@ def wait_exact(p, timeout):
 
 
 def f_socat():
-    go, portfile = fresh("go"), fresh("sink.port")
+    go, portfile = go_fifo(), fresh("sink.port")
     sink = spawn([SINK, "-lines", str(N_FWD + 2), "-portfile", portfile], stdout=subprocess.PIPE)
     port = wait_file(portfile)
     g = spawn([GEN, "-n", str(N_FWD), "-wait", go], stdout=subprocess.PIPE)
@@ -242,7 +268,7 @@ def f_socat():
     g.stdout.close()
     time.sleep(0.2)
     t0 = time.monotonic()
-    open(go, "w").close()
+    release(go)
     t = wait_exact(sink, 300) - t0
     g.wait()
     sc.wait()
@@ -250,7 +276,7 @@ def f_socat():
 
 
 def f_snarf(snarf=None, subscriber=None):
-    go, portfile = fresh("go"), fresh("snarf.port")
+    go, portfile = go_fifo(), fresh("snarf.port")
     s_tok, c_tok = token_args(snarf)
     s = spawn([snarf or SNARF, "bench", "-standalone", "-portfile", portfile] + s_tok + ["--",
                GEN, "-n", str(N_FWD), "-wait", go])
@@ -259,7 +285,7 @@ def f_snarf(snarf=None, subscriber=None):
                 + c_tok)
     time.sleep(0.2)
     t0 = time.monotonic()
-    open(go, "w").close()
+    release(go)
     t = wait_exact(sub, 300) - t0
     s.wait(timeout=60)
     if sub.returncode != 0:
@@ -276,7 +302,7 @@ def free_port():
 
 
 def f_rsyslog():
-    go, portfile = fresh("go"), fresh("sink.port")
+    go, portfile = go_fifo(), fresh("sink.port")
     sink = spawn([SINK, "-lines", str(N_FWD + 2), "-portfile", portfile], stdout=subprocess.PIPE)
     sport = wait_file(portfile)
     inport = free_port()
@@ -308,7 +334,7 @@ action(type="omfwd" target="127.0.0.1" port="%s" protocol="tcp" template="raw")
     g = spawn([GEN, "-n", str(N_FWD), "-connect", "127.0.0.1:%d" % inport, "-wait", go])
     time.sleep(0.2)
     t0 = time.monotonic()
-    open(go, "w").close()
+    release(go)
     try:
         t = wait_exact(sink, 60) - t0
     except RuntimeError:

@@ -2,7 +2,8 @@
  * benchmarks: writes N sequence-numbered records (cmon-ascii 1 lines or
  * cmon-bin 1 events) as fast as write() takes them, to CMON_LOG_FD when
  * snarflog runs it, else to -o PATH, -connect HOST:PORT, or stdout.
- * With -wait FILE it starts writing once FILE exists; with -work N it does
+ * With -wait FILE it starts writing once FILE exists (a FIFO: the moment
+ * something opens it for writing); with -work N it does
  * N steps of arithmetic between records, like a program with real work. Reports on stderr
  * how long writing took (what the program "feels"). */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +132,7 @@ static int dial(const char *hostport)
 
 int main(int argc, char **argv)
 {
+	struct stat st;
 	unsigned long long n = 1000000, bytes = 0;
 	const char *out = NULL, *conn = NULL, *wait = NULL, *env = getenv("CMON_LOG_FD");
 	int binary = 0, fd = 1;
@@ -168,7 +171,19 @@ int main(int argc, char **argv)
 		perror("transport-gen: open");
 		return 1;
 	}
-	/* Start writing only once FILE exists (the benchmark's "go"). */
+	/* Start writing only once FILE exists (the benchmark's "go"). A FIFO
+	 * is opened: that returns the moment the benchmark opens it for
+	 * writing, where looking for a file every millisecond would add up to
+	 * a millisecond, a different one in every run. */
+	if (wait && stat(wait, &st) == 0 && S_ISFIFO(st.st_mode)) {
+		int g = open(wait, O_RDONLY);
+
+		if (g < 0) {
+			perror("transport-gen: -wait");
+			return 1;
+		}
+		close(g);
+	}
 	while (wait && access(wait, F_OK) != 0)
 		usleep(1000);
 	t0 = now();
