@@ -417,6 +417,7 @@ int logr_next_direct(log_reader *r, log_record *rec, char **errmsg)
 }
 
 _Static_assert(offsetof(log_reader, win) == 0, "log_reader_next_ref() finds the window first");
+_Static_assert(sizeof(void *) != 8 || sizeof(log_record) == 64, "a record is one cache line (logread.h)");
 
 int log_reader_next_ref_more(log_reader *r, const log_record **rec, char **errmsg)
 {

@@ -53,9 +53,15 @@ typedef enum log_rec_kind {
                                    a binary Overhead); only with log_reader_want_overhead */
 } log_rec_kind;
 
-/* A record. Pointers stay valid until the next call on the reader. */
+/* A record. Pointers stay valid until the next call on the reader.
+ * Which fields mean something depends on `kind`: name and values are an
+ * event's, gap a gap's, ovh_* an overhead's, and they share their bytes,
+ * so that a record is one cache line (64 bytes) when it is handed from the
+ * reading thread to the checking one (logread_prefetch.c); a field of
+ * another kind is not 0, it is garbage. */
 typedef struct log_record {
     log_rec_kind kind;
+    uint32_t name_id;           /* events: interned id of the event type name */
     uint64_t pos;               /* events: 1-based ordinal among the log's event records
                                    (malformed ones included, so positions do not depend on
                                    which records could be parsed); gaps and overheads:
@@ -63,13 +69,18 @@ typedef struct log_record {
     uint64_t where;             /* ascii: line number; binary: byte offset of the frame */
     int64_t ts;                 /* timestamp, ticks */
     int64_t thread;             /* thread id (events; overheads: the thread it is for) */
-    uint32_t name_id;           /* interned id of the event type name */
-    const char *name;           /* event type name (NUL-terminated) */
-    const double *values;       /* attribute values, in log order */
-    uint32_t nvalues;
-    uint64_t gap;               /* LOG_REC_GAP: number of records dropped */
-    double ovh_ns;              /* LOG_REC_OVERHEAD: the thread's cost per event, ns (> 0) */
-    double ovh_spread_ns;       /* LOG_REC_OVERHEAD: its spread, ns (>= 0) */
+    union {
+        struct {                        /* LOG_REC_EVENT */
+            const char *name;           /* event type name (NUL-terminated) */
+            const double *values;       /* attribute values, in log order */
+            uint32_t nvalues;
+        };
+        uint64_t gap;                   /* LOG_REC_GAP: number of records dropped */
+        struct {                        /* LOG_REC_OVERHEAD */
+            double ovh_ns;              /* the thread's cost per event, ns (> 0) */
+            double ovh_spread_ns;       /* its spread, ns (>= 0) */
+        };
+    };
 } log_record;
 
 /* Called for each malformed record, which is then skipped.

@@ -514,7 +514,6 @@ static inline __attribute__((always_inline)) int event_record(log_reader *r, log
     rec->name = r->names[id];
     rec->values = r->vals;
     rec->nvalues = nv;
-    rec->gap = 0;
     r->prev_ts = (int64_t)ts;
     r->nrecords++;
     return 1;

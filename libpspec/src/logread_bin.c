@@ -504,7 +504,6 @@ static inline int event_record(log_reader *r, const logbin_event *ev, const doub
     rec->name = r->names[id1 - 1];
     rec->values = r->vals;
     rec->nvalues = (uint32_t)nv;
-    rec->gap = 0;
     r->nrecords++;
     return 1;
 }

@@ -20,8 +20,9 @@
 
 #define NLINES 5000
 
-/* One thing the reader said, in order: a record (its pos, ts, thread, name
- * and first value) or a warning (its line). */
+/* One thing the reader said, in order: a record (its pos, ts, thread, and
+ * an event's name and first value or a gap marker's count) or a warning
+ * (its line). */
 typedef struct said {
     int warning;
     uint64_t pos, where;
@@ -33,6 +34,7 @@ typedef struct said {
 typedef struct transcript {
     said *s;
     size_t n;
+    size_t gaps;            /* gap markers among them */
 } transcript;
 
 static void on_warn(void *ctx, const char *logname, uint64_t where, const char *msg)
@@ -44,7 +46,9 @@ static void on_warn(void *ctx, const char *logname, uint64_t where, const char *
 }
 
 /* An ascii log with malformed lines here and there: one alone, runs of
- * them, one right after the header, and two at the end. */
+ * them, one right after the header, and two at the end; and gap markers,
+ * whose count shares its bytes with an event's name and values
+ * (logread.h). */
 static char *make_log(size_t *len)
 {
     size_t cap = 64 * NLINES + 256, n = 0;
@@ -56,6 +60,8 @@ static char *make_log(size_t *len)
         if (i % 37 == 5 || (i > 1000 && i < 1010) || i % 1024 == 1023)
             n += (size_t)snprintf(s + n, cap - n, "%d x\n", i);   /* no name: malformed */
         n += (size_t)snprintf(s + n, cap - n, "%d %d %s %d\n", 1000 + i, i % 3, i % 2 ? "A" : "B", i);
+        if (i % 250 == 7)
+            n += (size_t)snprintf(s + n, cap - n, "#cmon-gap %d\n", 3 + i);
     }
     n += (size_t)snprintf(s + n, cap - n, "bad\nbad\n");
     *len = n;
@@ -75,9 +81,15 @@ static void read_all(const char *log, size_t len, int prefetch, transcript *t)
         int rc;
         while ((rc = log_reader_next_ref(r, &rec, &err)) == 1) {
             said *x = &t->s[t->n++];
-            *x = (said){ .pos = rec->pos, .where = rec->where, .ts = rec->ts, .thread = rec->thread,
-                         .v0 = rec->nvalues ? rec->values[0] : -1 };
-            snprintf(x->name, sizeof x->name, "%s", rec->name);
+            *x = (said){ .pos = rec->pos, .where = rec->where, .ts = rec->ts, .thread = rec->thread };
+            if (rec->kind == LOG_REC_GAP) {
+                x->v0 = (double)rec->gap;
+                snprintf(x->name, sizeof x->name, "(gap)");
+                t->gaps++;
+            } else {
+                x->v0 = rec->nvalues ? rec->values[0] : -1;
+                snprintf(x->name, sizeof x->name, "%s", rec->name);
+            }
         }
         assert_int_equal(rc, 0);
         if (pass == 0)
@@ -90,7 +102,7 @@ static void same_as_direct(const char *batch, const char *handoff, const char *s
 {
     size_t len;
     char *log = make_log(&len);
-    transcript want = { calloc(4 * NLINES, sizeof(said)), 0 }, got = { calloc(4 * NLINES, sizeof(said)), 0 };
+    transcript want = { calloc(4 * NLINES, sizeof(said)), 0, 0 }, got = { calloc(4 * NLINES, sizeof(said)), 0, 0 };
     assert_true(want.s && got.s);
     read_all(log, len, 0, &want);
     setenv("PSPEC_PREFETCH_BATCH", batch, 1);
@@ -103,6 +115,7 @@ static void same_as_direct(const char *batch, const char *handoff, const char *s
     unsetenv("PSPEC_PREFETCH_HANDOFF");
     unsetenv("PSPEC_PREFETCH_SPIN");
     assert_true(want.n > 2 * NLINES);
+    assert_true(want.gaps >= 20);
     assert_int_equal(got.n, want.n);
     for (size_t i = 0; i < want.n; i++) {
         const said *a = &want.s[i], *b = &got.s[i];
