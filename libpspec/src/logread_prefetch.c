@@ -8,7 +8,8 @@
  * 0 and stores 1 (release); the consumer takes a batch whose word is 1
  * (acquire) and stores 0 when it is done with it. No lock: a side whose
  * batch is not ready spins a little, then sleeps in futex(2) on that word,
- * and every store of a word is followed by a wake.
+ * and every store of a word is followed by a wake when the other side
+ * sleeps.
  *
  * What the consumer sees is exactly what the direct reader gives, in the
  * same order: each batch carries its records (values copied), the names
@@ -38,6 +39,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -50,8 +52,13 @@
 
 #define PF_NBATCH 4
 #define PF_RECORDS 1024     /* records per batch (PSPEC_PREFETCH_BATCH for tests): four fit in L2 */
-#define PF_SPIN 2000        /* polls of a word before sleeping on it (PSPEC_PREFETCH_SPIN
-                               for tests: 0 sleeps at once, every hand-off a futex) */
+#define PF_SPIN_NS 200000   /* how long a side polls a word before it sleeps on it: longer
+                               than either side takes over a batch (20-40 us), so that a
+                               side keeping up never sleeps and the other never pays a
+                               futex wake for it; timed, since a poll (x86 PAUSE) takes
+                               10 ns on one CPU and 50 on another. PSPEC_PREFETCH_SPIN=N
+                               (tests) stops after N polls too: 0 sleeps at once, every
+                               hand-off a futex */
 #define PF_JUDGE_FROM 2     /* batches taken before the engine's waiting is timed */
 #define PF_JUDGE_N 16       /* batches it is timed over */
 
@@ -87,7 +94,7 @@ struct log_prefetch {
     pf_batch b[PF_NBATCH];
     /* read by both, written only while the producer does not run */
     alignas(64) uint32_t cap;   /* records per batch */
-    uint32_t spin;          /* polls before sleeping */
+    uint32_t spin;          /* polls before sleeping at most (PSPEC_PREFETCH_SPIN; else UINT32_MAX) */
     pthread_t thread;
     bool running;           /* the producer thread exists (not joined yet) */
     bool done;              /* the consumer took the last batch: read directly now */
@@ -118,6 +125,13 @@ static inline void cpu_relax(void)
 #endif
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static void futex_wait(_Atomic uint32_t *w, uint32_t v)
 {
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
@@ -129,15 +143,29 @@ static void futex_wake(_Atomic uint32_t *w)
 }
 
 /* Wait until b's full word differs from v (or, for the producer, a stop
- * is asked). A sleeper counts itself first, so that a side handing a batch
- * over makes the futex call only when someone sleeps (set_full). */
+ * is asked): poll it for PF_SPIN_NS, then sleep. A sleeper counts itself
+ * first, so that a side handing a batch over makes the futex call only
+ * when someone sleeps (set_full). */
 static void wait_while(log_prefetch *pf, pf_batch *b, uint32_t v)
 {
-    for (int i = 0; atomic_load_explicit(&b->full, memory_order_acquire) == v; i++) {
+    if (atomic_load_explicit(&b->full, memory_order_acquire) != v)
+        return;
+    bool polling = pf->spin > 0;
+    uint64_t until = polling ? now_ns() + PF_SPIN_NS : 0;
+    for (uint32_t i = 1; atomic_load_explicit(&b->full, memory_order_acquire) == v; i++) {
         if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
             return;
-        if ((uint32_t)i < pf->spin) {
+        if (polling) {
             cpu_relax();
+            if (i % 64 == 0) {
+                if (now_ns() >= until)
+                    polling = false;
+                /* the other side may be waiting for this CPU (a loaded
+                 * machine, or both threads on one vCPU): let it run */
+                sched_yield();
+            }
+            if (i >= pf->spin)
+                polling = false;
         } else {
             atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
             if (atomic_load_explicit(&b->full, memory_order_seq_cst) == v &&
@@ -332,7 +360,7 @@ int log_reader_prefetch(log_reader *r, bool on)
     pf->cap = cap > 0 && cap <= 1 << 20 ? (uint32_t)cap : PF_RECORDS;
     const char *sp = getenv("PSPEC_PREFETCH_SPIN");
     long spin = sp ? strtol(sp, NULL, 10) : -1;
-    pf->spin = spin >= 0 && spin <= PF_SPIN ? (uint32_t)spin : PF_SPIN;
+    pf->spin = spin >= 0 && (unsigned long)spin < UINT32_MAX ? (uint32_t)spin : UINT32_MAX;
     const char *hb = getenv("PSPEC_PREFETCH_HANDOFF");
     long back = hb ? strtol(hb, NULL, 10) : -1;
     pf->handback_at = back > 0 && back < 1 << 30 ? (uint32_t)back : 0;
@@ -356,13 +384,6 @@ static void deliver_warnings(log_reader *r, pf_batch *b, uint32_t upto)
     for (; pf->cw < b->nwarn && b->warns[pf->cw].before <= upto; pf->cw++)
         if (r->warn)
             r->warn(r->warn_ctx, r->logname, b->warns[pf->cw].where, b->warns[pf->cw].msg);
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 bool logr_prefetch_handback_due(uint64_t waited_ns, uint64_t total_ns)
