@@ -71,7 +71,12 @@ typedef struct pf_warn {
 typedef struct pf_batch {
     alignas(64) _Atomic uint32_t full;  /* 1: filled, the consumer's; 0: the producer's */
     _Atomic uint32_t sleepers;          /* threads in futex_wait on full */
-    log_record *recs;       /* values: offsets into vals while it is filled, then
+    /* The rest on lines of their own: a consumer ahead of the producer
+     * polls `full` of the batch being filled, and if the counts written
+     * for every record shared its line, the line would travel between
+     * the cores for every record (it did: the producer ran at half the
+     * reader's speed). */
+    alignas(64) log_record *recs;       /* values: offsets into vals while it is filled, then
                                pointers (batch_seal); handed out in place */
     uint32_t n;
     double *vals;
