@@ -142,6 +142,9 @@ static void small_batches(void **state)
     static const char *sizes[] = { "1", "2", "3", "7", "37", "100" };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         same_as_direct(sizes[i], "0", "0");
+    /* a few polls, then sleep: both ways of waiting in one run */
+    same_as_direct("3", "0", "5");
+    same_as_direct("37", "0", "70");
 }
 
 static void handed_back(void **state)
