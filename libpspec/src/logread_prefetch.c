@@ -7,7 +7,8 @@
  * Each batch has a `full` word: the producer fills a batch whose word is
  * 0 and stores 1 (release); the consumer takes a batch whose word is 1
  * (acquire) and stores 0 when it is done with it. No lock: a side whose
- * batch is not ready spins a little, then sleeps in futex(2) on that word,
+ * batch is not ready polls for up to PF_SPIN_NS, yielding its CPU now and
+ * then, and then sleeps in futex(2) on that word,
  * and every store of a word is followed by a wake when the other side
  * sleeps.
  *
@@ -76,8 +77,8 @@ typedef struct pf_batch {
      * for every record shared its line, the line would travel between
      * the cores for every record (it did: the producer ran at half the
      * reader's speed). */
-    alignas(64) log_record *recs;       /* values: offsets into vals while it is filled, then
-                               pointers (batch_seal); handed out in place */
+    alignas(64) log_record *recs;       /* values: offsets into vals while it is filled,
+                                           then pointers (batch_seal); handed out in place */
     uint32_t n;
     double *vals;
     size_t nvals, vcap;
@@ -99,7 +100,8 @@ struct log_prefetch {
     pf_batch b[PF_NBATCH];
     /* read by both, written only while the producer does not run */
     alignas(64) uint32_t cap;   /* records per batch */
-    uint32_t spin;          /* polls before sleeping at most (PSPEC_PREFETCH_SPIN; else UINT32_MAX) */
+    uint32_t spin;          /* at most this many polls before sleeping (PSPEC_PREFETCH_SPIN;
+                               UINT32_MAX: as many as PF_SPIN_NS allows) */
     pthread_t thread;
     bool running;           /* the producer thread exists (not joined yet) */
     bool done;              /* the consumer took the last batch: read directly now */
