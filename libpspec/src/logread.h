@@ -117,6 +117,9 @@ static inline int log_reader_next_ref(log_reader *r, const log_record **rec, cha
 {
     log_reader_window *w = (log_reader_window *)r;   /* every reader's first member */
     if (w->next < w->end) {
+        /* the records were written on the reading thread's core: ask for
+         * the one 8 ahead now (past the end, a prefetch does no harm) */
+        __builtin_prefetch(w->next + 8);
         *rec = w->next++;
         return 1;
     }
