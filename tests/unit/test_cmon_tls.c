@@ -63,6 +63,25 @@ static void pair_plain(struct pair *p)
 	bufferevent_enable(p->bev, EV_READ);
 }
 
+/* A TLS client bufferevent on the pair's near end, writing. (Its
+ * handshake never completes: the far end is no TLS server.) */
+static void pair_tls_client(struct pair *p)
+{
+	SSL_CTX *ctx;
+	SSL *ssl;
+
+	pair_open(p);
+	ctx = SSL_CTX_new(TLS_client_method());
+	assert_non_null(ctx);
+	ssl = SSL_new(ctx);
+	SSL_CTX_free(ctx);                  /* ssl holds a reference of its own */
+	assert_non_null(ssl);
+	p->bev = bufferevent_openssl_socket_new(p->base, p->fd[0], ssl, BUFFEREVENT_SSL_OPEN,
+						BEV_OPT_CLOSE_ON_FREE);
+	assert_non_null(p->bev);
+	bufferevent_enable(p->bev, EV_WRITE);
+}
+
 static void pair_close(struct pair *p)
 {
 	if (p->bev)
@@ -342,7 +361,6 @@ static void send_queues_the_rest(void **state)
 static void send_queues_when_not_plain(void **state)
 {
 	struct pair p;
-	SSL_CTX *ctx;
 	uint8_t b[100];
 	struct iovec iov[1] = { { b, sizeof b } };
 	struct bufferevent *f;
@@ -363,12 +381,7 @@ static void send_queues_when_not_plain(void **state)
 	assert_int_equal(read(p.fd[1], b, sizeof b), -1);
 	pair_close(&p);
 
-	pair_open(&p);
-	ctx = SSL_CTX_new(TLS_client_method());
-	p.bev = bufferevent_openssl_socket_new(p.base, p.fd[0], SSL_new(ctx), BUFFEREVENT_SSL_OPEN,
-					       BEV_OPT_CLOSE_ON_FREE);
-	assert_non_null(p.bev);
-	bufferevent_enable(p.bev, EV_WRITE);
+	pair_tls_client(&p);
 	assert_int_equal(cmon_bev_send(p.bev, iov, 1), 0);
 	/* (OpenSSL may take them from the output at once, as records) */
 	{
@@ -378,7 +391,6 @@ static void send_queues_when_not_plain(void **state)
 		assert_null(r > 0 ? memmem(wire, (size_t)r, b, 16) : NULL);  /* nothing in plain */
 	}
 	pair_close(&p);
-	SSL_CTX_free(ctx);
 }
 
 /* The peer gone: no SIGPIPE (this test would die of it); the bytes are
@@ -466,7 +478,6 @@ static void frame_queued_when_not_now(void **state)
 	Cmon__LogGap g;
 	uint8_t b[100], *far;
 	size_t got, flen;
-	SSL_CTX *ctx;
 
 	(void)state;
 	pair_plain(&p);
@@ -486,12 +497,7 @@ static void frame_queued_when_not_now(void **state)
 	assert_int_equal(evbuffer_get_length(bufferevent_get_output(p.bev)), flen);
 	pair_close(&p);
 
-	pair_open(&p);
-	ctx = SSL_CTX_new(TLS_client_method());
-	p.bev = bufferevent_openssl_socket_new(p.base, p.fd[0], SSL_new(ctx), BUFFEREVENT_SSL_OPEN,
-					       BEV_OPT_CLOSE_ON_FREE);
-	assert_non_null(p.bev);
-	bufferevent_enable(p.bev, EV_WRITE);
+	pair_tls_client(&p);
 	assert_int_equal(cmon_bev_send_frame(p.bev, gap_msg(&m, &g, 9)), 0);
 	{
 		uint8_t frame[32], wire[4096];
@@ -505,7 +511,6 @@ static void frame_queued_when_not_now(void **state)
 		assert_null(r > 0 ? memmem(wire, (size_t)r, frame, flen) : NULL);
 	}
 	pair_close(&p);
-	SSL_CTX_free(ctx);
 }
 
 int main(void)
