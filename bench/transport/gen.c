@@ -183,9 +183,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		close(g);
+	} else {
+		while (wait && access(wait, F_OK) != 0)
+			usleep(1000);
 	}
-	while (wait && access(wait, F_OK) != 0)
-		usleep(1000);
 	t0 = now();
 	if (binary) {
 		len = bin_header(buf);
