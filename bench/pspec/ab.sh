@@ -12,11 +12,8 @@ set -eu
 B=$(cd "${1:?BUILD}" && pwd)
 OLD=${2:?OLD_PCHECK}
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPS=${REPS:-9}
-READS=${READS:-1000000}
+. "$HERE/common.sh"
 NEW=$B/clients/pcheck/pcheck
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
 
 "$B/bench/gen_fsread" "$READS" > "$W/big.log"
 if [ "${COMPAT:-0}" = 1 ]; then
@@ -24,8 +21,6 @@ if [ "${COMPAT:-0}" = 1 ]; then
 else
     "$B/bench/gen_fsread" -b "$READS" > "$W/big.bin"
 fi
-cpu() { "$B/bench/cputime" "$@"; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 : > "$W/mawk"; : > "$W/old.a"; : > "$W/new.a"; : > "$W/old.b"; : > "$W/new.b"
 i=0

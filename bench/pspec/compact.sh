@@ -18,11 +18,8 @@ set -eu
 B=$(cd "${1:?BUILD}" && pwd)
 OLD=${2:?OLD_PCHECK}
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPS=${REPS:-9}
-READS=${READS:-1000000}
+. "$HERE/common.sh"
 NEW=$B/clients/pcheck/pcheck
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
 
 "$B/bench/gen_fsread" "$READS" > "$W/big.log"
 "$B/bench/gen_fsread" -b "$READS" > "$W/new.bin"
@@ -39,8 +36,6 @@ perfspec Nothing
   assert {count r : I} >= 0
 end Nothing
 SPEC
-cpu() { "$B/bench/cputime" "$@"; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 for k in old new newstar; do : > "$W/$k.fig3"; : > "$W/$k.none"; done
 i=0

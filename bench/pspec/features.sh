@@ -19,11 +19,8 @@
 set -eu
 B=$(cd "${1:?BUILD}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPS=${REPS:-9}
-READS=${READS:-1000000}
+. "$HERE/common.sh"
 P=$B/clients/pcheck/pcheck
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
 "$B/bench/gen_fsread" -b "$READS" > "$W/bin.log"
 
 EVENTS='perfspec FSRead
@@ -58,14 +55,13 @@ done
 got=$("$B/bench/fig3_floor" -r "$W/bin.log")
 case $got in "records "*) ;; *) echo "features.sh: fig3_floor -r: $got" >&2; exit 1;; esac
 
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 for k in reader $NAMES; do : > "$W/$k.w"; done
 i=0
 while [ "$i" -lt "$REPS" ]; do
     i=$((i + 1))
-    "$B/bench/cputime" -w "$B/bench/fig3_floor" -r "$W/bin.log" >> "$W/reader.w"
+    cpu -w "$B/bench/fig3_floor" -r "$W/bin.log" >> "$W/reader.w"
     for s in $NAMES; do
-        "$B/bench/cputime" -w "$P" --threads 1 -f -s "$W/$s.pspec" "$W/bin.log" >> "$W/$s.w"
+        cpu -w "$P" --threads 1 -f -s "$W/$s.pspec" "$W/bin.log" >> "$W/$s.w"
     done
 done
 printf '%-10s %10s %14s   (%s reads, %s, median of %s)\n' part seconds "ns/read more" "$READS" cmon-bin "$REPS"

@@ -16,11 +16,9 @@ set -eu
 B=$(cd "${1:-build-bench}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPS=${REPS:-5}
-READS=${READS:-1000000}
+. "$HERE/common.sh"
 PCHECK=$B/clients/pcheck/pcheck
 GEN=$B/bench/gen_fsread
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
 
 "$GEN" "$READS" > "$W/big.log"
 "$GEN" -b "$READS" > "$W/big.bin"
@@ -29,8 +27,6 @@ trap 'rm -rf "$W"' EXIT
 EVENTS=$(grep -vc '^#' "$W/big.log")
 
 # user+sys seconds of a command (stdout discarded), to the microsecond
-cpu() { "$B/bench/cputime" "$@"; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 rss() { cat "$1" | /usr/bin/time -f '%M' -o "$W/m" "$PCHECK" -cont -s "$HERE/fig3.pspec" > /dev/null 2>&1 || true; tail -n 1 "$W/m"; }
 
 : > "$W/mawk"; : > "$W/ascii"; : > "$W/bin"; : > "$W/compat"

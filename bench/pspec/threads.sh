@@ -17,12 +17,9 @@
 set -eu
 B=$(cd "${1:?BUILD}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPS=${REPS:-9}
-READS=${READS:-1000000}
+. "$HERE/common.sh"
 P=$B/clients/pcheck/pcheck
 F=$B/bench/fig3_floor
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
 "$B/bench/gen_fsread" -p 10 "$READS" > "$W/p10.log"
 "$B/bench/gen_fsread" "$READS" > "$W/usual.log"
 "$B/bench/gen_fsread" -b "$READS" > "$W/bin.log"
@@ -49,7 +46,6 @@ for log in p10 usual bin; do
     got=$("$F" -r "$W/$log.log")
     [ "$got" = "records $want" ] || { echo "threads.sh: fig3_floor -r on $log: $got, want $want" >&2; exit 1; }
 done
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 for log in p10 usual bin; do
     for k in mawk one two f1 f2 rd; do : > "$W/$log.$k.w"; : > "$W/$log.$k.c"; done
     i=0
