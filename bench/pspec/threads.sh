@@ -51,14 +51,14 @@ for log in p10 usual bin; do
     i=0
     while [ "$i" -lt "$REPS" ]; do
         i=$((i + 1))
-        [ "$log" = bin ] || "$B/bench/cputime" -w mawk -f "$HERE/fig3.awk" "$W/$log.log" >> "$W/$log.mawk.w"
-        "$B/bench/cputime" -w "$P" --threads 1 -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.one.w"
-        "$B/bench/cputime" -w "$P" -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.two.w"
-        "$B/bench/cputime" -w "$F" "$W/$log.log" >> "$W/$log.f1.w"
-        "$B/bench/cputime" -w "$F" -t "$W/$log.log" >> "$W/$log.f2.w"
-        "$B/bench/cputime" -w "$F" -r "$W/$log.log" >> "$W/$log.rd.w"
-        "$B/bench/cputime" "$P" --threads 1 -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.one.c"
-        "$B/bench/cputime" "$P" -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.two.c"
+        [ "$log" = bin ] || cpu -w mawk -f "$HERE/fig3.awk" "$W/$log.log" >> "$W/$log.mawk.w"
+        cpu -w "$P" --threads 1 -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.one.w"
+        cpu -w "$P" -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.two.w"
+        cpu -w "$F" "$W/$log.log" >> "$W/$log.f1.w"
+        cpu -w "$F" -t "$W/$log.log" >> "$W/$log.f2.w"
+        cpu -w "$F" -r "$W/$log.log" >> "$W/$log.rd.w"
+        cpu "$P" --threads 1 -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.one.c"
+        cpu "$P" -f -s "$HERE/fig3.pspec" "$W/$log.log" >> "$W/$log.two.c"
     done
 done
 echo - > "$W/bin.mawk.w"      # mawk does not read cmon-bin
