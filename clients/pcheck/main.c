@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -52,6 +55,11 @@ static const char usage[] =
     "  -threads, --threads N       1: read the log and check it on one thread; 2 (the\n"
     "                              default with two CPUs or more): a log file read offline\n"
     "                              is read and parsed ahead on a second thread (same results)\n"
+    "  -progress, --progress SECONDS\n"
+    "                              with -cont --json on a pipe: when every record read so far\n"
+    "                              has been checked and reported on and more input is awaited,\n"
+    "                              say so as {\"checked\":N} (N event records), at most every\n"
+    "                              SECONDS (0: each time); for the telemonitor's accounting\n"
     "  -bounded, --bounded         refuse (exit 2) a specification whose continuous check\n"
     "                              keeps state that grows with the length of the log (a\n"
     "                              second pass, a mapping over the whole log), naming why\n"
@@ -69,6 +77,9 @@ static const char usage[] =
 
 typedef struct out {
     bool json, failures_only, cont;
+    double progress_s;          /* --progress: at most this often (< 0: off) */
+    double progress_at;         /* when the last {"checked":N} was printed */
+    uint64_t progress_n;        /* and its N */
     FILE *vfile, *efile;
     held *pending;              /* offline: offenders per assertion line, printed after its verdict */
     size_t npending;
@@ -169,6 +180,31 @@ static void on_report(void *ctx, const pspec_report *r)
     }
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The check waits for input: everything read so far is checked and what it
+ * made due was reported (and flushed), so say how far that is. */
+static void on_idle(void *ctx, uint64_t records)
+{
+    out *o = ctx;
+    double t;
+
+    if (records == o->progress_n)
+        return;
+    t = now_s();
+    if (o->progress_n && t - o->progress_at < o->progress_s)
+        return;
+    o->progress_at = t;
+    o->progress_n = records;
+    printf("{\"checked\":%llu}\n", (unsigned long long)records);
+    fflush(stdout);
+}
+
 static FILE *open_out(const char *path)
 {
     if (strcmp(path, "-") == 0)
@@ -184,7 +220,7 @@ static FILE *open_out(const char *path)
 int main(int argc, char **argv)
 {
     enum { OPT_CONT = 256, OPT_JSON, OPT_PLAN, OPT_EXPLAIN, OPT_BOUNDED, OPT_COMPENSATE, OPT_SUMMARIES,
-           OPT_THREADS };
+           OPT_THREADS, OPT_PROGRESS };
     static const struct option longopts[] = {
         { "spec", required_argument, NULL, 's' },
         { "path", required_argument, NULL, 'i' },
@@ -199,11 +235,12 @@ int main(int argc, char **argv)
         { "summaries", required_argument, NULL, OPT_SUMMARIES },
         { "compensate", no_argument, NULL, OPT_COMPENSATE },
         { "threads", required_argument, NULL, OPT_THREADS },
+        { "progress", required_argument, NULL, OPT_PROGRESS },
         { NULL, 0, NULL, 0 },
     };
     static const struct cmon_cmdline cl = { "pcheck", usage, "s:i:fv:e:", longopts };
     const char *spec = NULL, *path = NULL, *vpath = NULL, *epath = NULL, *log = NULL;
-    out o = {0};
+    out o = {.progress_s = -1};
     bool plan = false, explain = false, bounded = false, compensate = false;
     double summaries = 0;
     unsigned threads = 0;
@@ -227,6 +264,11 @@ int main(int argc, char **argv)
             if (end == optarg || *end || !(summaries >= 1 && summaries <= 86400))
                 cmon_cmdline_fail(&cl, "bad value '%s' for --summaries (seconds, 1 to 86400)", optarg);
             break;
+        case OPT_PROGRESS:
+            o.progress_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(o.progress_s >= 0 && o.progress_s <= 86400))
+                cmon_cmdline_fail(&cl, "bad value '%s' for --progress (seconds, 0 to 86400)", optarg);
+            break;
         case OPT_THREADS:
             if (strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0)
                 cmon_cmdline_fail(&cl, "bad value '%s' for --threads (1 or 2)", optarg);
@@ -239,6 +281,8 @@ int main(int argc, char **argv)
     log = optind < argc ? argv[optind] : NULL;
     if (!spec)
         cmon_cmdline_fail(&cl, "no specification given (-s SPEC)");
+    if (o.progress_s >= 0 && !(o.cont && o.json))
+        cmon_cmdline_fail(&cl, "--progress needs -cont and --json");
     if (cli_spec_on_stdin(spec) && !plan && (!log || strcmp(log, "-") == 0))
         cmon_cmdline_fail(&cl, "the specification is on standard input (-s -), so the log must be a named file");
     pspec *ps = cli_load_spec("pcheck", spec, path);
@@ -280,6 +324,12 @@ int main(int argc, char **argv)
     pspec_check_options opt = {.continuous = o.cont, .want_intervals = vpath != NULL, .want_events = epath != NULL,
                                .explain = explain, .compensate = compensate, .summaries_s = summaries,
                                .threads = threads, .report = on_report, .warn = cli_warn, .ctx = &o};
+    if (o.progress_s >= 0) {
+        /* a pipe read without blocking, so that the check knows when it waits */
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0)
+            opt.idle = on_idle;
+    }
     char *err = NULL;
     int status = pspec_check(ps, fd, cli_log_name(log), &opt, &err);
     if (err) {

@@ -226,6 +226,8 @@ static void conn_drive(struct conn *c, const Cmon__Msg *m)
 		break;
 	case CONN_ANNOUNCED:
 		if (m->kind_case == CMON__MSG__KIND_LEAVE) {
+			c->inst->has_length = m->leave->has_records;
+			c->inst->length = m->leave->records;
 			matcher_remove_instance(c->reg, c->inst, true);
 			c->inst = NULL;
 			c->state = CONN_LEFT;

@@ -64,6 +64,8 @@ static void notify_gone(struct sub *s, struct instance *inst, bool clean)
 	gone.instance = &inst->info;
 	gone.has_clean = true;
 	gone.clean = clean;
+	gone.has_records = inst->has_length;
+	gone.records = inst->length;
 	m.kind_case = CMON__MSG__KIND_INSTANCE_GONE;
 	m.instance_gone = &gone;
 	conn_send(s->owner, &m);

@@ -46,6 +46,8 @@ struct instance {
 	Cmon__Instance info;          /* what we tell subscribers (strings owned) */
 	bool has_token;               /* it announced a token... */
 	uint8_t token[CMON_TOKEN_LEN]; /* ...which only InstanceUp carries, to matching classes */
+	bool has_length;              /* it said Leave with the log's length... */
+	uint64_t length;              /* ...records the program wrote, told in InstanceGone */
 };
 
 /* A class of instances one telemonitor connection wants to hear about. */

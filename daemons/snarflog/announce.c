@@ -383,6 +383,8 @@ static void link_leave(struct reglink *rl)
 		finished(rl);
 		return;
 	}
+	l.has_records = true;
+	l.records = core_log_length(rl->s);
 	m.kind_case = CMON__MSG__KIND_LEAVE;
 	m.leave = &l;
 	cmon_frame_send(bufferevent_get_output(rl->bev), &m);

@@ -264,6 +264,23 @@ void ring_consume(struct ring *r, size_t len, uint64_t nrec)
 	(void)len;
 }
 
+uint64_t ring_weight(const struct ring *r)
+{
+	struct cmon_tally t = { 0 };
+
+	if (r->nrec == 0)
+		return 0;
+	if (r->front >= r->mixed_end)
+		return r->nrec;        /* from runs only: events, one each */
+	if (r->wrapped) {
+		cmon_log_tally(r->fmt, r->mem + r->head, r->wrap - r->head, SIZE_MAX, &t);
+		cmon_log_tally(r->fmt, r->mem, r->tail, SIZE_MAX, &t);
+	} else {
+		cmon_log_tally(r->fmt, r->mem + r->head, r->tail - r->head, SIZE_MAX, &t);
+	}
+	return cmon_tally_weight(&t);
+}
+
 uint64_t ring_clear(struct ring *r)
 {
 	uint64_t dropped = 0;

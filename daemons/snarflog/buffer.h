@@ -81,6 +81,9 @@ void ring_consume(struct ring *r, size_t len, uint64_t nrec);
  * for in the program's log: n when they all came in runs. */
 uint64_t ring_front_weight(const struct ring *r, uint64_t n);
 
+/* What everything held stands for (see above), without dropping it. */
+uint64_t ring_weight(const struct ring *r);
+
 /* Drop everything; returns what it stood for (see above: a gap marker
  * its count, a comment nothing). */
 uint64_t ring_clear(struct ring *r);

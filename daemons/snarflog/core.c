@@ -285,6 +285,13 @@ void core_check_done(struct snarf *s)
 	reg_leave(s);
 }
 
+/* The records of the log so far, as a consumer counts them: those gone
+ * from the buffer's front (sent or dropped) and those still held. */
+uint64_t core_log_length(const struct snarf *s)
+{
+	return s->passed + ring_weight(&s->ring);
+}
+
 void core_done(struct snarf *s)
 {
 	s->phase = PH_DONE;

@@ -187,6 +187,7 @@ void core_blocked(struct snarf *s);                      /* input paused: bound 
 void core_hold_start(struct snarf *s, double seconds, const char *why); /* keep, do not drop */
 void core_hold_release(struct snarf *s, const char *why); /* end the hold */
 void core_check_done(struct snarf *s);                   /* advance RUNNING/DRAINING/LEAVING */
+uint64_t core_log_length(const struct snarf *s);         /* records in the log so far (§11 unit) */
 void core_shutdown(struct snarf *s, const char *why);    /* a signal: end the log (twice: exit) */
 
 /* input.c — reading and cutting the log. */

@@ -106,10 +106,38 @@ static void failure(struct session *s, struct tool *t, const struct checker_repo
 			       f.spec, f.metrics, now);
 }
 
+/* {"checked":N} (pcheck --progress): every report on the first N event
+ * records of the run came before this line. The instance's `checked`
+ * follows, saved after the failures those reports made. */
+static bool progress_line(struct session *s, struct tool *t, const char *line, size_t len)
+{
+	static const char head[] = "{\"checked\":";
+	const struct ledger_file *f = t->led.f;
+	uint64_t n = 0;
+	size_t i = sizeof head - 1;
+
+	if (len < i + 2 || memcmp(line, head, i) != 0)
+		return false;
+	for (; i < len && line[i] >= '0' && line[i] <= '9'; i++)
+		n = n * 10 + (uint64_t)(line[i] - '0');
+	if (i + 1 != len || line[i] != '}')
+		return false;
+	t->run_checked = n;
+	if (f) {
+		uint64_t run = f->run_events < f->events ? f->run_events : f->events;
+		s->inst->checked = f->events - run + (n < run ? n : run);
+		s->inst->checked_dirty = true;
+	}
+	return true;
+}
+
 void checker_line(struct session *s, struct tool *t, const char *line, size_t len)
 {
 	struct checker_report r;
 	const char *result, *kind;
+
+	if (progress_line(s, t, line, len))
+		return;
 
 	if (report_parse(line, len, &r) != 0) {
 		/* not a report (or no memory to read it): keep it for people to read */

@@ -464,10 +464,11 @@ static int instance_row(void *arg, const struct store_instance_row *in)
 		sb_json_str(b, str(in->machine));
 		sb_printf(b, ",\"pid\":%" PRId64 ",\"state\":\"%s\",\"monitor\":%s,\"records\":%" PRId64
 			      ",\"bytes\":%" PRId64 ",\"lost\":%" PRId64 ",\"gaps\":%" PRId64
-			      ",\"skipped\":%" PRId64 ",\"failures\":%" PRId64
+			      ",\"skipped\":%" PRId64 ",\"unchecked\":%" PRId64
+			      ",\"failures\":%" PRId64
 			      ",\"tool_restarts\":%" PRId64 ",\"seen\":\"%s\",\"ended\":",
 			  in->pid, str(in->state), in->want ? "true" : "false", in->records,
-			  in->bytes, in->lost, in->gaps, in->skipped, in->failures,
+			  in->bytes, in->lost, in->gaps, in->skipped, in->unchecked, in->failures,
 			  in->tool_restarts, seen);
 		if (!in->has_ended)
 			sb_printf(b, "null");

@@ -232,8 +232,10 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 	}
 }
 
-void instances_gone(struct tmon *tm, unsigned link, const Cmon__Instance *a, bool clean)
+void instances_gone(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g)
 {
+	const Cmon__Instance *a = g->instance;
+	bool clean = g->has_clean && g->clean;
 	struct tm_instance *in;
 
 	if (!a || !a->program || !a->machine)
@@ -241,6 +243,10 @@ void instances_gone(struct tmon *tm, unsigned link, const Cmon__Instance *a, boo
 	in = find_key(tm, a->program, a->machine, a->pid, a->start_unix_ns);
 	if (!in)
 		return;
+	if (g->has_records) {
+		in->has_length = true;
+		in->length = g->records;
+	}
 	in->listed_by &= ~(1u << link);
 	if (in->listed_by)
 		return;                 /* another registry still lists it */
@@ -253,8 +259,17 @@ void instances_gone(struct tmon *tm, unsigned link, const Cmon__Instance *a, boo
 		return;
 	}
 	in->state = IS_GONE;
-	instances_set_status(in, "%s", clean ? "the program ended (not monitored)"
-					     : "its snarflog vanished (not monitored)");
+	if (in->want && in->has_length && in->length > in->records + in->lost + in->skipped) {
+		/* wanted, but never monitored (refused past capacity, say): its
+		 * log was lost to us, and is counted so */
+		uint64_t n = in->length - (in->records + in->lost + in->skipped);
+		in->lost += n;
+		instances_set_status(in, "the program ended; not monitored (%s): its %" PRIu64
+				     " records counted as lost", in->status, n);
+	} else {
+		instances_set_status(in, "%s", clean ? "the program ended (not monitored)"
+						     : "its snarflog vanished (not monitored)");
+	}
 	store_instance_end(tm->store, in, IS_GONE, tm_now());
 	cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " is gone%s", in->id, in->prog,
 		  in->machine, in->pid, clean ? "" : " (its snarflog vanished)");
@@ -513,7 +528,18 @@ void instances_save(struct tmon *tm)
 
 	TAILQ_FOREACH(in, &tm->instances, link)
 		if (in->dirty && !in->lease_lost) {
-			in->dirty = false;
+			in->dirty = in->checked_dirty = false;
+			store_instance_save(tm->store, in);
+		}
+}
+
+void instances_save_checked(struct tmon *tm)
+{
+	struct tm_instance *in;
+
+	TAILQ_FOREACH(in, &tm->instances, link)
+		if (in->checked_dirty && !in->lease_lost) {
+			in->checked_dirty = in->dirty = false;
 			store_instance_save(tm->store, in);
 		}
 }

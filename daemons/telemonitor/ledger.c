@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@ static int map_file(struct ledger *l, int fd, bool *fresh)
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	*fresh = (size_t)st.st_size < sizeof *l->f;
+	*fresh = (size_t)st.st_size < offsetof(struct ledger_file, run_events);
 	/* the blocks are allocated now: a full disk is an error here, not a
 	 * SIGBUS when a page of the mapping is first written */
 	errno = posix_fallocate(fd, 0, sizeof *l->f);
@@ -124,6 +125,12 @@ void ledger_close(struct ledger *l, bool remove)
 		unlink(l->path);
 }
 
+void ledger_lose(struct ledger *l, uint64_t n)
+{
+	if (l->f)
+		l->f->gap += n;
+}
+
 uint64_t ledger_pos(const struct ledger *l)
 {
 	return l->f ? l->f->base + l->f->events + l->f->gap : 0;
@@ -138,6 +145,8 @@ void ledger_run(struct ledger *l, pid_t pgid, Cmon__Format fmt)
 	l->f->nchunks = 0;
 	l->f->start_time = pgid > 0 ? ledger_proc_start(pgid) : 0;
 	l->f->pgid = pgid;
+	if (pgid > 0)
+		l->f->run_events = 0;
 }
 
 void ledger_write(struct ledger *l, const struct cmon_tally *t, size_t bytes)
@@ -147,6 +156,7 @@ void ledger_write(struct ledger *l, const struct cmon_tally *t, size_t bytes)
 	if (!f)
 		return;
 	f->events += t->events;
+	f->run_events += t->events;
 	f->gap += t->gap;
 	f->markers += t->markers;
 	f->run_bytes += bytes;
@@ -165,6 +175,7 @@ void ledger_unwrite(struct ledger *l, const struct cmon_tally *t, size_t bytes)
 	f->markers -= t->markers;
 	f->gap -= t->gap;
 	f->events -= t->events;
+	f->run_events -= t->events;
 }
 
 /* The first write boundary at or after byte `at` of the run (run_bytes if
@@ -224,6 +235,7 @@ uint64_t ledger_unread(struct ledger *l, const uint8_t *p, size_t n)
 	if (t.markers > f->markers)
 		t.markers = f->markers;
 	f->events -= t.events;
+	f->run_events -= t.events < f->run_events ? t.events : f->run_events;
 	f->gap -= t.gap;
 	f->markers -= t.markers;
 	f->run_bytes -= n;
@@ -374,6 +386,8 @@ int ledger_finish_orphans(const char *state_dir, double wait_s,
 			continue;
 		}
 		close(fd);
+		if (l.f->pgid > 0)
+			l.f->flags |= LEDGER_ORPHANED;  /* its reports may be lost (settled on re-attach) */
 		if (l.f->pgid <= 0 || !l.f->start_time ||
 		    ledger_proc_start(l.f->pgid) != l.f->start_time) {
 			l.f->pgid = 0;                  /* gone (and any pid reuse is not ours) */

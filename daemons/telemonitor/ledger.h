@@ -47,7 +47,7 @@ struct ledger_file {
 	uint32_t kind;               /* enum ledger_kind */
 	uint32_t format;             /* Cmon__Format of the log */
 	int32_t pgid;                /* the running tool's process group, 0 if none */
-	uint32_t pad;
+	uint32_t flags;              /* LEDGER_ORPHANED */
 	uint64_t start_time;         /* its start time (/proc/PID/stat), against pid reuse */
 	uint64_t base;               /* log records before the first one accounted for */
 	uint64_t events;             /* event records delivered, every run */
@@ -56,7 +56,14 @@ struct ledger_file {
 	uint64_t run_bytes;          /* bytes written to the current run */
 	uint64_t nchunks;            /* writes made to the current run */
 	uint64_t chunk_end[LEDGER_CHUNKS]; /* run_bytes after each of the last writes */
+	/* (version 1 files end here; what follows reads as 0 in them) */
+	uint64_t run_events;         /* event records given to the current (or last) run and
+	                                not read back */
+	uint64_t unchecked;          /* checker: records it was given and read but whose
+	                                reports never came (docs/protocol.md §11), every run */
 };
+
+#define LEDGER_ORPHANED 1u           /* its run outlived a telemonitor (ledger_finish_orphans) */
 
 /* An open ledger. */
 struct ledger {
@@ -81,14 +88,18 @@ void ledger_close(struct ledger *l, bool remove);
 /* Position in the log through which everything was delivered or reported. */
 uint64_t ledger_pos(const struct ledger *l);
 
-/* A new run of the tool (process group `pgid`, 0 for none) starts, on a
- * log of format `fmt`. */
+/* A new run of the tool (process group `pgid`) starts, on a log of format
+ * `fmt`; with `pgid` 0 the run is over (its run_events stay until the next). */
 void ledger_run(struct ledger *l, pid_t pgid, Cmon__Format fmt);
 
 /* About to write whole records `t` (`bytes` long): count them as delivered.
  * ledger_unwrite() puts them back if the write did not happen. */
 void ledger_write(struct ledger *l, const struct cmon_tally *t, size_t bytes);
 void ledger_unwrite(struct ledger *l, const struct cmon_tally *t, size_t bytes);
+
+/* `n` records of the log never reached the tool and never will (the
+ * instance ended): count them as lost, without a gap marker. */
+void ledger_lose(struct ledger *l, uint64_t n);
 
 /* The tool's run ended with the last `n` bytes written to it (`p`, read
  * back from its pipe) unread: take the records that ended in them off.

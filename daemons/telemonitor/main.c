@@ -227,6 +227,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 	struct tmon *tm = arg;
 	bool was = store_degraded(tm->store);
 
+	instances_save_checked(tm);
 	if (store_pending(tm->store))
 		store_commit(tm->store);
 	store_poll(tm->store, tm_now());

@@ -184,8 +184,7 @@ static void drive(struct reglink *rl, const Cmon__Msg *m)
 			rl->set->ev->up(rl->tm, rl->index, m->instance_up);
 		return;
 	case CMON__MSG__KIND_INSTANCE_GONE:
-		rl->set->ev->gone(rl->tm, rl->index, m->instance_gone->instance,
-				  m->instance_gone->has_clean && m->instance_gone->clean);
+		rl->set->ev->gone(rl->tm, rl->index, m->instance_gone);
 		return;
 	default:
 		cmon_debug("registry: ignoring %s", cmon_msg_kind_name(m));

@@ -21,6 +21,7 @@
 #include "store.h"
 
 static void drain(struct session *s, enum inst_state end, const char *why);
+static void settle(struct session *s);
 static void finish(struct session *s);
 static void lost(struct session *s, const char *why);
 static void data_read(struct bufferevent *bev, void *arg);
@@ -101,6 +102,42 @@ static bool tools_behind(const struct session *s)
 	return false;
 }
 
+/* Since when the tools that are behind have taken nothing: the earliest,
+ * over them, of their last activity (or the pause, if later). */
+static double stalled_since(const struct session *s)
+{
+	double since = 0;
+
+	for (size_t i = 0; i < s->ntools; i++) {
+		const struct tool *t = s->tools[i];
+		double at = t->active_at > s->paused_since ? t->active_at : s->paused_since;
+		if (tool_queued(t) > TM_TOOL_LOW && (since == 0 || at < since))
+			since = at;
+	}
+	return since ? since : s->paused_since;
+}
+
+/* The instance is gone and a tool does not read the rest: give the tools
+ * up, but read the stream on to its end, so that what they do not get is
+ * counted (settle()) rather than left in the snarflog. */
+static void abandon_tools(struct session *s)
+{
+	typescript_note(&s->ts, "the instance is gone and a tool does not read the rest: reading "
+			"the log to its end without the tools, counting what they do not get as lost");
+	instances_set_status(s->inst, "the instance is gone and a tool does not read the rest");
+	s->discard = true;
+	for (size_t i = 0; i < s->ntools; i++) {
+		struct tool *t = s->tools[i];
+		if (t->state == TL_RUNNING) {
+			tool_abandon_input(t);
+			t->state = TL_CLOSING;
+		} else if (t->state != TL_CLOSING) {
+			t->state = TL_DONE;
+		}
+	}
+	set_paused(s, false);
+}
+
 /* The ledger whose counts are the instance's records, lost and gaps: the
  * class's tool if it has one, else the checker, else the session's. */
 static const struct ledger *primary(const struct session *s)
@@ -111,19 +148,108 @@ static const struct ledger *primary(const struct session *s)
 	return s->ntools ? &s->tools[0]->led : &s->led;
 }
 
-/* Copy the primary ledger's counts to the instance (telemonctl, store). */
+/* The checker, or NULL. */
+static struct tool *checker_of(const struct session *s)
+{
+	for (size_t i = 0; i < s->ntools; i++)
+		if (s->tools[i]->kind == TK_CHECKER)
+			return s->tools[i];
+	return NULL;
+}
+
+/* Copy the primary ledger's counts to the instance (telemonctl, store):
+ * lost and gaps are its own; records are those it got that the checker,
+ * if the class has one, also checked; the rest of what it got is
+ * unchecked: records the checker was given but did not report on, and
+ * (beside a tool) records the checker did not get although the tool did.
+ * So records + lost + unchecked is the primary's position in the log. */
 static void sync_counts(struct session *s)
 {
 	const struct ledger *l = primary(s);
+	const struct tool *ck = checker_of(s);
 	struct tm_instance *in = s->inst;
+	uint64_t unchecked = 0, records;
 
 	if (!l->f || s->led_fresh)
 		return;                     /* not counting yet (nothing accepted) */
-	if (in->records != l->f->events || in->lost != l->f->gap || in->gaps != l->f->markers) {
-		in->records = l->f->events;
+	if (ck && ck->led.f) {
+		unchecked = ck->led.f->unchecked;
+		if (&ck->led != l && ck->led.f->gap > l->f->gap)
+			unchecked += ck->led.f->gap - l->f->gap;
+	}
+	if (unchecked > l->f->events)
+		unchecked = l->f->events;
+	records = l->f->events - unchecked;
+	if (in->records != records || in->lost != l->f->gap || in->gaps != l->f->markers ||
+	    in->unchecked != unchecked) {
+		in->records = records;
+		in->unchecked = unchecked;
 		in->lost = l->f->gap;
 		in->gaps = l->f->markers;
 		in->dirty = true;
+	}
+}
+
+/* A run of the checker is over: `complete` (it read its input to the end
+ * and exited as pcheck does then) means every record it read was checked
+ * and reported on; otherwise what it read past its last progress line
+ * ({"checked":N}) is unchecked. Either way the instance's `checked` moves
+ * to the end of what it was given. */
+static void checker_run_over(struct session *s, struct tool *t, bool complete)
+{
+	struct ledger_file *f = t->led.f;
+
+	if (t->kind != TK_CHECKER || !f)
+		return;
+	if (!complete && f->run_events > t->run_checked) {
+		f->unchecked += f->run_events - t->run_checked;
+		typescript_note(&s->ts, "the checker's run ended before it reported on the last %"
+				PRIu64 " records it read; counted as unchecked",
+				f->run_events - t->run_checked);
+	}
+	f->run_events = 0;
+	t->run_checked = 0;
+	s->inst->checked = f->events;
+	s->inst->dirty = true;
+	sync_counts(s);
+}
+
+/* A checker's run outlived a telemonitor (ledger_finish_orphans): its
+ * reports after the last progress the store has (the instance's
+ * `checked`, committed with the failures before it) may have died with
+ * that telemonitor, so the records past it are unchecked. */
+static void checker_orphan_settle(struct session *s, struct tool *t)
+{
+	struct ledger_file *f = t->led.f;
+	struct tm_instance *in = s->inst;
+	uint64_t done, from;
+
+	if (t->kind != TK_CHECKER || !f || !(f->flags & LEDGER_ORPHANED))
+		return;
+	done = f->events - (f->run_events < f->events ? f->run_events : f->events);
+	from = in->checked > done ? in->checked : done;
+	if (f->events > from) {
+		f->unchecked += f->events - from;
+		typescript_note(&s->ts, "the checker left running by the previous telemonitor may "
+				"have reported on its last %" PRIu64 " records to it alone; counted as "
+				"unchecked", f->events - from);
+	}
+	f->flags &= ~LEDGER_ORPHANED;
+	f->run_events = 0;
+	in->checked = f->events;
+	in->dirty = true;
+}
+
+/* End every tool's run that still has a process (killed: it did not
+ * finish), counting what it had not read or reported on. */
+static void end_runs(struct session *s)
+{
+	for (size_t i = 0; i < s->ntools; i++) {
+		struct tool *t = s->tools[i];
+		if (t->pid > 0 && !t->exited) {
+			tool_kill(t);
+			checker_run_over(s, t, false);
+		}
 	}
 }
 
@@ -145,7 +271,7 @@ static void tool_catch_up(struct session *s, struct tool *t)
 static void spawn_tool(struct session *s, struct tool *t)
 {
 	struct tm_instance *in = s->inst;
-	char pid[32], id[32], *argv[12], *env[5], err[300];
+	char pid[32], id[32], *argv[14], *env[5], err[300];
 	char e_prog[CMON_NAME_MAX + 8], e_machine[CMON_NAME_MAX + 12], e_pid[48], e_inst[48];
 	const uint8_t *hdr;
 	size_t hlen;
@@ -169,6 +295,8 @@ static void spawn_tool(struct session *s, struct tool *t)
 		argv[n++] = "--explain";        /* whole-log failures come with their witness */
 		argv[n++] = "--summaries";      /* interval durations per minute, for compare */
 		argv[n++] = TM_SUMMARIES_S;
+		argv[n++] = "--progress";       /* how far its reports go, for the accounting */
+		argv[n++] = TM_PROGRESS_S;
 		if (!s->cls.allow_unbounded)    /* the spec may have changed since the class was checked */
 			argv[n++] = "--bounded";
 		argv[n++] = "-s";
@@ -217,6 +345,9 @@ static void spawn_tool(struct session *s, struct tool *t)
 static bool tools_ready(struct session *s)
 {
 	double now = tm_now(), wait = 0;
+
+	if (s->discard)
+		return true;
 
 	for (size_t i = 0; i < s->ntools; i++) {
 		struct tool *t = s->tools[i];
@@ -681,6 +812,11 @@ static void lost(struct session *s, const char *why)
 		drain(s, in->state, why);
 		return;
 	}
+	if (s->discard && !in->up) {
+		/* read on only to count the rest; its snarflog is gone too */
+		drain(s, IS_ENDED, "the instance is gone");
+		return;
+	}
 	/* an instance no registry lists is given up soon, unless its snarflog
 	 * answered "busy" (it is alive: another consumer is letting go of it,
 	 * e.g. a telemonitor whose lease we took over) */
@@ -704,15 +840,29 @@ static void lost(struct session *s, const char *why)
 
 /* --- the end ------------------------------------------------------------------ */
 
+/* The tools had TM_TOOL_EXIT_WAIT_S to finish: one still taking input or
+ * giving output is working through its queue (a busy machine) and gets
+ * more time; one idle that long is killed (what it had not read is counted
+ * at the finish). */
 static void drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
+	double now = tm_now(), last = 0;
 
+	if (!s->tm->stopping) {
+		for (size_t i = 0; i < s->ntools; i++)
+			if (s->tools[i]->state == TL_CLOSING && s->tools[i]->active_at > last)
+				last = s->tools[i]->active_at;
+		if (last && now - last < TM_TOOL_EXIT_WAIT_S) {
+			timer_arm(s, drain_timeout, TM_TOOL_EXIT_WAIT_S - (now - last));
+			return;
+		}
+	}
 	for (size_t i = 0; i < s->ntools; i++)
 		if (s->tools[i]->state == TL_CLOSING) {
-			typescript_note(&s->ts, "%s did not finish within %d s of the end of the "
+			typescript_note(&s->ts, "%s did not finish: idle for %d s after the end of the "
 					"log; killed", s->tools[i]->kind == TK_CHECKER ? "checker"
-										   : "tool",
+										       : "tool",
 					TM_TOOL_EXIT_WAIT_S);
 			s->tools[i]->state = TL_DONE;
 		}
@@ -764,6 +914,44 @@ static void drain(struct session *s, enum inst_state end, const char *why)
 	timer_arm(s, drain_timeout, s->tm->stopping ? 0.5 : TM_TOOL_EXIT_WAIT_S);
 }
 
+/* The instance is over for this session: whatever of the log a tool did
+ * not get (left in its queue or unread in its pipe when it was given up or
+ * killed, or read past it after it was given up) will never reach it, and
+ * is counted as lost, so that every tool's count covers the whole log the
+ * session took in. */
+static void settle(struct session *s)
+{
+	struct tm_instance *in = s->inst;
+	uint64_t at = ledger_pos(&s->led);
+
+	/* its snarflog left before we had all of it (it could not wait for
+	 * us): the log's length it told the registry says how much */
+	if (in->has_length && s->led_fresh) {
+		/* it never accepted us: as on_accepted, but the stream is over */
+		bool history = in->records || in->lost || in->skipped || in->gaps;
+		if (!history && !s->from_start)
+			in->skipped = in->length;
+		ledgers_begin(s, history || s->from_start ? in->skipped : in->length);
+		at = ledger_pos(&s->led);
+	}
+	if (in->has_length && in->length > at && !s->led_fresh) {
+		ledger_lose(&s->led, in->length - at);
+		typescript_note(&s->ts, "the snarflog left before the last %" PRIu64 " records of "
+				"its log reached us; counted as lost", in->length - at);
+		at = in->length;
+	}
+
+	for (size_t i = 0; i < s->ntools; i++) {
+		struct tool *t = s->tools[i];
+		uint64_t have = ledger_pos(&t->led);
+		if (!t->led.f || have >= at)
+			continue;
+		ledger_lose(&t->led, at - have);
+		typescript_note(&s->ts, "the %s did not get the last %" PRIu64 " records; counted "
+				"as lost", t->kind == TK_CHECKER ? "checker" : "tool", at - have);
+	}
+}
+
 static void reap(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
@@ -789,6 +977,14 @@ static void finish(struct session *s)
 	evtimer_del(s->tool_timer);
 	nd = window_collect(&s->ring, tm_now(), true, done, WINDOW_PENDING_MAX);
 	session_store_windows(s, done, nd);
+	end_runs(s);
+	if (s->end_state == IS_ENDED || s->end_state == IS_GONE || s->end_state == IS_STOPPED)
+		settle(s);
+	if (s->discard) {
+		size_t n = strlen(s->why);
+		snprintf(s->why + n, sizeof s->why - n, "; a tool did not read the rest (counted "
+			 "as lost)");
+	}
 	sync_counts(s);
 	instances_set_status(s->inst, "%s", s->why);
 	event_active(s->reaper, EV_TIMEOUT, 0);
@@ -830,6 +1026,9 @@ static void tool_done(void *ctx, struct tool *t)
 	char text[120];
 
 	tool_exit_text(t->status, text, sizeof text);
+	checker_run_over(s, t, WIFEXITED(t->status) && (WEXITSTATUS(t->status) == 0 ||
+							WEXITSTATUS(t->status) == 1 ||
+							WEXITSTATUS(t->status) == 4));
 	if (t->state == TL_CLOSING || s->state == SS_DRAINING || s->state == SS_DONE) {
 		typescript_note(&s->ts, "%s %s%s", what, text,
 				t->kind == TK_CHECKER && WIFEXITED(t->status) &&
@@ -904,6 +1103,8 @@ static int ledgers_open(struct session *s)
 			/* a tool new to a session we follow: it starts where we are */
 			t->led.f->base = ledger_pos(&s->led);
 		}
+		if (existed)
+			checker_orphan_settle(s, t);
 	}
 	s->led_fresh = !all;
 	if (all)
@@ -1004,6 +1205,7 @@ void session_tick(struct session *s, double now)
 {
 	struct window_done done[WINDOW_PENDING_MAX];
 	struct tm_instance *in = s->inst;
+	double quiet;
 	size_t nd;
 
 	if (s->ring.npend) {
@@ -1014,19 +1216,20 @@ void session_tick(struct session *s, double now)
 	if (!s->paused || !tools_behind(s) ||
 	    (s->state != SS_STREAMING && s->state != SS_STOPPING))
 		return;
-	/* a tool that does not read: say so, and give up once the instance is gone */
-	if (!s->stall_reported && now - s->paused_since >= TM_STALL_REPORT_S) {
+	/* a tool that does not read: say so, and give up once the instance is
+	 * gone. A tool behind but still reading is only slow (a busy machine):
+	 * what counts is how long since a tool behind took anything. */
+	quiet = now - stalled_since(s);
+	if (!s->stall_reported && quiet >= TM_STALL_REPORT_S) {
 		s->stall_reported = true;
 		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): a tool has not read its "
-			  "input for %.0f s; %s", in->id, in->prog, in->machine, in->pid,
-			  now - s->paused_since, s->cls.block ? "the program is held up (block)"
-							       : "the snarflog drops records");
-		typescript_note(&s->ts, "a tool has not read its input for %.0f s",
-				now - s->paused_since);
+			  "input for %.0f s; %s", in->id, in->prog, in->machine, in->pid, quiet,
+			  s->cls.block ? "the program is held up (block)" : "the snarflog drops records");
+		typescript_note(&s->ts, "a tool has not read its input for %.0f s", quiet);
 		instances_set_status(in, "stalled: a tool does not read its input");
 	}
-	if (!in->up && now - s->paused_since >= TM_STALL_GONE_S)
-		drain(s, IS_ENDED, "the instance is gone and a tool does not read the rest");
+	if (!in->up && quiet >= TM_STALL_GONE_S)
+		abandon_tools(s);
 }
 
 void session_free(struct session *s)
@@ -1046,6 +1249,7 @@ void session_free(struct session *s)
 	cmon_msg_free(s->held);
 	/* the ledgers stay until the instance's end is committed to the store
 	 * (instances_session_ended removes them) */
+	end_runs(s);
 	sync_counts(s);
 	for (size_t i = 0; i < s->ntools; i++)
 		tool_free(s->tools[i], false);

@@ -61,6 +61,9 @@ struct session {
 	Cmon__Msg *held;              /* a frame read but not yet taken (a tool restarts) */
 	double paused_since;          /* when reading stopped */
 	bool stall_reported;          /* "a tool does not read" was logged */
+	bool discard;                 /* the tools were given up (they did not read and the
+	                                 instance is gone): the stream is read to its end
+	                                 and what they did not get is counted as lost */
 	bool streamed;                /* Accepted at least once */
 	uint64_t gap_due;             /* records to mark as a gap before the next record
 	                                 (loss found when re-attaching) */

@@ -717,6 +717,8 @@ int store_instance_lookup(struct store *st, struct tm_instance *in)
 		in->tool_restarts = (unsigned)db_col_int(q, 7);
 		in->want = db_col_int(q, 8) != 0;
 		in->first_seen = db_col_real(q, 9);
+		in->unchecked = (uint64_t)db_col_int(q, 10);
+		in->checked = (uint64_t)db_col_int(q, 11);
 	}
 	db_reset(q);
 	if (rc != DB_ROW && rc != DB_DONE)
@@ -738,6 +740,7 @@ static int instance_put(struct store *st, const struct tm_instance *in, enum ins
 		db_vint(in->tool_restarts), db_vtext(in->status),
 		in->has_token ? db_vblob(in->token, CMON_TOKEN_LEN) : db_vnull(),
 		in->version[0] ? db_vtext(in->version) : db_vnull(),
+		db_vint((int64_t)in->unchecked), db_vint((int64_t)in->checked),
 	};
 	return put(st, bl_item_new(BK_INSTANCE, ST_INST_PUT, in->id, v, NV(v)), what);
 }
@@ -802,6 +805,8 @@ static void row_instance(struct db_stmt *q, struct tm_instance *in)
 		memcpy(in->token, tok, CMON_TOKEN_LEN);
 	}
 	copy_col(in->version, sizeof in->version, q, 21);
+	in->unchecked = (uint64_t)db_col_int(q, 22);
+	in->checked = (uint64_t)db_col_int(q, 23);
 }
 
 int store_instances_open(struct store *st, store_instance_cb cb, void *arg)

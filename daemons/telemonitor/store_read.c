@@ -10,6 +10,7 @@
 
 #include "store-internal.h"
 #include "store_read.h"
+#include "store_sql.h"
 
 #define NV(v) (sizeof(v) / sizeof((v)[0]))
 
@@ -117,6 +118,7 @@ static int instance_row(struct db_stmt *q, const struct to *to)
 	r.status = text(q, 16);
 	r.endpoint = text(q, 17);
 	r.version = text(q, 18);
+	r.unchecked = db_col_int(q, 19);
 	return to->cb.instance(to->arg, &r);
 }
 
@@ -127,8 +129,9 @@ int store_instances_list(struct store *st, bool all, int limit, store_instance_r
 	struct to to = { .cb.instance = cb, .arg = arg };
 
 	return query(st, "SELECT * FROM (SELECT id, class_id, prog, machine, pid, state, want,"
-		     " records, bytes, lost, gaps, skipped, failures, tool_restarts,"
-		     " first_seen, ended, status, endpoint, version FROM instances"
+		     " records, bytes, lost, gaps, skipped, " FAILURES_OF("instances") ","
+		     " tool_restarts, first_seen, ended, status, endpoint, version, unchecked"
+		     " FROM instances"
 		     " WHERE ?1 = 1 OR ended IS NULL ORDER BY id DESC LIMIT ?2) AS t ORDER BY id",
 		     v, NV(v), instance_row, &to, err, errlen);
 }

@@ -38,7 +38,8 @@ struct store_instance_row {
 	int64_t lost;            /* records lost */
 	int64_t gaps;            /* gaps in the stream */
 	int64_t skipped;         /* records skipped */
-	int64_t failures;        /* failures reported */
+	int64_t failures;        /* failures stored (counted from their rows) */
+	int64_t unchecked;       /* records the checker was given but did not report on */
 	int64_t tool_restarts;   /* tool restarts */
 	bool has_first_seen;     /* first_seen is known */
 	double first_seen;       /* when it was first seen (Unix time) */

@@ -22,6 +22,9 @@
 #define INSTANCE_VERSION                                                                    \
 	"ALTER TABLE instances ADD COLUMN version TEXT;"                                    \
 	"CREATE INDEX instances_prog_version ON instances (prog, version);"
+#define INSTANCE_CHECKED                                                                    \
+	"ALTER TABLE instances ADD COLUMN unchecked BIGINT NOT NULL DEFAULT 0;"             \
+	"ALTER TABLE instances ADD COLUMN checked BIGINT NOT NULL DEFAULT 0;"
 
 /* Migration 11, both engines: summaries are read per instance (compare,
  * by version) and pruned by time. */
@@ -165,6 +168,10 @@ const char *const sqlite_migrations[] = {
 	"  type TEXT NOT NULL, metric TEXT NOT NULL,"
 	"  count INTEGER NOT NULL, sum REAL, sumsq REAL, min REAL, max REAL, sketch TEXT);"
 	SUMMARY_INDEXES,
+	/* 11 -> 12: records a checker was given but did not report on (its
+	 * run was killed, or its reports died with a telemonitor), and how
+	 * far its reports are stored or so counted (docs/protocol.md §11) */
+	INSTANCE_CHECKED,
 };
 
 #define NMIGRATIONS (sizeof sqlite_migrations / sizeof sqlite_migrations[0])
@@ -284,6 +291,8 @@ static const char *const pg_migrations[] = {
 	"  count BIGINT NOT NULL, sum DOUBLE PRECISION, sumsq DOUBLE PRECISION,"
 	"  min DOUBLE PRECISION, max DOUBLE PRECISION, sketch TEXT);"
 	SUMMARY_INDEXES,
+	/* 11 -> 12: as sqlite's */
+	INSTANCE_CHECKED,
 	NULL,
 };
 

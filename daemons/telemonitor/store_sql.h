@@ -16,6 +16,13 @@
 #define MINE(n) "(CAST(?" #n " AS TEXT) IS NULL OR node IS NULL OR node = ?" #n ")"
 #define MINE_O(n) "(CAST(?" #n " AS TEXT) IS NULL OR o.node IS NULL OR o.node = ?" #n ")"
 
+/* An instance's failures, counted from its failure rows (inconclusive ones
+ * are stored apart and not counted): what every listing and a re-attach
+ * read, so that the count and the rows agree after any fault. */
+#define FAILURES_OF(tbl)                                                                     \
+	"(SELECT count(*) FROM failures WHERE failures.instance_id = " tbl ".id"              \
+	" AND coalesce(failures.result, '') <> 'inconclusive')"
+
 /* Prepared statements: X(name, sql). */
 #define STORE_STMTS(X)                                                                       \
 	X(BEGIN, "BEGIN")                                                                    \
@@ -28,13 +35,15 @@
 	X(CLASSES_KEEP,                                                                      \
 	  "UPDATE classes SET active = (id IN (SELECT value FROM json_each(?1)))")           \
 	X(INST_LOOKUP,                                                                       \
-	  "SELECT id, bytes, records, lost, gaps, skipped, failures, tool_restarts, want,"  \
-	  " first_seen FROM instances WHERE prog=?1 AND machine=?2 AND pid=?3 AND start_ns=?4") \
+	  "SELECT id, bytes, records, lost, gaps, skipped, " FAILURES_OF("instances") ","   \
+	  " tool_restarts, want, first_seen, unchecked, checked FROM instances"              \
+	  " WHERE prog=?1 AND machine=?2 AND pid=?3 AND start_ns=?4")                        \
 	X(INST_PUT,                                                                          \
 	  "INSERT INTO instances (id, class_id, prog, machine, pid, start_ns, endpoint, tls," \
 	  " first_seen, ended, state, want, bytes, records, lost, gaps, skipped, failures,"  \
-	  " tool_restarts, status, token, version) VALUES"                                   \
-	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)" \
+	  " tool_restarts, status, token, version, unchecked, checked) VALUES"              \
+	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22," \
+	  "?23,?24)"                                                                         \
 	  " ON CONFLICT (id) DO UPDATE SET class_id=excluded.class_id,"                      \
 	  " endpoint=excluded.endpoint, tls=excluded.tls,"                                   \
 	  " ended=coalesce(instances.ended, excluded.ended), state=excluded.state,"          \
@@ -42,17 +51,18 @@
 	  " lost=excluded.lost, gaps=excluded.gaps, skipped=excluded.skipped,"               \
 	  " failures=excluded.failures, tool_restarts=excluded.tool_restarts,"               \
 	  " status=excluded.status, token=coalesce(excluded.token, instances.token),"       \
-	  " version=coalesce(excluded.version, instances.version)")                         \
+	  " version=coalesce(excluded.version, instances.version),"                         \
+	  " unchecked=excluded.unchecked, checked=excluded.checked")                         \
 	X(INST_OPEN,                                                                         \
 	  "SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"  \
-	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, first_seen," \
-	  " token, owner, version"                                                           \
+	  " bytes, records, lost, gaps, skipped, " FAILURES_OF("instances") ","              \
+	  " tool_restarts, status, first_seen, token, owner, version, unchecked, checked"    \
 	  " FROM instances WHERE ended IS NULL"                                              \
 	  " AND (CAST(?1 AS TEXT) IS NULL OR owner IS NULL OR owner = ?1) ORDER BY id")      \
 	X(INST_ONE,                                                                          \
 	  "SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"  \
-	  " bytes, records, lost, gaps, skipped, failures, tool_restarts, status, first_seen," \
-	  " token, owner, version"                                                           \
+	  " bytes, records, lost, gaps, skipped, " FAILURES_OF("instances") ","              \
+	  " tool_restarts, status, first_seen, token, owner, version, unchecked, checked"    \
 	  " FROM instances WHERE id = ?1")                                                   \
 	X(INST_CLAIM,                                                                        \
 	  "UPDATE instances SET owner = ?2, lease_until = ?3 WHERE id = ?1 AND ended IS NULL" \

@@ -72,6 +72,7 @@
 #define TM_RETRY_GIVEUP 40              /* attempts before an instance is given up */
 #define TM_CONNECT_MS 5000              /* connect + handshake timeout */
 #define TM_STOP_WAIT_S 5                /* wait for LogEnd after Stop */
+#define TM_PROGRESS_S "0.2"             /* pcheck --progress: how often it says how far it is */
 #define TM_TOOL_EXIT_WAIT_S 10          /* wait for a tool to exit after end of log */
 #define TM_STALL_REPORT_S 5.0           /* a tool not reading this long is reported */
 #define TM_STALL_GONE_S 5.0             /* ...and given up once its instance is gone */
@@ -155,11 +156,18 @@ struct tm_instance {
 	uint64_t lost;                /* records the transport reported dropped */
 	uint64_t gaps;                /* gap markers received */
 	uint64_t skipped;             /* records before we joined */
-	uint64_t failures;            /* failures stored */
+	uint64_t failures;            /* failures stored (counted from the rows on re-attach) */
+	uint64_t unchecked;           /* records the checker was given but did not report on */
+	uint64_t checked;             /* event records through which the checker's reports are
+	                                 stored, or counted unchecked (docs/protocol.md §11) */
 	unsigned tool_restarts;       /* tool restarts after a crash */
+	bool has_length;              /* its snarflog said, leaving, how long the log was... */
+	uint64_t length;              /* ...in records: what we did not get of it is lost */
 	char status[256];             /* latest notable event, for telemonctl */
 	char version[129];            /* the program's version from its log header, or "" */
 	bool dirty;                   /* counters or state not yet saved */
+	bool checked_dirty;           /* `checked` moved: saved before the next commit, after
+	                                 the failures it covers */
 	bool lease_lost;              /* shared store: another telemonitor holds it now, so
 	                                 its row is not ours to write (store.h, leases) */
 	bool lease_seen;              /* set by the renewal that lists it */
@@ -252,8 +260,9 @@ void classes_free(struct tmon *tm);
 struct reg_events {
 	/* A registry lists a running instance matching one of our classes. */
 	void (*up)(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up);
-	/* A registry reports an instance gone (`clean`: it said goodbye). */
-	void (*gone)(struct tmon *tm, unsigned link, const Cmon__Instance *in, bool clean);
+	/* A registry reports an instance gone (`clean`: it said goodbye, and
+	 * `records`, when present, is the log's length). */
+	void (*gone)(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g);
 	/* The connection to a registry broke: what it listed is unknown until
 	 * it is back and lists it again. */
 	void (*lost)(struct tmon *tm, unsigned link);
@@ -282,9 +291,9 @@ void reg_free(struct tmon *tm);
 int instances_load(struct tmon *tm);
 /* Registry `link` reports instance `in` (matching class `sub_id`) running. */
 void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up);
-/* Registry `link` reports instance `in` gone (`clean`: it said goodbye);
- * it is gone once no registry lists it any more. */
-void instances_gone(struct tmon *tm, unsigned link, const Cmon__Instance *in, bool clean);
+/* Registry `link` reports an instance gone (`clean`: it said goodbye,
+ * with the log's length); it is gone once no registry lists it any more. */
+void instances_gone(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g);
 /* Registry `link` went away: it no longer vouches for any instance. */
 void instances_reg_lost(struct tmon *tm, unsigned link);
 /* The registries have listed every running instance: forget those they did not. */
@@ -304,6 +313,9 @@ void instances_set_status(struct tm_instance *in, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Save the counters and state of every changed instance. */
 void instances_save(struct tmon *tm);
+/* Save the instances whose checker said how far it is (before a commit:
+ * so the store's `checked` never runs ahead of the failures it covers). */
+void instances_save_checked(struct tmon *tm);
 /* Save every instance (the store opened a new database). */
 void instances_save_all(struct tmon *tm);
 /* Free every instance and its session. */

@@ -201,8 +201,10 @@ static void in_writable(evutil_socket_t fd, short what, void *arg)
 	size_t before = evbuffer_get_length(t->inq);
 
 	input_flush(t);
-	if (evbuffer_get_length(t->inq) != before)
+	if (evbuffer_get_length(t->inq) != before) {
+		t->active_at = tm_now();
 		t->cbs->wrote(t->ctx, t);
+	}
 	if (evbuffer_get_length(t->inq) < TM_TOOL_LOW && (before >= TM_TOOL_LOW || t->in_fd < 0))
 		t->cbs->drained(t->ctx, t);
 }
@@ -212,6 +214,7 @@ static void out_read(struct bufferevent *bev, void *arg)
 	struct tool *t = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
+	t->active_at = tm_now();
 	if (!t->cbs->line) {
 		char buf[16384];
 		int n;
@@ -244,6 +247,7 @@ static void err_read(struct bufferevent *bev, void *arg)
 	char buf[16384];
 	int n;
 
+	t->active_at = tm_now();
 	while ((n = evbuffer_remove(in, buf, sizeof buf)) > 0)
 		t->cbs->output(t->ctx, t, buf, (size_t)n);
 }
@@ -277,11 +281,55 @@ static void out_event(struct bufferevent *bev, short what, void *arg)
 	check_done(t);
 }
 
+/* Read what the pipe under `bev` holds now, without waiting, handing it
+ * to the reader as it comes (a bufferevent takes 16 KiB an iteration, so a
+ * busy loop may see the wait below end before it got to the rest). 1 at
+ * EOF or on an error (the pipe is done), 0 when it would block (someone
+ * still holds the write end), 2 when the reader freed the bufferevent. */
+static int pipe_drain(struct tool *t, struct bufferevent *bev, bool *got)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	evutil_socket_t fd = bufferevent_getfd(bev);
+	bool out = bev == t->out;
+
+	for (;;) {
+		int n;
+		/* (a socket bufferevent keeps the end of its input frozen) */
+		evbuffer_unfreeze(in, 0);
+		n = evbuffer_read(in, fd, 65536);
+		evbuffer_freeze(in, 0);
+		if (n == 0)
+			return 1;
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : 1;
+		*got = true;
+		if (out)
+			out_read(bev, t);
+		else
+			err_read(bev, t);
+		if ((out ? t->out : t->err) != bev)
+			return 2;
+	}
+}
+
 static void eof_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct tool *t = arg;
+	bool got = false;
 
-	/* It exited, but something it started still holds its output open. */
+	/* It exited and its outputs have not reached EOF: take what they hold.
+	 * At EOF they end as usual; still open and still giving, wait again;
+	 * open and silent, something it started still holds them: give up. */
+	if (t->out && pipe_drain(t, t->out, &got) == 1)
+		out_event(t->out, BEV_EVENT_EOF | BEV_EVENT_READING, t);
+	if (t->err && pipe_drain(t, t->err, &got) == 1)
+		out_event(t->err, BEV_EVENT_EOF | BEV_EVENT_READING, t);
+	if (t->out_eof && t->err_eof)
+		return;                            /* out_event finished it */
+	if (got) {
+		check_done(t);                     /* waits EOF_WAIT_S again */
+		return;
+	}
 	t->out_eof = t->err_eof = true;
 	free_bev(&t->out);
 	free_bev(&t->err);
@@ -432,10 +480,11 @@ int tool_spawn(struct tool *t, char *const argv[], char *const add_env[], char *
 	t->exited = t->out_eof = t->err_eof = t->input_broken = t->closing_input = false;
 	t->status = 0;
 	t->written = 0;
+	t->run_checked = 0;
 	t->big_done = 0;
 	ledger_run(&t->led, pid, t->fmt);
 	t->runs++;
-	t->started = tm_now();
+	t->started = t->active_at = tm_now();
 	t->state = TL_RUNNING;
 	TAILQ_INSERT_TAIL(&t->tm->tools, t, link);
 	t->in_list = true;
@@ -489,6 +538,11 @@ void tool_close_input(struct tool *t)
 		input_close(t);
 }
 
+void tool_abandon_input(struct tool *t)
+{
+	input_close(t);
+}
+
 void tool_signal(struct tool *t, int sig)
 {
 	if (t->pid > 0 && !t->exited)
@@ -513,10 +567,8 @@ void tool_reap(struct tmon *tm)
 	}
 }
 
-void tool_free(struct tool *t, bool forget)
+void tool_kill(struct tool *t)
 {
-	if (!t)
-		return;
 	input_close(t);
 	if (t->pid > 0 && !t->exited) {
 		int st;
@@ -525,14 +577,27 @@ void tool_free(struct tool *t, bool forget)
 		/* dead before its input is read back: it cannot take more */
 		while (waitpid(t->pid, &st, 0) < 0 && errno == EINTR)
 			;
+		t->exited = true;
+		t->status = st;
 	}
 	account_unread(t);
 	ledger_run(&t->led, 0, t->fmt);
-	ledger_close(&t->led, forget);
-	if (t->in_list)
-		TAILQ_REMOVE(&t->tm->tools, t, link);
+	evtimer_del(t->timer);
 	free_bev(&t->out);
 	free_bev(&t->err);
+	if (t->in_list) {
+		TAILQ_REMOVE(&t->tm->tools, t, link);
+		t->in_list = false;
+	}
+	t->pid = 0;
+}
+
+void tool_free(struct tool *t, bool forget)
+{
+	if (!t)
+		return;
+	tool_kill(t);
+	ledger_close(&t->led, forget);
 	evbuffer_free(t->inq);
 	event_free(t->timer);
 	free(t);

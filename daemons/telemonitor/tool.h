@@ -89,8 +89,11 @@ struct tool {
 	struct event *timer;          /* EOF wait after exit; kill escalation */
 	uint64_t base;                /* records given to earlier runs (positions are relative) */
 	uint64_t written;             /* records given to this run */
+	uint64_t run_checked;         /* checker: event records of this run it has said
+	                                 (pcheck --progress) it checked and reported on */
 	unsigned runs;                /* times started */
 	double started;               /* when the current run started */
+	double active_at;             /* when it last took input or gave output */
 	struct cmon_backoff restart;  /* delays between restarts (session.c) */
 	double retry_at;              /* TL_DEAD: not before this time */
 };
@@ -113,11 +116,19 @@ size_t tool_queued(const struct tool *t);
 /* Close its standard input once the queued bytes are written. */
 void tool_close_input(struct tool *t);
 
+/* Close its standard input now, dropping what is queued (never given, so
+ * never counted): the tool does not read, and the log goes on without it. */
+void tool_abandon_input(struct tool *t);
+
 /* Send `sig` to its process group. */
 void tool_signal(struct tool *t, int sig);
 
 /* Reap exited children (on SIGCHLD). */
 void tool_reap(struct tmon *tm);
+
+/* Kill its run now (if it has a process) and take what it had not read
+ * off its ledger; its outputs are not read any more. */
+void tool_kill(struct tool *t);
 
 /* Kill it, count what it had not read, and free it (its ledger is closed,
  * and its file removed with `forget`). Accepts NULL. */

@@ -111,6 +111,8 @@ struct log_reader {
     uint64_t quiet_upto;    /* after a rewind: warnings up to here were already given */
     bool rewound;           /* the reader has been rewound at least once */
     bool warn_once;         /* after a rewind, stay quiet about records already reported */
+    void (*idle)(void *ctx, uint64_t records); /* log_reader_on_idle() */
+    void *idle_ctx;
     int64_t prev_ts;        /* binary: timestamp of the previous Event */
     bool fastpath;          /* use the fast paths (see logr_set_fastpath) */
     bool want_overhead;     /* return LOG_REC_OVERHEAD records (log_reader_want_overhead) */

@@ -179,6 +179,8 @@ int logr_fill(log_reader *r, size_t want, char **errmsg)
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (r->idle)
+                r->idle(r->idle_ctx, r->pos);
             int rc = wait_readable(r->fd);
             if (rc == 0)
                 continue;
@@ -487,6 +489,12 @@ int log_reader_rewind(log_reader *r)
 void log_reader_warn_once(log_reader *r, bool on)
 {
     r->warn_once = on;
+}
+
+void log_reader_on_idle(log_reader *r, void (*idle)(void *ctx, uint64_t records), void *ctx)
+{
+    r->idle = idle;
+    r->idle_ctx = ctx;
 }
 
 void logr_set_fastpath(log_reader *r, bool on)

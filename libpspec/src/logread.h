@@ -138,6 +138,11 @@ int log_reader_rewind(log_reader *r);
  * for the malformed records an earlier pass already reported (the count of
  * log_reader_nmalformed still includes them). Off by default. */
 void log_reader_warn_once(log_reader *r, bool on);
+/* Call idle(ctx, records) whenever the reader has handed out every record
+ * it has and must wait for more input (a read on a non-blocking fd found
+ * nothing yet); `records` counts the event records handed out so far (as
+ * log_record.pos). Read on the caller's thread only (no read-ahead). */
+void log_reader_on_idle(log_reader *r, void (*idle)(void *ctx, uint64_t records), void *ctx);
 
 /* With `on`, log_reader_next also returns the writer's per-thread cost
  * updates (LOG_REC_OVERHEAD; a malformed one is reported and skipped).

@@ -559,6 +559,8 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     log_reader_warn_once(r, true);   /* one warning per bad record, however many passes */
     if (!opt->continuous && opt->threads != 1 && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
         log_reader_prefetch(r, true);   /* a pipe stays on this thread (-ENOTSUP) */
+    if (opt->continuous && opt->idle && pspec_passes(ps) == 1)
+        log_reader_on_idle(r, opt->idle, opt->ctx);   /* (more passes report at the end) */
     runner rn;
     runner_init(&rn, ps, log_reader_header(r)->tick_ns);
     rn.opt = opt;

@@ -129,7 +129,7 @@ def token_refusals(env):
         _h, items = ct.parse_ascii(f.read())
     ct.check_sequence(items, 20000)
     gone = raw.next("instance_gone")
-    check(set(gone) <= {1, 2, 3} and token not in gone[2][0], "the token in InstanceGone: %r",
+    check(set(gone) <= {1, 2, 3, 4} and token not in gone[2][0], "the token in InstanceGone: %r",
           gone)
     raw.c.close()
 

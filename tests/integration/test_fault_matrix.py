@@ -216,17 +216,24 @@ class Row:
             items = read_tool_file(self.env.path(prog + ".out"), fmt)
             got, lost = ct.check_sequence(items, COUNT)
             markers = sum(1 for k, _ in items if k == "gap")
+            unchecked = inst.get("unchecked", 0)
             check(got + lost == COUNT, "%s: %d + %d != %d", prog, got, lost, COUNT)
-            check((inst["records"], inst["lost"], inst["gaps"]) == (got, lost, markers),
+            check((inst["records"] + unchecked, inst["lost"], inst["gaps"]) ==
+                  (got, lost, markers),
                   "%s: the telemonitor counts %r, the tool saw %d records, %d lost in %d gaps",
                   prog, inst, got, lost, markers)
+            check(inst["records"] + inst["lost"] + inst["skipped"] + unchecked == COUNT,
+                  "%s: records + lost + skipped + unchecked != %d: %r", prog, COUNT, inst)
+            stored, missing = check_failures(tm, prog, inst, items)
             with open(report) as f:
                 rep = json.load(f)
             bound = 1.0 if blk == "drop" else MAXBLOCK + 1.0
             check(rep["worst_write_s"] < bound, "%s: the program was held up %.3f s",
                   prog, rep["worst_write_s"])
-            out.append("%-28s delivered %6d  lost %6d in %2d gaps  longest write %7.1f ms" %
-                       (prog, got, lost, markers, rep["worst_write_s"] * 1000))
+            out.append("%-28s delivered %6d  lost %6d in %2d gaps  unchecked %5d  failures "
+                       "%4d (%d missing)  longest write %7.1f ms" %
+                       (prog, got, lost, markers, unchecked, stored, missing,
+                        rep["worst_write_s"] * 1000))
         for fmt, (proc, report) in self.controls.items():
             check(proc.wait(60) == 0, "control %s: %s", fmt, proc.stderr()[-3000:])
             with open(report) as f:
@@ -236,12 +243,48 @@ class Row:
         return out
 
 
+# Every class runs a checker beside the tool (the production shape): it
+# fails on every EVERY-th record, so that its failures can be counted.
+EVERY = 100
+SPEC = """perfspec matrix
+  event Ev(seq);
+  assert "every hundredth": {& e : Ev : e.seq mod %d != 0};
+end matrix
+""" % EVERY
+
+
 def rc(env):
+    spec = env.path("matrix.pspec")
+    with open(spec, "w") as f:
+        f.write(SPEC)
     text = ""
     for fmt, blk in COMBOS:
         tool = "echo $$ >> %s/$M_PROG.pids; exec cat >> %s/$M_PROG.out" % (env.dir, env.dir)
-        text += tt.rc_class("*-%s-%s" % (fmt, blk), tool=tool, block=(blk == "block"))
+        text += tt.rc_class("*-%s-%s" % (fmt, blk), tool=tool, spec=spec, block=(blk == "block"))
     return text
+
+
+def check_failures(tm, prog, inst, items):
+    """The checker's failures, one by one: each is a record that fails (a
+    multiple of EVERY), none twice, the instance's count equals its rows,
+    and every failure of a record the tool got is stored unless the
+    records it lies in were counted unchecked (k missing need at least
+    (k - 1) * EVERY + 1 of them). Returns (stored, missing)."""
+    rows = tm.failures("--instance", str(inst["id"]), "--limit", "100000")
+    seqs = [json.loads(r["metrics"])["seq"] if isinstance(r["metrics"], str)
+            else r["metrics"]["seq"] for r in rows]
+    check(len(rows) == inst["failures"], "%s: %d failure rows, a count of %d", prog, len(rows),
+          inst["failures"])
+    check(all(q % EVERY == 0 for q in seqs), "%s: a failure of a record that holds: %r", prog,
+          [q for q in seqs if q % EVERY][:5])
+    check(len(set(seqs)) == len(seqs), "%s: a failure stored twice", prog)
+    want = {v for k, v in items if k == "rec" and v % EVERY == 0}
+    missing = len(want - set(seqs))
+    unchecked = inst.get("unchecked", 0)
+    check(missing == 0 or unchecked >= (missing - 1) * EVERY + 1,
+          "%s: %d failures of records the tool got are missing, %d records unchecked",
+          prog, missing, unchecked)
+    return len(rows), missing
 
 
 def main():

@@ -42,7 +42,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 11       # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 12       # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -83,6 +83,8 @@ def main():
                          "DROP INDEX instances_prog_version;"
                          "DROP TABLE interval_summaries;"
                          "ALTER TABLE instances DROP COLUMN version;"
+                         "ALTER TABLE instances DROP COLUMN unchecked;"
+                         "ALTER TABLE instances DROP COLUMN checked;"
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()

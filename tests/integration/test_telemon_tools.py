@@ -54,7 +54,7 @@ def main():
         check("has not read its input" in tm.stderr(), "logged: %s", tm.stderr())
         ended = tm.instance(lambda i: i["id"] == sinst["id"] and i["state"] == "ended",
                             timeout=30, what="the stuck tool to be given up")
-        check("does not read" in ended["status"], "why: %r", ended)
+        check("did not read the rest" in ended["status"], "why: %r", ended)
 
         check(crashy.wait(30) == 0, "snarflog: %s", crashy.stderr())
         c = tm.instance(lambda i: i["prog"] == "crashy" and i["state"] == "ended",

@@ -161,6 +161,11 @@ typedef struct pspec_check_options {
                                    or more (the same results, warnings in the same places) */
     pspec_report_fn report;
     pspec_warn_fn warn;
+    /* Continuous mode on a non-blocking fd (NULL: not called): every
+     * record read so far has been checked and what it made due reported,
+     * and the check waits for more input. `records` is how many event
+     * records of the log were read (as report positions count them). */
+    void (*idle)(void *ctx, uint64_t records);
     void *ctx;
 } pspec_check_options;
 
