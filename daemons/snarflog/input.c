@@ -170,12 +170,74 @@ static inline uint32_t quick_head(size_t flen)
 #define QUICK_SLACK (128 + 40)
 _Static_assert(SNARF_MIN_BUFFER / 4 >= 128, "a quick frame always fits the record limit");
 
+/* binary: is a plausible frame at `p`? 1 yes, 0 need more bytes, -1 no. */
+static int plausible_frame(const struct input *in, const uint8_t *p, size_t avail)
+{
+	size_t hdr;
+	uint64_t body;
+	int r = cmon_bin_frame(p, avail, &hdr, &body);
+	enum cmon_rec_kind k;
+
+	if (r <= 0)
+		return r == 0 && !in->eof ? 0 : -1;
+	if (body < 2 || body > in->rec_max)
+		return -1;
+	if (avail == hdr)
+		return in->eof ? -1 : 0;
+	if (p[hdr] != 0x0a && p[hdr] != 0x12 && p[hdr] != 0x1a && p[hdr] != 0x22 && p[hdr] != 0x2a &&
+	    p[hdr] != 0x32)
+		return -1;
+	if (avail - hdr < body)
+		return in->eof ? -1 : 0;
+	k = cmon_bin_record_kind(p + hdr, (size_t)body);
+	return k == CMON_REC_BAD || k == CMON_REC_EMPTY ? -1 : 1;
+}
+
+/* binary: the frame at `p` (`flen` bytes, well formed) is followed by
+ * bytes that cannot start a frame. A writer that wrote only part of a
+ * frame and went on writing whole ones looks exactly so: the cut-short
+ * frame's length took in the start of the next, and the rest of that one
+ * is what does not fit. If a frame that is followed by another plausible
+ * one (or by the end of what is there) starts inside this one, this one
+ * was cut short there: its length, else 0. */
+static size_t truncated_at(const struct input *in, const uint8_t *p, size_t flen, size_t avail)
+{
+	if (flen >= avail || plausible_frame(in, p + flen, avail - flen) >= 0)
+		return 0;
+	for (size_t q = 1; q < flen; q++) {
+		size_t hdr, next;
+		uint64_t body;
+		if (plausible_frame(in, p + q, avail - q) != 1 ||
+		    cmon_bin_frame(p + q, avail - q, &hdr, &body) != 1)
+			continue;
+		next = q + hdr + (size_t)body;
+		if (next == avail || plausible_frame(in, p + next, avail - next) >= 0)
+			return q;
+	}
+	return 0;
+}
+
 /* binary: cut consecutive Events that carry an absolute ts at `p`. The
  * usual layout — a frame of under 128 bytes holding a Record whose only
  * member is an Event starting type, thread, ts — is recognised quickly
  * (away from the end of the bytes, where reading a little past the frame
  * is safe); any other frame goes through cmon_bin_record_scan(). Record i
  * ends at ends[i]; its ts is described by ts. */
+/* binary: a run of cut Events ends at `q` (`left` bytes there) for
+ * `why`. When what follows cannot start a frame, the run's last frame may
+ * be one a writer cut short (truncated_at): it is left to step_binary()
+ * to judge, with what follows it in view. */
+static size_t run_end(const struct input *in, const uint8_t *q, size_t left, size_t n,
+		      enum cut_stop why, enum cut_stop *stop)
+{
+	*stop = why;
+	if (n > 0 && plausible_frame(in, q, left) < 0) {
+		*stop = CUT_ODD;
+		return n - 1;
+	}
+	return n;
+}
+
 static size_t cut_binary(const struct input *in, const uint8_t *p, size_t avail, uint32_t *ends,
 			 struct cut_ts *ts, enum cut_stop *stop)
 {
@@ -214,34 +276,24 @@ static size_t cut_binary(const struct input *in, const uint8_t *p, size_t avail,
 			}
 		}
 		left = avail - (size_t)(q - p);
-		if (left < 2) {
-			*stop = CUT_MORE;
-			return n;
-		}
+		if (left < 2)
+			return run_end(in, q, left, n, CUT_MORE, stop);
 		switch (cmon_bin_frame(q, left, &hdr, &body)) {
 		case 0:
-			*stop = CUT_MORE;
-			return n;
+			return run_end(in, q, left, n, CUT_MORE, stop);
 		case 1:
 			break;
 		default:
-			*stop = CUT_ODD;
-			return n;
+			return run_end(in, q, left, n, CUT_ODD, stop);
 		}
-		if (body > in->rec_max) {
-			*stop = CUT_ODD;
-			return n;
-		}
-		if (body > left - hdr) {
-			*stop = CUT_MORE;
-			return n;
-		}
+		if (body > in->rec_max)
+			return run_end(in, q, left, n, CUT_ODD, stop);
+		if (body > left - hdr)
+			return run_end(in, q, left, n, CUT_MORE, stop);
 		/* (an Event as every tally counts one: see buffer.h) */
 		if (body == 0 || q[hdr] != 0x1a ||
-		    cmon_bin_record_scan(q + hdr, (size_t)body, &t) != CMON_REC_EVENT || !t.has_ts) {
-			*stop = CUT_ODD;
-			return n;
-		}
+		    cmon_bin_record_scan(q + hdr, (size_t)body, &t) != CMON_REC_EVENT || !t.has_ts)
+			return run_end(in, q, left, n, CUT_ODD, stop);
 		ts->at[n] = NO_TS_AT;
 		ts->val[n] = t.ts;
 		q += hdr + (size_t)body;
@@ -363,29 +415,6 @@ static long step_ascii(struct snarf *s, const uint8_t *p, size_t avail)
 	return core_record(s, p, len) ? (long)len : -1;
 }
 
-/* binary: is a plausible frame at `p`? 1 yes, 0 need more bytes, -1 no. */
-static int plausible_frame(const struct input *in, const uint8_t *p, size_t avail)
-{
-	size_t hdr;
-	uint64_t body;
-	int r = cmon_bin_frame(p, avail, &hdr, &body);
-	enum cmon_rec_kind k;
-
-	if (r <= 0)
-		return r == 0 && !in->eof ? 0 : -1;
-	if (body < 2 || body > in->rec_max)
-		return -1;
-	if (avail == hdr)
-		return in->eof ? -1 : 0;
-	if (p[hdr] != 0x0a && p[hdr] != 0x12 && p[hdr] != 0x1a && p[hdr] != 0x22 && p[hdr] != 0x2a &&
-	    p[hdr] != 0x32)
-		return -1;
-	if (avail - hdr < body)
-		return in->eof ? -1 : 0;
-	k = cmon_bin_record_kind(p + hdr, (size_t)body);
-	return k == CMON_REC_BAD || k == CMON_REC_EMPTY ? -1 : 1;
-}
-
 /* binary: give an Event that carries only ts_delta an absolute ts, so a
  * reader joining at any record (or after a gap) gets correct times.
  * Returns the rewritten frame's length in in->scratch, or 0 on failure. */
@@ -470,7 +499,7 @@ static long step_binary(struct snarf *s, const uint8_t *p, size_t avail)
 	struct input *in = &s->in;
 	struct cmon_event_time t;
 	enum cmon_rec_kind kind;
-	size_t hdr, flen;
+	size_t hdr, flen, skip;
 	uint64_t body;
 	int r;
 
@@ -507,6 +536,11 @@ static long step_binary(struct snarf *s, const uint8_t *p, size_t avail)
 			return (long)flen;
 		}
 		cmon_warn("binary log does not start with a Header record");
+	}
+	if (kind != CMON_REC_EMPTY && (skip = truncated_at(in, p, flen, avail)) > 0) {
+		/* one record cut short: it is lost, the next starts inside it */
+		core_lost(s, 1, "truncated binary frame");
+		return (long)skip;
 	}
 	switch (kind) {
 	case CMON_REC_EMPTY:

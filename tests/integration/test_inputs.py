@@ -86,6 +86,38 @@ def main():
         check(rest == [("rec", i) for i in range(100, 200)], "after the damage: %r", rest[:3])
         check("corrupt binary framing" in snarf.stderr(), "no warning: %s", snarf.stderr())
 
+        # A frame cut short (a writer that wrote half of one and went on
+        # with whole ones): exactly that record is lost, counted there, and
+        # the next is delivered, whether the half holds a packed value or
+        # stops in the frame's head; written all at once and in two writes.
+        for cut in (0.5, 0.25, 0.75):
+            for split in (False, True):
+                whole = ct.bin_event(1, 50, ts=1050, pad=3)
+                half = whole[:max(2, int(len(whole) * cut))]
+                head = ct.bin_log(50) + half
+                tail = ct.bin_log(50, 51, header=False)
+                name = "trunc%d%s" % (int(cut * 100), "s" if split else "")
+                fifo = env.path(name + ".fifo")
+                sub = env.sub("-prog", name, "-auto", reg=reg)
+                snarf = env.snarflog(name, "-fifo", fifo, "-buffer", "64K", reg=reg)
+                with open(fifo, "wb", buffering=0) as f:
+                    if split:
+                        f.write(head)
+                        import time
+                        time.sleep(0.3)
+                        f.write(tail)
+                    else:
+                        f.write(head + tail)
+                data = finish(sub, snarf)
+                recs = ct.parse_binary(data)
+                items = [("rec", r[1][1]) if r[0] == "rec" else r for r in recs
+                         if r[0] in ("rec", "gap")]
+                want = [("rec", i) for i in range(50)] + [("gap", 1)] + \
+                    [("rec", i) for i in range(51, 101)]
+                check(items == want, "%s: around the cut frame: %r", name, items[48:54])
+                check("truncated binary frame" in snarf.stderr(), "%s: no warning: %s", name,
+                      snarf.stderr())
+
         # Ascii lines of every length from 0 to 200 bytes of payload (the
         # cutter looks for newlines 64 bytes at a time), blank lines and
         # comments among them, through a named pipe in one go: every line
