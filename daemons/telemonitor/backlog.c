@@ -87,6 +87,13 @@ static struct bl_item *find(const struct backlog *b, const struct bl_item *it)
 	return NULL;
 }
 
+const struct bl_item *backlog_find(const struct backlog *b, enum backlog_kind kind, uint64_t key)
+{
+	struct bl_item probe = { .kind = kind, .key = key };
+
+	return find(b, &probe);
+}
+
 static void unhash(struct backlog *b, struct bl_item *it)
 {
 	struct bl_item **p = &b->hash[bucket(it)];

@@ -104,6 +104,9 @@ void backlog_push(struct backlog *b, struct bl_item *it);
  * everything held; no replacement, no bounds (they were held before). */
 void backlog_unshift(struct backlog *b, struct bl_list *l);
 
+/* The held item of keyed kind `kind` with key `key`, or NULL. */
+const struct bl_item *backlog_find(const struct backlog *b, enum backlog_kind kind, uint64_t key);
+
 /* The oldest item, or NULL. */
 struct bl_item *backlog_first(const struct backlog *b);
 

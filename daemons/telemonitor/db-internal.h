@@ -31,6 +31,7 @@ struct db_ops {
 		      size_t dlen);
 	bool (*lost)(struct db *db);
 	bool (*commit_lost)(struct db *db);
+	enum db_rc (*compact)(struct db *db);   /* optional: db_compact() */
 };
 
 /* The part of a connection every driver has (first in its own struct). */

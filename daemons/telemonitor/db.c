@@ -150,6 +150,11 @@ bool db_in_transaction(struct db *db)
 	return db->ops->in_transaction(db);
 }
 
+enum db_rc db_compact(struct db *db)
+{
+	return db->ops->compact && !db->ops->in_transaction(db) ? db->ops->compact(db) : DB_DONE;
+}
+
 const char *db_errmsg(struct db *db)
 {
 	return db->errmsg;

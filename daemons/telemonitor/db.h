@@ -145,6 +145,12 @@ int64_t db_changes(struct db_stmt *q);
 /* True while a transaction is open on the connection. */
 bool db_in_transaction(struct db *db);
 
+/* Give back the space the engine's journal holds, outside a transaction
+ * (sqlite: checkpoint the WAL into the database and truncate it, so that
+ * a small disk that once filled up does not fill again with the WAL of
+ * the writes it held meanwhile). DB_DONE where there is nothing to do. */
+enum db_rc db_compact(struct db *db);
+
 /* What the engine said about the last failure. */
 const char *db_errmsg(struct db *db);
 

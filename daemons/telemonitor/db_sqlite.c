@@ -12,6 +12,9 @@
 
 #include "db-internal.h"
 
+#define SQ_WAL_PAGES "256"       /* checkpoint the WAL at this many pages (1 MiB)... */
+#define SQ_WAL_KEEP "1048576"    /* ...and cut it back to this many bytes after */
+
 /* A connection. */
 struct sq {
 	struct db base;          /* first */
@@ -357,8 +360,13 @@ struct db *db_sqlite_open(const char *path, char *err, size_t errlen)
 	}
 	sqlite3_extended_result_codes(c->h, 1);
 	sqlite3_busy_timeout(c->h, 5000);
+	/* The WAL is checkpointed every SQ_WAL_PAGES pages and cut back to
+	 * SQ_WAL_KEEP bytes after each checkpoint: it never holds more than
+	 * about a megabyte for long (a small state disk). */
 	if (sq_exec(&c->base, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-		    " PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;") != DB_DONE) {
+		    " PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;"
+		    " PRAGMA wal_autocheckpoint = " SQ_WAL_PAGES ";"
+		    " PRAGMA journal_size_limit = " SQ_WAL_KEEP ";") != DB_DONE) {
 		snprintf(err, errlen, "%s: %s", path, c->base.errmsg);
 		goto fail;
 	}
@@ -367,6 +375,12 @@ fail:
 	sqlite3_close_v2(c->h);
 	free(c);
 	return NULL;
+}
+
+/* Checkpoint the WAL into the database and truncate it to nothing. */
+static enum db_rc sq_compact(struct db *db)
+{
+	return sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
 }
 
 static const struct db_ops sq_ops = {
@@ -378,6 +392,7 @@ static const struct db_ops sq_ops = {
 	.begin_exclusive = sq_begin_exclusive,
 	.schema_version = sq_schema_version,
 	.set_schema_version = sq_set_schema_version,
+	.compact = sq_compact,
 	.prepare = sq_prepare,
 	.finalize = sq_finalize,
 	.run = sq_run,

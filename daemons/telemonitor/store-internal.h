@@ -11,4 +11,19 @@
 /* The store's database connection (db.h). */
 struct db *store_conn(struct store *st);
 
+/* While degraded, the row of instance `id` as it is held in memory, not
+ * yet stored: its values in the order of INST_PUT's parameters (*n of
+ * them), or NULL when none is held. */
+const struct bl_value *store_held_instance(const struct store *st, uint64_t id, unsigned *n);
+
+/* While degraded, call cb(arg, id, v, n) for every instance row held in
+ * memory (values as store_held_instance), oldest first. */
+void store_held_instances(const struct store *st,
+			  void (*cb)(void *arg, uint64_t id, const struct bl_value *v, unsigned n),
+			  void *arg);
+
+/* While degraded, the failures of instance `id` held in memory
+ * (inconclusive ones not counted). */
+int64_t store_held_failures(const struct store *st, uint64_t id);
+
 #endif

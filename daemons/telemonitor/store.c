@@ -31,6 +31,7 @@ struct store {
 	double next_retry;            /* when to retry */
 	double last_report;           /* when it last said it is degraded */
 	double next_check;            /* when to look at the database file again */
+	double next_compact;          /* when to give the journal's space back (compact) */
 	unsigned attempts;            /* retries in this outage */
 	uint64_t base_pushed[BK_NKINDS];  /* backlog counts when the outage began */
 	uint64_t base_dropped[BK_NKINDS];
@@ -453,6 +454,15 @@ static void recovered(struct store *st, double now)
 	st->attempts = 0;
 }
 
+/* Give the journal's space back (db_compact), now and every
+ * STORE_COMPACT_S. A failure is left to the next write to notice. */
+static void compact(struct store *st, double now)
+{
+	st->next_compact = now + STORE_COMPACT_S;
+	if (!st->in_batch && db_compact(st->c.db) != DB_DONE)
+		cmon_debug("store: compacting the journal: %s", db_errmsg(st->c.db));
+}
+
 int store_retry(struct store *st, double now)
 {
 	struct bl_item *it;
@@ -510,6 +520,7 @@ int store_retry(struct store *st, double now)
 		free_journal(st);
 	}
 	recovered(st, now);
+	compact(st, now);        /* the held writes' WAL must not fill a small disk again */
 	return 0;
 }
 
@@ -520,6 +531,8 @@ void store_poll(struct store *st, double now)
 		if (!st->in_batch && moved(st))
 			degrade(st, NULL, "checking the database");
 	}
+	if (!st->degraded && !st->in_batch && now >= st->next_compact)
+		compact(st, now);
 	if (!st->degraded)
 		return;
 	if (now >= st->next_retry)
@@ -837,6 +850,45 @@ int store_instances_reap(struct store *st, const uint64_t *live, size_t n, doubl
 		"marking instances gone");
 	free(list);
 	return r;
+}
+
+const struct bl_value *store_held_instance(const struct store *st, uint64_t id, unsigned *n)
+{
+	const struct bl_item *it;
+
+	if (!st->degraded || !(it = backlog_find(&st->bl, BK_INSTANCE, id)) ||
+	    it->stmt != ST_INST_PUT)
+		return NULL;
+	*n = it->nvals;
+	return it->v;
+}
+
+void store_held_instances(const struct store *st,
+			  void (*cb)(void *arg, uint64_t id, const struct bl_value *v, unsigned n),
+			  void *arg)
+{
+	const struct bl_item *it;
+
+	if (!st->degraded)
+		return;
+	TAILQ_FOREACH(it, &st->bl.by_kind[BK_INSTANCE], kin)
+		if (it->stmt == ST_INST_PUT)
+			cb(arg, it->key, it->v, it->nvals);
+}
+
+int64_t store_held_failures(const struct store *st, uint64_t id)
+{
+	const struct bl_item *it;
+	int64_t n = 0;
+
+	if (!st->degraded)
+		return 0;
+	/* FAIL_INSERT's ?2 is the instance, ?6 the result */
+	TAILQ_FOREACH(it, &st->bl.by_kind[BK_FAILURE], kin)
+		if (it->stmt == ST_FAIL_INSERT && it->nvals > 5 && it->v[1].i == (int64_t)id &&
+		    !(it->v[5].type == BV_TEXT && !strcmp(it->v[5].s, "inconclusive")))
+			n++;
+	return n;
 }
 
 int store_add_failure(struct store *st, const struct store_failure *f, uint64_t *id)

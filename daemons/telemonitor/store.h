@@ -49,6 +49,7 @@
 #define STORE_RETRY_MAX_S 30.0          /* longest wait between retries */
 #define STORE_REPORT_S 30.0             /* a degraded store says so this often */
 #define STORE_CHECK_S 1.0               /* is the database file still there? */
+#define STORE_COMPACT_S 60.0            /* the journal's space is given back this often */
 #define STORE_FLUSH_ITEMS 2000          /* held writes per transaction when flushing */
 #define STORE_FLUSH_BYTES (8u << 20)    /* ...and bytes */
 

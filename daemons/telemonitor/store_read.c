@@ -30,6 +30,7 @@ struct to {
 		store_version_summary_cb version_summary;
 	} cb;
 	void *arg;                /* its argument */
+	struct store *st;         /* the store, where a mapper needs it (else NULL) */
 };
 
 /* Turns the current row of `q` into a struct for `to`; nonzero stops. */
@@ -92,6 +93,92 @@ static bool exists(struct store *st, const char *sql, uint64_t id)
 
 /* --- instances --------------------------------------------------------------- */
 
+/* While the store is degraded, what is held in memory is newer than the
+ * row: a listing shows the instance as it is now (its state, counts and
+ * status, and the failures held beside the stored ones). */
+static void held_values(struct store *st, struct store_instance_row *r,
+			const struct bl_value *v, unsigned n)
+{
+	static const char *const states[] = { "listed", "monitoring", "retrying", "busy",
+					      "stopped", "ended", "gone" };
+
+	if (n < 24)
+		return;
+	/* INST_PUT's parameters, from 1: 10 ended, 11 state, 13 bytes ... 20 status */
+	if (v[9].type == BV_REAL) {
+		r->has_ended = true;
+		r->ended = v[9].d;
+	}
+	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
+		if (v[10].type == BV_TEXT && !strcmp(v[10].s, states[i]))
+			r->state = states[i];
+	r->want = v[11].i != 0;
+	r->bytes = v[12].i;
+	r->records = v[13].i;
+	r->lost = v[14].i;
+	r->gaps = v[15].i;
+	r->skipped = v[16].i;
+	r->tool_restarts = v[18].i;
+	if (v[19].type == BV_TEXT)
+		r->status = v[19].s;
+	r->unchecked = v[22].i;
+	r->failures += store_held_failures(st, r->id);
+}
+
+static void held_instance(struct store *st, struct store_instance_row *r)
+{
+	const struct bl_value *v;
+	unsigned n;
+
+	if (st && (v = store_held_instance(st, r->id, &n)))
+		held_values(st, r, v, n);
+}
+
+/* A listing while degraded: the instances whose rows are only held in
+ * memory (new since the store became degraded) come after the stored ones. */
+struct held_list {
+	struct store *st;
+	bool all;                 /* ended ones too */
+	uint64_t after;           /* ids up to this one were listed from the store */
+	int left;                 /* rows the limit still allows */
+	store_instance_row_cb cb;
+	void *arg;
+	int stop;                 /* the callback said stop */
+};
+
+static void held_row(void *arg, uint64_t id, const struct bl_value *v, unsigned n)
+{
+	struct held_list *h = arg;
+	struct store_instance_row r = { .id = id };
+
+	if (h->stop || h->left <= 0 || id <= h->after || n < 24)
+		return;
+	r.class_id = v[1].type == BV_INT ? (uint64_t)v[1].i : 0;
+	r.prog = v[2].s;
+	r.machine = v[3].s;
+	r.pid = v[4].i;
+	r.has_first_seen = v[8].type == BV_REAL;
+	r.first_seen = v[8].d;
+	r.endpoint = v[6].type == BV_TEXT ? v[6].s : NULL;
+	r.version = v[21].type == BV_TEXT ? v[21].s : NULL;
+	held_values(h->st, &r, v, n);
+	if (!h->all && r.has_ended)
+		return;
+	h->left--;
+	h->stop = h->cb(h->arg, &r);
+}
+
+
+static int listed_row(void *arg, const struct store_instance_row *r)
+{
+	struct held_list *h = arg;
+
+	if (r->id > h->after)
+		h->after = r->id;
+	h->left--;
+	return h->stop = h->cb(h->arg, r);
+}
+
 static int instance_row(struct db_stmt *q, const struct to *to)
 {
 	struct store_instance_row r = {
@@ -119,6 +206,7 @@ static int instance_row(struct db_stmt *q, const struct to *to)
 	r.endpoint = text(q, 17);
 	r.version = text(q, 18);
 	r.unchecked = db_col_int(q, 19);
+	held_instance(to->st, &r);
 	return to->cb.instance(to->arg, &r);
 }
 
@@ -126,14 +214,22 @@ int store_instances_list(struct store *st, bool all, int limit, store_instance_r
 			 void *arg, char *err, size_t errlen)
 {
 	struct bl_value v[] = { db_vint(all), db_vint(limit) };
-	struct to to = { .cb.instance = cb, .arg = arg };
+	struct to to = { .cb.instance = cb, .arg = arg, .st = st };
 
-	return query(st, "SELECT * FROM (SELECT id, class_id, prog, machine, pid, state, want,"
+	struct held_list h = { .st = st, .all = all, .left = limit, .cb = cb, .arg = arg };
+	int r;
+
+	to.arg = &h;
+	to.cb.instance = listed_row;
+	r = query(st, "SELECT * FROM (SELECT id, class_id, prog, machine, pid, state, want,"
 		     " records, bytes, lost, gaps, skipped, " FAILURES_OF("instances") ","
 		     " tool_restarts, first_seen, ended, status, endpoint, version, unchecked"
 		     " FROM instances"
 		     " WHERE ?1 = 1 OR ended IS NULL ORDER BY id DESC LIMIT ?2) AS t ORDER BY id",
 		     v, NV(v), instance_row, &to, err, errlen);
+	if (r == 0 && !h.stop)
+		store_held_instances(st, held_row, &h);
+	return r;
 }
 
 bool store_instance_exists(struct store *st, uint64_t id)

@@ -229,6 +229,12 @@ def disk_full(env, reg):
           "status text: %s", text)
     notify.wait("STATUS=store degraded: disk full; %d failures pending" % k)
     check(len(tm.failures()) == 2, "nothing new stored while full")
+    # the listing shows the instances as they are, not as last stored: the
+    # one that ran during the fault has ended, with all its records and
+    # failures (held in memory)
+    during = [i for i in tm.instances() if i["prog"] == "full"][-1]
+    check(during["state"] == "ended" and during["records"] == (5 * k + 10) * 3 and
+          during["failures"] == k, "the instance of the fault, while full: %r", during)
     code, _, body = tm.http("/healthz")
     check(code == 503 and body == b"store degraded: disk full\n", "/healthz: %d %r", code, body)
     metrics = tm.http("/metrics")[2].decode()
@@ -248,6 +254,17 @@ def disk_full(env, reg):
     check("store recovered" in tm.stderr(), "recovery logged: %s", tm.stderr()[-3000:])
     check("counting in memory" in tm.stderr(), "ledgers kept in memory: %s", tm.stderr()[-3000:])
     check("ok (1 outage since start" in tm.ctl("status"), "status text after: %s", tm.ctl("status"))
+    # and it stays recovered: the writes it held went through the WAL, which
+    # is checkpointed and cut back at once (a WAL left at its high-water
+    # mark would fill this disk again); more failures are stored as usual
+    wal = os.path.join(state, "telemonitor.db-wal")
+    ct.wait_for(lambda: not os.path.exists(wal) or os.path.getsize(wal) <= (1 << 20), 10,
+                "the WAL cut back after the recovery")
+    more = produce(env, reg, "full", 4)
+    ct.wait_for(lambda: len(tm.failures()) == 2 + k + 4, 20, "4 more failures stored")
+    check(store(tm)["state"] == "ok" and store(tm)["outages"] == 1, "still ok: %r", store(tm))
+    check(sorted(spans(tm.failures()))[-4:] == sorted(more) or
+          set(more) <= set(spans(tm.failures())), "the 4 stored")
     tm.stop()
     run("umount", state)
 
