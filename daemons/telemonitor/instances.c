@@ -77,10 +77,22 @@ static void monitor(struct tmon *tm, struct tm_instance *in, const struct tm_cla
 	in->want = true;
 	in->dirty = true;
 	r = c ? session_start(tm, in, c, from_start) : -ENOENT;
+	if (r == -ENOSPC) {
+		/* past capacity: said, and queued (instances_start_waiting) */
+		if (!in->waiting)
+			cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %zu instances are "
+				  "monitored (max-sessions); it waits for one to end", in->id,
+				  in->prog, in->machine, in->pid, tm->nsessions);
+		in->waiting = true;
+		instances_set_status(in, "waiting: %zu instances monitored at once (max-sessions); "
+				     "its log is lost meanwhile (counted)", tm->nsessions);
+		in->state = IS_LISTED;
+		return;
+	}
+	in->waiting = false;
 	if (r < 0) {
 		instances_set_status(in, "cannot monitor: %s",
-				     r == -ENOSPC ? "too many instances monitored at once"
-				     : r == -ENOENT ? "no class matches it any more" : strerror(-r));
+				     r == -ENOENT ? "no class matches it any more" : strerror(-r));
 		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s", in->id, in->prog,
 			  in->machine, in->pid, in->status);
 		in->state = IS_LISTED;
@@ -263,9 +275,11 @@ void instances_gone(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g)
 		/* wanted, but never monitored (refused past capacity, say): its
 		 * log was lost to us, and is counted so */
 		uint64_t n = in->length - (in->records + in->lost + in->skipped);
+		char was[sizeof in->status];
+		snprintf(was, sizeof was, "%s", in->status);
 		in->lost += n;
-		instances_set_status(in, "the program ended; not monitored (%s): its %" PRIu64
-				     " records counted as lost", in->status, n);
+		instances_set_status(in, "the program ended; not monitored (%.120s): its %" PRIu64
+				     " records counted as lost", was, n);
 	} else {
 		instances_set_status(in, "%s", clean ? "the program ended (not monitored)"
 						     : "its snarflog vanished (not monitored)");
@@ -390,6 +404,27 @@ static bool later_forget(struct tmon *tm, uint64_t id)
 	}
 	tm->forget[tm->nforget++] = id;
 	return true;
+}
+
+void instances_start_waiting(struct tmon *tm)
+{
+	struct tm_instance *in, *next;
+
+	for (in = TAILQ_FIRST(&tm->instances); in && !tm->stopping; in = next) {
+		struct tm_class *c;
+		next = TAILQ_NEXT(in, link);
+		if (!in->waiting || in->sess || !in->up)
+			continue;
+		if (tm->nsessions >= tm->max_sessions)
+			return;
+		c = classes_find(tm, in->class_id);
+		in->waiting = false;
+		if (c) {
+			cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): a session is free: "
+				  "monitoring it", in->id, in->prog, in->machine, in->pid);
+			monitor(tm, in, c, c->autostart);
+		}
+	}
 }
 
 void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st)

@@ -34,7 +34,7 @@
 static const char usage[] =
 	"Usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
 	"                   [-pcheck PATH] [-store URL] [-node NAME] [-store-backlog N]\n"
-	"                   [-http ADDR]\n"
+	"                   [-max-sessions N] [-http ADDR]\n"
 	"                   [-web DIR] [-check]\n"
 	"                   [-finish-tools]\n"
 	"                   [-debug]\n"
@@ -68,6 +68,11 @@ static const char usage[] =
 	"                             read-only, deleted), hold at most N failures in\n"
 	"                             memory (default: the configuration's\n"
 	"                             store-backlog, else " STR(STORE_BACKLOG_DEFAULT) ")\n"
+	"  -max-sessions, --max-sessions N\n"
+	"                             monitor at most N instances at once; more wait,\n"
+	"                             said in their status, and start as others end\n"
+	"                             (default: the configuration's max-sessions, else\n"
+	"                             " STR(TM_SESSIONS_MAX) ")\n"
 	"  -http, --http ADDR         serve the HTTP API, /metrics and /healthz on ADDR\n"
 	"                             (HOST:PORT, default the configuration's http, else\n"
 	"                             off); only loopback unless TLS is configured\n"
@@ -95,7 +100,7 @@ static const char usage[] =
 
 /* The command line: these options plus -h/--help and -V/--version. */
 enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_STORE, O_NODE, O_BACKLOG, O_HTTP, O_WEB,
-       O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA };
+       O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXSESS };
 static const struct option opts[] = {
 	{ "rc", required_argument, NULL, O_RC },
 	{ "state", required_argument, NULL, O_STATE },
@@ -105,6 +110,7 @@ static const struct option opts[] = {
 	{ "store", required_argument, NULL, O_STORE },
 	{ "node", required_argument, NULL, O_NODE },
 	{ "store-backlog", required_argument, NULL, O_BACKLOG },
+	{ "max-sessions", required_argument, NULL, O_MAXSESS },
 	{ "http", required_argument, NULL, O_HTTP },
 	{ "web", required_argument, NULL, O_WEB },
 	{ "check", no_argument, NULL, O_CHECK },
@@ -147,6 +153,13 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 			    o->store_backlog > RC_STORE_BACKLOG_MAX)
 				cmon_cmdline_fail(&cmdline, "bad value '%s' for -store-backlog "
 						  "(1 to %d)", optarg, RC_STORE_BACKLOG_MAX);
+			break;
+		case O_MAXSESS:
+			o->max_sessions = strtoul(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || o->max_sessions < 1 ||
+			    o->max_sessions > RC_MAX_SESSIONS_MAX)
+				cmon_cmdline_fail(&cmdline, "bad value '%s' for -max-sessions "
+						  "(1 to %d)", optarg, RC_MAX_SESSIONS_MAX);
 			break;
 		case O_HTTP: o->http = optarg; break;
 		case O_WEB: o->web = optarg; break;
@@ -257,6 +270,16 @@ static size_t backlog_bound(const struct tmon *tm)
 	return *v ? (size_t)strtoull(v, NULL, 10) : STORE_BACKLOG_DEFAULT;
 }
 
+/* -max-sessions, else the configuration's max-sessions, else the default. */
+static size_t sessions_bound(const struct tmon *tm)
+{
+	const char *v = rc_text(tm->rc, NULL, RC_MAX_SESSIONS);
+
+	if (tm->opt.max_sessions)
+		return tm->opt.max_sessions;
+	return *v ? (size_t)strtoull(v, NULL, 10) : TM_SESSIONS_MAX;
+}
+
 /* This telemonitor's node name into buf: -node, else HOST:STATE_DIR. */
 static int node_name(const struct tmon *tm, char *buf, size_t size)
 {
@@ -350,6 +373,7 @@ int main(int argc, char **argv)
 		goto out_store;
 	}
 	store_set_backlog(tm.store, backlog_bound(&tm));
+	tm.max_sessions = sessions_bound(&tm);
 	store_set_reopen_cb(tm.store, on_store_reopened, &tm);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	tm.base = event_base_new();

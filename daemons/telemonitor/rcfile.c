@@ -188,6 +188,17 @@ static bool value_ok(enum rc_prop p, const char *v, char *msg, size_t size)
 			}
 		}
 		return true;
+	case RC_MAX_SESSIONS:
+		if (*v) {
+			char *end;
+			unsigned long long n = strtoull(v, &end, 10);
+			if (*v < '0' || *v > '9' || *end || n < 1 || n > RC_MAX_SESSIONS_MAX) {
+				snprintf(msg, size, "\"%.80s\" is not a number of instances from 1 to "
+					 "%d", v, RC_MAX_SESSIONS_MAX);
+				return false;
+			}
+		}
+		return true;
 	case RC_ALERTMANAGER:
 		if (*v && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
 			snprintf(msg, size, "\"%.80s\" is not an http:// or https:// URL", v);
@@ -488,7 +499,8 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 				    tok_desc(ps, d, sizeof d));
 		value[0] = '\0';
 	} else {
-		if (ps->kind != TOK_TEXT && !(p == RC_STORE_BACKLOG && ps->kind == TOK_WORD))
+		if (ps->kind != TOK_TEXT &&
+		    !((p == RC_STORE_BACKLOG || p == RC_MAX_SESSIONS) && ps->kind == TOK_WORD))
 			return rc_fail(ps, ps->tok_line, name, "expected a \"text\" value, found %s",
 				    tok_desc(ps, d, sizeof d));
 		snprintf(value, sizeof value, "%s", ps->buf);

@@ -37,6 +37,7 @@
 	X(RC_SMTP, "smtp", false, false, false)                 \
 	X(RC_FROM, "from", false, false, false)                 \
 	X(RC_STORE_BACKLOG, "store-backlog", false, false, false) \
+	X(RC_MAX_SESSIONS, "max-sessions", false, false, false) \
 	X(RC_RETENTION, "retention", false, false, false)     \
 	X(RC_HTTP, "http", false, false, false)                 \
 	X(RC_STORE, "store", false, false, false)
@@ -55,6 +56,7 @@ enum rc_prop {
 #define RC_CLASSES_MAX 1000      /* classes in one configuration */
 #define RC_MAIL_MAX 32           /* addresses in one mail property */
 #define RC_STORE_BACKLOG_MAX 10000000 /* largest store-backlog */
+#define RC_MAX_SESSIONS_MAX 2000 /* largest max-sessions (TM_SESSIONS_MAX) */
 #define RC_RETENTION_MIN 3600.0  /* shortest retention, seconds (1 hour) */
 #define RC_RETENTION_MAX (100.0 * 366 * 86400) /* longest retention (100 years) */
 

@@ -961,6 +961,7 @@ static void reap(evutil_socket_t fd, short what, void *arg)
 
 	session_free(s);                       /* detaches it from the instance */
 	instances_session_ended(tm, in, st);   /* which may be freed now */
+	instances_start_waiting(tm);           /* a session is free */
 }
 
 static void finish(struct session *s)
@@ -1123,7 +1124,7 @@ int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class
 	struct window_spec ws;
 	char err[200];
 
-	if (tm->nsessions >= TM_SESSIONS_MAX)
+	if (tm->nsessions >= (tm->max_sessions ? tm->max_sessions : TM_SESSIONS_MAX))
 		return -ENOSPC;
 	s = calloc(1, sizeof *s);
 	if (!s)

@@ -51,7 +51,8 @@
 
 /* Limits on what peers, tools and configurations can make us hold. */
 #define TM_INSTANCES_MAX 10000          /* live instances known at once */
-#define TM_SESSIONS_MAX 2000            /* instances monitored at once */
+#define TM_SESSIONS_MAX 2000            /* instances monitored at once (max-sessions' bound
+                                           and default) */
 #define TM_TOOL_HIGH (512u << 10)       /* bytes queued for a tool before we stop reading */
 #define TM_TOOL_LOW (128u << 10)        /* ...and start again below this */
 #define TM_LINE_MAX (4u << 20)          /* longest line a checker may print */
@@ -87,6 +88,7 @@ struct tm_options {
 	const char *http;             /* -http ADDR, or NULL (see http.h) */
 	const char *web;              /* -web DIR: the dashboard's files, or NULL (dashboard.h) */
 	size_t store_backlog;         /* -store-backlog N, or 0 */
+	size_t max_sessions;          /* -max-sessions N, or 0 */
 	const char *store;            /* -store URL (PostgreSQL), or NULL (see store.h) */
 	const char *node;             /* -node NAME among telemonitors sharing a store, or NULL */
 	bool check_only;              /* -check: check the configuration and exit */
@@ -171,6 +173,8 @@ struct tm_instance {
 	bool lease_lost;              /* shared store: another telemonitor holds it now, so
 	                                 its row is not ours to write (store.h, leases) */
 	bool lease_seen;              /* set by the renewal that lists it */
+	bool waiting;                 /* wanted, but max-sessions were monitored: it starts
+	                                 when one ends (oldest first) */
 };
 TAILQ_HEAD(tm_instance_list, tm_instance);
 
@@ -198,6 +202,7 @@ struct tmon {
 	char state_dir[PATH_MAX];     /* -state DIR */
 	int lock_fd;                  /* DIR/telemonitor.lock, held while we run, or -1 */
 	char pcheck[PATH_MAX];        /* the checker binary */
+	size_t max_sessions;          /* instances monitored at once at most (max-sessions) */
 	char ctl_hint[PATH_MAX + 32]; /* "telemonctl -state DIR", for mails */
 	struct store *store;          /* the database */
 	struct regset *reg;           /* registry links */
@@ -313,6 +318,10 @@ void instances_set_status(struct tm_instance *in, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Save the counters and state of every changed instance. */
 void instances_save(struct tmon *tm);
+/* Start the instances waiting for a session (max-sessions), oldest
+ * first, while there is room. */
+void instances_start_waiting(struct tmon *tm);
+
 /* Save the instances whose checker said how far it is (before a commit:
  * so the store's `checked` never runs ahead of the failures it covers). */
 void instances_save_checked(struct tmon *tm);

@@ -3,7 +3,7 @@
 log (ascii or binary) to CMON_LOG_FD (as snarflog's wrapper mode provides),
 else to the path in CMON_LOG, else to standard output.
 
-  logwriter.py [--format ascii|binary] [--count N] [--batch N]
+  logwriter.py [--format ascii|binary] [--count N] [--batch N] [--pad N] [--pace SEC]
                [--gate-after K --gate FILE] [--late-typedef]
                [--echo-stdin] [--trap-term] [--exit CODE] [--kill-self SIG]
                [--report FILE] [--linger SEC]
@@ -26,6 +26,7 @@ def main():
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--batch", type=int, default=200, help="records per write()")
     ap.add_argument("--pad", type=int, default=0, help="extra values per record")
+    ap.add_argument("--pace", type=float, default=0.0, help="seconds between writes")
     ap.add_argument("--gate-after", type=int, action="append", default=[],
                     help="after this many records... (repeatable)")
     ap.add_argument("--gate", action="append", default=[],
@@ -92,6 +93,8 @@ def main():
             w = os.write(fd, view)
             view = view[w:]
         i += n
+        if a.pace:
+            time.sleep(a.pace)
     elapsed = time.monotonic() - start
     if a.report:
         with open(a.report + ".tmp", "w") as f:

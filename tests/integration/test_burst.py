@@ -20,7 +20,8 @@ For every stream, at its end:
   - the failures stored are exactly the multiples of 100 among the records
     the checker was given, and the instance's failure counter equals its rows.
 
-The soak (bench/faults/soak.sh) runs it at 100 and 200 x 20,000.
+The soak (bench/faults/soak.sh) runs it at 100 and 200 x 20,000, and paced
+(CMON_BURST_PACE=0.1: 1,000 records/s a program) at 600 x 20,000.
 """
 import os
 import sys
@@ -34,6 +35,7 @@ _E = os.environ.get
 STREAMS = int(_E("CMON_BURST_STREAMS", 40))
 COUNT = int(_E("CMON_BURST_COUNT", 12000))
 PAD = int(_E("CMON_BURST_PAD", 5))    # extra values a record: 34 bytes ascii, 57 binary
+PACE = float(_E("CMON_BURST_PACE", 0))   # seconds between a program's writes of 100 records
 EVERY = 100          # the checker fails on every EVERY-th record
 
 SPEC = """perfspec burst
@@ -95,22 +97,27 @@ def follow(items):
     return got, lost, markers, COUNT - expect
 
 
-def main():
-    with ct.Env("burst") as env:
+def burst(name, streams=STREAMS, extra=(), writer=()):
+    """Start `streams` programs at once through one telemonitor (started
+    with `extra` arguments; each program's logwriter gets `writer` too),
+    wait for every instance to end and check each stream. Returns the
+    telemonitor's instances and what it logged."""
+    with ct.Env(name) as env:
         spec = env.path("burst.pspec")
         with open(spec, "w") as f:
             f.write(SPEC)
         reg = env.registry()
-        tm = tt.Telemonitor(env, reg, rc(env, spec))
+        tm = tt.Telemonitor(env, reg, rc(env, spec), extra=list(extra))
         progs = {}
         t0 = time.monotonic()
-        for k in range(STREAMS):
+        for k in range(streams):
             fmt = "ascii" if k % 2 == 0 else "binary"
             blk = "block" if (k // 2) % 2 == 0 else "drop"
             prog = "burst-%03d-%s-%s" % (k, fmt[0], blk)
             snarf = env.snarflog(prog, reg=reg, wait_port=False,
                                  cmd=ct.logwriter_cmd("--format", fmt, "--count", str(COUNT),
-                                                      "--batch", "100", "--pad", str(PAD)))
+                                                      "--batch", "100", "--pad", str(PAD),
+                                                      *writer))
             progs[prog] = (fmt, blk, snarf)
         for prog, (fmt, blk, snarf) in progs.items():
             check(snarf.wait(300) == 0, "%s: snarflog: %s", prog, snarf.stderr()[-2000:])
@@ -156,12 +163,14 @@ def main():
             tot["failures"] += len(rows_f)
         print("%d streams x %d records in %.1f s: %d delivered, %d lost in gaps, %d lost at the "
               "end, %d unchecked, %d failures stored" %
-              (STREAMS, COUNT, wrote, tot["records"], tot["lost"], tot["tail"],
+              (streams, COUNT, wrote, tot["records"], tot["lost"], tot["tail"],
                tot["unchecked"], tot["failures"]))
-        check(not short, "%d of %d streams not accounted for:\n  %s", len(short), STREAMS,
+        check(not short, "%d of %d streams not accounted for:\n  %s", len(short), streams,
               "\n  ".join(short[:20]))
         check(not bad, "%d streams miscounted:\n  %s", len(bad), "\n  ".join(bad[:20]))
         tm.stop()
+        return rows, tm.stderr()
 
 
-ct.run_test(main)
+if __name__ == "__main__":
+    ct.run_test(lambda: burst("burst", writer=["--pace", str(PACE)] if PACE else ()))

@@ -225,6 +225,8 @@ def spellings(tmp):
          lambda r: r == (0, "%s: configuration OK (0 classes)\n" % rc_file, ""))
     for flag in ("-store-backlog", "--store-backlog"):
         usage_error("telemonitor", "bad value '0' for -store-backlog (1 to 10000000)", flag, "0")
+    for flag in ("-max-sessions", "--max-sessions"):
+        usage_error("telemonitor", "bad value '2001' for -max-sessions (1 to 2000)", flag, "2001")
 
     # telemonctl: -state / --state, and a command's own options either way
     state = os.path.join(tmp, "nostate")

@@ -121,6 +121,13 @@ static void new_properties(void **state)
 	c = parse_ok("(defaults (store-backlog \"10000000\"))");
 	assert_string_equal(rc_text(c, NULL, RC_STORE_BACKLOG), "10000000");
 	rc_free(c);
+	/* max-sessions: likewise */
+	c = parse_ok("(defaults (max-sessions 300))");
+	assert_string_equal(rc_text(c, NULL, RC_MAX_SESSIONS), "300");
+	rc_free(c);
+	c = parse_ok("(defaults (max-sessions \"2000\"))");
+	assert_string_equal(rc_text(c, NULL, RC_MAX_SESSIONS), "2000");
+	rc_free(c);
 }
 
 /* notify-reports is FALSE unless set (block and auto stay TRUE); a class's
@@ -210,6 +217,11 @@ static void errors(void **state)
 	parse_bad("(defaults (store-backlog lots))", "rc:1:", "store-backlog: \"lots\"");
 	parse_bad("(class (prog \"a\") (tool \"x\") (store-backlog 5))", "rc:1:",
 		  "store-backlog: only allowed in (defaults");
+	parse_bad("(defaults (max-sessions 0))", "rc:1:",
+		  "max-sessions: \"0\" is not a number of instances from 1 to 2000");
+	parse_bad("(defaults (max-sessions many))", "rc:1:", "max-sessions: \"many\"");
+	parse_bad("(class (prog \"a\") (tool \"x\") (max-sessions 5))", "rc:1:",
+		  "max-sessions: only allowed in (defaults");
 	parse_bad("(class (prog \"a/../b\") (tool \"x\"))", "rc:1:", "prog: \"a/../b\" is not a name");
 	parse_bad("(class (prog \"a\") (pid \"12a\") (tool \"x\"))", "rc:1:",
 		  "pid: \"12a\" is not a pid pattern");
