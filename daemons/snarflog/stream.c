@@ -50,6 +50,7 @@ struct stream {
 	uint64_t pending_gap;         /* records dropped since the last thing sent */
 	uint64_t sent_records;        /* records sent (for LogEnd) */
 	uint64_t sent_gap;            /* records reported as dropped (for LogEnd) */
+	uint64_t epoch;               /* Start.epoch: its claim (0: none) */
 };
 
 #define FLUSH_S 5                 /* a closing connection gets this long */
@@ -225,6 +226,20 @@ static void on_start(struct stream *st, const Cmon__Start *m)
 		stream_fail(st, CMON__ERROR_CODE__ERROR_DENIED, why);
 		return;
 	}
+	if (s->active && s->active->epoch && m->has_epoch && m->epoch > s->active->epoch &&
+	    s->phase < PH_LEAVING) {
+		/* a newer claim on the instance (a telemonitor that took it over
+		 * from one that hangs): the older consumer is cut off here, so
+		 * that it cannot go on taking the stream */
+		struct stream *old = s->active;
+		char msg[160];
+		snprintf(msg, sizeof msg, "replaced by %.80s (epoch %llu > %llu)", st->peer,
+			 (unsigned long long)m->epoch, (unsigned long long)old->epoch);
+		cmon_notice("%s: %s", old->peer, msg);
+		cmon_send_error(bufferevent_get_output(old->bev), CMON__ERROR_CODE__ERROR_REPLACED,
+				"%s", msg);
+		stream_finish(old);
+	}
 	if (s->active || s->phase >= PH_LEAVING) {
 		busy.holder = s->active ? s->active->peer : "nobody (snarflog is exiting)";
 		bm.kind_case = CMON__MSG__KIND_BUSY;
@@ -237,6 +252,7 @@ static void on_start(struct stream *st, const Cmon__Start *m)
 	s->active = st;
 	s->consumer_lost = false;
 	evtimer_del(st->timer);
+	st->epoch = m->has_epoch ? m->epoch : 0;
 	st->block = m->has_block && m->block;
 	s->active_blocks = st->block;
 	st->from_start = m->has_from_start && m->from_start;

@@ -60,6 +60,14 @@ static struct tm_instance *find_key(struct tmon *tm, const char *prog, const cha
 	return NULL;
 }
 
+static void handed_over(struct tmon *tm, struct tm_instance *in);
+
+static double now_s(const struct tmon *tm)
+{
+	(void)tm;
+	return tm_now();
+}
+
 static void drop(struct tmon *tm, struct tm_instance *in)
 {
 	TAILQ_REMOVE(&tm->instances, in, link);
@@ -106,14 +114,17 @@ static void loaded(void *arg, struct tm_instance *saved)
 	struct tmon *tm = arg;
 	struct tm_instance *in;
 
+	uint64_t epoch = 0;
+
 	if (tm->ninstances >= TM_INSTANCES_MAX)
 		return;
-	if (store_shared(tm->store) && store_instance_claim(tm->store, saved->id, tm_now()) != 1)
+	if (store_shared(tm->store) && store_instance_claim(tm->store, saved->id, &epoch) != 1)
 		return;                 /* another telemonitor took it while we were away */
 	in = malloc(sizeof *in);
 	if (!in)
 		return;
 	*in = *saved;
+	in->epoch = epoch;
 	in->up = false;
 	in->confirmed = false;
 	in->sess = NULL;
@@ -201,16 +212,22 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 		in->tls = a->has_tls && a->tls;
 		take_token(in, up);
 		in->state = IS_LISTED;
-		r = store_instance_lookup(tm->store, in);
-		if (r == 0)
-			r = store_instance_insert(tm->store, in);
+		in->want = c->autostart;        /* (an auto class wants it from its start, whoever
+						   of the fleet monitors it) */
+		if (store_shared(tm->store))
+			tm->ups_since_beat++;
+		r = store_instance_add(tm->store, in);
 		if (r < 0) {
 			free(in);
 			return;
 		}
-		if (store_shared(tm->store) && store_instance_claim(tm->store, in->id, tm_now()) != 1) {
-			/* another telemonitor holds it (or the store is down: the
-			 * lease scan takes it once it is back) */
+		/* several telemonitors: a node takes a new instance only while it
+		 * is under its share of the fleet and under max-sessions; one that
+		 * nobody takes at once goes to whichever has room first (the
+		 * lease scan, every second) */
+		if (store_shared(tm->store) &&
+		    ((c->autostart && !fleet_room(tm)) ||
+		     store_instance_claim(tm->store, in->id, &in->epoch) != 1)) {
 			cmon_debug("instance %" PRIu64 ": %s on %s pid %" PRId64 " is not ours to "
 				   "monitor", in->id, in->prog, in->machine, in->pid);
 			free(in);
@@ -433,6 +450,10 @@ void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_
 		drop(tm, in);           /* its row is the new holder's to write */
 		return;
 	}
+	if (in->handover && !tm->stopping) {
+		handed_over(tm, in);
+		return;
+	}
 	in->state = st;
 	in->dirty = true;
 	if (st == IS_STOPPED)
@@ -461,32 +482,58 @@ void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_
 
 /* --- several telemonitors on one store ---------------------------------------- */
 
-static void renewed(void *arg, uint64_t id, const char *owner)
+/* This node's share of the fleet's live instances: an even split, and
+ * one more, so that a burst of starts is not held back by rounding. */
+static size_t fleet_share(const struct tmon *tm)
+{
+	size_t nodes = tm->fleet.nodes ? tm->fleet.nodes : 1;
+	size_t live = tm->fleet.instances + tm->ups_since_beat;
+
+	return (live + nodes - 1) / nodes + 1;
+}
+
+bool fleet_room(const struct tmon *tm)
+{
+	/* (the fleet is counted once a second: until two counts have come,
+	 * a node that just started sees only itself and takes nothing new) */
+	return tm->nsessions < tm->max_sessions && tm->nsessions < fleet_share(tm) &&
+	       tm->beats >= 2;
+}
+
+static void renewed(void *arg, uint64_t id, uint64_t epoch)
 {
 	struct tm_instance *in = instances_find(arg, id);
 
-	(void)owner;
-	if (in)
+	if (in && in->epoch == epoch)
 		in->lease_seen = true;
 }
 
-/* Take over instance `id`, whose holder `owner` let its lease run out. */
-static void take_over(void *arg, uint64_t id, const char *owner)
+/* Take over instance `id`, which nobody holds: never claimed, let go by
+ * a node handing it over, or whose holder's lease ran out (`owner`). */
+static void take_over(void *arg, uint64_t id, const char *owner, uint64_t last_epoch)
 {
 	struct tmon *tm = arg;
 	struct tm_instance *in, row;
 	struct tm_class *c;
+	uint64_t epoch;
 	char was[256];
 
 	snprintf(was, sizeof was, "%s", owner ? owner : "nobody");
-	if (instances_find(tm, id) || tm->ninstances >= TM_INSTANCES_MAX ||
-	    store_instance_claim(tm->store, id, tm_now()) != 1 ||
-	    store_instance_get(tm->store, id, &row) != 1)
+	if (!last_epoch)
+		tm->unowned_seen++;           /* a new instance nobody took yet */
+	if (instances_find(tm, id) || tm->ninstances >= TM_INSTANCES_MAX || !fleet_room(tm) ||
+	    (id == tm->handed_id && now_s(tm) < tm->handed_until) ||
+	    store_instance_claim(tm->store, id, &epoch) != 1)
 		return;
+	if (store_instance_get(tm->store, id, &row) != 1) {
+		store_lease_release(tm->store, id);
+		return;
+	}
 	in = malloc(sizeof *in);
 	if (!in)
 		return;
 	*in = row;
+	in->epoch = epoch;
 	c = classes_find(tm, in->class_id);
 	if (!c && (c = classes_match(tm, in->prog, in->machine, in->pid)))
 		in->class_id = c->id;
@@ -494,43 +541,122 @@ static void take_over(void *arg, uint64_t id, const char *owner)
 	tm->ninstances++;
 	if (owner) {
 		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): taken over from %s, "
-			    "whose lease ran out", in->id, in->prog, in->machine, in->pid, was);
+			    "whose lease ran out (epoch %" PRIu64 ")", in->id, in->prog, in->machine,
+			    in->pid, was, epoch);
 		notify_adopt(tm, was);        /* what it queued and did not send */
 		alerts_adopt(tm, was);
+	} else {
+		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): claimed (nobody held it; "
+			  "epoch %" PRIu64 ")", in->id, in->prog, in->machine, in->pid, epoch);
 	}
-	else
-		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): claimed (nobody held it)",
-			  in->id, in->prog, in->machine, in->pid);
 	instances_set_status(in, "taken over from %s", was);
 	in->dirty = true;
 	if (c && in->want && in->state != IS_STOPPED)
-		monitor(tm, in, c, false);
+		monitor(tm, in, c, c->autostart);
 	else if (in->state != IS_STOPPED)
 		in->state = IS_LISTED;
+}
+
+/* Over its share while another node has room: hand one instance over at
+ * a record boundary. Its session stops (Stop, LogEnd, the tools finish),
+ * its counts are stored, then its lease is let go; the node that claims
+ * it resumes where the counts stop (the snarflog kept the rest). */
+static void balance(struct tmon *tm)
+{
+	struct tm_instance *in;
+	size_t nodes = tm->fleet.nodes, even, share = fleet_share(tm), tol;
+
+	/* A node that joins (or comes back) has far less than an even split:
+	 * the others hand instances over to it until it is within a tenth of
+	 * its share. Nothing else moves an instance: not the unevenness a
+	 * burst of starts leaves (the claims share those out), not instances
+	 * ending here and there, and not while instances are starting. */
+	if (nodes < 2) {
+		tm->rebalancing = false;
+		return;
+	}
+	even = (tm->fleet.instances + nodes - 1) / nodes;
+	tol = even > 10 ? even / 10 : 1;
+	/* (for three counts in a row: a count is up to two seconds old) */
+	tm->short_beats = tm->fleet.joining && tm->fleet.joiner_sessions * 2 < even
+				  ? tm->short_beats + 1 : 0;
+	if (tm->short_beats >= 3 && tm->quiet_beats >= 3)
+		tm->rebalancing = true;
+	else if (!tm->fleet.joining || tm->fleet.joiner_sessions + tol >= even)
+		tm->rebalancing = false;
+	if (!tm->rebalancing || tm->nsessions <= even)
+		return;
+	TAILQ_FOREACH(in, &tm->instances, link)
+		if (in->handover)
+			return;                   /* one at a time */
+	TAILQ_FOREACH(in, &tm->instances, link)
+		if (in->sess && in->sess->state == SS_STREAMING) {
+			cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): handing it over "
+				  "(%zu monitored here, the fleet's share is %zu)", in->id, in->prog,
+				  in->machine, in->pid, tm->nsessions, share);
+			in->handover = true;
+			session_stop(in->sess, "handed over to another telemonitor (balance)");
+			return;
+		}
+}
+
+/* The session of an instance being handed over is over: store where its
+ * counts stand, then let its lease go (in that order: the next holder
+ * reads the counts). */
+static void handed_over(struct tmon *tm, struct tm_instance *in)
+{
+	tm->handed_id = in->id;                 /* not to be taken back at once */
+	tm->handed_until = now_s(tm) + 30;
+	in->state = IS_MONITORING;            /* for the next holder */
+	in->handover = false;
+	instances_set_status(in, "handed over to another telemonitor");
+	store_instance_save(tm->store, in);
+	if (store_commit(tm->store) == 0) {
+		store_lease_release(tm->store, in->id);
+		ledger_forget(tm->state_dir, in->id);
+	} else {
+		store_lease_forget(tm->store, in->id);   /* its lease runs out instead */
+	}
+	drop(tm, in);
 }
 
 void instances_leases(struct tmon *tm)
 {
 	struct tm_instance *in, *next;
 	double now = tm_now();
+	int r;
 
 	if (!store_shared(tm->store))
 		return;
+	if (store_fleet_beat(tm->store, tm->nsessions, tm->max_sessions, &tm->fleet) == 0) {
+		tm->beats++;
+		tm->quiet_beats = tm->ups_since_beat ? 0 : tm->quiet_beats + 1;
+		tm->ups_since_beat = 0;
+	}
 	TAILQ_FOREACH(in, &tm->instances, link)
 		in->lease_seen = false;
-	if (store_lease_renew(tm->store, now, renewed, tm) < 0) {
-		/* the store is down: nobody can take them meanwhile; once it is
-		 * back, every lease may have run out, so the others get a lease
-		 * period to renew theirs before we take any over */
+	r = store_lease_renew(tm->store, renewed, tm);
+	if (r < 0) {
+		/* the server cannot be reached: nobody can take them meanwhile;
+		 * once it is back, every lease may have run out, so the others
+		 * get a lease period to renew theirs before we take any over */
 		tm->lease_grace = now + STORE_LEASE_S + 1;
+		if (store_lease_state(tm->store) == LEASES_OUTAGE)
+			TAILQ_FOREACH(in, &tm->instances, link)
+				if (in->sess)
+					session_lease_go(in->sess);
 		return;
 	}
-	for (in = TAILQ_FIRST(&tm->instances); in; in = next) {
+	if (store_degraded(tm->store) && store_lease_safe(tm->store))
+		store_retry(tm->store, now);        /* (held while the leases were unsure) */
+	for (in = TAILQ_FIRST(&tm->instances); in && r == 0; in = next) {
 		next = TAILQ_NEXT(in, link);
 		if (in->lease_seen || in->lease_lost)
 			continue;
-		/* another telemonitor holds it: stop without writing its row */
+		/* another telemonitor holds it (a newer epoch): stop without
+		 * writing its row; the fence would refuse it anyway */
 		in->lease_lost = true;
+		store_lease_forget(tm->store, in->id);
 		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): another telemonitor "
 			  "took it over; letting go", in->id, in->prog, in->machine, in->pid);
 		if (in->sess)
@@ -538,8 +664,19 @@ void instances_leases(struct tmon *tm)
 		else
 			drop(tm, in);
 	}
-	if (now >= tm->lease_grace)
-		store_leases_expired(tm->store, now, 64, take_over, tm);
+	/* the sessions that waited for this renewal (this node was stopped or
+	 * starved) and still hold their instances read again */
+	if (store_lease_state(tm->store) != LEASES_UNSURE)
+		TAILQ_FOREACH(in, &tm->instances, link)
+			if (in->sess && !in->lease_lost)
+				session_lease_go(in->sess);
+	if (now >= tm->lease_grace) {
+		tm->unowned_seen = 0;
+		store_leases_expired(tm->store, 64, take_over, tm);
+		if (tm->unowned_seen)
+			tm->quiet_beats = 0;      /* not settled while any waits for a holder */
+	}
+	balance(tm);
 }
 
 void instances_save_all(struct tmon *tm)

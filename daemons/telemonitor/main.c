@@ -240,7 +240,10 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 	struct tmon *tm = arg;
 	bool was = store_degraded(tm->store);
 
-	instances_save_checked(tm);
+	if (store_shared(tm->store))
+		instances_save(tm);     /* another node taking an instance over reads its counts */
+	else
+		instances_save_checked(tm);
 	if (store_pending(tm->store))
 		store_commit(tm->store);
 	store_poll(tm->store, tm_now());

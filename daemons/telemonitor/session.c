@@ -506,9 +506,11 @@ static void ledgers_begin(struct session *s, uint64_t base)
 		if (!ls[i] || !ls[i]->f)
 			continue;
 		ls[i]->f->base = base;
-		ls[i]->f->events = in->records;
+		ls[i]->f->events = in->records + in->unchecked;   /* (records exclude unchecked) */
 		ls[i]->f->gap = in->lost;
 		ls[i]->f->markers = in->gaps;
+		if (i > 0 && s->tools[i - 1]->kind == TK_CHECKER)
+			ls[i]->f->unchecked = in->unchecked;
 	}
 	s->led_fresh = false;
 }
@@ -612,6 +614,16 @@ static void session_drive(struct session *s, const Cmon__Msg *m)
 	if (m->kind_case == CMON__MSG__KIND_ERROR) {
 		snprintf(why, sizeof why, "snarflog reported an error: %s",
 			 m->error->message ? m->error->message : "?");
+		if (m->error->has_code && m->error->code == CMON__ERROR_CODE__ERROR_REPLACED) {
+			/* a telemonitor with a newer claim on the instance took the
+			 * stream: ours is over, and its row is not ours to write */
+			cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): another telemonitor "
+				  "took the stream (%s); letting go", s->inst->id, s->inst->prog,
+				  s->inst->machine, s->inst->pid, why);
+			s->inst->lease_lost = true;
+			drain(s, s->inst->state, "another telemonitor took the stream");
+			return;
+		}
 		lost(s, why);
 		return;
 	}
@@ -675,6 +687,16 @@ static void data_read(struct bufferevent *bev, void *arg)
 	const char *why = NULL;
 	Cmon__Msg *m;
 	int r;
+
+	if (!s->lease_wait && store_lease_state(s->tm->store) == LEASES_UNSURE) {
+		/* woken after a stop or a starvation longer than a lease: the
+		 * instance may be another node's by now; take nothing in until
+		 * the next renewal says (session_lease_go) */
+		s->lease_wait = true;
+		set_paused(s, true);
+	}
+	if (s->lease_wait)
+		return;
 
 	if (!s->paused)
 		cmon_bev_read_more(bev, CMON_READ_MORE);
@@ -740,9 +762,10 @@ static void connected(struct bufferevent *bev, const char *peer, const char *err
 		bufferevent_enable(bev, EV_READ);
 	cmon_send_hello(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
 			"telemonitor " CMON_VERSION);
-	cmon_send_start(bufferevent_get_output(bev), s->cls.block, s->from_start && !s->streamed,
-			s->inst->has_token ? s->inst->token : NULL,
-			s->inst->has_token ? CMON_TOKEN_LEN : 0);
+	cmon_send_start_epoch(bufferevent_get_output(bev), s->cls.block,
+			      s->from_start && !s->streamed,
+			      s->inst->has_token ? s->inst->token : NULL,
+			      s->inst->has_token ? CMON_TOKEN_LEN : 0, s->inst->epoch);
 }
 
 static void connect_now(struct session *s)
@@ -775,8 +798,16 @@ static void resume(struct session *s)
 {
 	if (s->state != SS_STREAMING && s->state != SS_STOPPING)
 		return;
-	if (!tools_behind(s))
+	if (!tools_behind(s) && !s->lease_wait)
 		set_paused(s, false);
+}
+
+void session_lease_go(struct session *s)
+{
+	if (!s->lease_wait)
+		return;
+	s->lease_wait = false;
+	resume(s);
 }
 
 static void tool_timer_fire(evutil_socket_t fd, short what, void *arg)

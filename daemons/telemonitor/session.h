@@ -61,6 +61,8 @@ struct session {
 	Cmon__Msg *held;              /* a frame read but not yet taken (a tool restarts) */
 	double paused_since;          /* when reading stopped */
 	bool stall_reported;          /* "a tool does not read" was logged */
+	bool lease_wait;              /* not reading: this node's leases are unsure (it was
+	                                 stopped or starved) until the next renewal says */
 	bool discard;                 /* the tools were given up (they did not read and the
 	                                 instance is gone): the stream is read to its end
 	                                 and what they did not get is counted as lost */
@@ -83,6 +85,11 @@ struct session {
 	enum inst_state end_state;    /* what the instance becomes when we are done */
 	char why[256];                /* why the session ends, for the status line */
 };
+
+/* The renewal has spoken after a stop: this node still holds the
+ * instance, so read again (a session whose lease was lost is stopped
+ * instead). */
+void session_lease_go(struct session *s);
 
 /* The wall-clock time log timestamp `ts` stands for (0 if unknown). */
 double session_wall(const struct session *s, int64_t ts);

@@ -5,8 +5,79 @@
 #ifndef TELEMON_STORE_INTERNAL_H
 #define TELEMON_STORE_INTERNAL_H
 
+#include <limits.h>
+
+#include "backlog.h"
 #include "db.h"
 #include "store.h"
+#include "store_sql.h"
+
+/* The store. */
+struct store {
+	char path[PATH_MAX];          /* DIR/telemonitor.db, or the PostgreSQL URL */
+	struct conn c;                /* the connection */
+	bool in_batch;                /* a write transaction is open */
+	struct bl_list journal;       /* the writes of the open batch (or of a flush) */
+	struct backlog bl;            /* writes held while degraded */
+	bool degraded;                /* writes go to the backlog */
+	char reason[64];              /* why, in a few words */
+	char detail[300];             /* what the engine or the system said */
+	double since;                 /* when it became degraded */
+	double next_retry;            /* when to retry */
+	double last_report;           /* when it last said it is degraded */
+	double next_check;            /* when to look at the database file again */
+	double next_compact;          /* when to give the journal's space back (compact) */
+	unsigned attempts;            /* retries in this outage */
+	uint64_t base_pushed[BK_NKINDS];  /* backlog counts when the outage began */
+	uint64_t base_dropped[BK_NKINDS];
+	bool drop_told;               /* the first drop of this outage was logged */
+	uint64_t outages;             /* outages since start */
+	uint64_t rejected;            /* writes refused for a reason of their own */
+	uint64_t next_window;         /* next window id to hand out */
+	uint64_t next_failure;        /* next failure id */
+	uint64_t next_instance;       /* next instance id */
+	uint64_t next_mail;           /* next mail id */
+	uint64_t next_silence;        /* next silence id */
+	uint64_t next_alert;          /* next alert_outbox id */
+	uint32_t next_class;          /* next class id */
+	char node[256];               /* this telemonitor's name among those sharing the store */
+	bool shared;                  /* PostgreSQL: ids from blocks, instances leased */
+	struct fleet *fleet;          /* shared: the coordination connection and this node's
+	                                 epochs (store_fleet.c) */
+	struct bl_list pending;       /* shared: writes to make at the next commit, all in one
+	                                 transaction (none stays open across loop turns) */
+	const char *forced_reason;    /* the next degrade's reason, when not the engine's */
+	uint64_t block_next;          /* shared: the next id of this telemonitor's block */
+	uint64_t block_end;           /* ... and the end of the block */
+	store_commit_cb on_commit;    /* called after each batch is ended */
+	void *on_commit_arg;          /* its argument */
+	store_reopen_cb on_reopen;    /* called after a new database was opened */
+	void *on_reopen_arg;          /* its argument */
+};
+
+
+/* --- store_fleet.c: several telemonitors on one store ----------------- */
+
+/* Open the coordination connection (a second one to the same server, in
+ * autocommit: claims and renewals never wait behind a batch). 0 or -EIO. */
+int fleet_open(struct store *st, char *err, size_t errlen);
+
+/* Close it and forget the epochs; accepts a store without one. */
+void fleet_close(struct store *st);
+
+/* True if this node holds any lease. */
+bool fleet_holds(const struct store *st);
+
+/* This node's epoch on instance `id` (its claim), 0 if it holds none. */
+uint64_t fleet_epoch(const struct store *st, uint64_t id);
+
+/* The two values every write that belongs to instance `id` ends with on a
+ * shared store, so that only the holder of its current epoch writes:
+ * this node's name and its epoch (NULL and 0 on sqlite). */
+void fleet_fence(const struct store *st, uint64_t id, struct bl_value out[2]);
+
+/* The instance in the current row of an INST_LOOKUP_SQL query. */
+void store_lookup_row(struct db_stmt *q, struct tm_instance *in);
 
 /* The store's database connection (db.h). */
 struct db *store_conn(struct store *st);

@@ -17,43 +17,6 @@
 /* Key of the one held "active classes" write and the one held reap. */
 #define KEY_ALL UINT64_MAX
 
-/* The store. */
-struct store {
-	char path[PATH_MAX];          /* DIR/telemonitor.db, or the PostgreSQL URL */
-	struct conn c;                /* the connection */
-	bool in_batch;                /* a write transaction is open */
-	struct bl_list journal;       /* the writes of the open batch (or of a flush) */
-	struct backlog bl;            /* writes held while degraded */
-	bool degraded;                /* writes go to the backlog */
-	char reason[64];              /* why, in a few words */
-	char detail[300];             /* what the engine or the system said */
-	double since;                 /* when it became degraded */
-	double next_retry;            /* when to retry */
-	double last_report;           /* when it last said it is degraded */
-	double next_check;            /* when to look at the database file again */
-	double next_compact;          /* when to give the journal's space back (compact) */
-	unsigned attempts;            /* retries in this outage */
-	uint64_t base_pushed[BK_NKINDS];  /* backlog counts when the outage began */
-	uint64_t base_dropped[BK_NKINDS];
-	bool drop_told;               /* the first drop of this outage was logged */
-	uint64_t outages;             /* outages since start */
-	uint64_t rejected;            /* writes refused for a reason of their own */
-	uint64_t next_window;         /* next window id to hand out */
-	uint64_t next_failure;        /* next failure id */
-	uint64_t next_instance;       /* next instance id */
-	uint64_t next_mail;           /* next mail id */
-	uint64_t next_silence;        /* next silence id */
-	uint64_t next_alert;          /* next alert_outbox id */
-	uint32_t next_class;          /* next class id */
-	char node[256];               /* this telemonitor's name among those sharing the store */
-	bool shared;                  /* PostgreSQL: ids from blocks, instances leased */
-	uint64_t block_next;          /* shared: the next id of this telemonitor's block */
-	uint64_t block_end;           /* ... and the end of the block */
-	store_commit_cb on_commit;    /* called after each batch is ended */
-	void *on_commit_arg;          /* its argument */
-	store_reopen_cb on_reopen;    /* called after a new database was opened */
-	void *on_reopen_arg;          /* its argument */
-};
 
 static const char *state_names[] = {
 	[IS_LISTED] = "listed", [IS_MONITORING] = "monitoring", [IS_RETRYING] = "retrying",
@@ -117,6 +80,7 @@ struct store *store_open(const char *dir, const char *target, char *err, size_t 
 		return NULL;
 	}
 	TAILQ_INIT(&st->journal);
+	TAILQ_INIT(&st->pending);
 	backlog_init(&st->bl, STORE_BACKLOG_DEFAULT, STORE_BACKLOG_BYTES);
 	if (target && *target)
 		n = snprintf(st->path, sizeof st->path, "%s", target);
@@ -152,7 +116,7 @@ int store_version(struct store *st)
 
 bool store_pending(const struct store *st)
 {
-	return st->in_batch;
+	return st->in_batch || !TAILQ_EMPTY(&st->pending);
 }
 
 bool store_degraded(const struct store *st)
@@ -193,6 +157,13 @@ static bool moved(struct store *st)
 /* Say why the store cannot write, from what the engine said. */
 static void set_reason(struct store *st, const char *what)
 {
+	if (st->forced_reason) {
+		snprintf(st->reason, sizeof st->reason, "%s", st->forced_reason);
+		snprintf(st->detail, sizeof st->detail, "this node could not renew its leases for "
+			 "%.1f s (the lease is %.0f s)", STORE_LEASE_S - 0.5, STORE_LEASE_S);
+		st->forced_reason = NULL;
+		return;
+	}
 	if (!st->c.db) {
 		snprintf(st->reason, sizeof st->reason, "cannot open the database");
 		snprintf(st->detail, sizeof st->detail, "while %s: no connection", what);
@@ -251,6 +222,10 @@ static void degrade(struct store *st, struct bl_item *it, const char *what)
 	}
 	while ((j = TAILQ_FIRST(&st->journal))) {
 		TAILQ_REMOVE(&st->journal, j, link);
+		hold(st, j);
+	}
+	while ((j = TAILQ_FIRST(&st->pending))) {
+		TAILQ_REMOVE(&st->pending, j, link);
 		hold(st, j);
 	}
 	if (it)
@@ -326,6 +301,13 @@ static int put(struct store *st, struct bl_item *it, const char *what)
 		hold(st, it);
 		return 0;
 	}
+	if (st->shared) {
+		/* made at the commit, in one transaction that no loop turn
+		 * leaves open: a node stopped or starved between two turns holds
+		 * no lock another node's claim would wait for */
+		TAILQ_INSERT_TAIL(&st->pending, it, link);
+		return 0;
+	}
 	if (batch(st) < 0) {
 		hold(st, it);
 		return 0;
@@ -357,8 +339,56 @@ static void free_journal(struct store *st)
 	}
 }
 
+/* Shared store: make the pending writes in the open batch (opening it).
+ * A write refused for a reason of its own is dropped (logged), the batch
+ * begun again with what went in before. 0, or -EAGAIN (degraded: all of
+ * them held). */
+static int flush_pending(struct store *st)
+{
+	struct bl_item *it;
+	enum db_rc rc;
+
+	while ((it = TAILQ_FIRST(&st->pending))) {
+		if (batch(st) < 0)
+			return -EAGAIN;
+		TAILQ_REMOVE(&st->pending, it, link);
+		rc = apply(st, it);
+		if (rc == DB_DONE) {
+			TAILQ_INSERT_TAIL(&st->journal, it, link);
+			continue;
+		}
+		if (rc == DB_FAULT) {
+			degrade(st, it, "writing a batch");
+			return -EAGAIN;
+		}
+		cmon_err("store: a %s cannot be stored and is dropped: %s",
+			 backlog_kind_name(it->kind), db_errmsg(st->c.db));
+		st->rejected++;
+		bl_item_free(it);
+		if (db_error_aborts(st->c.db) && rebatch(st) < 0)
+			return -EAGAIN;
+	}
+	return 0;
+}
+
+/* Shared store: this node holds leases it has not been able to renew for
+ * nearly a lease: whatever it would write now may belong to an instance
+ * another node is about to take, so it writes nothing and holds its
+ * writes (the fence would refuse them for an instance taken meanwhile). */
+static bool leases_unsure(struct store *st)
+{
+	return st->shared && fleet_holds(st) && !store_lease_safe(st);
+}
+
 int store_commit(struct store *st)
 {
+	if (!TAILQ_EMPTY(&st->pending) && leases_unsure(st)) {
+		st->forced_reason = "leases not renewed";
+		degrade(st, NULL, "renewing the leases");
+		return -EAGAIN;
+	}
+	if (!TAILQ_EMPTY(&st->pending) && flush_pending(st) < 0)
+		return -EAGAIN;
 	if (!st->in_batch)
 		return st->degraded ? -EAGAIN : 0;
 	if (step0(st, ST_COMMIT) != DB_DONE) {
@@ -472,6 +502,8 @@ int store_retry(struct store *st, double now)
 		return 0;
 	st->attempts++;
 	schedule(st, now);
+	if (leases_unsure(st))
+		return -EAGAIN;
 	if (moved(st) && reopen(st) < 0)
 		return -EAGAIN;
 	while (backlog_first(&st->bl)) {
@@ -585,7 +617,7 @@ void store_close(struct store *st)
 {
 	if (!st)
 		return;
-	if (st->in_batch)
+	if (store_pending(st))
 		store_commit(st);
 	if (st->degraded)
 		store_retry(st, tm_now());
@@ -594,6 +626,7 @@ void store_close(struct store *st)
 			 st->reason, st->bl.total, st->bl.count[BK_FAILURE]);
 	backlog_clear(&st->bl);
 	free_journal(st);
+	fleet_close(st);
 	conn_close(&st->c);
 	free(st);
 }
@@ -639,6 +672,9 @@ static uint64_t new_id(struct store *st, uint64_t *local)
 
 #define NV(v) ((unsigned)(sizeof(v) / sizeof((v)[0])))
 
+/* Two places at the end of an instance's write for its fence (fleet_fence). */
+#define FENCE_SLOT { .type = BV_NULL }
+
 /* This telemonitor's node name for the rows of mail and alerts it queues
  * (and sends) on a shared store, else NULL. */
 static struct bl_value mine(const struct store *st)
@@ -661,10 +697,44 @@ static void class_id(struct store *st, struct tm_class *c)
 		st->next_class = c->id + 1;
 }
 
+/* PostgreSQL (several telemonitors may save the same class at once, from
+ * one telemonrc): by its key, at once, its id from the server's row or
+ * sequence; so every node gets the same id. */
+static int class_put_pg(struct store *st, struct tm_class *c)
+{
+	struct db_stmt *q = st->c.stmt[ST_CLASS_PUT];
+	struct bl_value v[] = {
+		db_vtext(c->prog), db_vtext(c->machine), db_vtext(c->pid), db_vtext(c->tool),
+		db_vtext(c->spec), db_vtext(c->mail), db_vtext(c->window_text),
+		db_vreal(c->mailgroup), db_vint(c->block), db_vint(c->autostart), db_vreal(tm_now()),
+	};
+	enum db_rc rc;
+
+	if (st->degraded && c->id)          /* (held: its id is the row's already) */
+		return put(st, bl_item_new(BK_CLASS, ST_CLASS_PUT, c->id, v, NV(v)),
+			   "saving a class");
+	rc = db_run(q, v, NV(v));
+	if (rc == DB_ROW)
+		c->id = (uint32_t)db_col_int(q, 0);
+	db_reset(q);
+	if (rc == DB_ROW)
+		return 0;
+	if (rc == DB_FAULT) {
+		degrade(st, c->id ? bl_item_new(BK_CLASS, ST_CLASS_PUT, c->id, v, NV(v)) : NULL,
+			"saving a class");
+		return 0;
+	}
+	if (db_error_aborts(st->c.db) && st->in_batch)
+		rebatch(st);
+	return db_fail(st, "saving a class");
+}
+
 int store_class_save(struct store *st, struct tm_class *c)
 {
 	struct bl_value v[12];
 
+	if (db_engine(st->c.db) == DB_POSTGRES && (!st->degraded || c->id))
+		return class_put_pg(st, c);
 	if (!c->id)
 		class_id(st, c);
 	v[0] = db_vint(c->id);
@@ -712,6 +782,22 @@ int store_classes_keep(struct store *st, const uint32_t *keep, size_t n)
 	return r;
 }
 
+void store_lookup_row(struct db_stmt *q, struct tm_instance *in)
+{
+	in->id = (uint64_t)db_col_int(q, 0);
+	in->bytes = (uint64_t)db_col_int(q, 1);
+	in->records = (uint64_t)db_col_int(q, 2);
+	in->lost = (uint64_t)db_col_int(q, 3);
+	in->gaps = (uint64_t)db_col_int(q, 4);
+	in->skipped = (uint64_t)db_col_int(q, 5);
+	in->failures = (uint64_t)db_col_int(q, 6);
+	in->tool_restarts = (unsigned)db_col_int(q, 7);
+	in->want = db_col_int(q, 8) != 0;
+	in->first_seen = db_col_real(q, 9);
+	in->unchecked = (uint64_t)db_col_int(q, 10);
+	in->checked = (uint64_t)db_col_int(q, 11);
+}
+
 int store_instance_lookup(struct store *st, struct tm_instance *in)
 {
 	struct db_stmt *q = st->c.stmt[ST_INST_LOOKUP];
@@ -719,20 +805,8 @@ int store_instance_lookup(struct store *st, struct tm_instance *in)
 				db_vint(in->start_ns) };
 	enum db_rc rc = db_run(q, v, NV(v));
 
-	if (rc == DB_ROW) {
-		in->id = (uint64_t)db_col_int(q, 0);
-		in->bytes = (uint64_t)db_col_int(q, 1);
-		in->records = (uint64_t)db_col_int(q, 2);
-		in->lost = (uint64_t)db_col_int(q, 3);
-		in->gaps = (uint64_t)db_col_int(q, 4);
-		in->skipped = (uint64_t)db_col_int(q, 5);
-		in->failures = (uint64_t)db_col_int(q, 6);
-		in->tool_restarts = (unsigned)db_col_int(q, 7);
-		in->want = db_col_int(q, 8) != 0;
-		in->first_seen = db_col_real(q, 9);
-		in->unchecked = (uint64_t)db_col_int(q, 10);
-		in->checked = (uint64_t)db_col_int(q, 11);
-	}
+	if (rc == DB_ROW)
+		store_lookup_row(q, in);
 	db_reset(q);
 	if (rc != DB_ROW && rc != DB_DONE)
 		return db_fail(st, "looking up an instance");
@@ -754,7 +828,9 @@ static int instance_put(struct store *st, const struct tm_instance *in, enum ins
 		in->has_token ? db_vblob(in->token, CMON_TOKEN_LEN) : db_vnull(),
 		in->version[0] ? db_vtext(in->version) : db_vnull(),
 		db_vint((int64_t)in->unchecked), db_vint((int64_t)in->checked),
+		FENCE_SLOT, FENCE_SLOT,
 	};
+	fleet_fence(st, in->id, &v[NV(v) - 2]);
 	return put(st, bl_item_new(BK_INSTANCE, ST_INST_PUT, in->id, v, NV(v)), what);
 }
 
@@ -764,6 +840,20 @@ int store_instance_insert(struct store *st, struct tm_instance *in)
 	if (in->first_seen <= 0)
 		in->first_seen = tm_now();
 	return instance_put(st, in, in->state, 0, "adding an instance");
+}
+
+int store_instance_add(struct store *st, struct tm_instance *in)
+{
+	int r;
+
+	if (in->first_seen <= 0)
+		in->first_seen = tm_now();
+	if (st->shared && !st->degraded)
+		return store_instance_ensure(st, in, new_id(st, &st->next_instance));
+	r = store_instance_lookup(st, in);
+	if (r != 0)
+		return r;
+	return store_instance_insert(st, in) < 0 ? -EIO : 0;
 }
 
 int store_instance_save(struct store *st, const struct tm_instance *in)
@@ -904,8 +994,12 @@ int store_add_failure(struct store *st, const struct store_failure *f, uint64_t 
 		db_vreal(f->time), f->start_wall > 0 ? db_vreal(f->start_wall) : db_vnull(),
 		db_vtext(f->metrics), f->window_id ? db_vint((int64_t)f->window_id) : db_vnull(),
 		db_vint(f->report), f->silence_id ? db_vint((int64_t)f->silence_id) : db_vnull(),
+		FENCE_SLOT, FENCE_SLOT,
 	};
-	int r = put(st, bl_item_new(BK_FAILURE, ST_FAIL_INSERT, 0, v, NV(v)), "adding a failure");
+	int r;
+
+	fleet_fence(st, f->instance_id, &v[NV(v) - 2]);
+	r = put(st, bl_item_new(BK_FAILURE, ST_FAIL_INSERT, 0, v, NV(v)), "adding a failure");
 
 	if (r == 0)
 		*id = fid;
@@ -924,8 +1018,10 @@ int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64
 		db_vint((int64_t)id), db_vint((int64_t)instance_id), db_vint((int64_t)from),
 		db_vint((int64_t)to), db_vint(truncated),
 		{ .type = BV_TEXT, .s = text, .n = len > STORE_WINDOW_MAX ? STORE_WINDOW_MAX : len },
+		FENCE_SLOT, FENCE_SLOT,
 	};
 
+	fleet_fence(st, instance_id, &v[NV(v) - 2]);
 	return put(st, bl_item_new(BK_WINDOW, ST_WIN_INSERT, 0, v, NV(v)), "adding a window");
 }
 
@@ -935,9 +1031,10 @@ int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
 {
 	struct bl_value v[] = {
 		db_vint((int64_t)instance_id), db_vtext(spec), db_vtext(assertion), db_vint(line),
-		db_vtext(result), db_vint(offenders), db_vreal(time),
+		db_vtext(result), db_vint(offenders), db_vreal(time), FENCE_SLOT, FENCE_SLOT,
 	};
 
+	fleet_fence(st, instance_id, &v[NV(v) - 2]);
 	return put(st, bl_item_new(BK_VERDICT, ST_VERDICT_INSERT, 0, v, NV(v)),
 		   "adding a verdict");
 }
@@ -949,8 +1046,10 @@ int store_add_summary(struct store *st, uint64_t instance_id, double time, const
 	struct bl_value v[] = {
 		db_vint((int64_t)instance_id), db_vreal(time), db_vtext(type), db_vtext(metric),
 		db_vint(count), db_vreal(sum), db_vreal(sumsq), db_vreal(min), db_vreal(max),
-		sketch ? db_vtext(sketch) : db_vnull(),
+		sketch ? db_vtext(sketch) : db_vnull(), FENCE_SLOT, FENCE_SLOT,
 	};
+
+	fleet_fence(st, instance_id, &v[NV(v) - 2]);
 
 	return put(st, bl_item_new(BK_SUMMARY, ST_SUMMARY_INSERT, 0, v, NV(v)),
 		   "adding an interval summary");
@@ -1259,10 +1358,16 @@ int store_alerts_live(struct store *st, size_t limit, store_open_alert_cb cb, vo
 
 int store_set_node(struct store *st, const char *node)
 {
+	char err[800];
+
 	snprintf(st->node, sizeof st->node, "%s", node);
 	st->shared = db_engine(st->c.db) == DB_POSTGRES;
 	if (st->shared && take_block(st) < 0) {
 		cmon_err("store: cannot take a block of ids: %s", db_errmsg(st->c.db));
+		return -EIO;
+	}
+	if (st->shared && fleet_open(st, err, sizeof err) < 0) {
+		cmon_err("store: %s", err);
 		return -EIO;
 	}
 	return 0;
@@ -1276,75 +1381,6 @@ bool store_shared(const struct store *st)
 const char *store_node(const struct store *st)
 {
 	return st->node;
-}
-
-/* Run a lease statement now, in the open batch: the rows or changes are
- * wanted at once. DB_DONE/DB_ROW, or a fault (the store is then degraded). */
-static enum db_rc lease_run(struct store *st, enum store_stmt which, const struct bl_value *v,
-			    size_t n, const char *what)
-{
-	enum db_rc rc;
-
-	if (st->degraded || batch(st) < 0)
-		return DB_FAULT;
-	rc = db_run(st->c.stmt[which], v, n);
-	if (rc == DB_FAULT) {
-		db_reset(st->c.stmt[which]);
-		degrade(st, NULL, what);
-	} else if (rc == DB_REFUSED) {
-		cmon_err("store: %s: %s", what, db_errmsg(st->c.db));
-		db_reset(st->c.stmt[which]);
-		if (db_error_aborts(st->c.db))
-			rebatch(st);
-	}
-	return rc;
-}
-
-int store_instance_claim(struct store *st, uint64_t id, double now)
-{
-	struct bl_value v[] = { db_vint((int64_t)id), db_vtext(st->node),
-				db_vreal(now + STORE_LEASE_S), db_vreal(now) };
-	enum db_rc rc;
-	int64_t n;
-
-	if (!st->shared)
-		return 1;
-	rc = lease_run(st, ST_INST_CLAIM, v, NV(v), "claiming an instance");
-	if (rc != DB_DONE && rc != DB_ROW)
-		return rc == DB_FAULT ? -EAGAIN : -EIO;
-	n = db_changes(st->c.stmt[ST_INST_CLAIM]);
-	db_reset(st->c.stmt[ST_INST_CLAIM]);
-	return n > 0;
-}
-
-int store_lease_renew(struct store *st, double now, store_id_cb cb, void *arg)
-{
-	struct db_stmt *q = st->c.stmt[ST_LEASE_RENEW];
-	struct bl_value v[] = { db_vtext(st->node), db_vreal(now + STORE_LEASE_S) };
-	enum db_rc rc;
-
-	if (!st->shared)
-		return 0;
-	rc = lease_run(st, ST_LEASE_RENEW, v, NV(v), "renewing the leases");
-	for (; rc == DB_ROW; rc = db_next(q))
-		cb(arg, (uint64_t)db_col_int(q, 0), NULL);
-	db_reset(q);
-	return rc == DB_DONE ? 0 : -EAGAIN;
-}
-
-int store_leases_expired(struct store *st, double now, size_t limit, store_id_cb cb, void *arg)
-{
-	struct db_stmt *q = st->c.stmt[ST_LEASE_EXPIRED];
-	struct bl_value v[] = { db_vtext(st->node), db_vreal(now), db_vint((int64_t)limit) };
-	enum db_rc rc;
-
-	if (!st->shared)
-		return 0;
-	rc = lease_run(st, ST_LEASE_EXPIRED, v, NV(v), "looking for expired leases");
-	for (; rc == DB_ROW; rc = db_next(q))
-		cb(arg, (uint64_t)db_col_int(q, 0), db_col_text(q, 1));
-	db_reset(q);
-	return rc == DB_DONE ? 0 : -EAGAIN;
 }
 
 int store_instance_get(struct store *st, uint64_t id, struct tm_instance *in)

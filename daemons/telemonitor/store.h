@@ -36,7 +36,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 12
+#define STORE_SCHEMA_VERSION 13
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
@@ -195,6 +195,11 @@ int store_instance_lookup(struct store *st, struct tm_instance *in);
 /* Insert `in` (sets in->id, and in->first_seen if 0). */
 int store_instance_insert(struct store *st, struct tm_instance *in);
 
+/* A new instance `in` (its key, class, endpoint...): its row found by its
+ * key (1: its id and counts into `in`; on a shared store, added by
+ * another node or before a restart) or added (0). <0 on error. */
+int store_instance_add(struct store *st, struct tm_instance *in);
+
 /* Save `in`: the whole row (an upsert), so it also puts back a row lost
  * with a deleted database. */
 int store_instance_save(struct store *st, const struct tm_instance *in);
@@ -324,22 +329,34 @@ int store_alerts_ended(struct store *st, double now, size_t limit, store_open_al
 /* At most `limit` open alerts of live instances, newest first. */
 int store_alerts_live(struct store *st, size_t limit, store_open_alert_cb cb, void *arg);
 
-/* Several telemonitors on one store (PostgreSQL). Each has a node name
- * (-node, default HOST:STATE_DIR). Ids are handed out from blocks of
- * STORE_ID_BLOCK a telemonitor takes from the database's sequence, so no
- * two hand out the same. An instance is monitored by one telemonitor, its
- * owner, which holds a lease on its row: store_instance_claim() takes it
- * if nobody holds it, or its holder's lease ran out; the owner renews its
- * leases every second (store_lease_renew(), which lists the instances it
- * still holds), and another telemonitor takes over an instance whose lease
- * has run out (store_leases_expired(), then a claim). On sqlite there is
- * one telemonitor: every claim succeeds and nothing is leased. */
+/* Several telemonitors on one store (PostgreSQL; store_fleet.c). Each has
+ * a node name (-node, default HOST:STATE_DIR). Ids are handed out from
+ * blocks of STORE_ID_BLOCK a telemonitor takes from the database's
+ * sequence, so no two hand out the same; a class's id comes from the
+ * server (its key's row, else the sequence cmon_class_ids), so nodes
+ * started together from one telemonrc agree on it.
+ *
+ * An instance is monitored by one node, the holder of its lease: a row of
+ * `leases` with the owner, an epoch every claim raises, and an end time on
+ * the server's clock. New instances are added once (ON CONFLICT DO
+ * NOTHING, the row read back by the others); store_instance_claim() takes
+ * a lease nobody holds, or one whose end has passed, FOR UPDATE SKIP
+ * LOCKED; the holder renews all its leases in one statement a second.
+ * Claims and renewals run on a connection of their own, in autocommit,
+ * never behind a batch. Every write that belongs to an instance (its row,
+ * failures, windows, verdicts, summaries, digests, open alerts) carries
+ * this node's name and epoch and goes in only while the lease row says
+ * so (the fence), so a node that lost an instance can no longer write for
+ * it, whatever it believes. On sqlite there is one telemonitor: every
+ * claim succeeds and nothing is leased. */
 #define STORE_ID_BLOCK (1ull << 20)  /* ids per block */
-#define STORE_LEASE_S 3.0            /* an instance's lease, from its last renewal: shorter than
-                                        snarflog's -drain (5 s), so that a log ending while its
-                                        holder is dead is still handed over */
+#define STORE_LEASE_S 3.0            /* an instance's lease, from its last renewal, on the
+                                        server's clock: shorter than snarflog's -drain (5 s), so
+                                        that a log ending while its holder is dead is still
+                                        handed over */
 
-/* Name this telemonitor; on PostgreSQL, take its first block of ids. */
+/* Name this telemonitor; on PostgreSQL, take its first block of ids and
+ * open the coordination connection. */
 int store_set_node(struct store *st, const char *node);
 
 /* True if the store is shared (leases and id blocks are in use). */
@@ -348,19 +365,64 @@ bool store_shared(const struct store *st);
 /* This telemonitor's node name. */
 const char *store_node(const struct store *st);
 
-/* Claim instance `id` for this node until now + STORE_LEASE_S: 1 if it
- * is ours now, 0 if another node holds it, -EAGAIN while degraded. */
-int store_instance_claim(struct store *st, uint64_t id, double now);
+/* Make sure instance `in` (its key, class, endpoint...) has a row: added
+ * with id `new_id` (0: the row is known to be missing), or, if a row
+ * with its key exists (another node added it, or it ran before), that
+ * row's id and counts into `in`. 0 added, 1 found, -EAGAIN. */
+int store_instance_ensure(struct store *st, struct tm_instance *in, uint64_t new_id);
 
-/* Called with an instance id (and, for expired leases, its holder). */
-typedef void (*store_id_cb)(void *arg, uint64_t id, const char *owner);
+/* Claim instance `id` for this node: 1 if it is ours now (its new epoch
+ * in *epoch), 0 if another node holds it (or a batch of the old holder is
+ * still writing: try again later), -EAGAIN when the server cannot be
+ * reached. On sqlite always 1 (epoch 0). */
+int store_instance_claim(struct store *st, uint64_t id, uint64_t *epoch);
 
-/* Renew this node's leases; `cb` gets each instance it still holds. 0, or
- * -EAGAIN while degraded. */
-int store_lease_renew(struct store *st, double now, store_id_cb cb, void *arg);
+/* Called with an instance id and this node's epoch on it. */
+typedef void (*store_lease_cb)(void *arg, uint64_t id, uint64_t epoch);
 
-/* At most `limit` live instances whose holder's lease ran out before `now`. */
-int store_leases_expired(struct store *st, double now, size_t limit, store_id_cb cb, void *arg);
+/* Renew every lease of this node in one statement; `cb` gets each it
+ * still holds with the epoch it claimed (another epoch: lost). 0, or
+ * -EAGAIN when the server cannot be reached. */
+int store_lease_renew(struct store *st, store_lease_cb cb, void *arg);
+
+/* True while this node's leases surely hold: less than a lease (less a
+ * margin) since it sent its last good renewal, on its monotonic clock.
+ * Past it, the node writes nothing for its instances (the others may take
+ * them over). Always true on sqlite. */
+bool store_lease_safe(const struct store *st);
+
+/* Where this node's leases stand (store_lease_state). */
+enum store_lease_state {
+	LEASES_SAFE,             /* renewed less than a lease (less a margin) ago */
+	LEASES_OUTAGE,           /* not renewed since: the server could not be reached (no other
+	                            node can take them over while so: carry on, writes held) */
+	LEASES_UNSURE,           /* not renewed since, and no renewal tried since then (this node
+	                            was stopped or starved): another node may hold them now, so
+	                            no log is taken in until the next renewal says */
+};
+
+/* Where this node's leases stand now (LEASES_SAFE on sqlite, or holding none). */
+enum store_lease_state store_lease_state(const struct store *st);
+
+/* Called with an instance id, its last holder (NULL: none, or it let go)
+ * and the epoch of its last claim (0: never claimed). */
+typedef void (*store_id_cb)(void *arg, uint64_t id, const char *owner, uint64_t epoch);
+
+/* At most `limit` (64) live instances nobody holds: never claimed, let go,
+ * or whose holder's lease ended (server time). */
+int store_leases_expired(struct store *st, size_t limit, store_id_cb cb, void *arg);
+
+/* Let instance `id` go (handed over, or ended): its lease has no owner,
+ * and this node's epoch on it is forgotten. */
+int store_lease_release(struct store *st, uint64_t id);
+
+/* Forget this node's epoch on `id` (lost to another node). */
+void store_lease_forget(struct store *st, uint64_t id);
+
+/* (struct store_fleet: telemonitor.h) */
+/* Say this node is alive (with `sessions` monitored of `capacity`) and
+ * count the fleet. 0, or -EAGAIN. */
+int store_fleet_beat(struct store *st, size_t sessions, size_t capacity, struct store_fleet *out);
 
 /* Adopt what telemonitor `from` queued and did not send: they become this
  * node's, and each row goes to its callback, as at a start. Called after

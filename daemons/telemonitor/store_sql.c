@@ -22,6 +22,24 @@
 #define INSTANCE_VERSION                                                                    \
 	"ALTER TABLE instances ADD COLUMN version TEXT;"                                    \
 	"CREATE INDEX instances_prog_version ON instances (prog, version);"
+/* 12 -> 13: instance ownership on its own rows (store_fleet.c): leases
+ * with an epoch, the nodes alive, class ids from a sequence. sqlite has
+ * one telemonitor and never uses them. */
+#define FLEET_TABLES_SQLITE                                                                 \
+	"CREATE TABLE leases (instance_id INTEGER PRIMARY KEY, owner TEXT,"                 \
+	"  epoch INTEGER NOT NULL DEFAULT 0, lease_until REAL);"                            \
+	"CREATE TABLE nodes (name TEXT PRIMARY KEY, seen REAL NOT NULL, started REAL,"      \
+	"  sessions INTEGER NOT NULL DEFAULT 0, capacity INTEGER NOT NULL DEFAULT 0);"
+#define FLEET_TABLES_PG                                                                     \
+	"CREATE TABLE leases (instance_id BIGINT PRIMARY KEY, owner TEXT,"                  \
+	"  epoch BIGINT NOT NULL DEFAULT 0, lease_until TIMESTAMPTZ);"                      \
+	"CREATE INDEX leases_owner ON leases (owner);"                                      \
+	"CREATE TABLE nodes (name TEXT PRIMARY KEY, seen TIMESTAMPTZ NOT NULL, started TIMESTAMPTZ," \
+	"  sessions BIGINT NOT NULL DEFAULT 0, capacity BIGINT NOT NULL DEFAULT 0);"        \
+	"INSERT INTO leases (instance_id, owner, epoch, lease_until)"                       \
+	"  SELECT id, owner, 1, now() FROM instances WHERE ended IS NULL;"                  \
+	"CREATE SEQUENCE cmon_class_ids;"                                                   \
+	"SELECT setval('cmon_class_ids', (SELECT coalesce(max(id), 0) + 1 FROM classes), false);"
 #define INSTANCE_CHECKED                                                                    \
 	"ALTER TABLE instances ADD COLUMN unchecked BIGINT NOT NULL DEFAULT 0;"             \
 	"ALTER TABLE instances ADD COLUMN checked BIGINT NOT NULL DEFAULT 0;"
@@ -172,6 +190,7 @@ const char *const sqlite_migrations[] = {
 	 * run was killed, or its reports died with a telemonitor), and how
 	 * far its reports are stored or so counted (docs/protocol.md §11) */
 	INSTANCE_CHECKED,
+	FLEET_TABLES_SQLITE,
 };
 
 #define NMIGRATIONS (sizeof sqlite_migrations / sizeof sqlite_migrations[0])
@@ -293,6 +312,8 @@ static const char *const pg_migrations[] = {
 	SUMMARY_INDEXES,
 	/* 11 -> 12: as sqlite's */
 	INSTANCE_CHECKED,
+	/* 12 -> 13: leases with epochs, nodes, class ids from the server */
+	FLEET_TABLES_PG,
 	NULL,
 };
 
@@ -304,15 +325,79 @@ _Static_assert(PG_BASE + NPG_MIGRATIONS == STORE_SCHEMA_VERSION,
  * own JSON function. */
 #define PG_IDS(n) "(SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST(?" #n " AS json)))"
 
+/* The fence on instance `id` (an SQL expression) with the node name in
+ * parameter n (NULL: a store that is not shared, no fence) and the epoch
+ * in parameter e. */
+#define FENCED(id, n, e)                                                                    \
+	"(CAST(?" #n " AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM leases"                    \
+	" WHERE instance_id = " id " AND owner = ?" #n                                      \
+	" AND epoch = CAST(?" #e " AS BIGINT) FOR KEY SHARE))"
+
 /* Statements PostgreSQL spells differently (NULL: the same). */
 static const char *const stmt_sql_pg[ST_COUNT] = {
-	[ST_CLASS_PUT] = "SELECT cmon_class_put(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+	/* (class_put_pg: by its key, the id from the server; 11 values) */
+	[ST_CLASS_PUT] =
+		"INSERT INTO classes (id, prog, machine, pid, tool, spec, mail, \"window\","
+		" mailgroup, block, auto, active, updated) VALUES (nextval('cmon_class_ids'),"
+		" ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,1,?11)"
+		" ON CONFLICT (prog, machine, pid) DO UPDATE SET tool = excluded.tool,"
+		" spec = excluded.spec, mail = excluded.mail, \"window\" = excluded.\"window\","
+		" mailgroup = excluded.mailgroup, block = excluded.block, auto = excluded.auto,"
+		" active = 1, updated = excluded.updated RETURNING id",
 	[ST_CLASSES_KEEP] = "UPDATE classes SET active = CASE WHEN id IN " PG_IDS(1)
 			    " THEN 1 ELSE 0 END",
 	[ST_INST_REAP] = "UPDATE instances SET ended = ?1, state = 'gone',"
 			 " status = 'ended while the telemonitor was away'"
 			 " WHERE ended IS NULL AND id NOT IN " PG_IDS(2)
-			 " AND (CAST(?3 AS TEXT) IS NULL OR owner IS NULL OR owner = ?3)",
+			 " AND (CAST(?3 AS TEXT) IS NULL OR NOT EXISTS (SELECT 1 FROM leases l"
+			 " WHERE l.instance_id = instances.id AND l.owner IS NOT NULL"
+			 " AND l.owner <> ?3))",
+	/* the fence (store_fleet.c): an instance's writes go in only while
+	 * this node (?N) holds its lease at its epoch (?N+1), the lease row
+	 * held FOR KEY SHARE until the batch commits */
+	[ST_INST_PUT] =
+		"INSERT INTO instances (id, class_id, prog, machine, pid, start_ns, endpoint, tls,"
+		" first_seen, ended, state, want, bytes, records, lost, gaps, skipped, failures,"
+		" tool_restarts, status, token, version, unchecked, checked, owner) VALUES"
+		" (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
+		"?23,?24,?25)"
+		" ON CONFLICT (id) DO UPDATE SET class_id=excluded.class_id,"
+		" endpoint=excluded.endpoint, tls=excluded.tls,"
+		" ended=coalesce(instances.ended, excluded.ended), state=excluded.state,"
+		" want=excluded.want, bytes=excluded.bytes, records=excluded.records,"
+		" lost=excluded.lost, gaps=excluded.gaps, skipped=excluded.skipped,"
+		" failures=excluded.failures, tool_restarts=excluded.tool_restarts,"
+		" status=excluded.status, token=coalesce(excluded.token, instances.token),"
+		" version=coalesce(excluded.version, instances.version),"
+		" unchecked=excluded.unchecked, checked=excluded.checked, owner=excluded.owner"
+		" WHERE " FENCED("excluded.id", 25, 26),
+	[ST_FAIL_INSERT] =
+		"INSERT INTO failures (id, instance_id, spec, assert, line, result, kind, type,"
+		" uid, start_pos, end_pos, start_rec, end_rec, start_ts, end_ts, time, start_wall,"
+		" metrics, window_id, report, silence_id)"
+		" SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21"
+		" WHERE " FENCED("?2", 22, 23) " ON CONFLICT (id) DO NOTHING",
+	[ST_WIN_INSERT] =
+		"INSERT INTO windows (id, instance_id, from_rec, to_rec, truncated, text)"
+		" SELECT ?1,?2,?3,?4,?5,?6 WHERE " FENCED("?2", 7, 8)
+		" ON CONFLICT (id) DO UPDATE SET"
+		" instance_id=excluded.instance_id, from_rec=excluded.from_rec,"
+		" to_rec=excluded.to_rec, truncated=excluded.truncated, text=excluded.text",
+	[ST_VERDICT_INSERT] =
+		"INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"
+		" SELECT ?1,?2,?3,?4,?5,?6,?7 WHERE " FENCED("?1", 8, 9),
+	[ST_SUMMARY_INSERT] =
+		"INSERT INTO interval_summaries (instance_id, time, type, metric, count, sum,"
+		" sumsq, min, max, sketch) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10"
+		" WHERE " FENCED("?1", 11, 12),
+	[ST_INST_OPEN] =
+		"SELECT id, class_id, prog, machine, pid, start_ns, endpoint, tls, state, want,"
+		" bytes, records, lost, gaps, skipped, " FAILURES_OF("instances") ","
+		" tool_restarts, status, first_seen, token, owner, version, unchecked, checked"
+		" FROM instances WHERE ended IS NULL"
+		" AND (CAST(?1 AS TEXT) IS NULL OR NOT EXISTS (SELECT 1 FROM leases l"
+		" WHERE l.instance_id = instances.id AND l.owner IS NOT NULL AND l.owner <> ?1))"
+		" ORDER BY id",
 	[ST_ID_BLOCK] = "SELECT nextval('cmon_id_blocks')",
 };
 

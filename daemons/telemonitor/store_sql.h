@@ -23,6 +23,12 @@
 	"(SELECT count(*) FROM failures WHERE failures.instance_id = " tbl ".id"              \
 	" AND coalesce(failures.result, '') <> 'inconclusive')"
 
+/* An instance by its key: the columns store_lookup_row() reads. */
+#define INST_LOOKUP_SQL                                                                      \
+	"SELECT id, bytes, records, lost, gaps, skipped, " FAILURES_OF("instances") ","       \
+	" tool_restarts, want, first_seen, unchecked, checked FROM instances"                  \
+	" WHERE prog=?1 AND machine=?2 AND pid=?3 AND start_ns=?4"
+
 /* Prepared statements: X(name, sql). */
 #define STORE_STMTS(X)                                                                       \
 	X(BEGIN, "BEGIN")                                                                    \
@@ -34,10 +40,7 @@
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,1,?12)")                              \
 	X(CLASSES_KEEP,                                                                      \
 	  "UPDATE classes SET active = (id IN (SELECT value FROM json_each(?1)))")           \
-	X(INST_LOOKUP,                                                                       \
-	  "SELECT id, bytes, records, lost, gaps, skipped, " FAILURES_OF("instances") ","   \
-	  " tool_restarts, want, first_seen, unchecked, checked FROM instances"              \
-	  " WHERE prog=?1 AND machine=?2 AND pid=?3 AND start_ns=?4")                        \
+	X(INST_LOOKUP, INST_LOOKUP_SQL)                                                      \
 	X(INST_PUT,                                                                          \
 	  "INSERT INTO instances (id, class_id, prog, machine, pid, start_ns, endpoint, tls," \
 	  " first_seen, ended, state, want, bytes, records, lost, gaps, skipped, failures,"  \
@@ -64,15 +67,6 @@
 	  " bytes, records, lost, gaps, skipped, " FAILURES_OF("instances") ","              \
 	  " tool_restarts, status, first_seen, token, owner, version, unchecked, checked"    \
 	  " FROM instances WHERE id = ?1")                                                   \
-	X(INST_CLAIM,                                                                        \
-	  "UPDATE instances SET owner = ?2, lease_until = ?3 WHERE id = ?1 AND ended IS NULL" \
-	  " AND (owner IS NULL OR owner = ?2 OR lease_until < ?4)")                           \
-	X(LEASE_RENEW,                                                                       \
-	  "UPDATE instances SET lease_until = ?2 WHERE owner = ?1 AND ended IS NULL"         \
-	  " RETURNING id")                                                                   \
-	X(LEASE_EXPIRED,                                                                     \
-	  "SELECT id, owner FROM instances WHERE ended IS NULL"                              \
-	  " AND (owner IS NULL OR (owner <> ?1 AND lease_until < ?2)) ORDER BY id LIMIT ?3") \
 	X(ID_BLOCK, "SELECT 0")                                                              \
 	X(MAIL_ADOPT,                                                                        \
 	  "UPDATE mail_queue SET node = ?1 WHERE node = ?2"                                  \

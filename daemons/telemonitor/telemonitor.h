@@ -97,6 +97,16 @@ struct tm_options {
 	struct cmon_tls_opts tls;     /* -tls-* / CMON_TLS_* */
 };
 
+/* Several telemonitors on one store: the fleet as the server sees it
+ * (store_fleet_beat). */
+struct store_fleet {
+	size_t nodes;                 /* nodes alive (seen in the last few seconds) */
+	size_t instances;             /* live instances */
+	bool joining;                 /* a node started in the last minute (joined, or came back) */
+	size_t joiner_sessions;       /* ...and the fewest instances such a node monitors */
+	size_t held;                  /* leases this node holds */
+};
+
 /* A configured class of instances. */
 struct tm_class {
 	TAILQ_ENTRY(tm_class) link;   /* in tm.classes, in configuration order */
@@ -173,6 +183,10 @@ struct tm_instance {
 	bool lease_lost;              /* shared store: another telemonitor holds it now, so
 	                                 its row is not ours to write (store.h, leases) */
 	bool lease_seen;              /* set by the renewal that lists it */
+	uint64_t epoch;               /* shared store: this node's claim on it (its fencing
+	                                 token, also sent to its snarflog in Start); 0 else */
+	bool handover;                /* shared store: being handed to another node (balance):
+	                                 its session stops, then its lease is let go */
 	bool waiting;                 /* wanted, but max-sessions were monitored: it starts
 	                                 when one ends (oldest first) */
 };
@@ -197,6 +211,15 @@ struct tmon {
 	struct rc_config *rc;         /* the configuration in force (telemonrc + classes.rc) */
 	double lease_grace;           /* shared store: take over no lease before this (the
 	                                 owners renew theirs first after an outage) */
+	struct store_fleet fleet;     /* shared store: the fleet at the last beat */
+	size_t ups_since_beat;        /* new instances heard of since then */
+	unsigned quiet_beats;         /* beats in a row with no new instance */
+	unsigned beats;               /* fleet counts taken in since the start */
+	size_t unowned_seen;          /* instances nobody held at the last scan */
+	bool rebalancing;             /* a node far under its share joined: hand some over */
+	unsigned short_beats;         /* counts in a row showing such a node */
+	uint64_t handed_id;           /* the instance this node handed over last... */
+	double handed_until;          /* ...not to be taken back before then */
 	struct rc_config *rc_file;    /* the telemonrc file as read (never written) */
 	char classes_rc[PATH_MAX + 16]; /* STATE/classes.rc: the classes changed with telemonctl */
 	char state_dir[PATH_MAX];     /* -state DIR */
@@ -333,6 +356,10 @@ void instances_free(struct tmon *tm);
  * instances another node took over, take over those whose holder's lease
  * ran out (store.h, leases). */
 void instances_leases(struct tmon *tm);
+
+/* Shared store: this node may take one more instance (under max-sessions
+ * and under its share of the fleet's live instances). */
+bool fleet_room(const struct tmon *tm);
 /* "listed", "monitoring", ... as stored and shown. */
 const char *inst_state_name(enum inst_state st);
 

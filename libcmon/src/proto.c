@@ -296,8 +296,19 @@ int cmon_send_unsubscribe(struct evbuffer *out, uint32_t id)
 int cmon_send_start(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
 		    size_t token_len)
 {
+	return cmon_send_start_epoch(out, block, from_start, token, token_len, 0);
+}
+
+int cmon_send_start_epoch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
+			  size_t token_len, uint64_t epoch)
+{
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__Start s = CMON__START__INIT;
+
+	if (epoch) {
+		s.has_epoch = true;
+		s.epoch = epoch;
+	}
 
 	if (token && token_len) {
 		s.has_token = true;

@@ -86,13 +86,14 @@ class Telemonitor:
     """A running telemonitor with its own state directory and rc file."""
 
     def __init__(self, env, reg, rc_text, name="tm", extra=(), state=None, wait=True,
-                 regaddr=None, environ=None):
+                 regaddr=None, environ=None, prefix=()):
         self.env = env
         self.reg = reg
         self.state = state or env.path(name + ".state")
         self.rc = env.path(name + ".rc")
         self.name = name
         self.extra = list(extra)
+        self.prefix = list(prefix)      # a wrapper command (faketime ...)
         self.regaddr = regaddr or (reg.addr() if reg else "127.0.0.1:9")
         if rc_text is not None:
             with open(self.rc, "w") as f:
@@ -102,7 +103,7 @@ class Telemonitor:
         self.start(wait=wait, env=environ)
 
     def argv(self):
-        return [ct.binary("telemonitor"), "-rc", self.rc, "-state", self.state,
+        return self.prefix + [ct.binary("telemonitor"), "-rc", self.rc, "-state", self.state,
                 "-regmachine", self.regaddr, "-pcheck", ct.binary("pcheck"),
                 "-debug"] + self.store_args() + self.extra
 

@@ -42,7 +42,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 12       # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 13       # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -85,6 +85,7 @@ def main():
                          "ALTER TABLE instances DROP COLUMN version;"
                          "ALTER TABLE instances DROP COLUMN unchecked;"
                          "ALTER TABLE instances DROP COLUMN checked;"
+                         "DROP TABLE leases; DROP TABLE nodes;"
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()

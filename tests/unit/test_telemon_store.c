@@ -817,15 +817,17 @@ static void typed_reads(void **state)
 	store_close(st);
 }
 
-/* Collects instance ids (and holders) from the lease calls. */
+/* Collects instance ids (and holders, or epochs) from the lease calls. */
 struct ids_seen {
 	int n;                    /* ids seen */
 	uint64_t ids[8];          /* the ids */
 	char owner[8][32];        /* their holders ("" for none) */
+	uint64_t epoch[8];        /* their epochs (renewals) */
 };
 
-static void on_id(void *arg, uint64_t id, const char *owner)
+static void on_id(void *arg, uint64_t id, const char *owner, uint64_t epoch)
 {
+	(void)epoch;
 	struct ids_seen *s = arg;
 
 	if (s->n < 8) {
@@ -835,19 +837,71 @@ static void on_id(void *arg, uint64_t id, const char *owner)
 	s->n++;
 }
 
-/* Two telemonitors on one PostgreSQL store: ids from separate blocks, one
- * claim wins, the lease is renewed by its holder only, and once it has run
- * out the other takes the instance over; each sends only its own mail. */
+static void on_lease(void *arg, uint64_t id, uint64_t epoch)
+{
+	struct ids_seen *s = arg;
+
+	if (s->n < 8) {
+		s->ids[s->n] = id;
+		s->epoch[s->n] = epoch;
+	}
+	s->n++;
+}
+
+/* The keeper renews on a thread of its own: wait for a renewal it made
+ * after now, then take it in (store_lease_renew). */
+static int renew_wait(struct store *st, struct ids_seen *s)
+{
+	int r = 1;
+
+	usleep(1100 * 1000);
+	for (int i = 0; i < 30 && r == 1; i++) {
+		r = store_lease_renew(st, on_lease, s);
+		if (r == 1)
+			usleep(100 * 1000);
+	}
+	return r;
+}
+
+/* A failure of instance `id` (no window). */
+static int add_fail(struct store *st, uint64_t id, const char *label, uint64_t *fid)
+{
+	struct store_failure f = { .instance_id = id, .assertion = label, .line = 3,
+				   .result = "fail", .kind = "interval", .uid = 1, .time = tm_now() };
+
+	return store_add_failure(st, &f, fid);
+}
+
+/* How many failures of instance `id` are stored. */
+static int64_t count_failures(struct store *st, uint64_t id)
+{
+	struct db_stmt *q = db_prepare(store_conn(st), "SELECT count(*) FROM failures WHERE"
+				       " instance_id = ?1");
+	struct bl_value v[] = { db_vint((int64_t)id) };
+	int64_t n = -1;
+
+	if (q && db_run(q, v, 1) == DB_ROW)
+		n = db_col_int(q, 0);
+	db_finalize(q);
+	return n;
+}
+
+/* Two telemonitors on one PostgreSQL store: the instance is added once
+ * (the second finds the first's row), ids from separate blocks, one claim
+ * wins (epoch 1), the lease is renewed by its holder only; once it has run
+ * out (on the server's clock) the other takes the instance over (epoch 2)
+ * and the old holder's writes no longer go in (the fence); each sends only
+ * its own mail. */
 static void shared_store(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "";
 	struct store *a, *b;
 	struct tm_instance in = { .prog = "fs", .machine = "ws1", .pid = 7, .start_ns = 1,
-				  .state = IS_LISTED };
+				  .state = IS_LISTED }, in2 = in;
 	struct ids_seen s = { 0 };
 	struct seen m = { 0 };
-	uint64_t ma = 0, mb = 0;
+	uint64_t ma = 0, mb = 0, ea = 0, eb = 0, fid = 0;
 	double now = tm_now();
 
 	if (!pg_url())
@@ -859,33 +913,45 @@ static void shared_store(void **state)
 	assert_int_equal(store_set_node(b, "node-b"), 0);
 	assert_true(store_shared(a) && store_shared(b));
 
-	assert_int_equal(store_instance_insert(a, &in), 0);
-	assert_int_equal(store_commit(a), 0);
-	assert_int_equal(store_instance_claim(a, in.id, now), 1);
-	assert_int_equal(store_commit(a), 0);
-	assert_int_equal(store_instance_claim(b, in.id, now), 0);
-	assert_int_equal(store_commit(b), 0);
-	assert_int_equal(store_lease_renew(a, now + 1, on_id, &s), 0);
-	assert_true(s.n == 1 && s.ids[0] == in.id);
+	assert_int_equal(store_instance_add(a, &in), 0);       /* added */
+	assert_int_equal(store_instance_add(b, &in2), 1);      /* found, not added twice */
+	assert_true(in.id && in2.id == in.id);
+	assert_int_equal(store_instance_claim(a, in.id, &ea), 1);
+	assert_int_equal(ea, 1);
+	assert_int_equal(store_instance_claim(b, in.id, &eb), 0);
+	assert_int_equal(renew_wait(a, &s), 0);
+	assert_true(s.n == 1 && s.ids[0] == in.id && s.epoch[0] == 1);
+	assert_true(store_lease_safe(a));
 	memset(&s, 0, sizeof s);
-	assert_int_equal(store_lease_renew(b, now + 1, on_id, &s), 0);
+	assert_int_equal(renew_wait(b, &s), 0);
 	assert_int_equal(s.n, 0);
-	assert_int_equal(store_leases_expired(b, now + 2, 10, on_id, &s), 0);
+	assert_int_equal(store_leases_expired(b, 10, on_id, &s), 0);
 	assert_int_equal(s.n, 0);                     /* a's lease still runs */
-	assert_int_equal(store_commit(a), 0);
-	assert_int_equal(store_commit(b), 0);
 
-	/* a stops renewing: after its lease, b takes it over */
-	now += 1 + STORE_LEASE_S + 0.5;
-	assert_int_equal(store_leases_expired(b, now, 10, on_id, &s), 0);
+	/* a's writes go in while it holds the lease */
+	assert_int_equal(add_fail(a, in.id, "first", &fid), 0);
+	assert_int_equal(store_commit(a), 0);
+	assert_int_equal(count_failures(b, in.id), 1);
+
+	/* a stops renewing; once its lease has ended on the server, b takes
+	 * the instance over with a new epoch */
+	assert_int_equal(db_exec(store_conn(b), "UPDATE leases SET lease_until = now() -"
+				 " interval '1 second'"), DB_DONE);
+	assert_int_equal(store_leases_expired(b, 10, on_id, &s), 0);
 	assert_true(s.n == 1 && s.ids[0] == in.id);
 	assert_string_equal(s.owner[0], "node-a");
-	assert_int_equal(store_instance_claim(b, in.id, now), 1);
-	assert_int_equal(store_commit(b), 0);
+	assert_int_equal(store_instance_claim(b, in.id, &eb), 1);
+	assert_int_equal(eb, 2);
 	memset(&s, 0, sizeof s);
-	assert_int_equal(store_lease_renew(a, now, on_id, &s), 0);
+	assert_int_equal(renew_wait(a, &s), 0);
 	assert_int_equal(s.n, 0);                     /* a learns it lost it */
+	/* the fence: a's later write is refused, b's goes in */
+	assert_int_equal(add_fail(a, in.id, "stale", &fid), 0);
 	assert_int_equal(store_commit(a), 0);
+	assert_int_equal(count_failures(b, in.id), 1);
+	assert_int_equal(add_fail(b, in.id, "new", &fid), 0);
+	assert_int_equal(store_commit(b), 0);
+	assert_int_equal(count_failures(b, in.id), 2);
 
 	/* ids from separate blocks; each loads only the mail it queued */
 	assert_int_equal(store_mail_add(a, "ops@example.org", "from a", "Failure a", 1, now, &ma), 0);

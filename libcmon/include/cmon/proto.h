@@ -79,6 +79,11 @@ int cmon_send_unsubscribe(struct evbuffer *out, uint32_t id);
 int cmon_send_start(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
 		    size_t token_len);
 
+/* The same with the consumer's claim `epoch` (0: none): a newer epoch
+ * replaces the stream's current consumer (docs/protocol.md §7). */
+int cmon_send_start_epoch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
+			  size_t token_len, uint64_t epoch);
+
 /* Append a Stop (data connection, telemonitor side). */
 int cmon_send_stop(struct evbuffer *out);
 

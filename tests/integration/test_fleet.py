@@ -1,0 +1,369 @@
+"""A fleet of telemonitors on one real PostgreSQL server (Debian's
+postgresql-15, started by the test; skipped, never passed, where it cannot
+start): instance ownership on the server's guarantees (docs/man/telemonitor.8,
+"Several telemonitors on one store").
+
+Programs write sequence-numbered records at about 150 a second through a
+class with a tool (`cat`, one output file per tool run) and a checker
+failing on every 100th record. Each scenario checks every stream: the
+records in the tools' files, the loss the telemonitors report, the
+failures stored (each once), and who held each instance (the `leases`
+table: its epoch rises with every claim, so epoch 1 means one node held
+it for its whole life).
+
+  start      3 telemonitors started at the same moment from one telemonrc
+             all run (no duplicate key, the class has one id)
+  burst      PROGRAMS programs start together on 3 nodes: each checked by
+             exactly one node for its whole life (epoch 1), every record
+             and failure exact, no duplicate-key or lock noise in the logs
+  kill       kill -9 of the node holding an instance mid-stream: another
+             takes it over within lease + 1 s; loss reported is loss that
+             happened (never less; more only by what the dead node had
+             taken in since its last commit)
+  stop       SIGSTOP of the owner for longer than a lease: another node
+             takes over (its Start, with the newer epoch, cuts the stopped
+             one off at the snarflog); after SIGCONT the stale owner writes
+             nothing for the instance (the fence) and lets it go
+  skew       a node whose clock is 10 s ahead (faketime) takes nothing over
+  pgrestart  the server killed and restarted: no instance changes hands
+  join       a third node joins two busy ones and gets its share, handed
+             over at a record boundary with nothing lost
+"""
+import glob
+import os
+import re
+import shutil
+import signal
+import time
+
+import cmontest as ct
+import pgserver
+import telemontest as tt
+from cmontest import check
+
+_E = os.environ.get
+PROGRAMS = int(_E("CMON_FLEET_PROGRAMS", 60))
+EVERY = 100
+LEASE = 3.0                     # STORE_LEASE_S
+
+SPEC = """perfspec fleet
+  event Ev(seq);
+  assert "every hundredth": {& e : Ev : e.seq mod %d != 0};
+end fleet
+""" % EVERY
+
+
+class Fleet:
+    """N telemonitors on one new database, a registry, programs."""
+
+    def __init__(self, env, srv, name, nodes=("n1", "n2", "n3"), wrap=None):
+        self.env, self.srv, self.name = env, srv, name
+        self.db = name
+        self.url = srv.createdb(name)
+        self.reg = env.registry()
+        spec = env.path("fleet.pspec")
+        with open(spec, "w") as f:
+            f.write(SPEC)
+        tool = "exec cat >> %s/%s.$M_PROG.$$.out" % (env.dir, name)
+        self.rc = tt.rc_class("%s-*" % name, spec=spec, tool=tool, block=False)
+        self.progs = {}
+        self.tms = {}
+        self.started = time.monotonic()
+        self.start_nodes(nodes, wrap=wrap)
+
+    def start_nodes(self, nodes, wrap=None):
+        """Start these nodes at the same moment; wait until each answers."""
+        for n in nodes:
+            self.tms[n] = tt.Telemonitor(self.env, self.reg, self.rc, name="%s-%s" % (self.name, n),
+                                         extra=["-store", self.url, "-node", n], wait=False,
+                                         prefix=(wrap or {}).get(n, ()))
+        for n in nodes:
+            self.tms[n].wait_ready(timeout=30)
+
+    def sql(self, q):
+        return [ln.split("|") for ln in self.srv.sql(self.db, q).strip().splitlines() if ln]
+
+    def program(self, k, count, pace=0.2, batch=30):
+        prog = "%s-%03d" % (self.name, k)
+        snarf = self.env.snarflog(prog, "-drain", "15", reg=self.reg, wait_port=False,
+                                  cmd=ct.logwriter_cmd("--count", str(count), "--batch", str(batch),
+                                                       "--pace", str(pace)))
+        self.progs[prog] = (count, snarf)
+        return prog
+
+    def instance_rows(self):
+        """prog -> dict of its instance row and lease."""
+        rows = self.sql("SELECT i.prog, i.id, i.state, i.records, i.lost, i.skipped,"
+                        " i.unchecked, coalesce(l.epoch, 0), coalesce(l.owner, ''),"
+                        " (SELECT count(*) FROM failures f WHERE f.instance_id = i.id)"
+                        " FROM instances i LEFT JOIN leases l ON l.instance_id = i.id"
+                        " WHERE i.prog LIKE '%s-%%'" % self.name)
+        out = {}
+        for r in rows:
+            out[r[0]] = dict(id=int(r[1]), state=r[2], records=int(r[3]), lost=int(r[4]),
+                             skipped=int(r[5]), unchecked=int(r[6]), epoch=int(r[7]),
+                             owner=r[8], failures=int(r[9]))
+        return out
+
+    def wait_ended(self, timeout=120):
+        for prog, (count, snarf) in self.progs.items():
+            check(snarf.wait(timeout) == 0, "%s: snarflog: %s", prog, snarf.stderr()[-1500:])
+
+        def ended():
+            rows = self.instance_rows()
+            return rows if len(rows) == len(self.progs) and \
+                all(r["state"] in ("ended", "gone") for r in rows.values()) else None
+        return ct.wait_for(ended, timeout, "every instance of %s to end" % self.name,
+                           interval=0.5)
+
+    def tool_records(self, prog):
+        """The records of every tool run of `prog` (a set of sequence
+        numbers), each file checked: increasing, gaps where they belong."""
+        seqs = set()
+        for path in glob.glob(self.env.path("%s.%s.*.out" % (self.name, prog))):
+            with open(path, "rb") as f:
+                last = None
+                for line in f.read().decode().splitlines():
+                    if line.startswith("#cmon-gap "):
+                        if last is not None:
+                            last += int(line.split()[1])
+                        continue
+                    if not line or line.startswith("#"):
+                        continue
+                    q = int(line.split()[3])
+                    check(last is None or q >= last + 1 or q > last,
+                          "%s: %s: record %d after %s", prog, path, q, last)
+                    seqs.add(q)
+                    last = q
+        return seqs
+
+    def failure_seqs(self, iid):
+        rows = self.sql("SELECT metrics FROM failures WHERE instance_id = %d" % iid)
+        return [int(re.search(r'"seq":\s*(\d+)', r[0]).group(1)) for r in rows]
+
+    def check_streams(self, rows, slack=0):
+        """Every stream: records + lost + skipped + unchecked = written;
+        loss reported is loss that happened (the records no tool got), but
+        for `slack` records an owner killed had taken in since its last
+        commit; failures each once, all of the records checked."""
+        worst = 0
+        for prog, (count, _) in self.progs.items():
+            r = rows[prog]
+            acct = r["records"] + r["lost"] + r["skipped"] + r["unchecked"]
+            check(acct == count, "%s: records+lost+skipped+unchecked = %d, not %d: %r", prog,
+                  acct, count, r)
+            got = self.tool_records(prog)
+            missing = count - len(got)
+            check(r["lost"] >= missing, "%s: %d records missing, %d reported lost", prog, missing,
+                  r["lost"])
+            check(r["lost"] - missing <= slack, "%s: %d reported lost, %d missing (slack %d)",
+                  prog, r["lost"], missing, slack)
+            worst = max(worst, r["lost"] - missing)
+            seqs = self.failure_seqs(r["id"])
+            check(len(seqs) == len(set(seqs)), "%s: a failure stored twice", prog)
+            check(all(q % EVERY == 0 for q in seqs), "%s: a failure that is none", prog)
+            check(len(seqs) == r["failures"], "%s: rows vs count", prog)
+            if not r["unchecked"] and not r["lost"]:
+                want = {q for q in got if q % EVERY == 0}
+                check(set(seqs) == want, "%s: failures %d, the checker was given %d", prog,
+                      len(seqs), len(want))
+        return worst
+
+    def logs(self):
+        return "".join(tm.stderr() for tm in self.tms.values())
+
+    def no_noise(self):
+        log = self.logs()
+        for bad in ("duplicate key", "deadlock", "cannot be stored and is dropped",
+                    "violates"):
+            check(bad not in log, "%r in the logs: %s", bad,
+                  "\n".join(l for l in log.splitlines() if bad in l)[:2000])
+
+    def stop(self):
+        for tm in self.tms.values():
+            if tm.proc.alive():
+                tm.stop()
+
+
+def holder(fl, prog):
+    r = fl.instance_rows().get(prog)
+    return r and r["owner"] in fl.tms and r["records"] > 0 and r
+
+
+def scenario_start_and_burst(env, srv):
+    fl = Fleet(env, srv, "burst")
+    for tm in fl.tms.values():
+        st = tm.json("status")
+        check(st["store"]["engine"] == "postgresql", "%r", st)
+    classes = fl.sql("SELECT id FROM classes")
+    check(len(classes) == 1, "one class, one id: %r", classes)
+    t0 = time.monotonic()
+    for k in range(PROGRAMS):
+        fl.program(k, 600)
+    rows = fl.wait_ended()
+    moved = [p for p, r in rows.items() if r["epoch"] != 1]
+    check(not moved, "instances moved between live nodes: %r", [(p, rows[p]) for p in moved])
+    fl.check_streams(rows)
+    fl.no_noise()
+    per = {}
+    for r in rows.values():
+        per[r["owner"] or "?"] = per.get(r["owner"] or "?", 0) + 1
+    print("burst: %d programs on 3 nodes in %.1f s, held by %r, none moved" %
+          (PROGRAMS, time.monotonic() - t0, per))
+    fl.stop()
+
+
+def scenario_kill(env, srv):
+    fl = Fleet(env, srv, "kill", nodes=("n1", "n2"))
+    prog = fl.program(0, 1500, pace=0.2, batch=30)
+    r = ct.wait_for(lambda: (lambda x: x if x and x["records"] > 300 else None)(holder(fl, prog)),
+                    30, "an owner")
+    owner = r["owner"]
+    killed = time.monotonic()
+    fl.tms[owner].proc.kill()
+    fl.tms[owner].proc.wait()
+    other = [n for n in fl.tms if n != owner][0]
+    ct.wait_for(lambda: fl.instance_rows()[prog]["epoch"] == 2, 20, "a new epoch")
+    took = time.monotonic() - killed
+    check(took <= LEASE + 1 + 1.0, "taken over after %.1f s (lease %.0f s)", took, LEASE)
+    rows = fl.wait_ended()
+    check(rows[prog]["owner"] == other, "the survivor holds it: %r", rows[prog])
+    over = fl.check_streams(rows, slack=60)
+    print("kill: taken over after %.1f s; %d reported lost beyond what was missing" %
+          (took, over))
+    fl.no_noise()
+    fl.tms = {other: fl.tms[other]}
+    fl.stop()
+
+
+def scenario_stop(env, srv, pause):
+    fl = Fleet(env, srv, "stop", nodes=("n1", "n2"))
+    prog = fl.program(0, int(150 * (pause + 8)), pace=0.2, batch=30)
+    r = ct.wait_for(lambda: (lambda x: x if x and x["records"] > 300 else None)(holder(fl, prog)),
+                    30, "an owner")
+    owner = r["owner"]
+    other = [n for n in fl.tms if n != owner][0]
+    fl.tms[owner].proc.signal(signal.SIGSTOP)
+    stopped = time.monotonic()
+    ct.wait_for(lambda: fl.instance_rows()[prog]["epoch"] == 2, 20, "a new epoch")
+    took = time.monotonic() - stopped
+    # the new holder streams at once: the snarflog took the stream from
+    # the stopped one (a newer epoch)
+    ct.wait_for(lambda: "streaming %s" % prog in fl.tms[other].stderr(), 10,
+                "the new holder to stream")
+    taken = fl.instance_rows()[prog]["records"]
+    before = int(fl.sql("SELECT count(*) FROM failures")[0][0])
+    time.sleep(max(0.0, pause - (time.monotonic() - stopped)))
+    cont = time.time()
+    fl.tms[owner].proc.signal(signal.SIGCONT)
+    ct.wait_for(lambda: "letting go" in fl.tms[owner].stderr() or
+                "another telemonitor took the stream" in fl.tms[owner].stderr(), 20,
+                "the stale owner to let go")
+    rows = fl.wait_ended()
+    check(rows[prog]["owner"] == other and rows[prog]["epoch"] == 2, "%r", rows[prog])
+    # the fence: after the new epoch, nothing from the stale owner's id
+    # block (ids are handed out per node) went in
+    stale = fl.sql("SELECT count(*) FROM failures WHERE time >= %f AND id / %d IN"
+                   " (SELECT DISTINCT id / %d FROM failures WHERE time < %f AND instance_id = %d"
+                   "  AND id NOT IN (SELECT id FROM failures WHERE time >= %f))" %
+                   (cont - 1, 1 << 20, 1 << 20, cont - pause, rows[prog]["id"], cont - pause))
+    check(int(stale[0][0]) == 0, "the stale owner wrote %s failures after it lost the instance",
+          stale[0][0])
+    fl.check_streams(rows, slack=60)
+    print("stop %.0f s: taken over after %.1f s (the new holder had %d records by then);"
+          " %d failures before the continue, no write from the stale owner after" %
+          (pause, took, taken, before))
+    fl.no_noise()
+    fl.stop()
+
+
+def scenario_skew(env, srv):
+    lib = glob.glob("/usr/lib/*/faketime/libfaketime.so.1")
+    if not lib:
+        ct.skip("libfaketime is not installed (scripts/deps.sh installs faketime)")
+    # (libfaketime itself, not the faketime wrapper, so that the service
+    # gets the signals the test sends)
+    fl = Fleet(env, srv, "skew", wrap={"n3": ["env", "LD_PRELOAD=" + lib[0], "FAKETIME=+10s"]})
+    for k in range(15):
+        fl.program(k, 900)
+    rows = fl.wait_ended()
+    moved = [p for p, r in rows.items() if r["epoch"] != 1]
+    check(not moved, "a node 10 s ahead took instances over: %r", moved)
+    fl.check_streams(rows)
+    print("skew: a node 10 s ahead; %d instances, none moved" % len(rows))
+    fl.stop()
+
+
+def scenario_pgrestart(env, srv):
+    fl = Fleet(env, srv, "pgr", nodes=("n1", "n2"))
+    # (the test's server acknowledges commits before writing them for
+    # speed; a commit it then loses to kill -9 is no fault of ours)
+    srv.sql("postgres", "ALTER DATABASE pgr SET synchronous_commit = on")
+    for tm in fl.tms.values():
+        tm.proc.kill()
+        tm.proc.wait()
+        tm.start()
+    for k in range(6):
+        fl.program(k, 1500)
+    ct.wait_for(lambda: len([r for r in fl.instance_rows().values() if r["records"] > 150]) == 6,
+                30, "every instance monitored")
+    srv.kill()
+    time.sleep(LEASE + 1)
+    srv.restart()
+    rows = fl.wait_ended()
+    moved = [p for p, r in rows.items() if r["epoch"] != 1]
+    check(not moved, "instances changed hands over a server restart: %r", moved)
+    fl.check_streams(rows)
+    print("pgrestart: server down %.0f s; none moved" % (LEASE + 1))
+    fl.stop()
+
+
+def scenario_join(env, srv):
+    fl = Fleet(env, srv, "join", nodes=("n1", "n2"))
+    n = 18
+    for k in range(n):
+        fl.program(k, 150 * 25)
+    ct.wait_for(lambda: len([r for r in fl.instance_rows().values() if r["records"] > 0]) == n,
+                30, "every instance monitored")
+    time.sleep(max(0.0, 6 - (time.monotonic() - fl.started)))   # (not started with them)
+    fl.start_nodes(("n3",))
+    share = n // 3
+
+    def balanced():
+        rows = fl.instance_rows()
+        per = {}
+        for r in rows.values():
+            if r["state"] not in ("ended", "gone"):
+                per[r["owner"]] = per.get(r["owner"], 0) + 1
+        return per if abs(per.get("n3", 0) - share) <= max(1, share // 10) else None
+    per = ct.wait_for(balanced, 30, "the new node to get its share")
+    rows = fl.wait_ended()
+    handed = [p for p, r in rows.items() if r["epoch"] > 1]
+    check(all(rows[p]["lost"] == 0 for p in handed), "loss on a hand-over: %r",
+          [(p, rows[p]) for p in handed if rows[p]["lost"]])
+    fl.check_streams(rows)
+    fl.no_noise()
+    print("join: the new node got %d of %d (share %d), %d handed over, nothing lost" %
+          (per.get("n3", 0), n, share, len(handed)))
+    fl.stop()
+
+
+def main():
+    with ct.Env("fleet") as env:
+        srv = pgserver.start(env)
+        which = _E("CMON_FLEET_ONLY", "start,kill,stop,skew,pgrestart,join").split(",")
+        if "start" in which:
+            scenario_start_and_burst(env, srv)
+        if "kill" in which:
+            scenario_kill(env, srv)
+        if "stop" in which:
+            scenario_stop(env, srv, float(_E("CMON_FLEET_STOP_S", 8)))
+        if "pgrestart" in which:
+            scenario_pgrestart(env, srv)
+        if "join" in which:
+            scenario_join(env, srv)
+        if "skew" in which:
+            scenario_skew(env, srv)
+
+
+ct.run_test(main)
