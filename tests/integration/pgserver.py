@@ -48,6 +48,7 @@ class Server:
         self.data = os.path.join(self.dir, "data")
         self.port = cmontest.free_port()
         self.proc = None
+        self.extra = []          # more -c settings (a benchmark's pg_stat_statements)
         self.as_user = None
         if os.geteuid() == 0:
             try:
@@ -88,7 +89,7 @@ class Server:
                 "-c", "unix_socket_directories=" + self.dir,
                 "-c", "fsync=off", "-c", "synchronous_commit=off",
                 "-c", "full_page_writes=off", "-c", "max_connections=50",
-                "-c", "shared_buffers=16MB"]
+                "-c", "shared_buffers=16MB"] + self.extra
         self.proc = subprocess.Popen(argv, stdout=log, stderr=log, preexec_fn=self._preexec,
                                      cwd=self.dir)
         log.close()
@@ -172,12 +173,14 @@ def unavailable():
     return None
 
 
-def start(env):
-    """A running server in env's directory (stopped when env ends), or skip."""
+def start(env, extra=()):
+    """A running server in env's directory (stopped when env ends), or skip;
+    `extra`: more settings, as "-c", "name=value" pairs."""
     why = unavailable()
     if why:
         cmontest.skip(why)
     srv = Server(env.dir)
+    srv.extra = list(extra)
     why = srv.init() or srv.start()
     if why:
         cmontest.skip("cannot start PostgreSQL: %s" % why)

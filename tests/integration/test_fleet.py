@@ -13,7 +13,7 @@ it for its whole life).
 
   start      3 telemonitors started at the same moment from one telemonrc
              all run (no duplicate key, the class has one id)
-  burst      PROGRAMS programs start together on 3 nodes: each checked by
+  burst      PROGRAMS (100) programs start together on 3 nodes: each checked by
              exactly one node for its whole life (epoch 1), every record
              and failure exact, no duplicate-key or lock noise in the logs
   kill       kill -9 of the node holding an instance mid-stream: another
@@ -42,7 +42,7 @@ import telemontest as tt
 from cmontest import check
 
 _E = os.environ.get
-PROGRAMS = int(_E("CMON_FLEET_PROGRAMS", 60))
+PROGRAMS = int(_E("CMON_FLEET_PROGRAMS", 100))
 EVERY = 100
 LEASE = 3.0                     # STORE_LEASE_S
 
@@ -348,10 +348,46 @@ def scenario_join(env, srv):
     fl.stop()
 
 
+def scenario_measure(env, srv, programs, seconds):
+    """What the fleet costs the server: statements and WAL bytes per
+    monitored instance per second, in the steady state (bench/fleet)."""
+    fl = Fleet(env, srv, "cost")
+    srv.sql("cost", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    for k in range(programs):
+        fl.program(k, int(150 * (seconds + 10)))
+    ct.wait_for(lambda: len([r for r in fl.instance_rows().values() if r["records"] > 0]) ==
+                programs, 60, "every instance monitored")
+    time.sleep(2)
+
+    def sample():
+        wal = int(fl.sql("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')")[0][0])
+        calls = fl.sql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN"
+                       " pg_database d ON d.oid = s.dbid WHERE d.datname = 'cost'"
+                       " AND query NOT LIKE '%pg_stat_statements%'"
+                       " AND query NOT LIKE '%pg_wal_lsn_diff%'")
+        xact = fl.sql("SELECT xact_commit FROM pg_stat_database WHERE datname = 'cost'")
+        return wal, int(float(calls[0][0])), int(xact[0][0]), time.monotonic()
+    w0, c0, x0, t0 = sample()
+    time.sleep(seconds)
+    w1, c1, x1, t1 = sample()
+    per = programs * (t1 - t0)
+    print("cost: %d instances at 150 records/s on 3 nodes, %.0f s: %.1f statements, %.2f"
+          " commits, %.0f WAL bytes per instance per second (%.0f statements/s, %.0f KB/s of"
+          " WAL in all)" % (programs, t1 - t0, (c1 - c0) / per, (x1 - x0) / per,
+                             (w1 - w0) / per, (c1 - c0) / (t1 - t0), (w1 - w0) / (t1 - t0) / 1e3))
+    rows = fl.wait_ended(timeout=300)
+    fl.check_streams(rows)
+    fl.stop()
+
+
 def main():
     with ct.Env("fleet") as env:
-        srv = pgserver.start(env)
         which = _E("CMON_FLEET_ONLY", "start,kill,stop,skew,pgrestart,join").split(",")
+        if "measure" in which:
+            srv = pgserver.start(env, ["-c", "shared_preload_libraries=pg_stat_statements"])
+            scenario_measure(env, srv, PROGRAMS, float(_E("CMON_FLEET_SECONDS", 20)))
+            return
+        srv = pgserver.start(env)
         if "start" in which:
             scenario_start_and_burst(env, srv)
         if "kill" in which:
