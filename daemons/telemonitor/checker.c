@@ -131,6 +131,17 @@ static bool progress_line(struct session *s, struct tool *t, const char *line, s
 	return true;
 }
 
+/* A verdict of this run covers less than the whole log: the run started
+ * past its first record (a restart of the checker, or an instance taken
+ * over from another telemonitor), or the log goes on elsewhere (handed
+ * over, or let go to a newer holder). */
+static bool partial(const struct session *s, const struct tool *t)
+{
+	return t->log_base > 0 || s->inst->handover || s->inst->lease_lost ||
+	       (s->state == SS_DRAINING && s->end_state != IS_ENDED && s->end_state != IS_GONE &&
+		s->end_state != IS_STOPPED);
+}
+
 void checker_line(struct session *s, struct tool *t, const char *line, size_t len)
 {
 	struct checker_report r;
@@ -162,7 +173,8 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 				label ? label : "(unlabelled)", label ? "\"" : "", result ? result : "?",
 				r.offenders);
 		store_add_verdict(s->tm->store, s->inst->id, r.spec, label, r.line, result,
-				  r.offenders, tm_now());
+				  r.offenders, tm_now(), t->log_base + 1, ledger_pos(&t->led),
+				  partial(s, t));
 		if (result && strcmp(result, "pass") && r.offenders == 0)
 			failure(s, t, &r, true);
 	} else if (result && !strcmp(result, "unclosed") && r.type) {
@@ -172,7 +184,7 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 				"log (unclosed)", r.spec ? r.spec : "?", r.line, n, n == 1 ? "" : "s",
 				r.type);
 		store_add_verdict(s->tm->store, s->inst->id, r.spec, r.type, r.line, result, n,
-				  tm_now());
+				  tm_now(), t->log_base + 1, ledger_pos(&t->led), partial(s, t));
 	} else if (result && (!strcmp(result, "fail") || !strcmp(result, "undefined") ||
 			      !strcmp(result, "inconclusive")) && kind &&
 		   (!strcmp(kind, "interval") || !strcmp(kind, "event") || !strcmp(kind, "overdue"))) {

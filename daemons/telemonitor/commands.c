@@ -697,8 +697,18 @@ static int verdict_row(void *arg, const struct store_verdict *v)
 		sb_json_str(b, unclosed ? v->assertion : NULL);
 		sb_printf(b, ",\"result\":");
 		sb_json_str(b, v->result);
-		sb_printf(b, ",\"count\":%" PRId64 ",\"time\":\"%s\",\"time_unix\":%.6f}",
-			  v->offenders, when, v->time);
+		sb_printf(b, ",\"count\":%" PRId64 ",\"time\":\"%s\",\"time_unix\":%.6f,"
+			  "\"from_record\":", v->offenders, when, v->time);
+		if (v->from)
+			sb_printf(b, "%" PRIu64, v->from);
+		else
+			sb_printf(b, "null");
+		sb_printf(b, ",\"to_record\":");
+		if (v->to)
+			sb_printf(b, "%" PRIu64, v->to);
+		else
+			sb_printf(b, "null");
+		sb_printf(b, ",\"partial\":%s}", v->partial ? "true" : "false");
 		l->first = false;
 	} else {
 		snprintf(line, sizeof line, "%d", v->line);
@@ -709,6 +719,11 @@ static int verdict_row(void *arg, const struct store_verdict *v)
 			snprintf(what, sizeof what, "assertion \"%s\"", v->assertion);
 		else
 			snprintf(what, sizeof what, "assertion");
+		if (v->partial) {
+			size_t n = strlen(what);
+			snprintf(what + n, sizeof what - n, " (partial: records %" PRIu64 "-%" PRIu64
+				 ")", v->from, v->to);
+		}
 		const char *row[] = { line, what, str(v->result), count, when };
 		table_row(l->t, row);
 	}

@@ -310,6 +310,7 @@ static void spawn_tool(struct session *s, struct tool *t)
 		argv[3] = NULL;
 	}
 	t->base = s->scan.pos;
+	t->log_base = ledger_pos(&t->led);
 	t->fmt = s->fmt;
 	if (t->kind == TK_CHECKER)
 		s->origin_due = true;    /* its first record is the next one scanned */

@@ -1027,11 +1027,13 @@ int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64
 
 int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
 		      const char *assertion, int line, const char *result, int64_t offenders,
-		      double time)
+		      double time, uint64_t from, uint64_t to, bool partial)
 {
 	struct bl_value v[] = {
 		db_vint((int64_t)instance_id), db_vtext(spec), db_vtext(assertion), db_vint(line),
-		db_vtext(result), db_vint(offenders), db_vreal(time), FENCE_SLOT, FENCE_SLOT,
+		db_vtext(result), db_vint(offenders), db_vreal(time),
+		from ? db_vint((int64_t)from) : db_vnull(), to ? db_vint((int64_t)to) : db_vnull(),
+		db_vint(partial), FENCE_SLOT, FENCE_SLOT,
 	};
 
 	fleet_fence(st, instance_id, &v[NV(v) - 2]);

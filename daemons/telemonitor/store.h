@@ -235,10 +235,13 @@ int store_add_summary(struct store *st, uint64_t instance_id, double time, const
 		      const char *metric, int64_t count, double sum, double sumsq, double min,
 		      double max, const char *sketch);
 
-/* Record a checker's end-of-log verdict for one assertion. */
+/* Record a checker's end-of-log verdict for one assertion, over records
+ * `from` to `to` of the log (0: unknown); `partial` when that is not the
+ * whole log (its checker started past the first record, or the instance
+ * went to another telemonitor before its end). */
 int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
 		      const char *assertion, int line, const char *result, int64_t offenders,
-		      double time);
+		      double time, uint64_t from, uint64_t to, bool partial);
 
 /* Mail not sent yet. A mail is queued in the same batch as the failures
  * it reports, and deleted once the relay has accepted it (or it was

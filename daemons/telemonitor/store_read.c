@@ -541,6 +541,9 @@ static int verdict_row(struct db_stmt *q, const struct to *to)
 		.result = text(q, 4),
 		.offenders = db_col_int(q, 5),
 		.time = db_col_real(q, 6),
+		.from = (uint64_t)db_col_int(q, 7),
+		.to = (uint64_t)db_col_int(q, 8),
+		.partial = db_col_int(q, 9) != 0,
 	};
 
 	return to->cb.verdict(to->arg, &v);
@@ -552,7 +555,8 @@ int store_verdicts_list(struct store *st, uint64_t instance_id, store_verdict_ro
 	struct bl_value v[] = { db_vint((int64_t)instance_id) };
 	struct to to = { .cb.verdict = cb, .arg = arg };
 
-	return query(st, "SELECT id, spec, assert, line, result, offenders, time"
+	return query(st, "SELECT id, spec, assert, line, result, offenders, time,"
+		     " coalesce(from_rec, 0), coalesce(to_rec, 0), partial"
 		     " FROM verdicts WHERE instance_id = ?1 ORDER BY id",
 		     v, NV(v), verdict_row, &to, err, errlen);
 }

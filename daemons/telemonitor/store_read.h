@@ -257,6 +257,8 @@ struct store_verdict {
 	const char *result;
 	int64_t offenders;
 	double time;
+	uint64_t from, to;       /* the records of the log it covers (0: unknown) */
+	bool partial;            /* not the whole log (the instance changed telemonitors) */
 };
 
 /* Called for each verdict. */

@@ -23,14 +23,20 @@
 	"ALTER TABLE instances ADD COLUMN version TEXT;"                                    \
 	"CREATE INDEX instances_prog_version ON instances (prog, version);"
 /* 12 -> 13: instance ownership on its own rows (store_fleet.c): leases
- * with an epoch, the nodes alive, class ids from a sequence. sqlite has
- * one telemonitor and never uses them. */
-#define FLEET_TABLES_SQLITE                                                                 \
+ * with an epoch, the nodes alive, class ids from a sequence (sqlite has
+ * one telemonitor and never uses them); and the records each end-of-log
+ * verdict covers, partial when its checker did not see the whole log (an
+ * instance handed from one telemonitor to another). */
+#define VERDICT_RANGES                                                                      \
+	"ALTER TABLE verdicts ADD COLUMN from_rec BIGINT;"                                  \
+	"ALTER TABLE verdicts ADD COLUMN to_rec BIGINT;"                                    \
+	"ALTER TABLE verdicts ADD COLUMN partial BIGINT NOT NULL DEFAULT 0;"
+#define FLEET_TABLES_SQLITE VERDICT_RANGES                                                  \
 	"CREATE TABLE leases (instance_id INTEGER PRIMARY KEY, owner TEXT,"                 \
 	"  epoch INTEGER NOT NULL DEFAULT 0, lease_until REAL);"                            \
 	"CREATE TABLE nodes (name TEXT PRIMARY KEY, seen REAL NOT NULL, started REAL,"      \
 	"  sessions INTEGER NOT NULL DEFAULT 0, capacity INTEGER NOT NULL DEFAULT 0);"
-#define FLEET_TABLES_PG                                                                     \
+#define FLEET_TABLES_PG VERDICT_RANGES                                                      \
 	"CREATE TABLE leases (instance_id BIGINT PRIMARY KEY, owner TEXT,"                  \
 	"  epoch BIGINT NOT NULL DEFAULT 0, lease_until TIMESTAMPTZ);"                      \
 	"CREATE INDEX leases_owner ON leases (owner);"                                      \
@@ -384,8 +390,9 @@ static const char *const stmt_sql_pg[ST_COUNT] = {
 		" instance_id=excluded.instance_id, from_rec=excluded.from_rec,"
 		" to_rec=excluded.to_rec, truncated=excluded.truncated, text=excluded.text",
 	[ST_VERDICT_INSERT] =
-		"INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"
-		" SELECT ?1,?2,?3,?4,?5,?6,?7 WHERE " FENCED("?1", 8, 9),
+		"INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time,"
+		" from_rec, to_rec, partial)"
+		" SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10 WHERE " FENCED("?1", 11, 12),
 	[ST_SUMMARY_INSERT] =
 		"INSERT INTO interval_summaries (instance_id, time, type, metric, count, sum,"
 		" sumsq, min, max, sketch) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10"

@@ -98,8 +98,8 @@
 	  "INSERT INTO interval_summaries (instance_id, time, type, metric, count, sum,"     \
 	  " sumsq, min, max, sketch) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)")              \
 	X(VERDICT_INSERT,                                                                    \
-	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time)"  \
-	  " VALUES (?1,?2,?3,?4,?5,?6,?7)")                                                  \
+	  "INSERT INTO verdicts (instance_id, spec, assert, line, result, offenders, time,"  \
+	  " from_rec, to_rec, partial) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)")             \
 	X(MAIL_INSERT,                                                                       \
 	  "INSERT INTO mail_queue (id, queued, recipients, subject, body, failures, node)"   \
 	  " VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT (id) DO NOTHING")                      \

@@ -88,6 +88,7 @@ struct tool {
 	struct bufferevent *err;      /* its standard error */
 	struct event *timer;          /* EOF wait after exit; kill escalation */
 	uint64_t base;                /* records given to earlier runs (positions are relative) */
+	uint64_t log_base;            /* the log's position (ledger units) where this run starts */
 	uint64_t written;             /* records given to this run */
 	uint64_t run_checked;         /* checker: event records of this run it has said
 	                                 (pcheck --progress) it checked and reported on */

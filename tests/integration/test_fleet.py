@@ -343,6 +343,18 @@ def scenario_join(env, srv):
           [(p, rows[p]) for p in handed if rows[p]["lost"]])
     fl.check_streams(rows)
     fl.no_noise()
+    # whole-log verdicts: of a handed-over instance, one set per holder,
+    # each marked partial with the records it covers, together the log
+    for p in handed:
+        v = fl.sql("SELECT from_rec, to_rec, partial FROM verdicts WHERE instance_id = %d"
+                   " AND assert IS NOT NULL ORDER BY from_rec" % rows[p]["id"])
+        check(v and all(r[2] == "1" for r in v), "%s: verdicts not marked partial: %r", p, v)
+        check(int(v[0][0]) == 1 and int(v[-1][1]) == fl.progs[p][0],
+              "%s: the verdicts cover records %s-%s of %d", p, v[0][0], v[-1][1], fl.progs[p][0])
+    for p, r in rows.items():
+        if p not in handed:
+            v = fl.sql("SELECT partial FROM verdicts WHERE instance_id = %d" % r["id"])
+            check(all(x[0] == "0" for x in v), "%s: a whole-log verdict marked partial", p)
     print("join: the new node got %d of %d (share %d), %d handed over, nothing lost" %
           (per.get("n3", 0), n, share, len(handed)))
     fl.stop()

@@ -86,6 +86,9 @@ def main():
                          "ALTER TABLE instances DROP COLUMN unchecked;"
                          "ALTER TABLE instances DROP COLUMN checked;"
                          "DROP TABLE leases; DROP TABLE nodes;"
+                         "ALTER TABLE verdicts DROP COLUMN from_rec;"
+                         "ALTER TABLE verdicts DROP COLUMN to_rec;"
+                         "ALTER TABLE verdicts DROP COLUMN partial;"
                          "DELETE FROM sqlite_sequence; PRAGMA user_version = 1;")
         db.close()
         tm.start()
