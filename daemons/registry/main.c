@@ -194,6 +194,10 @@ int main(int argc, char **argv)
 			cmon_err("%s", err);
 			goto out_base;
 		}
+		if (cmon_tls_cert_expiry(r.tls) < CMON_TLS_EXPIRY_WARN_S)
+			cmon_warn("TLS: our certificate %s %s in %.0f days; renew it", o.tls.cert,
+				  cmon_tls_cert_expiry(r.tls) < 0 ? "expired" : "expires",
+				  (cmon_tls_cert_expiry(r.tls) < 0 ? -cmon_tls_cert_expiry(r.tls) : cmon_tls_cert_expiry(r.tls)) / 86400);
 	}
 	r.reaper = event_new(r.base, -1, 0, conn_reap, &r);
 	if (!r.reaper || listen_open(&r, o.listen, o.nlisten, o.portfile) < 0)

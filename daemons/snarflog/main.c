@@ -317,6 +317,10 @@ int main(int argc, char **argv)
 			cmon_err("%s", err);
 			goto out_sink;
 		}
+		if (cmon_tls_cert_expiry(s->tls_server) < CMON_TLS_EXPIRY_WARN_S)
+			cmon_warn("TLS: our certificate %s %s in %.0f days; renew it", s->opt.tls.cert,
+				  cmon_tls_cert_expiry(s->tls_server) < 0 ? "expired" : "expires",
+				  (cmon_tls_cert_expiry(s->tls_server) < 0 ? -cmon_tls_cert_expiry(s->tls_server) : cmon_tls_cert_expiry(s->tls_server)) / 86400);
 	}
 	if (signals_setup(s) < 0 || core_init(s) < 0)
 		goto out_sink;

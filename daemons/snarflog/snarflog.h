@@ -159,6 +159,10 @@ struct snarf {
 	                                 at end of log, wait -drain for it to return */
 	struct stream_list streams;   /* every data connection */
 	size_t nstreams;              /* their number */
+	uint64_t refused;             /* data connections refused (every slot a consumer's) */
+	uint64_t evicted;             /* ...closed unproven to make room for a newer one */
+	uint64_t silent;              /* ...closed for saying nothing within -hello-timeout */
+	double refused_said, silent_said; /* when those were last logged (monotonic) */
 	struct regset *reg;           /* registry links, or NULL (standalone) */
 	pid_t child;                  /* CMD's pid, or 0 */
 	bool child_done;              /* CMD has exited */

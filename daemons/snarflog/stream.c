@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmon/log.h"
@@ -57,6 +58,14 @@ struct stream {
 
 static void stream_free(struct stream *st);
 
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* A plain socket (no TLS): records go to it straight from the buffer, and
  * the next chunk waits until what it did not take of the last is written. */
 static bool direct(const struct stream *st)
@@ -77,11 +86,19 @@ static void timer_close(evutil_socket_t fd, short what, void *arg)
 {
 	struct stream *st = arg;
 
-	if (st->state == ST_ENDING)
+	if (st->state == ST_ENDING) {
 		cmon_warn("%s: did not take the end of the stream; disconnecting", st->peer);
-	else
-		cmon_warn("%s: no hello and start within %d s; disconnecting", st->peer,
-			  st->s->opt.hello_s);
+	} else {
+		/* (said at most every 10 s: a flood of silent peers is one line) */
+		double now = mono_now();
+		st->s->silent++;
+		if (now - st->s->silent_said >= 10.0) {
+			cmon_warn("%s: no hello and start within %d s; disconnecting (%llu such so "
+				  "far)", st->peer, st->s->opt.hello_s,
+				  (unsigned long long)st->s->silent);
+			st->s->silent_said = now;
+		}
+	}
 	stream_free(st);
 }
 
@@ -176,7 +193,7 @@ static void send_accepted(struct stream *st, uint64_t skipped)
 	in.has_format = true;
 	in.format = s->format;
 	in.has_tls = true;
-	in.tls = s->tls_server != NULL;
+	in.tls = s->tls_server != NULL && s->endpoint[0] != 'u';   /* (unix:PATH stays plain) */
 	a.instance = &in;
 	a.has_skipped = true;
 	a.skipped = skipped;
@@ -407,6 +424,40 @@ static void unsent_limit(int fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof v);
 }
 
+/* The slots are full: close the oldest connection that has not yet shown
+ * a right to the stream (no Start with the token or a verified
+ * certificate: still in its TLS handshake, or before its Start), so that
+ * connections that say nothing, however many and however often they come
+ * back, never keep the consumer the registry sent out. False if every
+ * slot is a consumer's or closing. */
+static bool evict_unproven(struct snarf *s)
+{
+	struct stream *st;
+
+	TAILQ_FOREACH(st, &s->streams, link)
+		if (st->state == ST_HELLO || st->state == ST_WAIT_START) {
+			s->evicted++;
+			cmon_debug("%s: closed to make room (it had not started)", st->peer);
+			stream_free(st);
+			return true;
+		}
+	return false;
+}
+
+/* A refused connection: counted, and said at most every 10 s. */
+static void refused(struct snarf *s, const char *peer)
+{
+	double now = mono_now();
+
+	s->refused++;
+	if (now - s->refused_said < 10.0)
+		return;
+	cmon_warn("%s: refused: %zu data connections already open (%llu refused, %llu closed to make "
+		  "room so far)", peer, s->nstreams, (unsigned long long)s->refused,
+		  (unsigned long long)s->evicted);
+	s->refused_said = now;
+}
+
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		      int len, void *arg)
 {
@@ -415,8 +466,8 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	char peer[CMON_ADDRSTR_MAX];
 
 	cmon_sockaddr_format(sa, (socklen_t)len, peer, sizeof peer);
-	if (s->nstreams >= SNARF_MAX_PENDING + 1) {
-		cmon_warn("%s: refused: %zu data connections already open", peer, s->nstreams);
+	if (s->nstreams >= SNARF_MAX_PENDING + 1 && !evict_unproven(s)) {
+		refused(s, peer);
 		close(fd);
 		return;
 	}

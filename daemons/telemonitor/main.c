@@ -389,6 +389,11 @@ int main(int argc, char **argv)
 			cmon_err("%s", err);
 			goto out_base;
 		}
+		if (tm.opt.tls.cert && cmon_tls_cert_expiry(tm.tls) < CMON_TLS_EXPIRY_WARN_S) {
+			double d = cmon_tls_cert_expiry(tm.tls);
+			cmon_warn("TLS: our certificate %s %s in %.0f days; renew it", tm.opt.tls.cert,
+				  d < 0 ? "expired" : "expires", (d < 0 ? -d : d) / 86400);
+		}
 	}
 	notify_start(&tm);
 	hygiene_start(&tm);

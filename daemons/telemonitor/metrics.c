@@ -46,6 +46,8 @@
 	X(M_MAIL_DROPPED, "cmon_mail_dropped_total", "counter",                              \
 	  "Mails dropped since start.")                                                      \
 	X(M_HTTP_CONNS, "cmon_http_connections", "gauge", "HTTP connections open.")          \
+	X(M_TLS_EXPIRY, "cmon_tls_cert_expiry_seconds", "gauge",                             \
+	  "Seconds until this service's own TLS certificate expires (negative: expired).")  \
 	X(M_OMITTED, "cmon_metrics_instances_omitted", "gauge",                              \
 	  "Instances left out of this exposition by its bound.")                             \
 	X(M_SERIES_OMITTED, "cmon_metrics_series_omitted", "gauge",                          \
@@ -207,6 +209,11 @@ static void service(struct tmon *tm, struct gather *g)
 	sample_u64(g, M_MAIL_SENT, NULL, sent);
 	sample_u64(g, M_MAIL_DROPPED, NULL, dropped);
 	sample_u64(g, M_HTTP_CONNS, NULL, http_connections(tm));
+	if (tm->tls && tm->opt.tls.cert) {
+		double d = cmon_tls_cert_expiry(tm->tls);
+		if (d > -1e17)
+			sample(g, M_TLS_EXPIRY, "cert=\"registry link\"", floor(d));
+	}
 }
 
 /* --- instances ------------------------------------------------------------- */

@@ -777,10 +777,21 @@ static void connect_now(struct session *s)
 		drain(s, IS_GONE, "its data endpoint is not an address");
 		return;
 	}
+	if (s->tm->tls && a.kind == CMON_ADDR_TCP && !s->inst->tls) {
+		/* never fall back to plaintext where TLS is configured: the token
+		 * would go in clear and the log come unauthenticated */
+		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): refused: its data "
+			  "endpoint %s does not speak TLS, and this telemonitor is configured for "
+			  "it", s->inst->id, s->inst->prog, s->inst->machine, s->inst->pid,
+			  s->inst->endpoint);
+		drain(s, s->inst->state, "refused: its data endpoint does not speak TLS, and this "
+		      "telemonitor is configured for TLS");
+		return;
+	}
 	s->state = SS_CONNECTING;
 	s->attempts++;
 	s->conn = cmon_connect_start(s->tm->base, s->tm->dns, &a,
-				     s->inst->tls && a.kind == CMON_ADDR_TCP ? s->tm->tls : NULL,
+				     a.kind == CMON_ADDR_TCP ? s->tm->tls : NULL,
 				     TM_CONNECT_MS, connected, s);
 	if (!s->conn)
 		drain(s, s->inst->state, "out of memory");

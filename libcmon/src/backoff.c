@@ -29,9 +29,11 @@ unsigned cmon_backoff_next(struct cmon_backoff *b)
 	unsigned spread = (unsigned)((uint64_t)ms * b->jitter_pct / 100);
 
 	/* Jitter keeps many clients that lost the same peer at the same moment
-	 * from coming back in lock step. */
+	 * from coming back in lock step: from the kernel's random source
+	 * (arc4random), so that no caller has to seed anything and processes
+	 * started together do not draw the same delays. */
 	if (spread)
-		ms = ms - spread + (unsigned)(random() % (2 * (long)spread + 1));
+		ms = ms - spread + arc4random_uniform(2 * spread + 1);
 	return ms;
 }
 

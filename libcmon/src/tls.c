@@ -48,11 +48,27 @@ static void openssl_err(char *err, size_t errlen, const char *what, const char *
 	snprintf(err, errlen, "%s%s%s: %s", what, file ? " " : "", file ? file : "", buf);
 }
 
-/* Common settings: TLS 1.2 at least, certificate and key if given, CA. */
+/* OpenSSL asks for a pass phrase when a key is encrypted: there is none to
+ * give (a daemon has no one to ask), so it fails at once, and says why. */
+static int no_pass_phrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	*(bool *)u = true;
+	return 0;
+}
+
+/* Common settings: TLS 1.2 at least, and then only forward-secret AEAD
+ * suites (ECDHE with AES-GCM or ChaCha20-Poly1305; TLS 1.3's own are all
+ * such); a peer that closes without close_notify is an end, not an error
+ * (the protocol is framed: a cut frame is seen as one); certificate and
+ * key if given, CA. */
 static SSL_CTX *ctx_new(const SSL_METHOD *m, const struct cmon_tls_opts *o, char *err,
 			size_t errlen)
 {
 	SSL_CTX *ctx = SSL_CTX_new(m);
+	bool wanted_pass = false;
 
 	if (!ctx) {
 		openssl_err(err, errlen, "cannot create TLS context", NULL);
@@ -60,6 +76,14 @@ static SSL_CTX *ctx_new(const SSL_METHOD *m, const struct cmon_tls_opts *o, char
 	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION |
+				 SSL_OP_CIPHER_SERVER_PREFERENCE);
+	if (SSL_CTX_set_cipher_list(ctx, CMON_TLS12_CIPHERS) != 1) {
+		openssl_err(err, errlen, "cannot set the TLS 1.2 ciphers", NULL);
+		goto out_free;
+	}
+	SSL_CTX_set_default_passwd_cb(ctx, no_pass_phrase);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, &wanted_pass);
 	if ((o->cert && !o->key) || (o->key && !o->cert)) {
 		snprintf(err, errlen, "-tls-cert and -tls-key must be given together");
 		goto out_free;
@@ -69,7 +93,15 @@ static SSL_CTX *ctx_new(const SSL_METHOD *m, const struct cmon_tls_opts *o, char
 		goto out_free;
 	}
 	if (o->key && SSL_CTX_use_PrivateKey_file(ctx, o->key, SSL_FILETYPE_PEM) != 1) {
-		openssl_err(err, errlen, "cannot load private key", o->key);
+		if (wanted_pass) {
+			ERR_clear_error();
+			snprintf(err, errlen, "cannot load private key %s: it is encrypted (protected by "
+				 "a pass phrase), and a daemon has no one to ask for it; give a key "
+				 "without one (openssl pkey -in KEY -out NEWKEY), readable only by "
+				 "its user", o->key);
+		} else {
+			openssl_err(err, errlen, "cannot load private key", o->key);
+		}
 		goto out_free;
 	}
 	if (o->key && SSL_CTX_check_private_key(ctx) != 1) {
@@ -80,6 +112,8 @@ static SSL_CTX *ctx_new(const SSL_METHOD *m, const struct cmon_tls_opts *o, char
 		openssl_err(err, errlen, "cannot load CA", o->ca);
 		goto out_free;
 	}
+	SSL_CTX_set_default_passwd_cb(ctx, NULL);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
 	return ctx;
 out_free:
 	SSL_CTX_free(ctx);
@@ -113,12 +147,23 @@ SSL_CTX *cmon_tls_client_ctx(const struct cmon_tls_opts *o, char *err, size_t er
 	return ctx;
 }
 
+/* True if `fd` is a Unix socket: those stay plain whatever TLS is
+ * configured (docs/protocol.md §8: their peers are on this machine, and
+ * the file's permissions say who may connect). */
+static bool unix_socket(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+
+	return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
+}
+
 struct bufferevent *cmon_tls_accept_bev(struct event_base *base, SSL_CTX *ctx, int fd)
 {
 	struct bufferevent *bev;
 	SSL *ssl;
 
-	if (!ctx) {
+	if (!ctx || unix_socket(fd)) {
 		bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 		if (!bev)
 			close(fd);
@@ -148,7 +193,7 @@ struct bufferevent *cmon_tls_connect_bev(struct event_base *base, SSL_CTX *ctx, 
 	unsigned char ipbuf[16];
 	SSL *ssl;
 
-	if (!ctx) {
+	if (!ctx || unix_socket(fd)) {
 		bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 		if (!bev)
 			close(fd);
@@ -179,6 +224,16 @@ struct bufferevent *cmon_tls_connect_bev(struct event_base *base, SSL_CTX *ctx, 
 	}
 	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
 	return bev;
+}
+
+double cmon_tls_cert_expiry(SSL_CTX *ctx)
+{
+	X509 *c = ctx ? SSL_CTX_get0_certificate(ctx) : NULL;
+	int days = 0, secs = 0;
+
+	if (!c || !ASN1_TIME_diff(&days, &secs, NULL, X509_get0_notAfter(c)))
+		return -1e18;
+	return (double)days * 86400.0 + (double)secs;
 }
 
 bool cmon_tls_peer_verified(struct bufferevent *bev)
@@ -310,11 +365,36 @@ size_t cmon_bev_read_more(struct bufferevent *bev, size_t most)
 const char *cmon_tls_error(struct bufferevent *bev, char *buf, size_t size)
 {
 	unsigned long e = bev ? bufferevent_get_openssl_error(bev) : 0;
+	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
 
 	if (!e)
 		e = ERR_get_error();
+	if (v != X509_V_OK) {
+		/* name why the certificate was refused, not only that it was */
+		snprintf(buf, size, "certificate verify failed: %s", X509_verify_cert_error_string(v));
+		while (bev && bufferevent_get_openssl_error(bev))
+			;
+		ERR_clear_error();
+		return buf;
+	}
 	if (!e) {
 		snprintf(buf, size, "connection closed during TLS handshake");
+		return buf;
+	}
+	if (ERR_GET_REASON(e) == SSL_R_TLSV1_ALERT_UNKNOWN_CA ||
+	    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+	    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED ||
+	    ERR_GET_REASON(e) == SSL_R_TLSV1_ALERT_DECRYPT_ERROR ||
+	    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE ||
+	    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN) {
+		/* the peer refused our certificate and said why in its alert */
+		char r[200];
+		ERR_error_string_n(e, r, sizeof r);
+		snprintf(buf, size, "the peer refused our certificate (%s)", r);
+		while (bev && bufferevent_get_openssl_error(bev))
+			;
+		ERR_clear_error();
 		return buf;
 	}
 	ERR_error_string_n(e, buf, size);

@@ -127,8 +127,11 @@ class Row:
         for fmt, blk in COMBOS:
             prog = "%s-%s-%s" % (self.name.replace("_", ".").replace("#", "-r"), fmt, blk)
             report = self.env.path(prog + ".report")
+            # (-drain 15: a killed telemonitor restarted on a loaded machine,
+            # under the sanitizers, with its tools' checkers to finish, may
+            # take longer than the default 5 s to come back for the rest)
             snarf = self.env.snarflog(
-                prog, "-buffer", "256K", "-maxblock", str(MAXBLOCK), reg=reg,
+                prog, "-buffer", "256K", "-maxblock", str(MAXBLOCK), "-drain", "15", reg=reg,
                 cmd=[sys.executable, os.path.abspath(__file__), "write", fmt, report])
             self.progs[prog] = (fmt, blk, snarf, report)
         # The control: the same program writing into `cat >/dev/null`, as

@@ -53,6 +53,15 @@ struct bufferevent *cmon_tls_connect_bev(struct event_base *base, SSL_CTX *ctx, 
  * and for TLS without a CA (nobody is authenticated then). */
 bool cmon_tls_peer_verified(struct bufferevent *bev);
 
+/* Seconds until the certificate of `ctx` expires (negative: expired), or
+ * -1e18 without one. Daemons warn when it is under CMON_TLS_EXPIRY_WARN_S. */
+double cmon_tls_cert_expiry(SSL_CTX *ctx);
+
+#define CMON_TLS_EXPIRY_WARN_S (30.0 * 86400)   /* 30 days */
+
+/* TLS 1.2 suites: forward-secret AEAD only (TLS 1.3's are all such). */
+#define CMON_TLS12_CIPHERS "ECDHE+AESGCM:ECDHE+CHACHA20"
+
 /* Move what the socket under `bev` holds into its input buffer, up to
  * `most` bytes in one readv(2), bounded by the read high-watermark; for a
  * read callback of a stream that can carry a lot. libevent 2.1 reads a
