@@ -7,9 +7,11 @@
  * holding a reference on the bufferevent) find its evhttp_connection (the
  * bufferevent's callback argument) and set its close callback, where it is
  * counted out; a connection already freed by then has no callbacks left.
- * At HTTP_CONNS_MAX open connections the listeners stop accepting (the
- * kernel holds further connections in the listen backlog) until one
- * closes. */
+ * Each connection has HTTP_REQUEST_S for its first request to come whole
+ * and HTTP_TIMEOUT_S for each later one (a client sending a byte now and
+ * then does not keep it). At HTTP_CONNS_MAX open connections a new one
+ * closes the one that has gone longest without a whole request, so that
+ * slow or idle clients never keep /healthz out. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +21,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <strings.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,9 +53,20 @@ struct http {
 	size_t nbound;                  /* how many */
 	char addr[CMON_ADDRSTR_MAX];    /* the first one, as bound */
 	struct http_count *count;       /* connections open */
-	bool paused;                    /* at HTTP_CONNS_MAX: not accepting */
+	char token[HTTP_TOKEN_MAX + 1]; /* -http-token-file's token, or "" */
 	const char *webdir;             /* the dashboard's files (dash_webdir()), or NULL */
 };
+
+/* One connection, from the moment its evhttp_connection is found (see
+ * the top of the file) to its close. */
+struct http_conn {
+	TAILQ_ENTRY(http_conn) link;    /* in count->list */
+	struct http_count *count;       /* where it is counted */
+	struct evhttp_connection *evcon; /* evhttp's */
+	struct event *deadline;         /* closes it if no request comes whole in time */
+	double since;                   /* when it came, or its last request did */
+};
+TAILQ_HEAD(http_conn_list, http_conn);
 
 /* The connection count. It outlives the server (connections are closed
  * by evhttp_free, and a hook may be pending): it is freed when the server
@@ -60,6 +75,8 @@ struct http_count {
 	size_t conns;                   /* connections open */
 	size_t refs;                    /* the server (1) + connections */
 	struct http *h;                 /* the server, NULL once it is closed */
+	struct http_conn_list list;     /* the connections found so far, oldest first */
+	uint64_t closed;                /* connections we closed (slow, or to make room) */
 };
 
 /* A request built from a URL for commands_run(). */
@@ -71,18 +88,6 @@ struct http_args {
 
 /* --- connections --------------------------------------------------------- */
 
-static void set_accepting(struct http *h, bool on)
-{
-	for (size_t i = 0; i < h->nbound; i++) {
-		struct evconnlistener *l = evhttp_bound_socket_get_listener(h->bound[i]);
-		if (on)
-			evconnlistener_enable(l);
-		else
-			evconnlistener_disable(l);
-	}
-	h->paused = !on;
-}
-
 static void count_put(struct http_count *c)
 {
 	if (--c->refs == 0)
@@ -92,20 +97,83 @@ static void count_put(struct http_count *c)
 /* A connection has ended. */
 static void conn_gone(struct http_count *c)
 {
-	struct http *h = c->h;
-
 	if (c->conns)
 		c->conns--;
-	if (h && h->paused && c->conns < HTTP_CONNS_MAX) {
-		cmon_debug("http: %zu connections: accepting again", c->conns);
-		set_accepting(h, true);
-	}
 	count_put(c);
+}
+
+/* Forget a connection (evhttp is closing it, or we are). */
+static void conn_forget(struct http_conn *hc)
+{
+	struct http_count *c = hc->count;
+
+	TAILQ_REMOVE(&c->list, hc, link);
+	if (hc->deadline)
+		event_free(hc->deadline);
+	free(hc);
+	conn_gone(c);
 }
 
 static void conn_closed(struct evhttp_connection *evcon, void *arg)
 {
-	conn_gone(arg);
+	conn_forget(arg);
+}
+
+/* Close a connection ourselves: forgotten first, so that it is counted
+ * once whether or not evhttp calls back. */
+static void conn_close(struct http_conn *hc)
+{
+	struct evhttp_connection *evcon = hc->evcon;
+
+	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	conn_forget(hc);
+	evhttp_connection_free(evcon);
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A request's line and headers did not all come in time (a slow client,
+ * or one sending a byte now and then to keep a connection): close it. */
+static void conn_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *hc = arg;
+
+	cmon_debug("http: a connection sent no whole request in time; closed");
+	hc->count->closed++;
+	conn_close(hc);
+}
+
+static void arm(struct http_conn *hc, int seconds)
+{
+	struct timeval tv = { seconds, 0 };
+
+	hc->since = mono_now();
+	if (hc->deadline)
+		evtimer_add(hc->deadline, &tv);
+}
+
+/* All connections taken: make room by closing the one that has gone
+ * longest without a whole request (slow clients cannot hold the server,
+ * and /healthz always gets in). True if one was closed. */
+static bool evict_oldest(struct http_count *c)
+{
+	struct http_conn *hc, *old = NULL;
+
+	TAILQ_FOREACH(hc, &c->list, link)
+		if (!old || hc->since < old->since)
+			old = hc;
+	if (!old)
+		return false;
+	cmon_debug("http: %zu connections: closing the one idle longest", c->conns);
+	c->closed++;
+	conn_close(old);
+	return true;
 }
 
 /* Finding a new connection's evhttp_connection (see the top of the file). */
@@ -118,19 +186,28 @@ struct conn_hook {
 static void conn_hook(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn_hook *k = arg;
+	struct http_conn *hc;
 	void *evcon = NULL;
 
 	bufferevent_getcb(k->bev, NULL, NULL, NULL, &evcon);
-	if (evcon) {
+	if (evcon && (hc = calloc(1, sizeof *hc))) {
 		/* no Nagle: a reply's last segment would otherwise wait for
 		 * the client's delayed ACK on a keep-alive connection (40 ms) */
 		int one = 1;
 		(void)setsockopt(bufferevent_getfd(k->bev), IPPROTO_TCP, TCP_NODELAY, &one,
 				 sizeof one);
-		evhttp_connection_set_closecb(evcon, conn_closed, k->count);
-	}
-	else
+		hc->count = k->count;
+		hc->evcon = evcon;
+		hc->deadline = evtimer_new(bufferevent_get_base(k->bev), conn_deadline, hc);
+		TAILQ_INSERT_TAIL(&k->count->list, hc, link);
+		evhttp_connection_set_closecb(evcon, conn_closed, hc);
+		arm(hc, HTTP_REQUEST_S);     /* its first request, whole, within this */
+	} else if (evcon) {
+		evhttp_connection_free(evcon);   /* (no memory to watch it: no connection) */
+		conn_gone(k->count);
+	} else {
 		conn_gone(k->count);    /* already freed */
+	}
 	bufferevent_decref(k->bev);
 	event_free(k->ev);
 	free(k);
@@ -147,6 +224,9 @@ static struct bufferevent *conn_new(struct event_base *base, void *arg)
 
 	if (!k)
 		return NULL;
+	/* at the bound, make room rather than stop accepting */
+	if (h->count->conns >= HTTP_CONNS_MAX)
+		evict_oldest(h->count);
 	k->ev = event_new(base, -1, 0, conn_hook, k);
 	if (!k->ev)
 		goto out_free;
@@ -170,11 +250,7 @@ static struct bufferevent *conn_new(struct event_base *base, void *arg)
 	k->count = h->count;
 	event_active(k->ev, EV_TIMEOUT, 0);
 	h->count->refs++;
-	if (++h->count->conns >= HTTP_CONNS_MAX && !h->paused) {
-		cmon_warn("http: %d connections open: not accepting more until one closes",
-			  HTTP_CONNS_MAX);
-		set_accepting(h, false);
-	}
+	h->count->conns++;
 	return bev;
 out_free:
 	if (k->ev)
@@ -201,6 +277,8 @@ static const char *reason_of(int code)
 	switch (code) {
 	case 200: return "OK";
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 303: return "See Other";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 503: return "Service Unavailable";
@@ -500,6 +578,101 @@ out:
 	free(a);
 }
 
+/* A whole request came on its connection: the next one has the idle
+ * timeout to come whole. */
+static void request_came(struct http *h, struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct http_conn *hc;
+
+	TAILQ_FOREACH(hc, &h->count->list, link)
+		if (hc->evcon == evcon) {
+			arm(hc, HTTP_TIMEOUT_S);
+			return;
+		}
+}
+
+/* `given` (n bytes) is the token, compared in constant time. */
+static bool token_is(const struct http *h, const char *given, size_t n)
+{
+	size_t want = strlen(h->token);
+	unsigned char diff = 0;
+
+	for (size_t i = 0; i < want; i++)
+		diff |= (unsigned char)(h->token[i] ^ (i < n ? given[i] : 0));
+	return diff == 0 && n == want;
+}
+
+/* The value of cookie `name` in the request (n bytes at *out), or false. */
+static bool find_cookie(struct evhttp_request *req, const char *name, const char **out,
+			size_t *n)
+{
+	const char *c = evhttp_find_header(evhttp_request_get_input_headers(req), "Cookie");
+	size_t len = strlen(name);
+
+	while (c && *c) {
+		c += strspn(c, " ;");
+		if (!strncmp(c, name, len) && c[len] == '=') {
+			*out = c + len + 1;
+			*n = strcspn(*out, "; ");
+			return true;
+		}
+		c = strchr(c, ';');
+	}
+	return false;
+}
+
+/* With -http-token-file: the request carries `Authorization: Bearer
+ * TOKEN`, or the cookie the dashboard's login set (HTTP_COOKIE). Without
+ * one, everyone may ask. */
+static bool authorized(const struct http *h, struct evhttp_request *req)
+{
+	const char *a;
+	size_t n;
+
+	if (!h->token[0])
+		return true;
+	a = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	if (a && !strncasecmp(a, "Bearer ", 7)) {
+		a += 7;
+		a += strspn(a, " ");
+		return token_is(h, a, strlen(a));
+	}
+	return find_cookie(req, HTTP_COOKIE, &a, &n) && token_is(h, a, n);
+}
+
+/* The dashboard's login: a browser cannot send a bearer token, so
+ * `/?token=TOKEN` sets it as an HttpOnly cookie and sends the browser on
+ * to `/` (the token leaves the address bar). True if answered. */
+static bool dash_login(struct http *h, struct evhttp_request *req, const char *path,
+		       const char *query)
+{
+	struct evkeyvalq q;
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	const char *t;
+	char cookie[HTTP_TOKEN_MAX + 128];
+	bool ok;
+
+	if (!h->token[0] || strcmp(path, "/") || !query || !strstr(query, "token="))
+		return false;
+	TAILQ_INIT(&q);
+	if (evhttp_parse_query_str(query, &q) < 0)
+		return false;
+	t = evhttp_find_header(&q, "token");
+	ok = t && token_is(h, t, strlen(t));
+	evhttp_clear_headers(&q);
+	if (!ok)
+		return false;
+	snprintf(cookie, sizeof cookie, "%s=%s; Path=/; HttpOnly; SameSite=Strict%s", HTTP_COOKIE,
+		 h->token, h->ssl ? "; Secure" : "");
+	evhttp_add_header(out, "Set-Cookie", cookie);
+	evhttp_add_header(out, "Location", "/");
+	evhttp_add_header(out, "Cache-Control", "no-store");
+	evhttp_add_header(out, "Referrer-Policy", "no-referrer");
+	evhttp_send_reply(req, 303, "See Other", NULL);
+	return true;
+}
+
 /* Every request: only GET and HEAD, then by path. */
 static void on_request(struct evhttp_request *req, void *arg)
 {
@@ -511,6 +684,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 
 	cmon_debug("http: %s %s", m == EVHTTP_REQ_GET ? "GET" : m == EVHTTP_REQ_HEAD ? "HEAD" :
 		   "other", evhttp_request_get_uri(req));
+	request_came(h, req);
 	if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
 		reply_error(req, 405, "only GET and HEAD are allowed");
@@ -518,6 +692,16 @@ static void on_request(struct evhttp_request *req, void *arg)
 	}
 	if (!path || !*path)
 		path = "/";
+	if (dash_login(h, req, path, query))
+		return;
+	if (strcmp(path, "/healthz") && !authorized(h, req)) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+				  "Bearer realm=\"cmon\"");
+		reply_error(req, 401, "authorization required: Authorization: Bearer TOKEN "
+			    "(the telemonitor's -http-token-file), or for the dashboard "
+			    "/?token=TOKEN once");
+		return;
+	}
 	if (!strcmp(path, "/healthz"))
 		serve_healthz(h, req);
 	else if (!strcmp(path, "/metrics"))
@@ -564,10 +748,49 @@ static void http_free(struct http *h)
 	free(h);
 }
 
+/* The bearer token from `path`: its first line, trimmed; at least 16
+ * characters, so that it is not guessed. 0, or -EINVAL with a message. */
+static int read_token(const char *path, char *out, size_t size, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f) {
+		snprintf(err, errlen, "http: cannot read the token file %.200s: %s", path,
+			 strerror(errno));
+		return -EINVAL;
+	}
+	if (!fgets(out, (int)size, f))
+		out[0] = '\0';
+	fclose(f);
+	n = strcspn(out, "\r\n");
+	out[n] = '\0';
+	while (n && (out[n - 1] == ' ' || out[n - 1] == '\t'))
+		out[--n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (out[i] <= ' ' || out[i] > '~' || strchr(";,\"\\", out[i])) {
+			snprintf(err, errlen, "http: the token in %.200s has a character a header or "
+				 "cookie cannot carry (position %zu; use letters, digits and -._~+/=)",
+				 path, i + 1);
+			return -EINVAL;
+		}
+	if (n < 16) {
+		snprintf(err, errlen, "http: the token in %.200s is %s (at least 16 characters, "
+			 "e.g. openssl rand -hex 32)", path, n ? "too short" : "missing");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int http_open(struct tmon *tm, char *err, size_t errlen)
 {
 	const char *text = tm->opt.http ? tm->opt.http : rc_text(tm->rc, NULL, RC_HTTP);
-	bool tls = cmon_tls_enabled(&tm->opt.tls);
+	const char *tokfile = tm->opt.http_token_file ? tm->opt.http_token_file
+						      : rc_text(tm->rc, NULL, RC_HTTP_TOKEN_FILE);
+	/* the API's own certificate (-http-tls-*), else the registry link's */
+	const struct cmon_tls_opts *topts = cmon_tls_enabled(&tm->opt.http_tls) ? &tm->opt.http_tls
+										: &tm->opt.tls;
+	bool tls = cmon_tls_enabled(topts);
 	int fds[HTTP_LISTEN_MAX];
 	struct cmon_addr a;
 	struct http *h;
@@ -587,6 +810,12 @@ int http_open(struct tmon *tm, char *err, size_t errlen)
 			 "client certificates) or listen on 127.0.0.1", text);
 		return -EINVAL;
 	}
+	if (tls && !topts->ca && !(tokfile && *tokfile) && !cmon_addr_is_local(&a)) {
+		snprintf(err, errlen, "http: refusing to serve %.200s, which is not a loopback "
+			 "address, to anyone: require client certificates (-http-tls-ca) or a "
+			 "bearer token (-http-token-file)", text);
+		return -EINVAL;
+	}
 	h = calloc(1, sizeof *h);
 	if (!h) {
 		snprintf(err, errlen, "http: out of memory");
@@ -601,8 +830,13 @@ int http_open(struct tmon *tm, char *err, size_t errlen)
 	}
 	h->count->refs = 1;
 	h->count->h = h;
+	TAILQ_INIT(&h->count->list);
+	if (tokfile && *tokfile && read_token(tokfile, h->token, sizeof h->token, err, errlen) < 0) {
+		rc = -EINVAL;
+		goto out_free;
+	}
 	if (tls) {
-		h->ssl = cmon_tls_server_ctx(&tm->opt.tls, err, errlen);
+		h->ssl = cmon_tls_server_ctx(topts, err, errlen);
 		if (!h->ssl) {
 			rc = -EINVAL;
 			goto out_free;
@@ -652,9 +886,9 @@ int http_open(struct tmon *tm, char *err, size_t errlen)
 		cmon_warn("http: no dashboard: %s holds no index.html", tm->opt.web ? tm->opt.web :
 			  "the installed web directory");
 	tm->http = h;
-	cmon_notice("http: serving %s on %s (dashboard /%s%s, API /api/v1/, /metrics, /healthz)",
+	cmon_notice("http: serving %s on %s (dashboard /%s%s, API /api/v1/, /metrics, /healthz)%s",
 		    h->ssl ? "HTTPS" : "HTTP", h->addr, h->webdir ? " from " : "",
-		    h->webdir ? h->webdir : "");
+		    h->webdir ? h->webdir : "", h->token[0] ? "; a bearer token is required" : "");
 	return 0;
 out_free:
 	http_free(h);
@@ -680,4 +914,9 @@ const char *http_scheme(const struct tmon *tm)
 size_t http_connections(const struct tmon *tm)
 {
 	return tm->http ? tm->http->count->conns : 0;
+}
+
+uint64_t http_closed(const struct tmon *tm)
+{
+	return tm->http ? tm->http->count->closed : 0;
 }

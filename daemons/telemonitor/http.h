@@ -27,10 +27,13 @@
 #include "telemonitor.h"
 
 /* Limits. */
-#define HTTP_CONNS_MAX 256              /* connections at once; beyond, accepting pauses */
+#define HTTP_CONNS_MAX 256              /* connections at once; beyond, the idlest is closed */
 #define HTTP_HEADERS_MAX (8u << 10)     /* bytes of request line and headers */
 #define HTTP_BODY_MAX 4096              /* bytes of request body (GET has none) */
 #define HTTP_TIMEOUT_S 30               /* idle or slow connections are closed after this */
+#define HTTP_REQUEST_S 10               /* a new connection's first request comes whole within */
+#define HTTP_TOKEN_MAX 512              /* bytes of a bearer token */
+#define HTTP_COOKIE "cmon_token"        /* the dashboard's login cookie */
 #define HTTP_LISTEN_MAX 8               /* listening sockets (addresses a name resolves to) */
 
 struct http;
@@ -53,6 +56,10 @@ const char *http_scheme(const struct tmon *tm);
 
 /* Connections open now. */
 size_t http_connections(const struct tmon *tm);
+
+/* Connections the server closed: too slow to send a request, or the
+ * idlest when all were taken. */
+uint64_t http_closed(const struct tmon *tm);
 
 /* /healthz: true when the store takes writes and the registry link is
  * up; otherwise false with a one-line reason in `why`. */

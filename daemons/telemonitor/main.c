@@ -39,6 +39,8 @@ static const char usage[] =
 	"                   [-finish-tools]\n"
 	"                   [-debug]\n"
 	"                   [-tls-cert FILE -tls-key FILE] [-tls-ca FILE]\n"
+	"                   [-http-token-file FILE]\n"
+	"                   [-http-tls-cert FILE -http-tls-key FILE] [-http-tls-ca FILE]\n"
 	"\n"
 	"The CMon monitoring service: subscribes to the classes of programs in its\n"
 	"configuration, runs their tools (the PSpec checker for a class with a spec)\n"
@@ -90,6 +92,17 @@ static const char usage[] =
 	"  -tls-key, --tls-key FILE\n"
 	"  -tls-ca, --tls-ca FILE     TLS (default $CMON_TLS_CERT, $CMON_TLS_KEY,\n"
 	"                             $CMON_TLS_CA)\n"
+	"  -http-token-file, --http-token-file FILE\n"
+	"                             the HTTP API, dashboard and /metrics want\n"
+	"                             'Authorization: Bearer TOKEN', TOKEN the file's\n"
+	"                             first line (default the configuration's\n"
+	"                             http-token-file, else none; /healthz is open)\n"
+	"  -http-tls-cert, --http-tls-cert FILE\n"
+	"  -http-tls-key, --http-tls-key FILE\n"
+	"  -http-tls-ca, --http-tls-ca FILE\n"
+	"                             the HTTP API's own certificate (with -http-tls-ca,\n"
+	"                             clients must present one it signed); default the\n"
+	"                             -tls-* ones\n"
 	"  -h, --help                 show this help and exit\n"
 	"  -V, --version              show the version and exit\n"
 	"\n"
@@ -100,7 +113,8 @@ static const char usage[] =
 
 /* The command line: these options plus -h/--help and -V/--version. */
 enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_STORE, O_NODE, O_BACKLOG, O_HTTP, O_WEB,
-       O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXSESS };
+       O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXSESS, O_TOKEN, O_HCERT, O_HKEY,
+       O_HCA };
 static const struct option opts[] = {
 	{ "rc", required_argument, NULL, O_RC },
 	{ "state", required_argument, NULL, O_STATE },
@@ -119,6 +133,10 @@ static const struct option opts[] = {
 	{ "tls-cert", required_argument, NULL, O_CERT },
 	{ "tls-key", required_argument, NULL, O_KEY },
 	{ "tls-ca", required_argument, NULL, O_CA },
+	{ "http-token-file", required_argument, NULL, O_TOKEN },
+	{ "http-tls-cert", required_argument, NULL, O_HCERT },
+	{ "http-tls-key", required_argument, NULL, O_HKEY },
+	{ "http-tls-ca", required_argument, NULL, O_HCA },
 	{ NULL, 0, NULL, 0 },
 };
 static const struct cmon_cmdline cmdline = { "telemonitor", usage, "", opts };
@@ -169,6 +187,10 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		case O_CERT: o->tls.cert = optarg; break;
 		case O_KEY: o->tls.key = optarg; break;
 		case O_CA: o->tls.ca = optarg; break;
+		case O_TOKEN: o->http_token_file = optarg; break;
+		case O_HCERT: o->http_tls.cert = optarg; break;
+		case O_HKEY: o->http_tls.key = optarg; break;
+		case O_HCA: o->http_tls.ca = optarg; break;
 		}
 	}
 	if (optind < argc)
@@ -178,6 +200,10 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 	if (!o->regmachine || !*o->regmachine)
 		o->regmachine = CMON_REGISTRY_HOST;
 	cmon_tls_opts_from_env(&o->tls);
+	if (!o->http_tls.cert != !o->http_tls.key)
+		cmon_cmdline_fail(&cmdline, "-http-tls-cert and -http-tls-key go together");
+	if (o->http_tls.ca && !o->http_tls.cert)
+		cmon_cmdline_fail(&cmdline, "-http-tls-ca wants -http-tls-cert and -http-tls-key");
 }
 
 /* Told how a tool left running by a killed telemonitor ended. */

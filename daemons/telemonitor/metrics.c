@@ -46,6 +46,8 @@
 	X(M_MAIL_DROPPED, "cmon_mail_dropped_total", "counter",                              \
 	  "Mails dropped since start.")                                                      \
 	X(M_HTTP_CONNS, "cmon_http_connections", "gauge", "HTTP connections open.")          \
+	X(M_HTTP_CLOSED, "cmon_http_connections_closed_total", "counter",                    \
+	  "HTTP connections closed by the server: too slow, or to make room.")               \
 	X(M_TLS_EXPIRY, "cmon_tls_cert_expiry_seconds", "gauge",                             \
 	  "Seconds until this service's own TLS certificate expires (negative: expired).")  \
 	X(M_OMITTED, "cmon_metrics_instances_omitted", "gauge",                              \
@@ -209,6 +211,7 @@ static void service(struct tmon *tm, struct gather *g)
 	sample_u64(g, M_MAIL_SENT, NULL, sent);
 	sample_u64(g, M_MAIL_DROPPED, NULL, dropped);
 	sample_u64(g, M_HTTP_CONNS, NULL, http_connections(tm));
+	sample_u64(g, M_HTTP_CLOSED, NULL, http_closed(tm));
 	if (tm->tls && tm->opt.tls.cert) {
 		double d = cmon_tls_cert_expiry(tm->tls);
 		if (d > -1e17)

@@ -40,6 +40,7 @@
 	X(RC_MAX_SESSIONS, "max-sessions", false, false, false) \
 	X(RC_RETENTION, "retention", false, false, false)     \
 	X(RC_HTTP, "http", false, false, false)                 \
+	X(RC_HTTP_TOKEN_FILE, "http-token-file", false, false, false) \
 	X(RC_STORE, "store", false, false, false)
 
 /* A property name. */

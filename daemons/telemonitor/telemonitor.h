@@ -95,6 +95,8 @@ struct tm_options {
 	bool finish_tools;            /* -finish-tools: finish a killed run's tools and exit */
 	bool debug;                   /* -debug */
 	struct cmon_tls_opts tls;     /* -tls-* / CMON_TLS_* */
+	struct cmon_tls_opts http_tls; /* -http-tls-*: the HTTP API's own (else -tls-*) */
+	const char *http_token_file;  /* -http-token-file, or NULL */
 };
 
 /* Several telemonitors on one store: the fleet as the server sees it

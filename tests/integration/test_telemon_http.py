@@ -5,8 +5,12 @@ failure's log window as text/plain, JSON errors with 400/404/405, HEAD;
 /healthz is 200 while the registry link is up and 503 "registry link
 down" once the registry is killed; plain HTTP on a non-loopback address is
 refused (command line and telemonrc); over TLS it serves HTTPS with client
-certificates; an oversized header (400) or body (413) is refused; at 256
-connections it stops accepting until one closes."""
+certificates; an oversized header (400) or body (413) is refused; 256 slow clients
+do not keep /healthz out (the idlest is closed) and one sending a byte
+now and then is closed after 10 s; with -http-token-file every path
+but /healthz wants the bearer token (401 otherwise); -http-tls-* gives
+the API its own certificate, and beyond loopback without client
+certificates a token is required."""
 import http.client
 import json
 import socket
@@ -188,30 +192,55 @@ def main():
               out[:200] if out else out)
         check(tm.http("/healthz")[0] == 200, "the server goes on")
 
-        # the connection bound: at CONNS_MAX it stops accepting until one closes
+        # slow clients cannot hold the server: CONNS_MAX connections sending
+        # half a request each, and /healthz still gets in (the idlest closed)
         conns = []
         for i in range(CONNS_MAX):
             c = socket.create_connection((host, port), timeout=10)
-            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost")
             conns.append(c)
-        for c in conns:                  # each was accepted and answered
-            check(c.recv(4096).startswith(b"HTTP/1.1 200"), "connection answered")
-        extra = socket.create_connection((host, port), timeout=10)
-        extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        extra.settimeout(1.5)
-        try:
-            got = extra.recv(4096)
-        except socket.timeout:
-            got = None
-        check(got is None, "connection %d answered: %r", CONNS_MAX + 1, got)
-        check("not accepting more" in tm.stderr(), "said so: %s", tm.stderr()[-2000:])
-        conns.pop().close()
-        extra.settimeout(10)
-        got = extra.recv(4096)
-        check(got.startswith(b"HTTP/1.1 200"), "answered once one closed: %r", got)
-        extra.close()
+        ct.wait_for(lambda: b"cmon_http_connections %d\n" % (CONNS_MAX,)
+                    in tm.http("/metrics")[2], 20, "all connections counted")
+        for i in range(20):
+            out = raw_request(host, port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                              b"Connection: close\r\n\r\n", timeout=5)
+            check(out is not None and out.startswith(b"HTTP/1.1 200"),
+                  "healthz %d with every slot taken by slow clients: %r", i, out)
+        closed = 0
+        for c in conns:
+            c.settimeout(0.0)
+            try:
+                if c.recv(4096) == b"":
+                    closed += 1
+            except (BlockingIOError, ConnectionError):
+                pass
+        check(closed >= 1, "the idlest slow clients were closed: %d", closed)
+        # a client sending a byte now and then is closed once HTTP_REQUEST_S
+        # (10 s) pass without a whole request
         for c in conns:
             c.close()
+        drip = socket.create_connection((host, port), timeout=10)
+        t0 = time.monotonic()
+        gone = False
+        for ch in b"GET /healthz HTTP/1.1\r\nHost: x" * 4:
+            try:
+                drip.sendall(bytes([ch]))
+                drip.settimeout(1.0)
+                if drip.recv(4096) == b"":
+                    gone = True
+                    break
+            except socket.timeout:
+                continue
+            except (ConnectionError, OSError):
+                gone = True
+                break
+        check(gone and time.monotonic() - t0 < 25, "the dripping client was closed after "
+              "%.1f s", time.monotonic() - t0)
+        drip.close()
+        metrics = tm.http("/metrics")[2]
+        check(b"cmon_http_connections_closed_total " in metrics and
+              b"cmon_http_connections_closed_total 0\n" not in metrics,
+              "closed connections counted: %r", metrics[-600:])
         ct.wait_for(lambda: b"cmon_http_connections 1\n" in tm.http("/metrics")[2], 10,
                     "the connections counted out")
 
@@ -261,6 +290,86 @@ def main():
             refused = True
         check(refused, "HTTPS without a client certificate is refused")
         ttm.stop()
+
+        # -http-token-file: every path but /healthz wants the bearer token
+        token = "0123456789abcdef0123456789abcdef"
+        tokfile = env.path("token")
+        with open(tokfile, "w") as f:
+            f.write(token + "\n")
+        ktm = tt.Telemonitor(env, None, "", name="token",
+                             extra=["-http", "127.0.0.1:0", "-http-token-file", tokfile])
+        check(ktm.http("/healthz")[0] in (200, 503), "healthz without a token")
+        for path in ("/api/v1/classes", "/metrics", "/", "/api/v1/status"):
+            status, hd, body = ktm.http(path)
+            check(status == 401 and hd.get("www-authenticate", "").startswith("Bearer"),
+                  "%s without a token: %d %r", path, status, hd)
+            check("error" in json.loads(body), "a JSON error: %r", body)
+            status, hd, body = ktm.http(path, headers={"Authorization": "Bearer " + token[:-1] + "0"})
+            check(status == 401, "%s with a wrong token: %d", path, status)
+            status, hd, body = ktm.http(path, headers={"Authorization": "Bearer " + token[:-1]})
+            check(status == 401, "%s with a prefix of the token: %d", path, status)
+        status, hd, body = ktm.http("/api/v1/classes",
+                                    headers={"Authorization": "Bearer " + token})
+        check(status == 200 and body == b"[]\n", "with the token: %d %r", status, body)
+        # the dashboard's login: /?token= sets an HttpOnly cookie, then /
+        status, hd, body = ktm.http("/?token=" + token)
+        cookie = hd.get("set-cookie", "")
+        check(status == 303 and hd.get("location") == "/" and
+              cookie.startswith("cmon_token=" + token) and "HttpOnly" in cookie,
+              "login: %d %r", status, hd)
+        status, hd, body = ktm.http("/api/v1/classes", headers={"Cookie": cookie.split(";")[0]})
+        check(status == 200, "with the cookie: %d", status)
+        check(ktm.http("/?token=" + token[:-1] + "0")[0] == 401, "login with a wrong token")
+        check(ktm.http("/api/v1/classes", headers={"Cookie": "cmon_token=x" + token})[0] == 401,
+              "a wrong cookie")
+        ktm.stop()
+        with open(env.path("short"), "w") as f:
+            f.write("abc\n")
+        with open(env.path("semi"), "w") as f:
+            f.write("0123456789abcdef;0123456789\n")
+        for i, (extra_args, rc_text, want) in enumerate((
+                (["-http-token-file", env.path("short")], "", "too short"),
+                (["-http-token-file", env.path("nonesuch")], "", "cannot read"),
+                (["-http-token-file", env.path("semi")], "", "position 17"),
+                ([], '(defaults (http-token-file "%s"))\n' % env.path("short"), "too short"))):
+            bad = tt.Telemonitor(env, None, rc_text, name="badtok%d" % i,
+                                 extra=["-http", "127.0.0.1:0"] + extra_args, wait=False)
+            code = bad.proc.wait(20)
+            check(code == 2 and want in bad.stderr(), "bad token file refused: %d %s", code,
+                  bad.stderr())
+
+        # -http-tls-*: the API's own certificate, the registry link plain; beyond
+        # loopback without client certificates, only with a token
+        own = ["-http-tls-cert", certs["other"]["cert"], "-http-tls-key", certs["other"]["key"]]
+        bad = tt.Telemonitor(env, None, "", name="opentls", extra=["-http", "0.0.0.0:0"] + own,
+                             wait=False)
+        code = bad.proc.wait(20)
+        check(code == 2 and "to anyone" in bad.stderr(), "HTTPS for anyone refused: %d %s",
+              code, bad.stderr())
+        for args in (["-http-tls-cert", certs["other"]["cert"]],
+                     ["-http-tls-ca", certs["ca"]]):
+            bad = tt.Telemonitor(env, None, "", name="halftls", extra=args, wait=False)
+            check(bad.proc.wait(20) == 2, "half of -http-tls-* refused: %s", bad.stderr())
+        preg = env.registry()
+        otm = tt.Telemonitor(env, preg, "", name="owntls",
+                             extra=["-http", "0.0.0.0:0", "-http-token-file", tokfile] + own)
+        ctx = ssl.create_default_context(cafile=certs["ca"])
+        _, oport = otm.http_addr()
+
+        def https(path, headers=None):
+            conn = http.client.HTTPSConnection("127.0.0.1", oport, timeout=10, context=ctx)
+            try:
+                conn.request("GET", path, headers=headers or {})
+                r = conn.getresponse()
+                return r.status, r.read()
+            finally:
+                conn.close()
+        status, body = https("/api/v1/classes", {"Authorization": "Bearer " + token})
+        check(status == 200, "HTTPS with its own certificate and a token: %d", status)
+        status, body = https("/api/v1/classes")
+        check(status == 401, "HTTPS without the token: %d", status)
+        ct.wait_for(lambda: https("/healthz")[0] == 200, 10, "the registry link (plain) up")
+        otm.stop()
 
 
 ct.run_test(main)
