@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "cmon/names.h"
 #include "cmon/net.h"
 #include "varint.h"
@@ -214,7 +218,9 @@ const char *cmon_msg_kind_name(const Cmon__Msg *msg)
 	return f ? f->name : "unknown";
 }
 
-int cmon_send_hello(struct evbuffer *out, Cmon__Role role, const char *software)
+int cmon_send_hello_ext(struct evbuffer *out, Cmon__Role role, const char *software,
+			const uint8_t *challenge, size_t challenge_len, const uint8_t *secret,
+			size_t secret_len)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__Hello h = CMON__HELLO__INIT;
@@ -223,8 +229,72 @@ int cmon_send_hello(struct evbuffer *out, Cmon__Role role, const char *software)
 	h.has_role = true;
 	h.role = role;
 	h.software = (char *)software;
+	if (challenge && challenge_len) {
+		h.has_challenge = true;
+		h.challenge.data = (uint8_t *)challenge;
+		h.challenge.len = challenge_len;
+	}
+	if (secret && secret_len) {
+		h.has_secret = true;
+		h.secret.data = (uint8_t *)secret;
+		h.secret.len = secret_len;
+	}
 	m.kind_case = CMON__MSG__KIND_HELLO;
 	m.hello = &h;
+	return cmon_frame_send(out, &m);
+}
+
+int cmon_send_hello(struct evbuffer *out, Cmon__Role role, const char *software)
+{
+	return cmon_send_hello_ext(out, role, software, NULL, 0, NULL, 0);
+}
+
+#define PROOF_LABEL "cmon-proof-1"
+
+int cmon_proof_compute(const uint8_t *token, size_t token_len, const uint8_t *challenge,
+		       size_t challenge_len, uint8_t mac[CMON_PROOF_LEN])
+{
+	uint8_t msg[sizeof PROOF_LABEL - 1 + CMON_CHALLENGE_MAX];
+	unsigned int n = 0;
+
+	if (challenge_len > CMON_CHALLENGE_MAX || !token || !token_len)
+		return -EINVAL;
+	memcpy(msg, PROOF_LABEL, sizeof PROOF_LABEL - 1);
+	memcpy(msg + sizeof PROOF_LABEL - 1, challenge, challenge_len);
+	if (!HMAC(EVP_sha256(), token, (int)token_len, msg, sizeof PROOF_LABEL - 1 + challenge_len,
+		  mac, &n) || n != CMON_PROOF_LEN)
+		return -EIO;
+	return 0;
+}
+
+bool cmon_proof_ok(const Cmon__Msg *msg, const uint8_t *token, size_t token_len,
+		   const uint8_t *challenge, size_t challenge_len)
+{
+	uint8_t want[CMON_PROOF_LEN];
+
+	if (msg->kind_case != CMON__MSG__KIND_PROOF || !msg->proof->has_mac ||
+	    msg->proof->mac.len != CMON_PROOF_LEN)
+		return false;
+	if (cmon_proof_compute(token, token_len, challenge, challenge_len, want) < 0)
+		return false;
+	return CRYPTO_memcmp(want, msg->proof->mac.data, CMON_PROOF_LEN) == 0;
+}
+
+int cmon_send_proof(struct evbuffer *out, const uint8_t *token, size_t token_len,
+		    const uint8_t *challenge, size_t challenge_len)
+{
+	Cmon__Msg m = CMON__MSG__INIT;
+	Cmon__Proof p = CMON__PROOF__INIT;
+	uint8_t mac[CMON_PROOF_LEN];
+	int rc = cmon_proof_compute(token, token_len, challenge, challenge_len, mac);
+
+	if (rc < 0)
+		return rc;
+	p.has_mac = true;
+	p.mac.data = mac;
+	p.mac.len = sizeof mac;
+	m.kind_case = CMON__MSG__KIND_PROOF;
+	m.proof = &p;
 	return cmon_frame_send(out, &m);
 }
 

@@ -59,6 +59,36 @@ const char *cmon_msg_kind_name(const Cmon__Msg *msg);
 /* Append a Hello for `role`; `software` e.g. "snarflog 0.1.0". */
 int cmon_send_hello(struct evbuffer *out, Cmon__Role role, const char *software);
 
+/* Append a Hello carrying a challenge (data connection, consumer side)
+ * and/or a secret (control connection, subscriber side); either may be
+ * NULL/0. */
+int cmon_send_hello_ext(struct evbuffer *out, Cmon__Role role, const char *software,
+			const uint8_t *challenge, size_t challenge_len, const uint8_t *secret,
+			size_t secret_len);
+
+/* Bytes of a Hello.challenge: at least CMON_CHALLENGE_MIN, at most
+ * CMON_CHALLENGE_MAX; consumers send CMON_CHALLENGE_LEN. */
+#define CMON_CHALLENGE_MIN 16
+#define CMON_CHALLENGE_MAX 64
+#define CMON_CHALLENGE_LEN 32
+
+/* Bytes of a Proof.mac (HMAC-SHA256). */
+#define CMON_PROOF_LEN 32
+
+/* The proof of `token` for `challenge`: HMAC-SHA256(token, "cmon-proof-1"
+ * || challenge) into `mac`. 0, or -EIO. */
+int cmon_proof_compute(const uint8_t *token, size_t token_len, const uint8_t *challenge,
+		       size_t challenge_len, uint8_t mac[CMON_PROOF_LEN]);
+
+/* True if `msg` is a Proof of `token` for `challenge` (compared in
+ * constant time). */
+bool cmon_proof_ok(const Cmon__Msg *msg, const uint8_t *token, size_t token_len,
+		   const uint8_t *challenge, size_t challenge_len);
+
+/* Append a Proof of `token` for `challenge`. 0, or a negative errno. */
+int cmon_send_proof(struct evbuffer *out, const uint8_t *token, size_t token_len,
+		    const uint8_t *challenge, size_t challenge_len);
+
 /* Append an Error with `code` and a formatted message. */
 int cmon_send_error(struct evbuffer *out, Cmon__ErrorCode code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
