@@ -1,7 +1,8 @@
 /* emit.c — writing the inferred PSpec specification (see infer.h).
  *
- * Layout: a header comment (which log, what the bounds are), the event and
- * proc declarations, then per interval type a comment explaining it, its
+ * Layout: a header comment (which log, what the bounds are, the pairs
+ * dropped as chance), the event and proc declarations, then per interval
+ * type a comment explaining it (and why it is not chance), its
  * declaration, and per group (one, or one per value of the split attribute)
  * the unknowns, their solve declarations and the assertions that use them.
  * Everything is sorted by name, so the same log always gives the same text.
@@ -12,6 +13,8 @@
 #include <string.h>
 
 #include "infer.h"
+
+#define PI_SHOW_DROPPED 12u      /* dropped candidates listed; the rest are counted */
 
 /* ---- names ---------------------------------------------------------------------------- */
 
@@ -233,6 +236,15 @@ static void explain(emitter *em, const pi_interval *iv)
     if (iv->nested)
         fprintf(f, "  %%   Nested: up to %u open at once with one key value; an end closes the latest.\n",
                 iv->max_depth);
+    const chance_result *ch = &iv->chance;
+    fprintf(f, "  %%   %s: %llu avoidable unpaired events and %llu pairs nested in others over %u\n"
+               "  %%   events; with each key value's starts and ends shuffled, medians %llu and %llu, and\n"
+               "  %%   %u of %u shuffles do as well: p = %.2g %s %g%s\n",
+            ch->kept ? "Not chance" : "Chance test", (unsigned long long)ch->cost.unpaired,
+            (unsigned long long)ch->cost.nested, ch->events, (unsigned long long)ch->median.unpaired,
+            (unsigned long long)ch->median.nested, ch->as_low, ch->shuffles, ch->p, ch->kept ? "<=" : ">",
+            ch->alpha, !ch->kept ? ";\n  %   kept all the same: a call and its return pair by construction."
+                       : iv->affinity ? " (the names pair them)." : ".");
     fmt_dur(d1, sizeof d1, iv->mean, em->m->tick_ns);
     fmt_dur(d2, sizeof d2, iv->min, em->m->tick_ns);
     fmt_dur(d3, sizeof d3, iv->max, em->m->tick_ns);
@@ -268,6 +280,74 @@ static void explain(emitter *em, const pi_interval *iv)
             fprintf(f, " (within each group)");
         fprintf(f, ", so it is fitted.\n");
     }
+}
+
+/* A dropped candidate with its names, for sorting. */
+typedef struct named_drop {
+    const char *a, *b;
+    const pi_dropped *d;
+} named_drop;
+
+static int cmp_dropped(const void *x, const void *y)
+{
+    const named_drop *p = x, *q = y;
+    int d = strcmp(p->a, q->a);
+    if (!d)
+        d = strcmp(p->b, q->b);
+    if (!d)
+        d = (p->d->kstart > q->d->kstart) - (p->d->kstart < q->d->kstart);
+    if (!d)
+        d = (p->d->kend > q->d->kend) - (p->d->kend < q->d->kend);
+    return d;
+}
+
+/* The header's list of the candidates dropped as chance, sorted by name. */
+static void dropped(emitter *em)
+{
+    FILE *f = em->f;
+    pi_model *m = em->m;
+    if (m->ndropped) {
+        fprintf(f, "%% Dropped as chance: pairs that leave no fewer avoidable unpaired events (then\n"
+                   "%% nest no less) than their starts and ends shuffled within each key value (p > %g;\n"
+                   "%% > %g when the names pair them), or more than %g of the shuffles' median unpaired\n"
+                   "%% events, or nest more than their median:\n",
+                PI_CHANCE_P, PI_CHANCE_P_NAMED, PI_CHANCE_RATIO);
+        named_drop *nd = calloc(m->ndropped, sizeof *nd);
+        if (!nd)
+            abort();
+        for (uint32_t i = 0; i < m->ndropped; i++)
+            nd[i] = (named_drop){ m->types[m->dropped[i].start].name, m->types[m->dropped[i].end].name,
+                                  &m->dropped[i] };
+        qsort(nd, m->ndropped, sizeof *nd, cmp_dropped);
+        for (uint32_t i = 0; i < m->ndropped && i < PI_SHOW_DROPPED; i++) {
+            const pi_dropped *d = nd[i].d;
+            const pi_type *A = &m->types[d->start], *B = &m->types[d->end];
+            char key[100], b1[16], b2[16];
+            if (d->kstart == PI_THREAD)
+                snprintf(key, sizeof key, "thread");
+            else
+                snprintf(key, sizeof key, "e.%s = s.%s", attr_name(B, d->kend, b1), attr_name(A, d->kstart, b2));
+            const chance_result *c = &d->chance;
+            char why[80];
+            if ((double)c->cost.unpaired > c->ratio * (double)c->median.unpaired)
+                snprintf(why, sizeof why, "unpaired above %g of the median", c->ratio);
+            else if (c->cost.nested > c->median.nested)
+                snprintf(why, sizeof why, "nests more than the median");
+            else
+                snprintf(why, sizeof why, "p > %g", c->alpha);
+            fprintf(f, "%%   %s to %s by %s: %llu pairs; unpaired %llu (median %llu), nested %llu (median %llu);\n"
+                       "%%     %u of %u shuffles do as well, p = %.2g: %s.\n",
+                    A->name, B->name, key, (unsigned long long)d->matched, (unsigned long long)c->cost.unpaired,
+                    (unsigned long long)c->median.unpaired, (unsigned long long)c->cost.nested,
+                    (unsigned long long)c->median.nested, c->as_low, c->shuffles, c->p, why);
+        }
+        free(nd);
+        if (m->ndropped > PI_SHOW_DROPPED)
+            fprintf(f, "%%   ... and %u more.\n", m->ndropped - PI_SHOW_DROPPED);
+    }
+    if (m->untested)
+        fprintf(f, "%% %u candidate pairs were dropped untested (limit: %u passes testing %u each).\n",
+                m->untested, PI_MAX_TEST_PASSES, PI_TEST_BATCH);
 }
 
 static void declare_interval(emitter *em, const pi_interval *iv)
@@ -441,6 +521,7 @@ int pi_emit(FILE *f, pi_model *m, const struct pi_emit_options *opt)
         }
         fputc('\n', f);
     }
+    dropped(&em);
     if (m->types_ignored)
         fprintf(f, "%% %llu records of further event types were ignored (limit: %u types).\n",
                 (unsigned long long)m->types_ignored, PI_MAX_TYPES);

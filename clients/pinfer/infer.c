@@ -634,6 +634,8 @@ typedef struct choice {
     int affinity;
     double quality;              /* min(matched / count(A), matched / count(B)) */
     double mean;
+    bool tested;                 /* chance is set */
+    chance_result chance;
 } choice;
 
 static int cmp_choice(const void *p, const void *q)
@@ -648,10 +650,74 @@ static int cmp_choice(const void *p, const void *q)
     return x->best < y->best ? -1 : x->best > y->best;
 }
 
-/* Keep one candidate per event type: best key per (A, B), then greedily the
- * pairs with the strongest names, the best pairing, the longest durations. */
-static void choose(pi_model *m, cand *c, uint32_t n, uint64_t min_count)
+static int rewind_or_fail(log_reader *r, char **errmsg)
 {
+    int rc = log_reader_rewind(r);
+    if (rc < 0 && !*errmsg) {
+        *errmsg = strdup(strerror(-rc));
+    }
+    return rc;
+}
+
+/* Test for chance (chance.h) the choices from `from` on that are still in
+ * line (both types unused), up to PI_TEST_BATCH of them, in one pass over
+ * the log gathering each one's events by key value. */
+static int test_batch(miner *mi, const cand *c, choice *ch, uint32_t from, uint32_t nch, char **errmsg)
+{
+    pi_model *m = mi->m;
+    uint32_t who[PI_TEST_BATCH], nb = 0;
+    for (uint32_t i = from; i < nch && nb < PI_TEST_BATCH; i++) {
+        const cand *b = &c[ch[i].best];
+        if (!ch[i].tested && !m->types[b->a].used && !m->types[b->b].used)
+            who[nb++] = i;
+    }
+    chance_sample *smp = xcalloc(nb, sizeof *smp);
+    for (uint32_t j = 0; j < nb; j++)
+        chance_sample_init(&smp[j]);
+    int rc = rewind_or_fail(mi->r, errmsg);
+    if (rc < 0)
+        goto out_free_samples;
+    log_record rec;
+    uint32_t full = 0;
+    while (full < nb && (rc = log_reader_next(mi->r, &rec, errmsg)) == 1) {
+        if (rec.kind != LOG_REC_EVENT)
+            continue;
+        uint32_t t = type_index(mi, &rec, false);
+        if (t == UINT32_MAX)
+            continue;
+        for (uint32_t j = 0; j < nb; j++) {
+            const cand *b = &c[ch[who[j]].best];
+            int64_t key;
+            if ((t == b->a || t == b->b) && !smp[j].full && key_of(&rec, t == b->b ? b->kb : b->ka, &key) &&
+                !chance_add(&smp[j], key, t == b->b))
+                full++;
+        }
+    }
+    if (rc < 0)
+        goto out_free_samples;
+    rc = 0;
+    for (uint32_t j = 0; j < nb; j++) {
+        choice *x = &ch[who[j]];
+        const cand *b = &c[x->best];
+        uint64_t seed = chance_seed(m->types[b->a].name, m->types[b->b].name, b->ka, b->kb);
+        chance_test(&smp[j], seed, PI_SHUFFLES, x->affinity ? PI_CHANCE_P_NAMED : PI_CHANCE_P, PI_CHANCE_RATIO,
+                    &x->chance);
+        x->tested = true;
+    }
+out_free_samples:
+    for (uint32_t j = 0; j < nb; j++)
+        chance_sample_free(&smp[j]);
+    free(smp);
+    return rc;
+}
+
+/* Keep one candidate per event type: best key per (A, B), then greedily the
+ * pairs with the strongest names, the best pairing, the longest durations,
+ * each only when it pairs better than chance (the others are listed in
+ * m->dropped). Reads the log again for the test. */
+static int choose(miner *mi, cand *c, uint32_t n, uint64_t min_count, char **errmsg)
+{
+    pi_model *m = mi->m;
     for (uint32_t i = 0; i < n; i++) {
         const pi_type *A = &m->types[c[i].a], *B = &m->types[c[i].b];
         c[i].valid = !c[i].overflow && c[i].matched >= min_count &&
@@ -670,16 +736,34 @@ static void choose(pi_model *m, cand *c, uint32_t n, uint64_t min_count)
             const cand *b = &c[best];
             double qa = (double)b->matched / (double)m->types[b->a].count;
             double qb = (double)b->matched / (double)m->types[b->b].count;
-            ch[nch++] = (choice){ best, affinity(m->types[b->a].name, m->types[b->b].name), fmin(qa, qb),
-                                  b->sumdur / (double)b->matched };
+            ch[nch++] = (choice){ .best = best, .affinity = affinity(m->types[b->a].name, m->types[b->b].name),
+                                  .quality = fmin(qa, qb), .mean = b->sumdur / (double)b->matched };
         }
         i = j;
     }
     qsort(ch, nch, sizeof *ch, cmp_choice);
+    uint32_t passes = 0;
+    int rc = 0;
     for (uint32_t i = 0; i < nch; i++) {
         cand *b = &c[ch[i].best];
         if (m->types[b->a].used || m->types[b->b].used)
             continue;
+        if (!ch[i].tested && passes == PI_MAX_TEST_PASSES) {
+            m->untested++;
+            continue;
+        }
+        if (!ch[i].tested) {
+            passes++;
+            if ((rc = test_batch(mi, c, ch, i, nch, errmsg)) < 0)
+                break;
+        }
+        bool by_construction = ch[i].affinity == 3 && b->ka == PI_THREAD;   /* intv@P */
+        if (!ch[i].chance.kept && !by_construction) {
+            m->dropped = xrealloc(m->dropped, (m->ndropped + 1) * sizeof *m->dropped);
+            m->dropped[m->ndropped++] = (pi_dropped){ .start = b->a, .end = b->b, .kstart = b->ka, .kend = b->kb,
+                                                      .matched = b->matched, .chance = ch[i].chance };
+            continue;
+        }
         m->types[b->a].used = m->types[b->b].used = true;
         m->iv = xrealloc(m->iv, (m->niv + 1) * sizeof *m->iv);
         pi_interval *iv = &m->iv[m->niv++];
@@ -692,6 +776,7 @@ static void choose(pi_model *m, cand *c, uint32_t n, uint64_t min_count)
         iv->max_depth = b->max_depth;
         iv->nested = b->max_depth > 1;
         iv->matched = b->matched;
+        iv->chance = ch[i].chance;
         iv->reg.attr = -1;
         if (b->ka != PI_THREAD) {
             /* would the thread id have paired them as well? */
@@ -703,6 +788,7 @@ static void choose(pi_model *m, cand *c, uint32_t n, uint64_t min_count)
         }
     }
     free(ch);
+    return rc;
 }
 
 /* ---- pass 3: statistics of the chosen intervals ------------------------------------- */
@@ -953,15 +1039,6 @@ static void conclude(pi_model *m, pi_interval *iv, const ivstats *st, uint64_t m
 
 /* ---- the whole ------------------------------------------------------------------------ */
 
-static int rewind_or_fail(log_reader *r, char **errmsg)
-{
-    int rc = log_reader_rewind(r);
-    if (rc < 0 && !*errmsg) {
-        *errmsg = strdup(strerror(-rc));
-    }
-    return rc;
-}
-
 pi_model *pi_infer(int fd, const char *logname, const pi_options *opt, char **errmsg)
 {
     *errmsg = NULL;
@@ -996,11 +1073,12 @@ pi_model *pi_infer(int fd, const char *logname, const pi_options *opt, char **er
         if (rc == 0)
             rc = pass_pairs(&mi, c, &ci, NULL, false, on_candidate_match, c, errmsg);
         ci_free(&ci, m->ntypes);
+        if (rc == 0)
+            rc = choose(&mi, c, nc, opt->min_count, errmsg);
         if (rc < 0) {
             free(c);
             goto out_fail;
         }
-        choose(m, c, nc, opt->min_count);
     }
     free(c);
 
@@ -1061,6 +1139,7 @@ void pi_model_free(pi_model *m)
         free(m->iv[i].name);
     free(m->types);
     free(m->iv);
+    free(m->dropped);
     free((char *)m->program);
     free(m);
 }

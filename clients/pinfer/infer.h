@@ -1,6 +1,7 @@
 /* infer.h — mining interval types from a monitoring log (pinfer).
  *
- * pi_infer() reads a log three times (the descriptor must be seekable):
+ * pi_infer() reads a log four times or more (the descriptor must be
+ * seekable):
  *   1. event types: counts, how many values, and per attribute position
  *      whether it is integral, its range and its first few distinct values;
  *   2. candidate pairs (start type A, end type B, key): every B closes the
@@ -8,13 +9,17 @@
  *      attribute of A equal to an attribute of B), like parentheses; a
  *      candidate that pairs nearly all of A and of B is consistent. One
  *      candidate per event type is kept (name affinity, then how well it
- *      pairs, then the longest durations: the outermost interval);
+ *      pairs, then the longest durations: the outermost interval), and only
+ *      when it pairs better than chance: each candidate in line to be kept
+ *      is tested (chance.h) on its events gathered in one more pass (one
+ *      pass per PI_TEST_BATCH candidates);
  *   3. statistics of the kept intervals: durations grouped by each
  *      small-domain attribute and by whether each other event type occurs
  *      inside with the interval's key (to find what splits them), and the
  *      regression of duration on each numeric attribute of the start.
  *
- * Everything is streaming; memory is bounded by the limits below.
+ * Everything is streaming; memory is bounded by the limits below (and
+ * chance.h's CHANCE_MAX_EVENTS).
  */
 #ifndef PINFER_INFER_H
 #define PINFER_INFER_H
@@ -22,6 +27,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "chance.h"
 
 /* Limits. Past them pinfer goes on with less: the model says what was left out. */
 #define PI_MAX_TYPES 256u        /* distinct event types considered; later ones are ignored */
@@ -38,6 +45,8 @@
                                     is not inferred) */
 #define PI_MAX_OPEN_PER 4096u    /* a candidate with more starts open than this, and more than it
                                     has paired so far, is not consistent: given up */
+#define PI_TEST_BATCH 32u        /* candidates tested for chance in one pass over the log */
+#define PI_MAX_TEST_PASSES 16u   /* passes for that; candidates still untested are dropped */
 
 /* Thresholds. */
 #define PI_MATCH_MIN 0.9         /* a pair must pair this share of its start and of its end events */
@@ -46,6 +55,13 @@
                                     open starts with their value (a small-domain value, not an id) */
 #define PI_SPLIT_ETA2 0.5        /* split when groups explain this share of the duration variance */
 #define PI_REGRESS_R2 0.5        /* propose a regression when it explains this share */
+#define PI_SHUFFLES 9999u        /* shuffles of each candidate's starts and ends (chance.h) */
+#define PI_CHANCE_P 0.0001       /* keep a pair when its p-value against the shuffles is at most
+                                    this (no shuffle pairs as well as the log) ... */
+#define PI_CHANCE_P_NAMED 0.01   /* ... or this when the names say start and end (StartX/EndX);
+                                    call@P and ret@P by thread pair by construction: kept */
+#define PI_CHANCE_RATIO 0.25     /* and when its avoidable unpaired events are at most this share
+                                    of the shuffles' median (and it nests no more than theirs) */
 
 /* Where a key or attribute comes from. */
 #define PI_THREAD (-1)           /* key: the thread id */
@@ -104,10 +120,20 @@ typedef struct pi_interval {
     uint64_t thread_too;         /* attribute keys: pairs the thread id would also make (0: not tried) */
     bool thread_tried;
     double mean, min, max;       /* durations, ticks */
+    chance_result chance;        /* why it is not chance (!chance.kept: call@P/ret@P by thread,
+                                    kept as they pair by construction) */
     pi_split split;              /* ngroups == 0: no split */
     pi_regress reg;
     char *name;                  /* interval type name (set by emit) */
 } pi_interval;
+
+/* A candidate dropped because it pairs no better than chance. */
+typedef struct pi_dropped {
+    uint32_t start, end;         /* event type indices */
+    int kstart, kend;            /* key */
+    uint64_t matched;            /* pairs in pass 2 */
+    chance_result chance;
+} pi_dropped;
 
 /* The result of mining. */
 typedef struct pi_model {
@@ -124,6 +150,9 @@ typedef struct pi_model {
     uint32_t overflowed;         /* candidates given up for too many open starts */
     pi_interval *iv;
     uint32_t niv;
+    pi_dropped *dropped;         /* in the order they were tested */
+    uint32_t ndropped;
+    uint32_t untested;           /* candidates dropped untested (PI_MAX_TEST_PASSES) */
 } pi_model;
 
 typedef struct pi_options {

@@ -5,8 +5,8 @@
  * Mines start/end event pairs (infer.c) and writes a specification whose
  * bounds are unknowns that psolve fills from the same log (emit.c).
  * Exit status: 0 a specification with intervals was written, 1 nothing to
- * infer (an empty specification was written), 2 usage, 3 the log could not
- * be read (or the output written).
+ * infer, or nothing better than chance (an empty specification was
+ * written), 2 usage, 3 the log could not be read (or the output written).
  */
 #include <errno.h>
 #include <math.h>
@@ -22,8 +22,9 @@
 static const char usage[] =
     "Usage: pinfer [-o FILE] [--min-count N] [--percentile P] [LOG|-]\n"
     "Infer a PSpec specification from a monitoring log: interval types from start and end\n"
-    "events that share a thread or an attribute value, split where an attribute of theirs\n"
-    "explains their durations, with bounds left open (def X = ?) for psolve to fill:\n"
+    "events that share a thread or an attribute value and pair better than chance (better\n"
+    "than with their order shuffled), split where an attribute of theirs explains their\n"
+    "durations, with bounds left open (def X = ?) for psolve to fill:\n"
     "  pinfer LOG > s.pspec && psolve -s s.pspec LOG > solved.pspec && pcheck -s solved.pspec LOG\n"
     "\n"
     "  -o, --output FILE       write the specification to FILE instead of standard output\n"
@@ -38,7 +39,8 @@ static const char usage[] =
     "\n"
     "Exit status:\n"
     "  0  a specification was written\n"
-    "  1  nothing to infer: no consistent start/end pairs (an empty specification is written)\n"
+    "  1  nothing to infer: no consistent start/end pairs, or none better than chance (an\n"
+    "     empty specification is written)\n"
     "  2  the command line is wrong\n"
     "  3  the log could not be read, or the output could not be written\n";
 
@@ -107,7 +109,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "pinfer: %s: %s\n", opath && out != stdout ? opath : "<stdout>", strerror(errno));
         status = 3;
     }
-    if (status == 1)
+    if (status == 1 && m->ndropped)
+        fprintf(stderr, "pinfer: %s: no start/end pairs seen at least %llu times that pair better than chance "
+                        "(%u dropped); the specification is empty\n",
+                cli_log_name(log), (unsigned long long)opt.min_count, m->ndropped);
+    else if (status == 1)
         fprintf(stderr, "pinfer: %s: no start/end pairs seen at least %llu times; the specification is empty\n",
                 cli_log_name(log), (unsigned long long)opt.min_count);
     pi_model_free(m);
