@@ -48,10 +48,12 @@ static const char usage[] =
     "  -plan, --plan               print the passes, which assertions stream in -cont and the\n"
     "                              state the check keeps, without reading a log; then exit\n"
     "  -summaries, --summaries SECONDS\n"
-    "                              every SECONDS of the log's clock and at its end, a summary\n"
-    "                              of each interval type's durations (metrics exactly\n"
-    "                              ts(e) - ts(s)) since the last: count, sum, sum of squares,\n"
-    "                              min, max in ns, and a 1% sketch (for telemonctl compare)\n"
+    "                              for each window of SECONDS of the log's clock ([k*SECONDS,\n"
+    "                              (k+1)*SECONDS)) in which intervals closed, once the clock\n"
+    "                              passes its end, a summary of each interval type's durations\n"
+    "                              (metrics exactly ts(e) - ts(s)) in it: count, sum, sum of\n"
+    "                              squares, min, max in ns, and a 1% sketch (for telemonctl\n"
+    "                              compare)\n"
     "  -threads, --threads N       1: read the log and check it on one thread; 2 (the\n"
     "                              default with two CPUs or more): a log file read offline\n"
     "                              is read and parsed ahead on a second thread (same results)\n"
@@ -72,8 +74,8 @@ static const char usage[] =
     "  1  some assertion failed or was UNDEFINED\n"
     "  2  the specification has errors, or the command line is wrong\n"
     "  3  the log could not be read\n"
-    "  4  nothing failed or was UNDEFINED, but some assertion was inconclusive\n"
-    "     (records were lost, #cmon-gap, where they could have changed it)\n";
+    "  4  nothing failed or was UNDEFINED, but some assertion or deadline was\n"
+    "     inconclusive (records were lost, #cmon-gap, where they could have changed it)\n";
 
 typedef struct out {
     bool json, failures_only, cont;
@@ -148,7 +150,7 @@ static void on_report(void *ctx, const pspec_report *r)
     case PSPEC_REPORT_OVERDUE:
     case PSPEC_REPORT_SUMMARY:
         /* a deadline passed: said the moment the log shows it; a summary
-         * of durations, each period of the log's clock */
+         * of durations, once the log's clock has passed its window */
         emit_line(s, len);
         if (o->cont)
             fflush(stdout);

@@ -4,8 +4,10 @@
  * (unless it comes from a report assertion, "report":true, and the class
  * does not ask for those with notify-reports, or a silence matches it); an
  * end-of-log verdict is recorded (and becomes a failure itself when a
- * whole-log assertion failed with no offender to report); `print` output
- * and anything else go to the typescript. report.c takes the lines apart. */
+ * whole-log assertion failed with no offender to report); a note of
+ * intervals left open ({"note":"unclosed",...}) is kept with the verdicts;
+ * `print` output and anything else go to the typescript. report.c takes
+ * the lines apart. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,13 +179,14 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 				  partial(s, t));
 		if (result && strcmp(result, "pass") && r.offenders == 0)
 			failure(s, t, &r, true);
-	} else if (result && !strcmp(result, "unclosed") && r.type) {
-		/* intervals whose end never came: kept with the verdicts, and said */
+	} else if (r.note && !strcmp(r.note, "unclosed") && r.type) {
+		/* intervals whose end never came: kept with the verdicts (as a
+		 * row whose result is "unclosed"), and said */
 		int64_t n = r.count;
 		typescript_note(&s->ts, "%s:%d: %" PRId64 " interval%s of type %s still open at end of "
 				"log (unclosed)", r.spec ? r.spec : "?", r.line, n, n == 1 ? "" : "s",
 				r.type);
-		store_add_verdict(s->tm->store, s->inst->id, r.spec, r.type, r.line, result, n,
+		store_add_verdict(s->tm->store, s->inst->id, r.spec, r.type, r.line, "unclosed", n,
 				  tm_now(), t->log_base + 1, ledger_pos(&t->led), partial(s, t));
 	} else if (result && (!strcmp(result, "fail") || !strcmp(result, "undefined") ||
 			      !strcmp(result, "inconclusive")) && kind &&

@@ -58,6 +58,7 @@ int report_parse(const char *line, size_t len, struct checker_report *r)
 	r->assertion = json_text(json_get(root, "assert"));
 	r->line = (int)json_as_int(json_get(root, "line"));
 	r->result = json_text(json_get(root, "result"));
+	r->note = json_text(json_get(root, "note"));
 	r->kind = json_text(json_get(root, "kind"));
 	r->type = json_text(json_get(root, "type"));
 	v = json_get(root, "uid");

@@ -29,7 +29,9 @@ struct checker_report {
 	const char *spec;                 /* "spec": the spec file */
 	const char *assertion;            /* "assert": the label; NULL when unlabelled */
 	int line;                         /* "line": the assertion's line in the spec */
-	const char *result;               /* "result": pass, fail, undefined, inconclusive, unclosed */
+	const char *result;               /* "result": pass, fail, undefined, inconclusive */
+	const char *note;                 /* "note": a note, not a verdict ("unclosed": intervals
+					     of `type` still open at end of log, `count` of them) */
 	const char *kind;                 /* "kind": interval, event, overdue (offenders) */
 	const char *type;                 /* "type": the interval or event type */
 	bool has_uid;                     /* "uid" is there and not null */
@@ -44,7 +46,7 @@ struct checker_report {
 	enum json_kind offenders_kind;    /* with has_offenders: what its value is */
 	int64_t offenders;                /* "offenders": how many offenders follow */
 	bool report;                      /* "report": from a report assertion */
-	int64_t count;                    /* "count": intervals still open (unclosed) */
+	int64_t count;                    /* "count": intervals still open (an unclosed note) */
 	bool has_metrics;                 /* "metrics" is there, an object */
 	const struct json *metrics_tree;  /* the "metrics" value (any kind), or NULL */
 	const char *metrics;              /* with has_metrics: its source text, NUL-terminated */

@@ -482,6 +482,10 @@ typedef struct engine {
     VEC(closed) closed;
     uint64_t seq;           /* stream sequence number of the last event */
     uint64_t lost;          /* records the log's gap markers stood for, so far */
+    uint64_t lost_recent;   /* of those, the ones since the last record: their times lie
+                               between its and the next record's (docs/pspec.md "Verdicts
+                               under loss"), so an interval started by a virtual event up to
+                               the next record may have held them */
     uint64_t uid;           /* last interval uid */
     uint64_t pos;           /* position of the last real record */
     uint32_t sub;           /* fabricated events since that record */
@@ -821,7 +825,10 @@ static void open_interval(engine *g, ivst *is, pv_event *ev)
     o->start = ev;
     ev->refs++;
     o->start_seq = g->seq;
-    o->lost_at_open = g->lost;
+    /* A time-based interval starting between a gap's neighbours is
+     * counted as open where the lost records were: they could have come
+     * after its start time. */
+    o->lost_at_open = g->lost - (ev == g->vstart ? g->lost_recent : 0);
     if (PS_UNLIKELY(is->ncomp)) {
         o->emits0 = UINT64_MAX;     /* logstart@, gap@: no writer wrote them */
         if (ev->sub == 0) {
@@ -1189,7 +1196,8 @@ static uint64_t first_tick(const engine *g, uint32_t c, double origin, int64_t f
 }
 
 /* Report the intervals with a deadline that a record at time `ts` shows
- * to be open longer than it (each once, while still open). */
+ * to be open longer than it (each once, while still open), with the
+ * records lost since each started. */
 static void check_deadlines(engine *g, int64_t ts)
 {
     for (uint32_t i = 0; i < g->deadlines.n; i++) {
@@ -1197,7 +1205,10 @@ static void check_deadlines(engine *g, int64_t ts)
         while (is->due && (double)is->due->start->ts + is->within < (double)ts) {
             open_iv *o = is->due;
             is->due = o->all.next ? o->all.next->o : NULL;
-            g->p->overdue(g->p->ctx, is->t, o->start, (double)(ts - o->start->ts), is->within);
+            /* a record lost since its start could have been its end, in time:
+             * the record before the gap was not past the deadline yet */
+            g->p->overdue(g->p->ctx, is->t, o->start, (double)(ts - o->start->ts), is->within,
+                          g->lost - o->lost_at_open);
         }
     }
 }
@@ -1576,8 +1587,11 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
         if (rec->kind == LOG_REC_GAP) {
             pending_gap += (double)rec->gap;
             g.lost += rec->gap;      /* every interval open now may miss records */
+            g.lost_recent += rec->gap;
             continue;
         }
+        if (p->clock)
+            p->clock(p->ctx, rec->ts);
         if (!any) {
             any = true;
             if (p->first_record)
@@ -1629,6 +1643,7 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
         }
         g.pos = rec->pos;
         g.sub = 0;
+        g.lost_recent = 0;
         last_ts = rec->ts;
     }
     if (rc == 0 && any) {

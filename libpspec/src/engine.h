@@ -43,8 +43,11 @@ typedef struct ps_pass {
     void (*interval)(void *ctx, const pv_interval *iv);
     /* If not NULL: an interval of type t (with `within`), started by
      * `start`, is still open `age` ticks later, longer than `within`;
-     * called once per interval, when a record shows the bound passed. */
-    void (*overdue)(void *ctx, const ps_ivtype *t, const pv_event *start, double age, double within);
+     * called once per interval, when a record shows the bound passed.
+     * `lost`: records lost since it started (any of them could have been
+     * its end in time). */
+    void (*overdue)(void *ctx, const ps_ivtype *t, const pv_event *start, double age, double within,
+                    uint64_t lost);
     void (*event)(void *ctx, const pv_event *ev);
     /* Optional element sink (psolve's regressions). For each top k with
      * is_sink[k] true (is_sink may be NULL: none), the aggregate's
@@ -83,6 +86,8 @@ typedef struct ps_pass {
                                        replace them for its later records) */
     double comp_tick_ns;            /* ns per tick, to turn those records into ticks */
     void (*first_record)(void *ctx);    /* if not NULL: called when the first record is read */
+    void (*clock)(void *ctx, int64_t ts);   /* if not NULL: the log's clock, each record's timestamp,
+                                               before the record is checked */
     void *ctx;
 } ps_pass;
 

@@ -70,19 +70,61 @@ static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
 
-/* Skip blanks and % comments, counting lines. */
+size_t ps_lex_eol(const char *p)
+{
+    return *p == '\n' ? 1 : *p != '\r' ? 0 : p[1] == '\n' ? 2 : 1;
+}
+
+void ps_lex_position(const char *text, size_t off, uint32_t *line, uint32_t *col)
+{
+    const char *p = text, *end = text + off, *start = text;
+    uint32_t l = 1;
+    if (off >= 3 && strncmp(text, "\xef\xbb\xbf", 3) == 0)
+        p = start = text + 3;   /* as ps_lex_init: columns count from after a byte order mark */
+    while (p < end) {
+        size_t n = ps_lex_eol(p);
+        if (!n) {
+            p++;
+            continue;
+        }
+        if (n == 2 && p + 1 == end)
+            break;              /* on the '\n' of a "\r\n": the same line end */
+        p += n;
+        l++;
+        start = p;
+    }
+    *line = l;
+    *col = (uint32_t)(end - start) + 1;
+}
+
+size_t ps_lex_offset(const char *text, uint32_t line, uint32_t col)
+{
+    const char *p = text;
+    if (strncmp(text, "\xef\xbb\xbf", 3) == 0)
+        p += 3;
+    for (uint32_t l = 1; l < line && *p;) {
+        size_t n = ps_lex_eol(p);
+        p += n ? n : 1;
+        l += n != 0;
+    }
+    return (size_t)(p - text) + (col - 1);
+}
+
+/* Skip blanks and % comments, counting lines ('\n', '\r\n' or a lone '\r'
+ * ends one). */
 static void skip_space(ps_lexer *lx)
 {
     for (;;) {
         char c = *lx->p;
-        if (c == '\n') {
-            lx->p++;
+        size_t eol = ps_lex_eol(lx->p);
+        if (eol) {
+            lx->p += eol;
             lx->line++;
             lx->line_start = lx->p;
-        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+        } else if (c == ' ' || c == '\t' || c == '\f' || c == '\v') {
             lx->p++;
         } else if (c == '%') {
-            while (*lx->p && *lx->p != '\n')
+            while (*lx->p && *lx->p != '\n' && *lx->p != '\r')
                 lx->p++;
         } else {
             return;
@@ -145,8 +187,8 @@ static ps_token lex_number(ps_lexer *lx)
 static ps_token lex_string(ps_lexer *lx)
 {
     const char *s = lx->p, *q = s + 1;
-    while (*q && *q != '"' && *q != '\n') {
-        if (*q == '\\' && q[1] && q[1] != '\n')
+    while (*q && *q != '"' && *q != '\n' && *q != '\r') {
+        if (*q == '\\' && q[1] && q[1] != '\n' && q[1] != '\r')
             q++;
         q++;
     }

@@ -38,6 +38,16 @@ void ps_lex_init(ps_lexer *lx, const char *src);
 /* The next token (TK_EOF at the end, repeatedly). */
 ps_token ps_lex_next(ps_lexer *lx);
 
+/* Lines end with '\n', "\r\n" or a lone '\r' (old Mac files): the length
+ * of the line end at p (2 for "\r\n"), 0 when none starts there. */
+size_t ps_lex_eol(const char *p);
+/* The 1-based line and column, as tokens have them, of byte `off` of
+ * `text` (which may hold NUL bytes before `off`). */
+void ps_lex_position(const char *text, size_t off, uint32_t *line, uint32_t *col);
+/* The offset in NUL-terminated `text` of 1-based line:col, lines counted
+ * as the lexer counts them. */
+size_t ps_lex_offset(const char *text, uint32_t line, uint32_t col);
+
 /* Decode a TK_STRING token's body (escapes \n \t \r \f \\ \" \ooo) into
  * out (capacity >= tok->len); returns the decoded length, or -1 with *bad
  * pointing at a bad escape. */

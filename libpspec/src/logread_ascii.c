@@ -383,6 +383,11 @@ int logascii_open(log_reader *r, char **errmsg)
         if (rc == 0)
             break;
         if (rc == LINE_TOO_LONG) {
+            /* A record too long ends the header like any record, and is
+             * skipped with a warning like a later one (skip_long_line);
+             * a header line that long is refused. */
+            if (r->lineno > 0 && r->buf[r->start] != '#')
+                break;
             logr_error(errmsg, "bad header: line %llu is longer than %u bytes",
                        (unsigned long long)r->lineno + 1, LOG_MAX_LINE);
             return -E2BIG;

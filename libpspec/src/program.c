@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "lex.h"
 #include "program.h"
 #include "util.h"
 
@@ -119,9 +120,11 @@ static ps_scope *load_spec(pspec *ps, const char *path, const char *text, size_t
 {
     ps_program *prog = &ps->prog;
     /* A NUL byte inside the text would silently end it early: say so. */
-    if (memchr(text, '\0', len)) {
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
         uint32_t f = ps_add_file(prog, path, "", 0);
         ps_loc l = {f, 1, 1};
+        ps_lex_position(text, (size_t)(nul - text), &l.line, &l.col);
         ps_diags_add(&ps->diags, l, "the file contains a NUL byte");
         return NULL;
     }

@@ -263,8 +263,10 @@ static void summary_format(ps_buf *b, const pspec_report *r, bool json)
 
     if (!json) {
         where_text(b, r);
-        ps_buf_printf(b, "summary of %s.%s: %" PRIu64 " intervals, mean %.10g ns, min %.10g, max %.10g",
-                      s->type->name, metric, s->count, s->sum / (double)s->count, s->min, s->max);
+        ps_buf_printf(b, "summary of %s.%s from %.10g s to %.10g s: %" PRIu64 " interval%s, mean %.10g ns, "
+                      "min %.10g, max %.10g", s->type->name, metric, (double)r->from_ns / 1e9,
+                      (double)r->to_ns / 1e9, s->count, s->count == 1 ? "" : "s", s->sum / (double)s->count,
+                      s->min, s->max);
         return;
     }
     ps_buf_puts(b, "{\"summary\":true,\"spec\":");
@@ -273,6 +275,7 @@ static void summary_format(ps_buf *b, const pspec_report *r, bool json)
     pv_json_string(b, s->type->name);
     ps_buf_puts(b, ",\"metric\":");
     pv_json_string(b, metric);
+    ps_buf_printf(b, ",\"from\":%" PRId64 ",\"to\":%" PRId64, r->from_ns, r->to_ns);
     ps_buf_printf(b, ",\"count\":%" PRIu64 ",\"sum\":%.17g,\"sumsq\":%.17g,\"min\":%.17g,\"max\":%.17g,"
                   "\"unit\":\"ns\",\"sketch\":{\"gamma\":%.17g,\"zero\":%" PRIu64,
                   s->count, s->sum, s->sumsq, s->min, s->max, PS_SUMMARY_GAMMA, s->zero);
@@ -373,26 +376,35 @@ static void report_format(ps_buf *b, const pspec_report *r, pspec_format fmt)
         }
         break;
     case PSPEC_REPORT_OVERDUE:
+        /* a failure, or inconclusive when records were lost since its start */
         if (json) {
+            bool unsure = r->result == PSPEC_INCONCLUSIVE;
             ps_buf_puts(b, "{\"spec\":");
             pv_json_string(b, pspec_report_file(r));
-            ps_buf_printf(b, ",\"assert\":null,\"line\":%u,\"result\":\"fail\",\"kind\":\"overdue\",\"type\":",
-                          pspec_report_line(r));
+            ps_buf_printf(b, ",\"assert\":null,\"line\":%u,\"result\":\"%s\"", pspec_report_line(r),
+                          unsure ? "inconclusive" : "fail");
+            if (unsure)
+                ps_buf_printf(b, ",\"lost\":%" PRIu64, r->lost);
+            ps_buf_puts(b, ",\"kind\":\"overdue\",\"type\":");
             pv_json_string(b, r->ivtype->name);
             ps_buf_printf(b, ",\"start\":\"%" PRIu64 ".%u\",\"start_ts\":%" PRId64 ",\"age\":%.17g,\"within\":%.17g}",
                           r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
             break;
         }
         where_text(b, r);
-        ps_buf_printf(b, "interval %s overdue: started %" PRIu64 ".%u ts %" PRId64 ", still open %.10g ticks later (within %.10g)",
-                      r->ivtype->name, r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
+        ps_buf_printf(b, "interval %s overdue%s: started %" PRIu64 ".%u ts %" PRId64 ", still open %.10g ticks later (within %.10g",
+                      r->ivtype->name, r->result == PSPEC_INCONCLUSIVE ? " (inconclusive)" : "", r->elem->ev->pos,
+                      r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
+        if (r->result == PSPEC_INCONCLUSIVE)
+            ps_buf_printf(b, "; %" PRIu64 " record%s lost while it was open", r->lost, r->lost == 1 ? "" : "s");
+        ps_buf_putc(b, ')');
         break;
     case PSPEC_REPORT_UNCLOSED:
+        /* a note, not a verdict: no assert or result keys (DESIGN.md §9) */
         if (json) {
-            ps_buf_puts(b, "{\"spec\":");
+            ps_buf_puts(b, "{\"note\":\"unclosed\",\"spec\":");
             pv_json_string(b, pspec_report_file(r));
-            ps_buf_printf(b, ",\"assert\":null,\"line\":%u,\"result\":\"unclosed\",\"type\":",
-                          pspec_report_line(r));
+            ps_buf_printf(b, ",\"line\":%u,\"type\":", pspec_report_line(r));
             pv_json_string(b, r->ivtype->name);
             ps_buf_printf(b, ",\"count\":%" PRIu64 "}", r->count);
             break;

@@ -21,7 +21,7 @@ struct pspec_report {
     const pv *elem;             /* OFFENDER, INTERVAL, EVENT: an event or interval value */
     const pv *value;            /* PRINT, VALUE */
     uint64_t offenders;         /* ASSERT */
-    uint64_t lost;              /* INCONCLUSIVE ASSERT/OFFENDER: records lost */
+    uint64_t lost;              /* INCONCLUSIVE ASSERT/OFFENDER/OVERDUE: records lost */
     const ps_ivtype *ivtype;    /* UNCLOSED: the interval type */
     uint64_t count;             /* UNCLOSED: intervals still open */
     const ps_witness *wit;      /* ASSERT with explain: [nwit] */
@@ -31,6 +31,7 @@ struct pspec_report {
     double age, within;         /* OVERDUE: how long it has been open, its bound (ticks); the
                                    start event is `elem` */
     const ps_summary *summary;  /* SUMMARY */
+    int64_t from_ns, to_ns;     /* SUMMARY: its window [from, to), ns of the log's clock */
 };
 
 #endif

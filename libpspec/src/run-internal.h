@@ -40,6 +40,8 @@ typedef struct runner {
     uint64_t *unclosed;         /* [ivtypes] intervals still open at end of log */
     bool *judges_loss;          /* [stmts] it aggregates gap@ itself: loss never makes it inconclusive */
     uint64_t overdue;           /* intervals reported open longer than their `within` */
+    uint64_t overdue_unsure;    /* ... of which records were lost before the deadline passed:
+                                   inconclusive, not failures */
     const ps_stmt **report_for; /* [topaggs] */
     ps_fed *fed;                /* [topaggs] the elements that fed each (--explain), or NULL */
     bool *compensate;           /* [ivtypes] compensated interval types (ps_pass.compensate), or NULL */
@@ -49,7 +51,10 @@ typedef struct runner {
     ps_summary *summ;           /* duration summaries (pspec_check_options.summaries_s), or NULL */
     uint32_t nsumm;
     uint32_t *summ_first;       /* [ivtypes + 1]: type i's summaries are [first[i], first[i + 1]) */
-    double summ_next;           /* log time (s) of the next summary; 0: not started */
+    int64_t summ_len;           /* the length of a summary window, ns of the log's clock */
+    int64_t summ_from, summ_to; /* the current window [from, to) in ns (to = from + summ_len), where
+                                   the intervals closing now are summarised */
+    bool summ_open;             /* some interval was summarised in it (an empty one says nothing) */
     bool want_iv;               /* report every interval (run_passes' want_iv) */
 } runner;
 

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -200,39 +201,77 @@ static void on_offender(void *ctx, const ps_stmt *st, const pv *elem, int result
     rn->opt->report(rn->opt->ctx, &r);
 }
 
-static void on_overdue(void *ctx, const ps_ivtype *t, const pv_event *start, double age, double within)
+static void on_overdue(void *ctx, const ps_ivtype *t, const pv_event *start, double age, double within,
+                       uint64_t lost)
 {
     runner *rn = ctx;
-    rn->overdue++;
+    /* A record lost since the start could have been the end, in time: the
+     * deadline's verdict is then inconclusive (docs/pspec.md "Deadlines"). */
+    if (lost)
+        rn->overdue_unsure++;
+    else
+        rn->overdue++;
     if (!rn->opt || !rn->opt->report)
         return;
     pv v = {.kind = PV_EVENT, .ev = (pv_event *)start};
-    pspec_report r = {.kind = PSPEC_REPORT_OVERDUE, .result = PSPEC_FAIL, .prog = rn->prog, .ivtype = t,
-                      .elem = &v, .age = age, .within = within};
+    pspec_report r = {.kind = PSPEC_REPORT_OVERDUE, .result = lost ? PSPEC_INCONCLUSIVE : PSPEC_FAIL,
+                      .lost = lost, .prog = rn->prog, .ivtype = t, .elem = &v, .age = age, .within = within};
     rn->opt->report(rn->opt->ctx, &r);
 }
 
-/* Report the duration summaries that have values, and start them again. */
+/* Report the duration summaries of the current window that have values,
+ * and start them again; the next interval summarised opens its own window. */
 static void report_summaries(runner *rn)
 {
-    for (uint32_t i = 0; i < rn->nsumm; i++) {
+    for (uint32_t i = 0; rn->summ_open && i < rn->nsumm; i++) {
         if (!rn->summ[i].count)
             continue;
         pspec_report r = {.kind = PSPEC_REPORT_SUMMARY, .prog = rn->prog, .ivtype = rn->summ[i].type,
-                          .summary = &rn->summ[i]};
+                          .summary = &rn->summ[i], .from_ns = rn->summ_from, .to_ns = rn->summ_to};
         rn->opt->report(rn->opt->ctx, &r);
         ps_summary_reset(&rn->summ[i]);
     }
+    rn->summ_open = false;
 }
 
-/* Add a closed interval's duration metrics to their summaries; report them
- * when the log's clock has passed the next summary time. */
+/* The start, in ns of the log's clock, of the summary window holding time
+ * `ts` (ticks): k * summ_len, k integral, so windows line up with the
+ * clock's zero whatever the first record. Exact when the tick is a whole
+ * number of ns (a clock in ns since 1970 is beyond a double's precision). */
+static int64_t summ_window(const runner *rn, int64_t ts)
+{
+    int64_t len = rn->summ_len, tick = (int64_t)rn->ev.tick_ns, t;
+    if (ts >= 0 && (double)tick == rn->ev.tick_ns && !__builtin_mul_overflow(ts, tick, &t))
+        return t - t % len;
+    double w = floor((double)ts * rn->ev.tick_ns / (double)len) * (double)len;
+    return w >= 9.2e18 ? INT64_MAX - len : w <= -9.2e18 ? INT64_MIN : (int64_t)w;
+}
+
+/* The log's clock reads `ts` (a record's timestamp, before the record is
+ * checked): once it has passed the end of the current summary window, that
+ * window is over, whether an interval closes now or not. */
+static void on_clock(void *ctx, int64_t ts)
+{
+    runner *rn = ctx;
+    if (rn->summ_open && summ_window(rn, ts) > rn->summ_from)
+        report_summaries(rn);
+}
+
+/* Add a closed interval's duration metrics to the summaries of the window
+ * of its end time (a record out of order, earlier than the current
+ * window, stays in it: windows only move forward). */
 static void summarise(runner *rn, const pv_interval *iv)
 {
-    double now = (double)iv->end->ts * rn->ev.tick_ns / 1e9, every = rn->opt->summaries_s;
-
+    int64_t w = summ_window(rn, iv->end->ts);
     const ps_ivtype *t = iv->type;
 
+    if (rn->summ_open && w > rn->summ_from)
+        report_summaries(rn);
+    if (!rn->summ_open) {
+        rn->summ_from = w;
+        rn->summ_to = w > INT64_MAX - rn->summ_len ? INT64_MAX : w + rn->summ_len;
+        rn->summ_open = true;
+    }
     for (uint32_t i = rn->summ_first[t->id]; i < rn->summ_first[t->id + 1]; i++) {
         ps_summary *s = &rn->summ[i];
         const pv *m = &iv->metric[s->metric];
@@ -240,12 +279,6 @@ static void summarise(runner *rn, const pv_interval *iv)
             ps_summary_add(s, m->t.v * rn->ev.tick_ns);
         else if (m->kind == PV_NUM)
             ps_summary_add(s, m->num * rn->ev.tick_ns);
-    }
-    if (rn->summ_next == 0)
-        rn->summ_next = now + every;
-    if (now >= rn->summ_next) {
-        report_summaries(rn);
-        rn->summ_next = now + every;
     }
 }
 
@@ -334,7 +367,8 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
                      .interval = on_interval, .event = on_event, .fed = rn->fed,
                      .compensate = rn->compensate, .comp_mean = rn->comp_mean, .comp_spread = rn->comp_spread,
                      .comp_tick_ns = rn->ev.tick_ns,
-                     .first_record = rn->warn_uncompensated ? on_first_record : NULL, .ctx = rn};
+                     .first_record = rn->warn_uncompensated ? on_first_record : NULL,
+                     .clock = rn->summ && pass == 1 ? on_clock : NULL, .ctx = rn};
         int rc = ps_engine_run(&p, r, errmsg);
         if (rc == -EDOM) {
             status = PSPEC_EXIT_SPEC;
@@ -474,17 +508,32 @@ static bool is_false(pv v)
 }
 
 /* The smallest false part of `e`, an assertion that is false: into the
- * side of an & that is false (the first, if both are), through
- * nothing else. */
-static const ps_expr *false_part(runner *rn, const ps_expr *e)
+ * side of an & that is false (the first, if both are), and into the link
+ * of a chain of relations that is false (the first: `a < b < c` is
+ * `a < b & b < c`), built in *link; through nothing else. */
+static const ps_expr *false_part(runner *rn, const ps_expr *e, ps_expr *link)
 {
-    while (e->kind == X_BINARY && e->op == PV_OP_AND) {
-        if (is_false(ps_eval(&rn->ev, e->bin.a)))
-            e = e->bin.a;
-        else if (is_false(ps_eval(&rn->ev, e->bin.b)))
-            e = e->bin.b;
-        else
+    for (;;) {
+        if (e->kind == X_BINARY && e->op == PV_OP_AND) {
+            if (is_false(ps_eval(&rn->ev, e->bin.a)))
+                e = e->bin.a;
+            else if (is_false(ps_eval(&rn->ev, e->bin.b)))
+                e = e->bin.b;
+            else
+                break;
+        } else if (e->kind == X_CHAIN) {
+            for (uint32_t i = 0; i + 1 < e->list.n; i++) {
+                *link = (ps_expr){.kind = X_BINARY, .op = e->list.ops[i], .loc = e->loc, .type = e->type,
+                                  .log_dependent = e->log_dependent};
+                link->bin.a = e->list.items[i];
+                link->bin.b = e->list.items[i + 1];
+                if (is_false(ps_eval(&rn->ev, link)))
+                    return link;
+            }
             break;
+        } else {
+            break;
+        }
     }
     return e;
 }
@@ -512,7 +561,8 @@ static void witness_operand(witness_walk *ww, const ps_expr *e)
  * aggregate and constant in it. */
 static void witness(runner *rn, const ps_expr *e, witness_walk *ww, char **part)
 {
-    const ps_expr *f = false_part(rn, e);
+    ps_expr link;
+    const ps_expr *f = false_part(rn, e, &link);
 
     *part = f != e ? ps_unparse(rn->prog, f) : NULL;
     if (f->kind == X_CHAIN)
@@ -570,8 +620,12 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     rn.warn_uncompensated = !runner_compensate(&rn, log_reader_header(r), opt->compensate);
     if (opt->explain)
         rn.fed = ps_calloc(prog->topaggs.n + 1, sizeof *rn.fed);
-    if (opt->summaries_s > 0 && opt->report)
+    if (opt->summaries_s > 0 && opt->report) {
         rn.summ = ps_summaries_new(prog, &rn.nsumm, &rn.summ_first);
+        rn.summ_len = llround(opt->summaries_s * 1e9);
+        if (rn.summ_len < 1)
+            rn.summ_len = 1;
+    }
     plan pl;
     plan_init(&pl, prog);
     for (uint32_t i = 0; i < prog->stmts.n; i++) {
@@ -642,7 +696,7 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     }
     if (status == PSPEC_EXIT_OK && rn.overdue)
         status = PSPEC_EXIT_FAILED;
-    if (status == PSPEC_EXIT_OK && inconclusive)
+    if (status == PSPEC_EXIT_OK && (inconclusive || rn.overdue_unsure))
         status = PSPEC_EXIT_INCONCLUSIVE;
     plan_free(&pl);
     runner_free(&rn);
@@ -805,7 +859,7 @@ bool pspec_command_complete(const char *text)
     for (const char *p = text; *p; p++) {
         char c = *p;
         if (in_comment) {
-            if (c == '\n')
+            if (c == '\n' || c == '\r')
                 in_comment = false;
         } else if (in_str) {
             if (c == '\\' && p[1])

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "lex.h"
 #include "logread.h"
 #include "program.h"
 #include "run-internal.h"
@@ -326,15 +327,6 @@ out:
 
 /* ---- the revised specification ------------------------------------------------------- */
 
-static size_t offset_of(const char *text, uint32_t line, uint32_t col)
-{
-    const char *p = text;
-    for (uint32_t l = 1; l < line && *p; p++)
-        if (*p == '\n')
-            l++;
-    return (size_t)(p - text) + (col - 1);
-}
-
 typedef struct edit {
     size_t at;          /* offset of the '?' */
     const ps_const *k;
@@ -372,7 +364,7 @@ static char *revised(solver *s)
         const ps_const *k = prog->consts.v[i];
         if (!k->unknown || k->qloc.file != file || k->qloc.line == 0 || !s->k[i].solved || !wanted(s, k))
             continue;
-        ed[ne].at = offset_of(text, k->qloc.line, k->qloc.col);
+        ed[ne].at = ps_lex_offset(text, k->qloc.line, k->qloc.col);
         ed[ne].k = k;
         ne++;
     }
@@ -381,8 +373,9 @@ static char *revised(solver *s)
     size_t pos = 0;
     size_t e = 0;
     while (text[pos]) {
-        const char *nl = strchr(text + pos, '\n');
-        size_t end = nl ? (size_t)(nl - text) : strlen(text);
+        size_t end = pos;       /* the end of the line, before its line end (as the lexer counts them) */
+        while (text[end] && !ps_lex_eol(text + end))
+            end++;
         ps_buf_reset(&note);
         for (; e < ne && ed[e].at < end; e++) {
             ps_buf_put(&out, text + pos, ed[e].at - pos);
@@ -410,10 +403,8 @@ static char *revised(solver *s)
             ps_buf_puts(&out, ps_buf_str(&note));
         }
         pos = end;
-        if (text[pos] == '\n') {
-            ps_buf_putc(&out, '\n');
-            pos++;
-        }
+        ps_buf_put(&out, text + pos, ps_lex_eol(text + pos));     /* the line end as it was */
+        pos += ps_lex_eol(text + pos);
     }
     ps_buf_free(&note);
     free(ed);

@@ -2,21 +2,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lex.h"
 #include "unparse.h"
 #include "value.h"
 
 char *ps_agg_source(const ps_program *prog, ps_loc loc)
 {
-    const char *t = prog->files.v[loc.file]->text;
-    uint32_t line = 1, col = 1;
-    while (*t && (line < loc.line || col < loc.col)) {
-        if (*t++ == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
+    const char *text = prog->files.v[loc.file]->text;
+    size_t at = ps_lex_offset(text, loc.line, loc.col);
+    if (at >= strlen(text))
+        return NULL;
+    const char *t = text + at;
     if (*t != '{')
         return NULL;
     const char *p = t;
@@ -34,7 +30,7 @@ char *ps_agg_source(const ps_program *prog, ps_loc loc)
     size_t len = (size_t)(p - t);
     ps_buf b = {0};
     for (size_t i = 0; i < len && b.len < PS_UNPARSE_MAX; i++)
-        ps_buf_putc(&b, t[i] == '\n' || t[i] == '\t' ? ' ' : t[i]);
+        ps_buf_putc(&b, t[i] == '\n' || t[i] == '\r' || t[i] == '\t' ? ' ' : t[i]);
     if (len > PS_UNPARSE_MAX)
         ps_buf_puts(&b, "...");
     return ps_buf_take(&b);

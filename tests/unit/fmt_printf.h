@@ -536,29 +536,38 @@ static char *old_report_format(const pspec_report *r, pspec_format fmt)
             old_element_text(&b, r->elem);
         }
         break;
-    case PSPEC_REPORT_OVERDUE:
+    case PSPEC_REPORT_OVERDUE:      /* inconclusive ones: issue 31 */
         if (json) {
             ps_buf_puts(&b, "{\"spec\":");
             old_json_string(&b, pspec_report_file(r));
-            ps_buf_printf(&b, ",\"assert\":null,\"line\":%u,\"result\":\"fail\",\"kind\":\"overdue\",\"type\":",
-                          pspec_report_line(r));
+            if (r->result == PSPEC_INCONCLUSIVE)
+                ps_buf_printf(&b, ",\"assert\":null,\"line\":%u,\"result\":\"inconclusive\",\"lost\":%" PRIu64
+                              ",\"kind\":\"overdue\",\"type\":", pspec_report_line(r), r->lost);
+            else
+                ps_buf_printf(&b, ",\"assert\":null,\"line\":%u,\"result\":\"fail\",\"kind\":\"overdue\",\"type\":",
+                              pspec_report_line(r));
             old_json_string(&b, r->ivtype->name);
             ps_buf_printf(&b, ",\"start\":\"%" PRIu64 ".%u\",\"start_ts\":%" PRId64 ",\"age\":%.17g,\"within\":%.17g}",
                           r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
             break;
         }
         old_where_text(&b, r);
-        ps_buf_printf(&b, "interval %s overdue: started %" PRIu64 ".%u ts %" PRId64 ", still open %.10g ticks later (within %.10g)",
-                      r->ivtype->name, r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
+        if (r->result == PSPEC_INCONCLUSIVE)
+            ps_buf_printf(&b, "interval %s overdue (inconclusive): started %" PRIu64 ".%u ts %" PRId64 ", still open "
+                          "%.10g ticks later (within %.10g; %" PRIu64 " record%s lost while it was open)",
+                          r->ivtype->name, r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within,
+                          r->lost, r->lost == 1 ? "" : "s");
+        else
+            ps_buf_printf(&b, "interval %s overdue: started %" PRIu64 ".%u ts %" PRId64 ", still open %.10g ticks later (within %.10g)",
+                          r->ivtype->name, r->elem->ev->pos, r->elem->ev->sub, r->elem->ev->ts, r->age, r->within);
         break;
     case PSPEC_REPORT_SUMMARY:       /* came after the printf-free formatters: not compared */
         break;
-    case PSPEC_REPORT_UNCLOSED:
+    case PSPEC_REPORT_UNCLOSED:     /* a note's own shape: issue 31 */
         if (json) {
-            ps_buf_puts(&b, "{\"spec\":");
+            ps_buf_puts(&b, "{\"note\":\"unclosed\",\"spec\":");
             old_json_string(&b, pspec_report_file(r));
-            ps_buf_printf(&b, ",\"assert\":null,\"line\":%u,\"result\":\"unclosed\",\"type\":",
-                          pspec_report_line(r));
+            ps_buf_printf(&b, ",\"line\":%u,\"type\":", pspec_report_line(r));
             old_json_string(&b, r->ivtype->name);
             ps_buf_printf(&b, ",\"count\":%" PRIu64 "}", r->count);
             break;

@@ -498,6 +498,46 @@ static void long_lines_skipped(void **state)
     free(s);
 }
 
+/* Issue 31: an over-long first record ends the header like any record and
+ * is skipped with a warning like a later one; the log is not refused. */
+static void long_first_record_skipped(void **state)
+{
+    size_t big = LOG_MAX_LINE + 100;
+    char *s = malloc(big + 200), *p = s;
+    p += sprintf(p, "#cmon-ascii 1\n#tick-ns 10\n");
+    memset(p, '7', big);
+    p += big;
+    p += sprintf(p, "\n2 1 B\n");
+    for (int mem = 0; mem < 2; mem++) {
+        warnings w = { 0 };
+        char *err = NULL;
+        log_reader *r;
+        if (mem) {
+            r = log_reader_open_mem(s, (size_t)(p - s), "t.log", on_warn, &w, &err);
+        } else {
+            char path[] = "/tmp/test_logread_XXXXXX";
+            int fd = mkstemp(path);
+            assert_true(fd >= 0);
+            assert_int_equal(write(fd, s, (size_t)(p - s)), p - s);
+            lseek(fd, 0, SEEK_SET);
+            unlink(path);
+            r = log_reader_open(fd, true, "t.log", on_warn, &w, &err);
+        }
+        assert_non_null(r);
+        assert_true(log_reader_header(r)->tick_ns == 10);
+        log_record rec;
+        assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+        assert_string_equal(rec.name, "B");
+        assert_int_equal(rec.where, 4);
+        assert_int_equal(rec.pos, 2);   /* the long record counts */
+        at_end(r);
+        assert_int_equal(w.n, 1);
+        has_warning(&w, 0, 3, "longer than");
+        log_reader_free(r);
+    }
+    free(s);
+}
+
 static void names_interned(void **state)
 {
     warnings w = { 0 };
@@ -811,6 +851,7 @@ int main(void)
         cmocka_unit_test(values_missing_and_extra),
         cmocka_unit_test(gaps_and_comments),
         cmocka_unit_test(long_lines_skipped),
+        cmocka_unit_test(long_first_record_skipped),
         cmocka_unit_test(names_interned),
         cmocka_unit_test(too_many_names),
         cmocka_unit_test(name_too_long),

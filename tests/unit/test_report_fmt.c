@@ -419,6 +419,10 @@ static void test_reports_by_hand(void **state)
 
         pspec_report d = {.kind = PSPEC_REPORT_OVERDUE, .prog = &prog, .ivtype = &it, .elem = &evv,
                           .age = (double)(next() % 100000) / 3, .within = 1e7};
+        if (next() % 2) {           /* records lost since it started */
+            d.result = PSPEC_INCONCLUSIVE;
+            d.lost = next() % 3 ? 1 + next() % 3 : big[next() % 7];
+        }
         check_report(&d);
         pspec_report u = {.kind = PSPEC_REPORT_UNCLOSED, .prog = &prog, .ivtype = &it,
                           .count = big[next() % 7]};

@@ -443,10 +443,13 @@ static void reports_verdicts(void **state)
 	assert_false(r.has_offenders);
 	assert_string_equal(r.metrics, "{\"time\":[70,1,1]}");
 	report_free(&r);
-	/* pcheck -cont --json on tests/lang/unclosed */
-	report_ok("{\"spec\":\"unclosed.pspec\",\"assert\":null,\"line\":10,\"result\":\"unclosed\","
+	/* pcheck -cont --json on tests/lang/unclosed: a note, not a verdict */
+	report_ok("{\"note\":\"unclosed\",\"spec\":\"unclosed.pspec\",\"line\":10,"
 		  "\"type\":\"Request\",\"count\":3}", &r);
-	assert_string_equal(r.result, "unclosed");
+	assert_string_equal(r.note, "unclosed");
+	assert_null(r.result);
+	assert_null(r.assertion);
+	assert_int_equal(r.line, 10);
 	assert_string_equal(r.type, "Request");
 	assert_int_equal(r.count, 3);
 	assert_false(r.has_offenders);

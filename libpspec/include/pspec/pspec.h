@@ -89,8 +89,10 @@ typedef enum pspec_report_kind {
     PSPEC_REPORT_EVENT,         /* every event relevant to the spec, for -e */
     PSPEC_REPORT_VALUE,         /* peval: an expression's value */
     PSPEC_REPORT_UNCLOSED,      /* intervals of a type still open at end of log (end of log) */
-    PSPEC_REPORT_OVERDUE,       /* an interval with a deadline (within) open longer: a failure */
-    PSPEC_REPORT_SUMMARY,       /* an interval type's durations since the last summary (summaries_s) */
+    PSPEC_REPORT_OVERDUE,       /* an interval with a deadline (within) open longer: a failure, or
+                                   INCONCLUSIVE when records were lost since it started */
+    PSPEC_REPORT_SUMMARY,       /* an interval type's durations in one window of the log's clock
+                                   (summaries_s) */
 } pspec_report_kind;
 
 typedef struct pspec_report pspec_report;
@@ -108,8 +110,9 @@ uint64_t pspec_report_offenders(const pspec_report *r);
 /* UNCLOSED: how many intervals of its type (pspec_report_type) were still
  * open at end of log; file and line are the interval type's declaration. */
 uint64_t pspec_report_count(const pspec_report *r);
-/* ASSERT/OFFENDER that is INCONCLUSIVE: records lost (an interval: while it
- * was open; a whole-log assertion: in the whole log); 0 otherwise. */
+/* ASSERT/OFFENDER/OVERDUE that is INCONCLUSIVE: records lost (an interval:
+ * while it was open, or for one started by time, since the record before
+ * its start; a whole-log assertion: in the whole log); 0 otherwise. */
 uint64_t pspec_report_lost(const pspec_report *r);
 /* ASSERT/OFFENDER: true for a report assertion, one whose purpose is
  * statistics: {& x : T : false} over events or intervals, which fails for
@@ -151,10 +154,12 @@ typedef struct pspec_check_options {
                                    cost per event (as if every spec said `compensate;`); when that is
                                    asked for (here or by a spec) but the log header lacks the cost,
                                    `warn` says so (where 0) at the first record */
-    double summaries_s;         /* > 0: every this many seconds of log time (and at end of log),
-                                   a PSPEC_REPORT_SUMMARY of each interval type's duration metrics
-                                   (exactly ts(e) - ts(s)) over the intervals closed since the
-                                   last: count, sum, sum of squares, min, max (ns) and a sketch */
+    double summaries_s;         /* > 0: the log's clock is cut in windows of this many seconds,
+                                   [k * N, (k + 1) * N) from its zero; once the clock passes a
+                                   window's end (and at end of log), a PSPEC_REPORT_SUMMARY of each
+                                   interval type's duration metrics (exactly ts(e) - ts(s)) over the
+                                   intervals that closed in it: count, sum, sum of squares, min, max
+                                   (ns) and a sketch; a window where none closed says nothing */
     unsigned threads;           /* 1: read and check on the caller's thread; otherwise (0, the
                                    default) a log read offline from a regular file is read and
                                    parsed ahead on a second thread when the machine has two CPUs
