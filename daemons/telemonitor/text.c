@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cmon/jsonstr.h"
 #include "json.h"
 #include "text.h"
 
@@ -59,31 +60,15 @@ void sb_printf(struct sbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+static void put_sbuf(void *ctx, const char *p, size_t n)
+{
+	sb_add(ctx, p, n);
+}
+
+/* (the suite's one JSON string writer, cmon/jsonstr.h) */
 void sb_json_str(struct sbuf *b, const char *s)
 {
-	if (!s) {
-		sb_add(b, "null", 4);
-		return;
-	}
-	sb_add(b, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-			sb_add(b, e, 2);
-		} else if (c == '\n') {
-			sb_add(b, "\\n", 2);
-		} else if (c == '\t') {
-			sb_add(b, "\\t", 2);
-		} else if (c == '\r') {
-			sb_add(b, "\\r", 2);
-		} else if (c < 0x20) {
-			sb_printf(b, "\\u%04x", c);
-		} else {
-			sb_add(b, s, 1);
-		}
-	}
-	sb_add(b, "\"", 1);
+	cmon_json_string(s, put_sbuf, b);
 }
 
 char *sb_take(struct sbuf *b)

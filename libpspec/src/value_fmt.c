@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cmon/jsonstr.h"
+
 #define SIG_DIGITS 10
 
 /* Replace a locale's decimal comma, so output never depends on setlocale. */
@@ -243,75 +245,18 @@ static void json_number(ps_buf *out, double x)
     ps_buf_puts(out, buf);
 }
 
-/* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms,
- * no surrogates, at most U+10FFFF) starting at p, or 0. */
-static size_t utf8_len(const unsigned char *p)
+static void put_buf(void *ctx, const char *p, size_t n)
 {
-    unsigned char lo = 0x80, hi = 0xbf;
-    size_t n;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        n = 2;
-    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        n = 3;
-        if (p[0] == 0xe0)
-            lo = 0xa0;
-        else if (p[0] == 0xed)
-            hi = 0x9f;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        n = 4;
-        if (p[0] == 0xf0)
-            lo = 0x90;
-        else if (p[0] == 0xf4)
-            hi = 0x8f;
-    } else {
-        return 0;
-    }
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
-            return 0;
-    return n;
+    ps_buf_put(ctx, p, n);
 }
 
+/* The suite's one JSON string writer (cmon/jsonstr.h): well-formed UTF-8
+ * as it is, any other byte >= 0x80 (say from an octal escape in the spec)
+ * as the Latin-1 code point \u00XX, so the output is valid JSON whatever
+ * the string holds. */
 void pv_json_string(ps_buf *out, const char *s)
 {
-    if (!s) {
-        ps_buf_puts(out, "null");
-        return;
-    }
-    ps_buf_putc(out, '"');
-    for (const unsigned char *p = (const unsigned char *)s;; p++) {
-        p = plain_run(out, p);
-        if (!*p)
-            break;
-        switch (*p) {
-        case '"': ps_buf_puts(out, "\\\""); break;
-        case '\\': ps_buf_puts(out, "\\\\"); break;
-        case '\b': ps_buf_puts(out, "\\b"); break;
-        case '\f': ps_buf_puts(out, "\\f"); break;
-        case '\n': ps_buf_puts(out, "\\n"); break;
-        case '\r': ps_buf_puts(out, "\\r"); break;
-        case '\t': ps_buf_puts(out, "\\t"); break;
-        default: {
-            /* Well-formed UTF-8 passes through; any other byte >= 0x7f (say
-             * from an octal escape in the spec) is taken as a Latin-1 code
-             * point, so the output is valid JSON whatever the string holds. */
-            size_t n = *p >= 0x80 ? utf8_len(p) : 0;
-            if (n > 0) {
-                ps_buf_put(out, (const char *)p, n);
-                p += n - 1;
-            } else if (*p < 0x20 || *p >= 0x7f) {   /* "\\u%04x" */
-                static const char hex[] = "0123456789abcdef";
-                char u[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
-                ps_buf_put(out, u, 6);
-            } else {
-                ps_buf_putc(out, (char)*p);
-            }
-        }
-        }
-    }
-    ps_buf_putc(out, '"');
+    cmon_json_string(s, put_buf, out);
 }
 
 void pv_format_json(ps_buf *out, const pv *v)

@@ -3,8 +3,12 @@
  * offset inside the text, never a crash, hang or leak. Every node of a tree
  * is visited (its source text must lie inside the input and re-parse to
  * the same kind), the bytes are read as a checker report, and as metrics
- * rendered for a mail. The telemonitor is a program, not a library, so its
- * sources are compiled in here. */
+ * rendered for a mail. And the bytes, whatever they are, written as a JSON
+ * string by the suite's one writer (cmon/jsonstr.h, through both the
+ * telemonitor's sb_json_str and libpspec's pv_json_string, which must
+ * agree) are valid JSON: well-formed UTF-8, no raw control character, and
+ * read back as one string. The telemonitor is a program, not a library, so
+ * its sources are compiled in here. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 #include "../../daemons/telemonitor/json.c"
 #include "../../daemons/telemonitor/report.c"
 #include "../../daemons/telemonitor/text.c"
+#include "value.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,11 +48,46 @@ static void walk(const struct json *v, const struct json *root, int depth)
     }
 }
 
+/* `data` as a JSON string: valid, and the same from both callers. */
+static void write_string(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+    struct sbuf b = { 0 };
+    ps_buf pb = { 0 };
+    struct json *v;
+
+    if (!s)
+        return;
+    memcpy(s, data, size);
+    s[size] = '\0';                        /* (up to the first NUL, as C strings go) */
+    sb_json_str(&b, s);
+    pv_json_string(&pb, s);
+    if (b.oom || !b.s || pb.len != b.len || memcmp(pb.data, b.s, b.len))
+        abort();
+    for (size_t i = 0; i < b.len;) {
+        const unsigned char *p = (const unsigned char *)b.s + i;
+        size_t n = cmon_utf8_len(p, b.len - i);
+        if (n == 0 || *p < 0x20 || *p == 0x7f)
+            abort();
+        i += n;
+    }
+    v = json_parse(b.s, b.len, NULL, 0);
+    if (!v || v->kind != JSON_STRING)
+        abort();
+    json_free(v);
+    sb_free(&b);
+    ps_buf_free(&pb);
+    free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[160];
-    struct json *v = json_parse((const char *)data, size, err, sizeof err);
+    struct json *v;
     struct checker_report r;
+
+    write_string(data, size);
+    v = json_parse((const char *)data, size, err, sizeof err);
 
     if (v) {
         walk(v, v, 0);

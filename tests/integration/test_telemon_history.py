@@ -117,6 +117,13 @@ def compare(env, reg):
         tm.ctl("--json", "compare", "reads", "v1", "v2")), "GET /api/v1/compare")
     check(api("/api/v1/history?prog=reads") == json.loads(tm.ctl("--json", "history", "reads")),
           "GET /api/v1/history")
+    # bytes that are not UTF-8 echoed back: still valid JSON (UTF-8, the
+    # bytes as \u00XX), never the raw bytes (issue 30)
+    raw = urllib.request.urlopen("http://%s:%d/api/v1/compare?prog=x&v1=a&v2=%%ff%%fe%%01"
+                                 % (host, port), timeout=10).read()
+    got = json.loads(raw.decode("utf-8", errors="strict"))
+    check(b"\xff" not in raw and got["v2"] == "\u00ff\u00fe\u0001",
+          "invalid UTF-8 escaped, the bytes kept as Latin-1: %r", raw[:300])
     # ... and the dashboard: the versions table, each later version linked to
     # its comparison with the one before
     page = urllib.request.urlopen("http://%s:%d/" % (host, port), timeout=10).read().decode()
