@@ -1,8 +1,9 @@
 /* Registry connections: one state machine per peer (enum conn_state),
  * driven by conn_drive() for every decoded message. Misbehaving peers get
  * an Error, a log line naming them, and are disconnected; nobody else is
- * affected. Connections are freed from the reaper event, never from inside
- * an iteration that might still look at them. */
+ * affected. A subscriber's first Subscribe is served only if it is
+ * authenticated (auth.c). Connections are freed from the reaper event,
+ * never from inside an iteration that might still look at them. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,12 +63,29 @@ static void closing_done(evutil_socket_t fd, short what, void *arg)
 	conn_retire(arg);
 }
 
+/* Tell the peer why with an Error and close once it is sent (the caller
+ * logs it). */
+static void conn_end(struct conn *c, Cmon__ErrorCode code, const char *why)
+{
+	struct timeval tv = { 5, 0 };
+
+	if (c->state == CONN_CLOSING || c->state == CONN_DEAD)
+		return;
+	cmon_send_error(bufferevent_get_output(c->bev), code, "%s", why);
+	c->state = CONN_CLOSING;
+	bufferevent_disable(c->bev, EV_READ);
+	/* The write callback retires us when the Error is out; bound the wait. */
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	evtimer_del(c->timer);
+	evtimer_assign(c->timer, c->reg->base, closing_done, c);
+	evtimer_add(c->timer, &tv);
+}
+
 /* Tell the peer why with an Error, log it, and close once it is sent. */
 static void conn_fail(struct conn *c, Cmon__ErrorCode code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void conn_fail(struct conn *c, Cmon__ErrorCode code, const char *fmt, ...)
 {
-	struct timeval tv = { 5, 0 };
 	char why[300];
 	va_list ap;
 
@@ -77,14 +95,7 @@ static void conn_fail(struct conn *c, Cmon__ErrorCode code, const char *fmt, ...
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
 	cmon_warn("%s: %s; disconnecting", c->peer, why);
-	cmon_send_error(bufferevent_get_output(c->bev), code, "%s", why);
-	c->state = CONN_CLOSING;
-	bufferevent_disable(c->bev, EV_READ);
-	/* The write callback retires us when the Error is out; bound the wait. */
-	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-	evtimer_del(c->timer);
-	evtimer_assign(c->timer, c->reg->base, closing_done, c);
-	evtimer_add(c->timer, &tv);
+	conn_end(c, code, why);
 }
 
 int conn_send(struct conn *c, const Cmon__Msg *m)
@@ -141,6 +152,7 @@ static void on_hello(struct conn *c, const Cmon__Msg *m)
 		c->state = CONN_SNARFLOG;
 	} else if (role == CMON__ROLE__ROLE_TELEMONITOR) {
 		c->state = CONN_TELEMONITOR;
+		auth_hello(c, m->hello);
 	} else {
 		conn_fail(c, CMON__ERROR_CODE__ERROR_PROTOCOL, "hello from unexpected role %d",
 			  (int)role);
@@ -193,12 +205,26 @@ static void on_announce(struct conn *c, const Cmon__Announce *a)
 	conn_send(c, &m);
 }
 
+/* A subscriber's Subscribe: only from an authenticated one (auth.c);
+ * anyone else is refused and closed before it hears of any instance. */
+static void on_subscribe(struct conn *c, const Cmon__Subscribe *s)
+{
+	char why[300];
+	int r;
+
+	if (!auth_subscriber(c, why, sizeof why)) {
+		auth_log_refusal(c->reg, c->peer, why);
+		conn_end(c, CMON__ERROR_CODE__ERROR_DENIED, why);
+		return;
+	}
+	r = matcher_add_sub(c->reg, c, s, why, sizeof why);
+	if (r < 0)
+		conn_fail(c, (Cmon__ErrorCode)-r, "%s", why);
+}
+
 /* Advance `c` by one message from its peer. */
 static void conn_drive(struct conn *c, const Cmon__Msg *m)
 {
-	char why[200];
-	int r;
-
 	/* Valid in every state after Hello. */
 	if (c->state != CONN_HELLO) {
 		if (m->kind_case == CMON__MSG__KIND_PING) {
@@ -236,9 +262,7 @@ static void conn_drive(struct conn *c, const Cmon__Msg *m)
 		break;
 	case CONN_TELEMONITOR:
 		if (m->kind_case == CMON__MSG__KIND_SUBSCRIBE) {
-			r = matcher_add_sub(c->reg, c, m->subscribe, why, sizeof why);
-			if (r < 0)
-				conn_fail(c, (Cmon__ErrorCode)-r, "%s", why);
+			on_subscribe(c, m->subscribe);
 			return;
 		}
 		if (m->kind_case == CMON__MSG__KIND_UNSUBSCRIBE) {

@@ -1,12 +1,15 @@
 /* telemonreg — the CMon registry. Parse the command line, open the
  * listening sockets, tell systemd we are ready, run the loop until
- * SIGTERM/SIGINT, clean up. The work happens in conn.c and matcher.c. */
+ * SIGTERM/SIGINT, clean up. The work happens in conn.c, auth.c and
+ * matcher.c. */
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "cmon/cmdline.h"
 #include "cmon/log.h"
@@ -18,9 +21,14 @@ static const char usage[] =
 	"Usage: telemonreg [-listen ADDR]... [-portfile FILE] [-debug]\n"
 	"                  [-tls-cert FILE -tls-key FILE [-tls-ca FILE]]\n"
 	"                  [-max-conns N] [-hello-timeout SECONDS] [-unix-dir DIR]\n"
+	"                  [-allow-user USER]... [-secret-file FILE]\n"
 	"\n"
 	"The CMon registry: snarflogs announce monitored programs here and\n"
-	"telemonitors subscribe to classes of them.\n"
+	"telemonitors subscribe to classes of them. A subscriber receives the\n"
+	"instances' tokens, so only an authenticated one may subscribe: a local\n"
+	"peer (Unix socket or loopback TCP) running as this user, root or an\n"
+	"-allow-user; one showing the -secret-file secret; or, with -tls-ca, one\n"
+	"whose client certificate the CA verified.\n"
 	"\n"
 	"  -listen, --listen ADDR     HOST:PORT, [V6]:PORT, *:PORT or unix:PATH;\n"
 	"                             repeatable. Default 127.0.0.1 and ::1 port 7361\n"
@@ -40,16 +48,23 @@ static const char usage[] =
 	"  -unix-dir, --unix-dir DIR  accept unix:PATH data endpoints from this machine\n"
 	"                             when PATH is a socket directly in DIR (default:\n"
 	"                             refuse them)\n"
+	"  -allow-user, --allow-user USER\n"
+	"                             also let local peers running as USER (a name or\n"
+	"                             a numeric uid) subscribe; repeatable\n"
+	"  -secret-file, --secret-file FILE\n"
+	"                             let subscribers showing this secret (the file's\n"
+	"                             first line, at least 16 characters) subscribe\n"
 	"  -h, --help                 show this help and exit\n"
 	"  -V, --version              show the version and exit\n"
 	"\n"
 	"Exit status:\n"
 	"  0  stopped by SIGTERM or SIGINT\n"
 	"  1  could not start (a socket, the TLS files)\n"
-	"  2  bad command line\n";
+	"  2  bad command line (an unknown -allow-user, a bad -secret-file)\n";
 
 /* The command line: these options plus -h/--help and -V/--version. */
-enum { O_LISTEN = 256, O_PORTFILE, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXC, O_HELLO, O_UNIXDIR };
+enum { O_LISTEN = 256, O_PORTFILE, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXC, O_HELLO, O_UNIXDIR,
+       O_ALLOW, O_SECRET };
 static const struct option opts[] = {
 	{ "listen", required_argument, NULL, O_LISTEN },
 	{ "portfile", required_argument, NULL, O_PORTFILE },
@@ -60,6 +75,8 @@ static const struct option opts[] = {
 	{ "max-conns", required_argument, NULL, O_MAXC },
 	{ "hello-timeout", required_argument, NULL, O_HELLO },
 	{ "unix-dir", required_argument, NULL, O_UNIXDIR },
+	{ "allow-user", required_argument, NULL, O_ALLOW },
+	{ "secret-file", required_argument, NULL, O_SECRET },
 	{ NULL, 0, NULL, 0 },
 };
 static const struct cmon_cmdline cmdline = { "telemonreg", usage, "", opts };
@@ -74,6 +91,9 @@ struct options {
 	long max_conns;                    /* -max-conns, 0 = from rlimit */
 	long hello_timeout;                /* -hello-timeout */
 	char *unix_dir;                    /* -unix-dir, without trailing slashes */
+	uid_t allow[REG_MAX_ALLOW_USERS];  /* -allow-user uids */
+	size_t nallow;                     /* how many */
+	const char *secret_file;           /* -secret-file */
 };
 
 static long parse_long(const char *s, const char *opt, long lo, long hi)
@@ -86,6 +106,26 @@ static long parse_long(const char *s, const char *opt, long lo, long hi)
 	if (errno || *end || end == s || v < lo || v > hi)
 		cmon_cmdline_fail(&cmdline, "bad value '%s' for %s", s, opt);
 	return v;
+}
+
+/* -allow-user USER: a user name (resolved now) or a numeric uid. */
+static uid_t parse_user(const char *s)
+{
+	struct passwd *pw;
+	char *end;
+	unsigned long v;
+
+	if (*s >= '0' && *s <= '9') {
+		errno = 0;
+		v = strtoul(s, &end, 10);
+		if (errno || *end || v >= (uid_t)-1)
+			cmon_cmdline_fail(&cmdline, "bad value '%s' for -allow-user", s);
+		return (uid_t)v;
+	}
+	pw = getpwnam(s);
+	if (!pw)
+		cmon_cmdline_fail(&cmdline, "-allow-user: no user '%s' on this system", s);
+	return pw->pw_uid;
 }
 
 static void parse_args(int argc, char **argv, struct options *o)
@@ -124,10 +164,39 @@ static void parse_args(int argc, char **argv, struct options *o)
 			o->unix_dir = optarg;
 			break;
 		}
+		case O_ALLOW:
+			if (o->nallow == REG_MAX_ALLOW_USERS)
+				cmon_cmdline_fail(&cmdline, "too many -allow-user options (at most %d)",
+						  REG_MAX_ALLOW_USERS);
+			o->allow[o->nallow++] = parse_user(optarg);
+			break;
+		case O_SECRET: o->secret_file = optarg; break;
 		}
 	}
 	if (optind < argc)
 		cmon_cmdline_fail(&cmdline, "unexpected argument '%s'", argv[optind]);
+}
+
+/* Who may subscribe, from the options; exits 2 on a bad -secret-file. */
+static void setup_auth(const struct options *o, struct reg_auth *a)
+{
+	char secret[CMON_SECRET_MAX + 1];
+	size_t len;
+	int r;
+
+	a->self = geteuid();
+	memcpy(a->allow, o->allow, o->nallow * sizeof *o->allow);
+	a->nallow = o->nallow;
+	a->mutual_tls = o->tls.ca != NULL;
+	if (!o->secret_file)
+		return;
+	r = cmon_secret_read_file(o->secret_file, secret, sizeof secret, &len);
+	if (r < 0)
+		cmon_cmdline_fail(&cmdline, "-secret-file %s: %s", o->secret_file,
+				  cmon_secret_strerror(r));
+	memcpy(a->secret, secret, len);
+	a->secret_len = len;
+	explicit_bzero(secret, sizeof secret);
 }
 
 /* Raise the open-file limit as far as allowed and derive the connection cap. */
@@ -170,10 +239,11 @@ int main(int argc, char **argv)
 	struct reg r = { 0 };
 	struct event *sigterm = NULL, *sigint = NULL, *status = NULL, *watchdog = NULL;
 	struct timeval every = { 2, 0 };
-	char err[400];
+	char err[400], who[600];
 	int rc = 1;
 
 	parse_args(argc, argv, &o);
+	setup_auth(&o, &r.auth);
 	cmon_log_init("telemonreg", o.debug);
 	signal(SIGPIPE, SIG_IGN);
 	TAILQ_INIT(&r.conns);
@@ -214,6 +284,8 @@ int main(int argc, char **argv)
 	cmon_service_ready("0 instances, 0 classes");
 	cmon_notice("ready (version %s, max %zu connections%s)", CMON_VERSION, r.max_conns,
 		    r.tls ? (o.tls.ca ? ", mutual TLS" : ", TLS") : "");
+	auth_describe(&r, who, sizeof who);
+	cmon_notice("may subscribe: %s", who);
 	event_base_dispatch(r.base);
 	rc = 0;
 out_events:

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -25,6 +26,8 @@
 #define REG_MSG_BURST 20000.0            /* messages a peer may send at once... */
 #define REG_MSG_RATE 5000.0              /* ...and per second after that */
 #define REG_MAX_LISTENERS 16             /* listening sockets */
+#define REG_MAX_ALLOW_USERS 64           /* -allow-user options */
+#define REG_DENIED_LOG_S 1.0             /* at most one "not authorized" line this often */
 
 /* Where a connection is in its life; driven by conn_drive(). */
 enum conn_state {
@@ -81,6 +84,23 @@ struct conn {
 	size_t nsubs;                 /* length of subs */
 	double tokens;                /* flood control bucket */
 	struct timeval refill;        /* when tokens were last refilled */
+	bool secret_shown;            /* CONN_TELEMONITOR: its Hello carried a secret... */
+	bool secret_ok;               /* ...and it was ours (-secret-file) */
+	bool authorized;              /* CONN_TELEMONITOR: may subscribe (decided at its first
+	                                 Subscribe, see auth.c) */
+};
+
+/* Who may subscribe, and so receive instance tokens (auth.c; docs/protocol.md
+ * §8a, "Who may subscribe"). */
+struct reg_auth {
+	uid_t self;                   /* our own uid: always allowed, as is root */
+	uid_t allow[REG_MAX_ALLOW_USERS]; /* -allow-user uids */
+	size_t nallow;                /* how many */
+	bool mutual_tls;              /* -tls-ca: a verified client certificate vouches */
+	uint8_t secret[CMON_SECRET_MAX]; /* -secret-file's secret... */
+	size_t secret_len;            /* ...its length; 0 = no secret */
+	double last_log;              /* when a refusal was last logged (monotonic s)... */
+	unsigned long quiet;          /* ...and how many were refused since, not logged */
 };
 
 /* The whole registry. */
@@ -102,6 +122,7 @@ struct reg {
 	size_t nsubs;                 /* length of subs */
 	uint64_t next_key;            /* next instance key */
 	time_t last_refused_log;      /* rate limit for "too many connections" */
+	struct reg_auth auth;         /* who may subscribe */
 };
 
 /* listen.c — the listening sockets. */
@@ -115,6 +136,16 @@ void conn_kill(struct conn *c, const char *fmt, ...)     /* log why and retire t
 void conn_close_all(struct reg *r);                      /* shutdown: free every connection */
 void conn_reap(evutil_socket_t fd, short what, void *arg); /* free retired connections */
 int conn_send(struct conn *c, const Cmon__Msg *m);       /* queue a message (kills on backlog) */
+
+/* auth.c — who may subscribe: a verified client certificate (mutual TLS),
+ * the shared secret in Hello, or a local peer whose uid is ours, root's or
+ * an -allow-user one. */
+void auth_hello(struct conn *c, const Cmon__Hello *h);   /* note a subscriber's secret */
+bool auth_subscriber(struct conn *c, char *why, size_t size); /* may it subscribe? false:
+                                                                `why` says why not */
+void auth_log_refusal(struct reg *r, const char *peer, const char *why); /* at most one line
+                                                                           a second */
+void auth_describe(const struct reg *r, char *buf, size_t size); /* who may, for the log */
 
 /* endpoint.c — which data endpoints are passed on to subscribers.
  * endpoint_check(): may the peer at `peer` announce `announced`? 0 with

@@ -14,6 +14,7 @@
 #include "cmon/backoff.h"
 #include "cmon/connect.h"
 #include "cmon/log.h"
+#include "cmon/tls.h"
 #include "snarflog.h"
 
 #define RL_BACKOFF_MIN_MS 100      /* first retry delay */
@@ -265,11 +266,15 @@ static void write_cb(struct bufferevent *bev, void *arg)
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct reglink *rl = arg;
+	int e = EVUTIL_SOCKET_ERROR();
+	char tlserr[200];
 
 	if (what & BEV_EVENT_CONNECTED)
 		return;
+	/* (an error without errno is TLS's: e.g. the registry refused our
+	 * certificate, which TLS 1.3 tells after the handshake) */
 	reg_lost(rl, what & BEV_EVENT_EOF ? "connection closed"
-		 : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		 : e ? evutil_socket_error_to_string(e) : cmon_tls_error(bev, tlserr, sizeof tlserr));
 }
 
 static void connected(struct bufferevent *bev, const char *peer, const char *err, void *arg)

@@ -30,8 +30,8 @@
 
 /* Where a data connection is. */
 enum stream_state {
-	ST_HELLO,         /* accepted; waiting for the peer's Hello */
-	ST_WAIT_START,    /* said Hello; waiting for Start */
+	ST_HELLO,         /* accepted, our Hello sent; waiting for the peer's Hello */
+	ST_WAIT_START,    /* it said Hello (and got its Proof); waiting for Start */
 	ST_WAIT_FORMAT,   /* the consumer; Accepted waits until the log format is known */
 	ST_STREAMING,     /* the consumer; records flow */
 	ST_ENDING,        /* LogEnd, Busy or Error queued; close once flushed */
@@ -312,8 +312,19 @@ static void stream_drive(struct stream *st, const Cmon__Msg *m)
 				    why);
 			return;
 		}
-		cmon_send_hello(bufferevent_get_output(st->bev), CMON__ROLE__ROLE_SNARFLOG,
-				"snarflog " CMON_VERSION);
+		if (m->hello->has_challenge) {
+			/* the consumer wants proof that we are the snarflog that
+			 * announced the token it was given, before it sends it */
+			size_t n = m->hello->challenge.len;
+			if (n < CMON_CHALLENGE_MIN || n > CMON_CHALLENGE_MAX) {
+				snprintf(why, sizeof why, "a challenge of %zu bytes (want %d to %d)",
+					 n, CMON_CHALLENGE_MIN, CMON_CHALLENGE_MAX);
+				stream_fail(st, CMON__ERROR_CODE__ERROR_PROTOCOL, why);
+				return;
+			}
+			cmon_send_proof(bufferevent_get_output(st->bev), st->s->token, CMON_TOKEN_LEN,
+					m->hello->challenge.data, n);
+		}
 		st->state = ST_WAIT_START;
 		return;
 	case ST_WAIT_START:
@@ -501,6 +512,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	 * a wake-up of the reader per 16 KiB) */
 	bufferevent_set_max_single_write(st->bev, SNARF_CHUNK);
 	bufferevent_enable(st->bev, EV_READ | EV_WRITE);
+	/* we speak first: a consumer sends nothing to an endpoint until it
+	 * has said Hello as a snarflog (and proved it holds the token) */
+	cmon_send_hello(bufferevent_get_output(st->bev), CMON__ROLE__ROLE_SNARFLOG,
+			"snarflog " CMON_VERSION);
 	timer_set(st, timer_close, s->opt.hello_s);
 	cmon_debug("%s: data connection", st->peer);
 }

@@ -748,6 +748,37 @@ static void http_free(struct http *h)
 	free(h);
 }
 
+/* A TLS handshake of the API failed (a fatal alert sent or received):
+ * said with the peer and the reason, at most every 10 s (with how many
+ * were not said). */
+static void tls_info(const SSL *ssl, int where, int ret)
+{
+	static double said;
+	static unsigned long quiet;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	char peer[CMON_ADDRSTR_MAX] = "?";
+	long v;
+	double now;
+
+	if (!(where & SSL_CB_ALERT) || (ret >> 8) != SSL3_AL_FATAL)
+		return;
+	now = mono_now();
+	if (said && now - said < 10.0) {
+		quiet++;
+		return;
+	}
+	if (getpeername(SSL_get_fd(ssl), (struct sockaddr *)&ss, &len) == 0)
+		cmon_sockaddr_format((struct sockaddr *)&ss, len, peer, sizeof peer);
+	v = SSL_get_verify_result(ssl);
+	cmon_warn("http: TLS handshake with %s failed: %s alert \"%s\"%s%s (%lu more not said)",
+		  peer, (where & SSL_CB_READ) ? "it sent the" : "we sent the",
+		  SSL_alert_desc_string_long(ret), v != X509_V_OK ? ": " : "",
+		  v != X509_V_OK ? X509_verify_cert_error_string(v) : "", quiet);
+	said = now;
+	quiet = 0;
+}
+
 /* The bearer token from `path`: its first line, trimmed; at least 16
  * characters, so that it is not guessed. 0, or -EINVAL with a message. */
 static int read_token(const char *path, char *out, size_t size, char *err, size_t errlen)
@@ -841,6 +872,7 @@ int http_open(struct tmon *tm, char *err, size_t errlen)
 			rc = -EINVAL;
 			goto out_free;
 		}
+		SSL_CTX_set_info_callback(h->ssl, tls_info);
 	}
 	h->eh = evhttp_new(tm->base);
 	if (!h->eh) {

@@ -39,7 +39,7 @@ static const char usage[] =
 	"                   [-finish-tools]\n"
 	"                   [-debug]\n"
 	"                   [-tls-cert FILE -tls-key FILE] [-tls-ca FILE]\n"
-	"                   [-http-token-file FILE]\n"
+	"                   [-http-token-file FILE] [-registry-secret-file FILE]\n"
 	"                   [-http-tls-cert FILE -http-tls-key FILE] [-http-tls-ca FILE]\n"
 	"\n"
 	"The CMon monitoring service: subscribes to the classes of programs in its\n"
@@ -103,18 +103,24 @@ static const char usage[] =
 	"                             the HTTP API's own certificate (with -http-tls-ca,\n"
 	"                             clients must present one it signed); default the\n"
 	"                             -tls-* ones\n"
+	"  -registry-secret-file, --registry-secret-file FILE\n"
+	"                             show the registries the secret in FILE (its\n"
+	"                             first line; their -secret-file), which lets us\n"
+	"                             subscribe (default $CMON_REGISTRY_SECRET_FILE,\n"
+	"                             else none: then the registry must allow our user\n"
+	"                             or, with -tls-ca, our certificate)\n"
 	"  -h, --help                 show this help and exit\n"
 	"  -V, --version              show the version and exit\n"
 	"\n"
 	"Exit status:\n"
 	"  0  stopped by a signal (or -check passed, or -finish-tools done)\n"
 	"  1  could not start\n"
-	"  2  bad command line or configuration\n";
+	"  2  bad command line, configuration or -registry-secret-file\n";
 
 /* The command line: these options plus -h/--help and -V/--version. */
 enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_STORE, O_NODE, O_BACKLOG, O_HTTP, O_WEB,
        O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXSESS, O_TOKEN, O_HCERT, O_HKEY,
-       O_HCA };
+       O_HCA, O_REGSECRET };
 static const struct option opts[] = {
 	{ "rc", required_argument, NULL, O_RC },
 	{ "state", required_argument, NULL, O_STATE },
@@ -137,9 +143,30 @@ static const struct option opts[] = {
 	{ "http-tls-cert", required_argument, NULL, O_HCERT },
 	{ "http-tls-key", required_argument, NULL, O_HKEY },
 	{ "http-tls-ca", required_argument, NULL, O_HCA },
+	{ "registry-secret-file", required_argument, NULL, O_REGSECRET },
 	{ NULL, 0, NULL, 0 },
 };
 static const struct cmon_cmdline cmdline = { "telemonitor", usage, "", opts };
+
+/* -registry-secret-file, else CMON_REGISTRY_SECRET_FILE: read the secret
+ * once, now; a bad file is a bad command line (exit 2). */
+static void read_registry_secret(struct tm_options *o)
+{
+	const char *env = getenv("CMON_REGISTRY_SECRET_FILE"), *from = "-registry-secret-file";
+	int r;
+
+	if (!o->registry_secret_file && env && *env) {
+		o->registry_secret_file = env;
+		from = "CMON_REGISTRY_SECRET_FILE";
+	}
+	if (!o->registry_secret_file)
+		return;
+	r = cmon_secret_read_file(o->registry_secret_file, o->registry_secret,
+				  sizeof o->registry_secret, &o->registry_secret_len);
+	if (r < 0)
+		cmon_cmdline_fail(&cmdline, "%s %s: %s", from, o->registry_secret_file,
+				  cmon_secret_strerror(r));
+}
 
 static void parse_args(int argc, char **argv, struct tm_options *o)
 {
@@ -191,6 +218,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		case O_HCERT: o->http_tls.cert = optarg; break;
 		case O_HKEY: o->http_tls.key = optarg; break;
 		case O_HCA: o->http_tls.ca = optarg; break;
+		case O_REGSECRET: o->registry_secret_file = optarg; break;
 		}
 	}
 	if (optind < argc)
@@ -204,6 +232,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		cmon_cmdline_fail(&cmdline, "-http-tls-cert and -http-tls-key go together");
 	if (o->http_tls.ca && !o->http_tls.cert)
 		cmon_cmdline_fail(&cmdline, "-http-tls-ca wants -http-tls-cert and -http-tls-key");
+	read_registry_secret(o);
 }
 
 /* Told how a tool left running by a killed telemonitor ended. */

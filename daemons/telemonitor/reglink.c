@@ -7,7 +7,10 @@
  * exponential backoff and subscribes again; monitoring sessions are direct
  * connections to snarflogs and carry on meanwhile, and instances keep
  * being found while any registry is up. "Registry unavailable" is logged
- * once per outage, not per attempt. */
+ * once per outage, not per attempt. A registry that refuses our
+ * subscriptions (ERROR_DENIED: it does not know us as an authenticated
+ * subscriber, docs/protocol.md §8a) is said so plainly, once until it
+ * accepts them, and retried with the same backoff. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +52,8 @@ struct reglink {
 	size_t pending_acks;          /* SubscribeAcks still expected this round */
 	bool synced;                  /* every subscription of the first round answered */
 	bool failed;                  /* some attempt has failed since the start */
+	bool denied;                  /* it refused our subscriptions, and has not accepted one
+	                                 since */
 };
 
 /* Every registry of the list. */
@@ -121,6 +126,23 @@ static void fail(struct reglink *rl, const char *why)
 	check_synced(rl->set);
 }
 
+/* The registry refused our subscriptions (not authorized): say so once
+ * until it accepts one, with what would let us in, and retry. */
+static void denied(struct reglink *rl, const char *msg)
+{
+	char why[300];
+
+	if (!rl->denied)
+		cmon_err("registry at %s refuses our subscriptions: %s; give the telemonitor the "
+			 "registry's -secret-file (-registry-secret-file), a client certificate "
+			 "the registry's CA signed, or run it as a user the registry allows "
+			 "(-allow-user); retrying", rl->name, msg);
+	rl->denied = true;
+	rl->warned = true;                /* the line above says it all; the retries are debug */
+	snprintf(why, sizeof why, "it refused our subscriptions: %s", msg);
+	fail(rl, why);
+}
+
 static void subscribe_all(struct reglink *rl)
 {
 	struct tm_class *c;
@@ -150,6 +172,10 @@ static void drive(struct reglink *rl, const Cmon__Msg *m)
 	case CMON__MSG__KIND_PONG:
 		return;
 	case CMON__MSG__KIND_ERROR:
+		if (m->error->has_code && m->error->code == CMON__ERROR_CODE__ERROR_DENIED) {
+			denied(rl, m->error->message ? m->error->message : "not authorized");
+			return;
+		}
 		snprintf(why, sizeof why, "it reported an error: %s",
 			 m->error->message ? m->error->message : "?");
 		fail(rl, why);
@@ -163,17 +189,25 @@ static void drive(struct reglink *rl, const Cmon__Msg *m)
 			return;
 		}
 		rl->state = RL_READY;
-		cmon_backoff_reset(&rl->retry);
-		if (rl->warned || !rl->ever)
-			cmon_notice("registry %s at %s", rl->warned ? "available again" : "connected",
-				    rl->name);
-		rl->warned = false;
+		if (!rl->denied) {     /* else: it is up, but will it have us? (an ack says) */
+			cmon_backoff_reset(&rl->retry);
+			if (rl->warned || !rl->ever)
+				cmon_notice("registry %s at %s",
+					    rl->warned ? "available again" : "connected", rl->name);
+			rl->warned = false;
+		}
 		rl->ever = true;
 		subscribe_all(rl);
 		return;
 	}
 	switch (m->kind_case) {
 	case CMON__MSG__KIND_SUBSCRIBE_ACK:
+		if (rl->denied) {
+			cmon_notice("registry at %s accepts our subscriptions now", rl->name);
+			rl->denied = false;
+			rl->warned = false;
+			cmon_backoff_reset(&rl->retry);
+		}
 		if (rl->pending_acks && --rl->pending_acks == 0 && !rl->synced) {
 			rl->synced = true;
 			check_synced(rl->set);
@@ -238,8 +272,11 @@ static void connected(struct bufferevent *bev, const char *peer, const char *err
 	bufferevent_setcb(bev, read_cb, NULL, event_cb, rl);
 	bufferevent_setwatermark(bev, EV_READ, 0, CMON_CONTROL_FRAME_MAX + 16);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
-	cmon_send_hello(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
-			"telemonitor " CMON_VERSION);
+	/* with -registry-secret-file, the secret that lets us subscribe */
+	cmon_send_hello_ext(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
+			    "telemonitor " CMON_VERSION, NULL, 0,
+			    (const uint8_t *)rl->tm->opt.registry_secret,
+			    rl->tm->opt.registry_secret_len);
 }
 
 static void attempt(struct reglink *rl)
@@ -337,6 +374,8 @@ bool reg_connected(const struct tmon *tm)
 /* The state of one link, for status output. */
 static const char *link_status(const struct reglink *rl)
 {
+	if (rl->denied && rl->state != RL_READY)
+		return "refused: not authorized to subscribe (retrying)";
 	switch (rl->state) {
 	case RL_READY: return "connected";
 	case RL_HELLO:
@@ -346,19 +385,35 @@ static const char *link_status(const struct reglink *rl)
 	return "?";
 }
 
+/* How many links the registry refused (not authorized) and not yet
+ * accepted since. */
+static size_t links_denied(const struct regset *set)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < set->n; i++)
+		k += set->links[i]->denied && set->links[i]->state != RL_READY;
+	return k;
+}
+
 const char *reg_status(const struct tmon *tm)
 {
 	struct regset *set = tm->reg;
-	size_t k;
+	size_t k, d;
 
 	if (!set || set->n == 0)
 		return "none";
 	if (set->n == 1)
 		return link_status(set->links[0]);
 	k = links_ready(set);
+	d = links_denied(set);
 	if (k == 0)
-		return "unavailable (retrying)";
-	snprintf(set->status, sizeof set->status, "%zu of %zu connected", k, set->n);
+		return d ? "refused: not authorized to subscribe (retrying)" : "unavailable (retrying)";
+	if (d)
+		snprintf(set->status, sizeof set->status, "%zu of %zu connected, %zu refused", k,
+			 set->n, d);
+	else
+		snprintf(set->status, sizeof set->status, "%zu of %zu connected", k, set->n);
 	return set->status;
 }
 

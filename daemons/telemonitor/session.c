@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include <openssl/rand.h>
+
 #include "cmon/log.h"
 #include "cmon/logfmt.h"
 #include "cmon/tls.h"
@@ -24,10 +26,14 @@ static void drain(struct session *s, enum inst_state end, const char *why);
 static void settle(struct session *s);
 static void finish(struct session *s);
 static void lost(struct session *s, const char *why);
+static void unproven(struct session *s, const char *why);
+static void ask_proof(struct session *s);
+static void send_start(struct session *s);
 static void data_read(struct bufferevent *bev, void *arg);
 
 static const char *const state_names[] = {
-	[SS_CONNECTING] = "connecting", [SS_HELLO] = "hello", [SS_ACCEPT] = "accept",
+	[SS_CONNECTING] = "connecting", [SS_HELLO] = "hello", [SS_PROOF] = "proof",
+	[SS_ACCEPT] = "accept",
 	[SS_STREAMING] = "streaming", [SS_WAITING] = "waiting", [SS_STOPPING] = "stopping",
 	[SS_DRAINING] = "draining", [SS_DONE] = "done",
 };
@@ -631,10 +637,25 @@ static void session_drive(struct session *s, const Cmon__Msg *m)
 	switch (s->state) {
 	case SS_HELLO:
 		if (!cmon_hello_ok(m, &role, why, sizeof why)) {
-			lost(s, why);
+			unproven(s, why);
 			return;
 		}
-		s->state = SS_ACCEPT;
+		if (role != CMON__ROLE__ROLE_SNARFLOG) {
+			unproven(s, "a CMon peer that is not a snarflog");
+			return;
+		}
+		ask_proof(s);
+		return;
+	case SS_PROOF:
+		if (!cmon_proof_ok(m, s->inst->token, CMON_TOKEN_LEN, s->challenge,
+				   sizeof s->challenge)) {
+			snprintf(why, sizeof why, "%s instead of a proof of the instance's token",
+				 m->kind_case == CMON__MSG__KIND_PROOF ? "a wrong proof"
+				 : cmon_msg_kind_name(m));
+			unproven(s, why);
+			return;
+		}
+		send_start(s);
 		return;
 	case SS_ACCEPT:
 		if (m->kind_case == CMON__MSG__KIND_BUSY) {
@@ -707,7 +728,10 @@ static void data_read(struct bufferevent *bev, void *arg)
 			if (r == 0)
 				return;
 			if (r < 0) {
-				lost(s, why ? why : "bad frame");
+				if (s->state == SS_HELLO || s->state == SS_PROOF)
+					unproven(s, "it does not speak the CMon protocol");
+				else
+					lost(s, why ? why : "bad frame");
 				return;
 			}
 		}
@@ -740,7 +764,89 @@ static void data_event(struct bufferevent *bev, short what, void *arg)
 	else
 		snprintf(buf, sizeof buf, "data connection error: %s",
 			 e ? evutil_socket_error_to_string(e) : cmon_tls_error(bev, tlserr, sizeof tlserr));
-	lost(s, buf);
+	if (s->state == SS_HELLO)       /* (a snarflog says Hello as soon as it accepts) */
+		unproven(s, (what & BEV_EVENT_EOF) ? "the peer closed the connection without "
+			 "saying hello" : buf);
+	else
+		lost(s, buf);
+}
+
+/* The snarflog proved itself (or, without a token, mutual TLS vouches for
+ * it): ask for the log. */
+static void send_start(struct session *s)
+{
+	evtimer_del(s->timer);
+	s->unproven = 0;
+	s->state = SS_ACCEPT;
+	cmon_send_start_epoch(bufferevent_get_output(s->data), s->cls.block,
+			      s->from_start && !s->streamed,
+			      s->inst->has_token ? s->inst->token : NULL,
+			      s->inst->has_token ? CMON_TOKEN_LEN : 0, s->inst->epoch);
+}
+
+/* The data endpoint said Hello as a snarflog: it must now prove that it
+ * is the one that announced the token the registry gave us (an announcer
+ * can name any port of its machine), before the token or anything else
+ * goes to it. */
+static void ask_proof(struct session *s)
+{
+	struct evbuffer *out = bufferevent_get_output(s->data);
+
+	if (!s->inst->has_token) {
+		/* (an older registry or snarflog: only a TLS link whose
+		 * certificate our CA verified may stand in for the proof) */
+		if (s->tm->tls && cmon_tls_peer_verified(s->data)) {
+			cmon_send_hello(out, CMON__ROLE__ROLE_TELEMONITOR, "telemonitor " CMON_VERSION);
+			send_start(s);
+		} else {
+			unproven(s, "no token to ask it to prove itself with (and no verified TLS "
+				 "certificate)");
+		}
+		return;
+	}
+	if (RAND_bytes(s->challenge, sizeof s->challenge) != 1) {
+		lost(s, "no randomness for a challenge");
+		return;
+	}
+	cmon_send_hello_ext(out, CMON__ROLE__ROLE_TELEMONITOR, "telemonitor " CMON_VERSION,
+			    s->challenge, sizeof s->challenge, NULL, 0);
+	s->state = SS_PROOF;
+}
+
+/* The peer at the data endpoint did not prove it is the snarflog: a
+ * program that is not CMon, or one without the instance's token. Nothing
+ * of ours reached it beyond a Hello with random bytes. After
+ * TM_UNPROVEN_MAX such attempts the instance is given up, said once. */
+static void unproven(struct session *s, const char *why)
+{
+	struct tm_instance *in = s->inst;
+
+	if (++s->unproven >= TM_UNPROVEN_MAX) {
+		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): its data endpoint %s "
+			  "did not prove it is the snarflog that announced it (%s; %u attempts); "
+			  "giving up", in->id, in->prog, in->machine, in->pid, in->endpoint, why,
+			  s->unproven);
+		drain(s, IS_GONE, "its data endpoint is not the snarflog that announced it");
+		return;
+	}
+	lost(s, why);
+}
+
+/* No Hello, or no Proof, in time. */
+static void proof_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	char why[80];
+
+	if (s->paused || s->lease_wait) {
+		/* not reading (a tool is behind, or the leases are unsure): the
+		 * peer is not to blame; its time starts when we read again */
+		timer_arm(s, proof_timeout, TM_PROOF_S);
+		return;
+	}
+	snprintf(why, sizeof why, "no %s within %d s", s->state == SS_HELLO ? "hello" : "proof",
+		 TM_PROOF_S);
+	unproven(s, why);
 }
 
 static void connected(struct bufferevent *bev, const char *peer, const char *err, void *arg)
@@ -761,12 +867,8 @@ static void connected(struct bufferevent *bev, const char *peer, const char *err
 	bufferevent_enable(bev, EV_WRITE);
 	if (!s->paused)
 		bufferevent_enable(bev, EV_READ);
-	cmon_send_hello(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
-			"telemonitor " CMON_VERSION);
-	cmon_send_start_epoch(bufferevent_get_output(bev), s->cls.block,
-			      s->from_start && !s->streamed,
-			      s->inst->has_token ? s->inst->token : NULL,
-			      s->inst->has_token ? CMON_TOKEN_LEN : 0, s->inst->epoch);
+	/* nothing is sent until the peer has said Hello as a snarflog */
+	timer_arm(s, proof_timeout, TM_PROOF_S);
 }
 
 static void connect_now(struct session *s)
@@ -870,7 +972,7 @@ static void lost(struct session *s, const char *why)
 		return;
 	}
 	ms = cmon_backoff_next(&s->retry);
-	if (s->attempts <= 1 || cmon_log_debugging())
+	if ((s->attempts <= 1 && !s->unproven) || cmon_log_debugging())
 		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s; retrying in %u ms",
 			  in->id, in->prog, in->machine, in->pid, why, ms);
 	typescript_note(&s->ts, "%s; retrying", why);

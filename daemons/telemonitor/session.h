@@ -20,8 +20,9 @@
 /* Where a session is. */
 enum sess_state {
 	SS_CONNECTING,    /* connecting to the snarflog's data endpoint */
-	SS_HELLO,         /* Hello and Start sent; waiting for its Hello */
-	SS_ACCEPT,        /* waiting for Accepted or Busy */
+	SS_HELLO,         /* connected; waiting for the snarflog's Hello (we say nothing first) */
+	SS_PROOF,         /* Hello with a challenge sent; waiting for its Proof */
+	SS_ACCEPT,        /* Start sent; waiting for Accepted or Busy */
 	SS_STREAMING,     /* receiving the log and feeding the tools */
 	SS_WAITING,       /* data connection lost or busy: reconnecting after a delay */
 	SS_STOPPING,      /* Stop sent (telemonctl stop); waiting for LogEnd */
@@ -56,6 +57,9 @@ struct session {
 	struct event *tool_timer;     /* a dead tool's restart delay */
 	struct event *reaper;         /* frees the session from a clean stack */
 	unsigned attempts;            /* connection attempts since the last success */
+	unsigned unproven;            /* of them, peers that did not prove they are the
+	                                 snarflog (not CMon, or without its token) */
+	uint8_t challenge[CMON_CHALLENGE_LEN]; /* SS_PROOF: what we asked it to sign */
 	struct cmon_backoff retry;    /* delays between them */
 	bool paused;                  /* not reading: a tool is behind or restarting */
 	Cmon__Msg *held;              /* a frame read but not yet taken (a tool restarts) */

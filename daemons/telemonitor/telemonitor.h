@@ -72,6 +72,9 @@
 #define TM_RETRY_MAX_MS 10000           /* longest delay */
 #define TM_RETRY_GIVEUP 40              /* attempts before an instance is given up */
 #define TM_CONNECT_MS 5000              /* connect + handshake timeout */
+#define TM_PROOF_S 5                    /* a data endpoint's Hello and Proof come within */
+#define TM_UNPROVEN_MAX 3               /* attempts on an endpoint that does not prove
+                                           it is the snarflog before giving up */
 #define TM_STOP_WAIT_S 5                /* wait for LogEnd after Stop */
 #define TM_PROGRESS_S "0.2"             /* pcheck --progress: how often it says how far it is */
 #define TM_TOOL_EXIT_WAIT_S 10          /* wait for a tool to exit after end of log */
@@ -97,6 +100,11 @@ struct tm_options {
 	struct cmon_tls_opts tls;     /* -tls-* / CMON_TLS_* */
 	struct cmon_tls_opts http_tls; /* -http-tls-*: the HTTP API's own (else -tls-*) */
 	const char *http_token_file;  /* -http-token-file, or NULL */
+	const char *registry_secret_file; /* -registry-secret-file / CMON_REGISTRY_SECRET_FILE,
+	                                     or NULL */
+	char registry_secret[CMON_SECRET_MAX + 1]; /* ...the secret read from it at start, shown
+	                                              in Hello to the registry... */
+	size_t registry_secret_len;   /* ...its length (0: none) */
 };
 
 /* Several telemonitors on one store: the fleet as the server sees it

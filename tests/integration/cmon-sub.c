@@ -23,6 +23,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <openssl/rand.h>
 
 #include "cmon/connect.h"
 #include "cmon/log.h"
@@ -37,6 +38,7 @@ static const char usage[] =
 	"usage: cmon-sub [-watch] [-prog PAT] [-machine PAT] [-pid PAT] [-auto] [-block]\n"
 	"                [-regmachine ADDR] [-connect ADDR] [-o FILE] [-timeout SEC]\n"
 	"                [-token HEX | -token-file FILE]\n"
+	"                [-registry-secret-file FILE]  (default $CMON_REGISTRY_SECRET_FILE)\n"
 	"                [-ready FILE] [-streaming FILE] [-stats FILE]\n"
 	"                [-stall] [-pause-after N -pause-ms MS] [-stop-after N] [-drop-after N]\n"
 	"                [-rcvbuf BYTES]\n"
@@ -48,8 +50,9 @@ static const char usage[] =
 enum data_state {
 	D_IDLE,          /* no instance chosen yet */
 	D_CONNECTING,    /* connecting to the data endpoint */
-	D_HELLO,         /* Hello and Start sent; waiting for Hello */
-	D_ACCEPT,        /* waiting for Accepted or Busy */
+	D_HELLO,         /* connected; waiting for the snarflog's Hello */
+	D_PROOF,         /* Hello with a challenge sent; waiting for its Proof */
+	D_ACCEPT,        /* Start sent; waiting for Accepted or Busy */
 	D_STREAMING,     /* receiving the log */
 	D_DONE,          /* finished */
 };
@@ -61,9 +64,13 @@ static struct {
 	double timeout;
 	long pause_after, pause_ms, stop_after, drop_after, rcvbuf;
 	struct cmon_tls_opts tls;
+	const char *registry_secret_file;  /* shown to the registry in Hello.secret */
+	char registry_secret[CMON_SECRET_MAX + 1];
+	size_t registry_secret_len;
 	const char *token_hex, *token_file;
 	bool has_token;               /* shown in Start: from -token(-file) or InstanceUp */
 	uint8_t token[CMON_TOKEN_LEN];
+	uint8_t challenge[CMON_CHALLENGE_LEN]; /* what the endpoint must prove it can sign */
 
 	struct event_base *base;
 	SSL_CTX *tls_ctx;
@@ -166,6 +173,8 @@ static void on_data(const Cmon__Msg *m)
 	}
 }
 
+static void send_start(struct bufferevent *bev);
+
 static void data_read(struct bufferevent *bev, void *arg)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
@@ -190,8 +199,40 @@ static void data_read(struct bufferevent *bev, void *arg)
 			if (!cmon_hello_ok(m, &role, buf, sizeof buf)) {
 				cmon_err("data connection: %s", buf);
 				finish(1);
+				break;
 			}
-			g.dstate = D_ACCEPT;
+			/* with a token, the endpoint proves it holds it before
+			 * we send it (docs/protocol.md §8a) */
+			if (g.has_token) {
+				if (RAND_bytes(g.challenge, sizeof g.challenge) != 1) {
+					finish(1);
+					break;
+				}
+				cmon_send_hello_ext(bufferevent_get_output(bev),
+						    CMON__ROLE__ROLE_TELEMONITOR,
+						    "cmon-sub " CMON_VERSION, g.challenge,
+						    sizeof g.challenge, NULL, 0);
+				g.dstate = D_PROOF;
+				break;
+			}
+			cmon_send_hello(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
+					"cmon-sub " CMON_VERSION);
+			send_start(bev);
+			break;
+		case D_PROOF:
+			if (m->kind_case == CMON__MSG__KIND_ERROR) {
+				fprintf(stderr, "cmon-sub: refused: %s\n",
+					m->error->message ? m->error->message : "?");
+				finish(1);
+			} else if (!cmon_proof_ok(m, g.token, CMON_TOKEN_LEN, g.challenge,
+						  sizeof g.challenge)) {
+				fprintf(stderr, "cmon-sub: refused: not authorized: the endpoint did "
+					"not prove it holds our token (a wrong token, or not that "
+					"snarflog)\n");
+				finish(5);
+			} else {
+				send_start(bev);
+			}
 			break;
 		case D_ACCEPT:
 			if (m->kind_case == CMON__MSG__KIND_BUSY) {
@@ -237,6 +278,13 @@ static void data_event(struct bufferevent *bev, short what, void *arg)
 	finish(1);
 }
 
+static void send_start(struct bufferevent *bev)
+{
+	cmon_send_start(bufferevent_get_output(bev), g.block, g.autostart,
+			g.has_token ? g.token : NULL, g.has_token ? CMON_TOKEN_LEN : 0);
+	g.dstate = D_ACCEPT;
+}
+
 static void data_connected(struct bufferevent *bev, const char *peer, const char *err, void *arg)
 {
 	if (!bev) {
@@ -254,10 +302,7 @@ static void data_connected(struct bufferevent *bev, const char *peer, const char
 	}
 	bufferevent_setcb(bev, data_read, NULL, data_event, NULL);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
-	cmon_send_hello(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
-			"cmon-sub " CMON_VERSION);
-	cmon_send_start(bufferevent_get_output(bev), g.block, g.autostart,
-			g.has_token ? g.token : NULL, g.has_token ? CMON_TOKEN_LEN : 0);
+	/* nothing is sent until the endpoint has said Hello */
 }
 
 static void fetch(const char *endpoint, bool tls)
@@ -343,7 +388,7 @@ static void reg_read(struct bufferevent *bev, void *arg)
 				       m->error->message ? m->error->message : "?");
 				fflush(stdout);
 			}
-			finish(1);
+			finish(m->error->code == CMON__ERROR_CODE__ERROR_DENIED ? 5 : 1);
 		} else if (m->kind_case == CMON__MSG__KIND_PING) {
 			cmon_send_ping(bufferevent_get_output(bev), true, m->ping->nonce);
 		}
@@ -387,7 +432,8 @@ static void reg_connected(struct bufferevent *bev, const char *peer, const char 
 	bufferevent_setcb(bev, reg_read, NULL, reg_event, NULL);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	out = bufferevent_get_output(bev);
-	cmon_send_hello(out, CMON__ROLE__ROLE_TELEMONITOR, "cmon-sub " CMON_VERSION);
+	cmon_send_hello_ext(out, CMON__ROLE__ROLE_TELEMONITOR, "cmon-sub " CMON_VERSION, NULL, 0,
+			    (const uint8_t *)g.registry_secret, g.registry_secret_len);
 	cmon_send_subscribe(out, 1, g.prog, g.machine, g.pid, g.autostart, g.block);
 }
 
@@ -409,7 +455,7 @@ static void parse_args(int argc, char **argv)
 	enum { O_WATCH = 1, O_PROG, O_MACHINE, O_PID, O_AUTO, O_BLOCK, O_REG, O_CONNECT, O_OUT,
 	       O_TIMEOUT, O_READY, O_STREAMING, O_STATS, O_STALL, O_PAUSE_AFTER, O_PAUSE_MS,
 	       O_STOP_AFTER, O_DROP_AFTER, O_RCVBUF, O_CERT, O_KEY, O_CA, O_TOKEN, O_TOKEN_FILE,
-	       O_DEBUG, O_HELP, O_VERSION };
+	       O_REG_SECRET, O_DEBUG, O_HELP, O_VERSION };
 	static const struct option opts[] = {
 		{ "watch", no_argument, NULL, O_WATCH }, { "prog", required_argument, NULL, O_PROG },
 		{ "machine", required_argument, NULL, O_MACHINE },
@@ -433,6 +479,7 @@ static void parse_args(int argc, char **argv)
 		{ "tls-ca", required_argument, NULL, O_CA },
 		{ "token", required_argument, NULL, O_TOKEN },
 		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
+		{ "registry-secret-file", required_argument, NULL, O_REG_SECRET },
 		{ "debug", no_argument, NULL, O_DEBUG }, { "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION }, { NULL, 0, NULL, 0 },
 	};
@@ -466,6 +513,7 @@ static void parse_args(int argc, char **argv)
 		case O_CA: g.tls.ca = optarg; break;
 		case O_TOKEN: g.token_hex = optarg; break;
 		case O_TOKEN_FILE: g.token_file = optarg; break;
+		case O_REG_SECRET: g.registry_secret_file = optarg; break;
 		case O_DEBUG: g.debug = true; break;
 		case O_HELP: fputs(usage, stdout); exit(0);
 		case O_VERSION: puts("cmon-sub " CMON_VERSION); exit(0);
@@ -489,6 +537,17 @@ static void parse_args(int argc, char **argv)
 		}
 	}
 	g.has_token = g.token_hex || g.token_file;
+	if (!g.registry_secret_file)
+		g.registry_secret_file = getenv("CMON_REGISTRY_SECRET_FILE");
+	if (g.registry_secret_file && *g.registry_secret_file) {
+		int r = cmon_secret_read_file(g.registry_secret_file, g.registry_secret,
+					      sizeof g.registry_secret, &g.registry_secret_len);
+		if (r < 0) {
+			fprintf(stderr, "cmon-sub: %s: %s\n", g.registry_secret_file,
+				cmon_secret_strerror(r));
+			exit(2);
+		}
+	}
 	if (!g.regmachine)
 		g.regmachine = getenv("TELEMONREG_MACHINE");
 	if (!g.regmachine || !*g.regmachine)

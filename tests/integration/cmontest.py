@@ -229,7 +229,8 @@ class Env:
         full_env = dict(os.environ)
         full_env.pop("TELEMONREG_MACHINE", None)
         full_env.pop("CMON_DATA_LISTEN", None)
-        for k in ("CMON_TLS_CERT", "CMON_TLS_KEY", "CMON_TLS_CA", "CMON_LOG", "CMON_LOG_FD"):
+        for k in ("CMON_TLS_CERT", "CMON_TLS_KEY", "CMON_TLS_CA", "CMON_LOG", "CMON_LOG_FD",
+                  "CMON_REGISTRY_SECRET_FILE"):
             full_env.pop(k, None)
         if env:
             full_env.update(env)
@@ -478,7 +479,8 @@ def split_frames(buf):
 # cmon.Msg field numbers (proto/cmon.proto).
 MSG = dict(hello=1, error=2, ping=3, pong=4, announce=10, announce_ack=11, leave=12,
            subscribe=20, subscribe_ack=21, unsubscribe=22, instance_up=23, instance_gone=24,
-           start=30, accepted=31, busy=32, stop=33, header=34, data=35, gap=36, end=37)
+           start=30, accepted=31, busy=32, stop=33, header=34, data=35, gap=36, end=37,
+           proof=38)
 MSG_NAME = {v: k for k, v in MSG.items()}
 ROLE_SNARFLOG, ROLE_TELEMONITOR = 1, 2
 
@@ -488,8 +490,12 @@ def msg(kind, body=b""):
     return frame(f_bytes(MSG[kind], body))
 
 
-def m_hello(role, version=1):
-    return msg("hello", f_varint(1, version) + f_varint(2, role))
+def m_hello(role, version=1, secret=None):
+    """A Hello; `secret` (bytes or str) is the registry's shared secret."""
+    body = f_varint(1, version) + f_varint(2, role)
+    if secret is not None:
+        body += f_bytes(5, secret)
+    return msg("hello", body)
 
 
 def m_instance(program, machine, pid, endpoint):
@@ -523,10 +529,16 @@ def m_unsubscribe(sid):
 
 
 class Client:
-    """A raw protocol client over TCP (optionally TLS via an ssl context)."""
+    """A raw protocol client over TCP (optionally TLS via an ssl context),
+    or over the Unix socket at `unix`."""
 
-    def __init__(self, port, host="127.0.0.1", ssl_context=None, timeout=10.0):
-        s = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port, host="127.0.0.1", ssl_context=None, timeout=10.0, unix=None):
+        if unix:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(timeout)
+            s.connect(unix)
+        else:
+            s = socket.create_connection((host, port), timeout=timeout)
         if ssl_context:
             s = ssl_context.wrap_socket(s, server_hostname=host)
         self.sock = s

@@ -289,6 +289,8 @@ def main():
         except (ssl.SSLError, ConnectionError, OSError):
             refused = True
         check(refused, "HTTPS without a client certificate is refused")
+        ct.wait_for(lambda: "http: TLS handshake with 127.0.0.1:" in ttm.stderr(), 10,
+                    "the failed handshake logged with its reason")
         ttm.stop()
 
         # -http-token-file: every path but /healthz wants the bearer token

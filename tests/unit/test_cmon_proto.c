@@ -136,6 +136,60 @@ static void start_token(void **state)
 	evbuffer_free(b);
 }
 
+/* A Proof is HMAC-SHA256(token, "cmon-proof-1" || challenge): checked
+ * against known bytes, and refused for
+ * another token, another challenge, or a truncated mac. */
+static void proof_of_token(void **state)
+{
+	uint8_t tok[32], other[32], ch[32], mac[CMON_PROOF_LEN];
+	struct evbuffer *b = evbuffer_new();
+	const char *why = NULL;
+	Cmon__Msg *m = NULL;
+
+	for (int i = 0; i < 32; i++) {
+		tok[i] = (uint8_t)i;
+		other[i] = (uint8_t)(i + 1);
+		ch[i] = (uint8_t)(0xa0 + i);
+	}
+	assert_int_equal(cmon_proof_compute(tok, sizeof tok, ch, sizeof ch, mac), 0);
+	{
+		/* HMAC-SHA256(key 00..1f, "cmon-proof-1" a0..bf), from Python's hmac */
+		static const uint8_t want[CMON_PROOF_LEN] = {
+			0x6c, 0x7b, 0x79, 0xd9, 0x66, 0x5c, 0xed, 0x83, 0x78, 0x3f, 0x8e,
+			0x3c, 0x0e, 0x60, 0xb8, 0x85, 0xba, 0x13, 0x3c, 0x19, 0x70, 0xe5,
+			0x5a, 0x32, 0xe8, 0x31, 0xa8, 0xa9, 0x50, 0xe0, 0x21, 0xe5,
+		};
+		assert_memory_equal(mac, want, sizeof want);
+	}
+	assert_int_equal(cmon_send_proof(b, tok, sizeof tok, ch, sizeof ch), 0);
+	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 1);
+	assert_int_equal(m->kind_case, CMON__MSG__KIND_PROOF);
+	assert_memory_equal(m->proof->mac.data, mac, sizeof mac);
+	assert_true(cmon_proof_ok(m, tok, sizeof tok, ch, sizeof ch));
+	assert_false(cmon_proof_ok(m, other, sizeof other, ch, sizeof ch));
+	ch[0] ^= 1;
+	assert_false(cmon_proof_ok(m, tok, sizeof tok, ch, sizeof ch));
+	ch[0] ^= 1;
+	m->proof->mac.len--;
+	assert_false(cmon_proof_ok(m, tok, sizeof tok, ch, sizeof ch));
+	m->proof->mac.len++;
+	cmon_msg_free(m);
+	/* Hello carries the challenge and the secret as given */
+	assert_int_equal(cmon_send_hello_ext(b, CMON__ROLE__ROLE_TELEMONITOR, "x", ch, sizeof ch,
+					     (const uint8_t *)"s3cret", 6), 0);
+	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 1);
+	assert_true(m->hello->has_challenge && m->hello->challenge.len == sizeof ch);
+	assert_memory_equal(m->hello->challenge.data, ch, sizeof ch);
+	assert_true(m->hello->has_secret && m->hello->secret.len == 6);
+	cmon_msg_free(m);
+	/* a challenge longer than CMON_CHALLENGE_MAX is refused */
+	{
+		uint8_t big[CMON_CHALLENGE_MAX + 1] = { 0 };
+		assert_int_equal(cmon_proof_compute(tok, sizeof tok, big, sizeof big, mac), -EINVAL);
+	}
+	evbuffer_free(b);
+}
+
 static void instance_checks(void **state)
 {
 	Cmon__Instance in = CMON__INSTANCE__INIT;
@@ -299,6 +353,7 @@ int main(void)
 		cmocka_unit_test(frame_limit_respected),
 		cmocka_unit_test(start_token),
 		cmocka_unit_test(instance_checks),
+		cmocka_unit_test(proof_of_token),
 		cmocka_unit_test(data_prefix_is_the_frame),
 		cmocka_unit_test(data_frames_taken_whole),
 	};

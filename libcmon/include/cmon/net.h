@@ -1,5 +1,6 @@
 /* Addresses and sockets: parsing "HOST:PORT" / "[V6]:PORT" / "unix:PATH",
- * opening listening sockets, naming peers for log lines. */
+ * opening listening sockets, naming peers for log lines, and who a peer is
+ * (its uid, a shared secret). */
 #ifndef CMON_NET_H
 #define CMON_NET_H
 
@@ -93,6 +94,38 @@ void cmon_socket_tune(int fd);
 #define CMON_HEAP_MMAP_MAX (4u << 20)
 #define CMON_HEAP_KEEP (16u << 20)
 void cmon_heap_for_streams(void);
+
+/* Who is at the other end of a connection (peercred.c): the user that
+ * owns the peer's socket, and the shared secret a peer may show. What the
+ * registry uses to decide who may subscribe (docs/protocol.md §8a). */
+
+/* The uid of the peer of the connected socket `fd`: SO_PEERCRED on a Unix
+ * socket; for TCP whose peer address is loopback (127.0.0.0/8, ::1, or
+ * IPv4-mapped loopback), the owner of the peer's socket as the kernel's
+ * socket table says (NETLINK_SOCK_DIAG, an exact lookup of that one
+ * socket; no privilege needed). 0 with `*uid` set; -ENOENT when the peer
+ * is not on this machine's loopback or its socket is not found (closed
+ * meanwhile); another negative errno (-ENOTSOCK, -EPROTONOSUPPORT without
+ * sock_diag, ...) otherwise. Blocks only for the netlink round trip, which
+ * the kernel answers at once. `*uid` is untouched on failure. */
+int cmon_peer_uid(int fd, uid_t *uid);
+
+/* A shared secret (telemonreg -secret-file, the subscribers'
+ * -registry-secret-file): a file's first line without trailing blanks,
+ * CMON_SECRET_MIN to CMON_SECRET_MAX bytes. */
+#define CMON_SECRET_MIN 16
+#define CMON_SECRET_MAX 1024
+
+/* Read the secret in `path` into `buf` (`size` bytes, at least
+ * CMON_SECRET_MAX + 1; NUL-terminated) and its length into `*len`. 0;
+ * -EINVAL (shorter than CMON_SECRET_MIN, empty included); -E2BIG (longer
+ * than CMON_SECRET_MAX); or the negative errno of opening or reading it.
+ * `buf` and `*len` are untouched on failure. */
+int cmon_secret_read_file(const char *path, char *buf, size_t size, size_t *len);
+
+/* What went wrong, for a message "FILE: TEXT", given the return value of
+ * cmon_secret_read_file(). A static string. */
+const char *cmon_secret_strerror(int r);
 
 /* Write `text` to `path` atomically (temp file + rename); 0 or -errno.
  * Used for -portfile. */
