@@ -14,11 +14,17 @@ skipped=$(grep -E '^[[:space:]]+[0-9]+ - .* \(Skipped\)$' "$log" | sed 's/^[[:sp
 nskip=$(printf '%s' "$skipped" | grep -c . || true)
 if [ "$nskip" -gt 0 ]; then
     summary="$summary; $nskip of them skipped, not passed: $(echo $skipped)"
+    # CI (CMON_REQUIRE=all, set by .ci/run) needs every test to have run.
+    if [ "${CMON_REQUIRE:-}" = all ]; then
+        summary="$summary (CMON_REQUIRE=all: a skipped test fails the run)"
+        skipfail=1
+    fi
 fi
 rm -f "$log"
 [ -n "$summary" ] || summary="no tests ran"
 echo "check ($dir): $summary"
 # ctest's status is the pipeline's first element; recompute from the summary.
+[ -z "${skipfail:-}" ] || exit 1
 case "$summary" in
     "100% tests passed"*) exit 0 ;;
     *) exit 1 ;;

@@ -195,15 +195,13 @@ def main():
         sys.exit(2)
     why = unavailable()
     if why:
-        print("SKIP: %s" % why)
-        sys.exit(cmontest.SKIP)
+        cmontest.skip(why)
     top = tempfile.mkdtemp(prefix="cmon-pg-")
     srv = Server(top)
     try:
         why = srv.init() or srv.start()
         if why:
-            print("SKIP: cannot start PostgreSQL: %s" % why)
-            sys.exit(cmontest.SKIP)
+            cmontest.skip("cannot start PostgreSQL: %s" % why)
         env = dict(os.environ, CMON_TEST_PG_URL=srv.createdb("cmontest"))
         r = subprocess.run(sys.argv[1:], env=env)
         sys.exit(r.returncode)
