@@ -65,6 +65,7 @@ struct http_conn {
 	struct evhttp_connection *evcon; /* evhttp's */
 	struct event *deadline;         /* closes it if no request comes whole in time */
 	double since;                   /* when it came, or its last request did */
+	char client[INET6_ADDRSTRLEN];  /* the client's address, without the port */
 };
 TAILQ_HEAD(http_conn_list, http_conn);
 
@@ -176,6 +177,44 @@ static bool evict_oldest(struct http_count *c)
 	return true;
 }
 
+/* One client address has more than HTTP_CONNS_PER_CLIENT connections:
+ * close its own idlest (other than `fresh`), so that one client cannot
+ * take the slots of every other. */
+static void per_client_bound(struct http_count *c, struct http_conn *fresh)
+{
+	struct http_conn *hc, *old = NULL;
+	size_t n = 0;
+
+	if (!fresh->client[0])
+		return;
+	TAILQ_FOREACH(hc, &c->list, link)
+		if (!strcmp(hc->client, fresh->client)) {
+			n++;
+			if (hc != fresh && (!old || hc->since < old->since))
+				old = hc;
+		}
+	if (n <= HTTP_CONNS_PER_CLIENT || !old)
+		return;
+	cmon_debug("http: %zu connections from %s: closing its idlest", n, fresh->client);
+	c->closed++;
+	conn_close(old);
+}
+
+/* The client's address (no port) of socket `fd`, or "". */
+static void client_of(int fd, char *out, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+
+	out[0] = '\0';
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+		return;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out, (socklen_t)size);
+	else if (ss.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, out, (socklen_t)size);
+}
+
 /* Finding a new connection's evhttp_connection (see the top of the file). */
 struct conn_hook {
 	struct event *ev;               /* this callback */
@@ -199,9 +238,11 @@ static void conn_hook(evutil_socket_t fd, short what, void *arg)
 		hc->count = k->count;
 		hc->evcon = evcon;
 		hc->deadline = evtimer_new(bufferevent_get_base(k->bev), conn_deadline, hc);
+		client_of(bufferevent_getfd(k->bev), hc->client, sizeof hc->client);
 		TAILQ_INSERT_TAIL(&k->count->list, hc, link);
 		evhttp_connection_set_closecb(evcon, conn_closed, hc);
 		arm(hc, HTTP_REQUEST_S);     /* its first request, whole, within this */
+		per_client_bound(k->count, hc);
 	} else if (evcon) {
 		evhttp_connection_free(evcon);   /* (no memory to watch it: no connection) */
 		conn_gone(k->count);

@@ -30,6 +30,7 @@
 #define HTTP_CONNS_MAX 256              /* connections at once; beyond, the idlest is closed */
 #define HTTP_HEADERS_MAX (8u << 10)     /* bytes of request line and headers */
 #define HTTP_BODY_MAX 4096              /* bytes of request body (GET has none) */
+#define HTTP_CONNS_PER_CLIENT 64        /* of them from one client address (its idlest closed) */
 #define HTTP_TIMEOUT_S 30               /* idle or slow connections are closed after this */
 #define HTTP_REQUEST_S 10               /* a new connection's first request comes whole within */
 #define HTTP_TOKEN_MAX 512              /* bytes of a bearer token */

@@ -22,6 +22,7 @@ import telemontest as tt
 from cmontest import check
 
 CONNS_MAX = 256                  # HTTP_CONNS_MAX in daemons/telemonitor/http.h
+PER_CLIENT = 64                  # HTTP_CONNS_PER_CLIENT
 
 
 def same(tm, path, *ctl, reverse=False):
@@ -194,9 +195,12 @@ def main():
 
         # slow clients cannot hold the server: CONNS_MAX connections sending
         # half a request each, and /healthz still gets in (the idlest closed)
+        # (from CONNS_MAX / PER_CLIENT loopback source addresses: one
+        # address may hold PER_CLIENT of them)
         conns = []
         for i in range(CONNS_MAX):
-            c = socket.create_connection((host, port), timeout=10)
+            c = socket.create_connection((host, port), timeout=10,
+                                         source_address=("127.0.0.%d" % (2 + i // PER_CLIENT), 0))
             c.sendall(b"GET /healthz HTTP/1.1\r\nHost")
             conns.append(c)
         ct.wait_for(lambda: b"cmon_http_connections %d\n" % (CONNS_MAX,)
@@ -237,6 +241,28 @@ def main():
         check(gone and time.monotonic() - t0 < 25, "the dripping client was closed after "
               "%.1f s", time.monotonic() - t0)
         drip.close()
+        # one client address holds at most PER_CLIENT: its own idlest go
+        mine = [socket.create_connection((host, port), timeout=10,
+                                         source_address=("127.0.0.9", 0))
+                for _ in range(PER_CLIENT + 10)]
+        for c in mine:
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost")
+        closed = 0
+        deadline = time.monotonic() + 5
+        for c in mine[:10]:
+            c.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                if c.recv(4096) == b"":
+                    closed += 1
+            except socket.timeout:
+                pass
+            except ConnectionError:
+                closed += 1
+        check(closed == 10, "the oldest 10 of %d connections from one address closed: %d",
+              PER_CLIENT + 10, closed)
+        check(tm.http("/healthz")[0] == 200, "other clients get in")
+        for c in mine:
+            c.close()
         metrics = tm.http("/metrics")[2]
         check(b"cmon_http_connections_closed_total " in metrics and
               b"cmon_http_connections_closed_total 0\n" not in metrics,
