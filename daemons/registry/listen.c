@@ -92,7 +92,8 @@ int listen_open(struct reg *r, char **addrs, size_t naddrs, const char *portfile
 			if (a.kind == CMON_ADDR_TCP && a.port == 0)
 				a.port = port;
 			cmon_notice("listening on %s%s", cmon_addr_format(&a, abuf, sizeof abuf),
-				    r->tls ? " (TLS)" : "");
+				    !r->tls ? "" : a.kind == CMON_ADDR_TCP ? " (TLS)"
+				    : " (plain: TLS is for TCP only)");
 		}
 	}
 	if (portfile) {

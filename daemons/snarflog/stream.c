@@ -606,7 +606,7 @@ int stream_listen(struct snarf *s)
 		cmon_addr_format(&a, s->endpoint, sizeof s->endpoint);
 	}
 	cmon_debug("data endpoint %s%s", cmon_addr_format(&a, abuf, sizeof abuf),
-		   s->tls_server ? " (TLS)" : "");
+		   s->tls_server && a.kind == CMON_ADDR_TCP ? " (TLS)" : "");
 	if (s->opt.portfile) {
 		char text[16];
 		snprintf(text, sizeof text, "%u\n", a.port);
