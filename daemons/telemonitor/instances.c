@@ -12,21 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "alerts.h"
 #include "cmon/log.h"
 #include "ledger.h"
 #include "session.h"
 #include "store.h"
-
-double tm_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void instances_set_status(struct tm_instance *in, const char *fmt, ...)
 {

@@ -23,7 +23,8 @@
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
  *   http.c      the HTTP API (through commands.c), /healthz, and /metrics (metrics.c)
  *   dashboard.c the web dashboard at / (tables rendered with html.c, static files)
- *   setup.c     finding the configuration, state directory and checker */
+ *   setup.c     finding the configuration, state directory and checker
+ *   clock.c     tm_now(): wall-clock time */
 #ifndef TELEMONITOR_H
 #define TELEMONITOR_H
 
@@ -45,6 +46,7 @@
 #include "cmon/proto.h"
 #include "cmon/tls.h"
 #include "cmon/token.h"
+#include "clock.h"
 #include "logscan.h"
 #include "rcfile.h"
 #include "window.h"
@@ -410,8 +412,5 @@ const char *notify_status(struct tmon *tm, char *buf, size_t size);
 
 /* Mail counters since start: sent, queued (composed, not sent yet) and dropped. */
 void notify_counts(const struct tmon *tm, uint64_t *sent, size_t *queued, uint64_t *dropped);
-
-/* Wall-clock time as Unix seconds. */
-double tm_now(void);
 
 #endif

@@ -35,11 +35,6 @@
 #include "../../daemons/telemonitor/store.c"
 #include "../../daemons/telemonitor/store_read.h"
 
-double tm_now(void)
-{
-	return 1700000000.0;
-}
-
 /* The engine under test: sqlite in the test's directory, or the
  * PostgreSQL database CMON_TEST_PG_URL names (the ctest entry
  * unit.telemon_store_pg sets it: tests/integration/pgserver.py). */
