@@ -134,7 +134,9 @@ def main():
                 lines.append(b"%d %d Ev %s" % (i, rnd.randint(1, 9), b"7" * rnd.randint(0, 200)))
         fifo = env.path("lengths.fifo")
         sub = env.sub("-prog", "lengths", "-auto", reg=reg)
-        snarf = env.snarflog("lengths", "-fifo", fifo, "-buffer", "2M", reg=reg)
+        # (a buffer for all 2.2 MB: on a loaded machine they may all be
+        # written before the subscriber attaches)
+        snarf = env.snarflog("lengths", "-fifo", fifo, "-buffer", "8M", reg=reg)
         with open(fifo, "wb") as f:
             f.write(b"\n".join(lines) + b"\n")
         data = finish(sub, snarf)
