@@ -40,6 +40,7 @@ void pspec_free(pspec *ps)
     free_path(ps->prog.search_path);
     ps_arena_free(&ps->prog.arena);
     free(ps);
+    pv_pools_trim();
 }
 
 void pspec_set_search_path(pspec *ps, const char *colon_separated)

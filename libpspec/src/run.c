@@ -595,7 +595,7 @@ static void verdict_under_loss(const runner *rn, const ps_stmt *st, pspec_report
     }
 }
 
-int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg)
+static int check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg)
 {
     ps_program *prog = &ps->prog;
     *errmsg = NULL;
@@ -704,6 +704,13 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     return status;
 }
 
+int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg)
+{
+    int status = check(ps, fd, logname, opt, errmsg);
+    pv_pools_trim();
+    return status;
+}
+
 /* ---- peval sessions ------------------------------------------------------------------ */
 
 struct pspec_session {
@@ -746,6 +753,7 @@ void pspec_session_free(pspec_session *s)
         return;
     log_reader_free(s->r);
     free(s);
+    pv_pools_trim();
 }
 
 static const char help_text[] =
@@ -792,7 +800,7 @@ static int session_eval(pspec_session *s, const ps_expr *e, pv *out, char **errm
     return status;
 }
 
-int pspec_session_run(pspec_session *s, const char *text, const char *source_name, pspec_report_fn report,
+static int session_run(pspec_session *s, const char *text, const char *source_name, pspec_report_fn report,
                       void (*out)(void *ctx, const char *text), void *ctx, char **errmsg)
 {
     pspec *ps = s->ps;
@@ -851,6 +859,14 @@ int pspec_session_run(pspec_session *s, const char *text, const char *source_nam
         pv_free(v);
     }
     return 0;
+}
+
+int pspec_session_run(pspec_session *s, const char *text, const char *source_name, pspec_report_fn report,
+                      void (*out)(void *ctx, const char *text), void *ctx, char **errmsg)
+{
+    int rc = session_run(s, text, source_name, report, out, ctx, errmsg);
+    pv_pools_trim();
+    return rc;
 }
 
 bool pspec_command_complete(const char *text)

@@ -430,8 +430,8 @@ static bool mark_used(const ps_expr *e, void *ctx)
     return false;
 }
 
-int pspec_solve(pspec *ps, int fd, const char *logname, const pspec_solve_options *opt, char **spec_out,
-                char **errmsg)
+static int solve(pspec *ps, int fd, const char *logname, const pspec_solve_options *opt, char **spec_out,
+                 char **errmsg)
 {
     ps_program *prog = &ps->prog;
     *spec_out = NULL;
@@ -504,4 +504,12 @@ int pspec_solve(pspec *ps, int fd, const char *logname, const pspec_solve_option
     free(s.solved);
     log_reader_free(r);
     return status;
+}
+
+int pspec_solve(pspec *ps, int fd, const char *logname, const pspec_solve_options *opt, char **spec_out,
+                char **errmsg)
+{
+    int rc = solve(ps, fd, logname, opt, spec_out, errmsg);
+    pv_pools_trim();
+    return rc;
 }

@@ -25,10 +25,15 @@ const char *const pv_binop_spelling[PV_OP__COUNT] = {
 /* ---- events and intervals ------------------------------------------------ */
 
 /* Events retained by open intervals come and go once per interval: released
- * ones of small capacity are kept on free lists (linked through `type`). */
+ * ones of small capacity are kept on free lists (linked through `type`).
+ * The free lists are per thread (pspec.h, "Threads"): one thread's check
+ * never touches another's, and an element released on another thread than
+ * the one that made it simply joins that thread's list. pv_pools_trim
+ * empties the calling thread's lists; the API's entry points call it as they
+ * return, so a thread that ends after its last pspec call leaves nothing. */
 enum { EV_POOL_SIZES = 16, EV_POOL_KEEP = 256 };
-static pv_event *ev_pool[EV_POOL_SIZES];
-static uint32_t ev_pool_n[EV_POOL_SIZES];
+static _Thread_local pv_event *ev_pool[EV_POOL_SIZES];
+static _Thread_local uint32_t ev_pool_n[EV_POOL_SIZES];
 
 pv_event *pv_event_alloc(uint32_t cap)
 {
@@ -63,8 +68,8 @@ pv_event *pv_event_new(const void *type, uint32_t nattr)
 /* Closed intervals come and go by the million: keep a few freed ones of each
  * small size for reuse instead of returning them to malloc. */
 enum { IV_POOL_SIZES = 16, IV_POOL_KEEP = 64 };
-static pv_interval *iv_pool[IV_POOL_SIZES];
-static uint32_t iv_pool_n[IV_POOL_SIZES];
+static _Thread_local pv_interval *iv_pool[IV_POOL_SIZES];
+static _Thread_local uint32_t iv_pool_n[IV_POOL_SIZES];
 
 pv_interval *pv_interval_new(const void *type, uint32_t nmetric)
 {
@@ -118,6 +123,26 @@ void pv_interval_release(pv_interval *iv)
         return;
     }
     free(iv);
+}
+
+void pv_pools_trim(void)
+{
+    for (unsigned c = 0; c < EV_POOL_SIZES; c++) {
+        while (ev_pool[c]) {
+            pv_event *e = ev_pool[c];
+            ev_pool[c] = (pv_event *)(uintptr_t)e->type;
+            free(e);
+        }
+        ev_pool_n[c] = 0;
+    }
+    for (unsigned n = 0; n < IV_POOL_SIZES; n++) {
+        while (iv_pool[n]) {
+            pv_interval *iv = iv_pool[n];
+            iv_pool[n] = (pv_interval *)iv->start;
+            free(iv);
+        }
+        iv_pool_n[n] = 0;
+    }
 }
 
 pv pv_event_val(pv_event *e)

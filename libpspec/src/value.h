@@ -109,6 +109,9 @@ pv_event *pv_event_alloc(uint32_t cap);
 pv_interval *pv_interval_new(const void *type, uint32_t nmetric); /* refs = 1, metrics UNDEF */
 void pv_event_release(pv_event *e);        /* NULL ok */
 void pv_interval_release(pv_interval *i);  /* NULL ok */
+/* Free the calling thread's lists of released events and intervals (they
+ * are per thread); the public entry points call it before they return. */
+void pv_pools_trim(void);
 
 /* ---- constructors ---------------------------------------------------------- */
 

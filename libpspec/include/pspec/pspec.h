@@ -9,6 +9,18 @@
  * Conventions: functions that act return 0 or a negative errno-style code;
  * constructors return NULL on failure; heap strings returned to the caller
  * are freed with free().
+ *
+ * Threads: the library keeps no global mutable state, so several threads
+ * may use it at once, each with its own pspec object (and its own sessions
+ * and report callbacks); they get the results one thread would. One pspec
+ * object, and a session made from it, must not be used by two threads at
+ * the same time: the caller serialises that, as with sqlite3 connections.
+ * A report is only valid on the thread and during the callback that got it.
+ * pspec_check may start one helper thread of its own to read ahead (see
+ * pspec_check_options.threads); it ends before pspec_check returns, and the
+ * callbacks are always called on the caller's thread. Freed values are
+ * cached per thread for reuse and released before each call returns, so a
+ * thread that exits leaves nothing behind.
  */
 #ifndef PSPEC_PSPEC_H
 #define PSPEC_PSPEC_H
