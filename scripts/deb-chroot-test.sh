@@ -1,8 +1,9 @@
 #!/bin/sh
 # Install the CMon .debs in a clean Debian 12 (bookworm) chroot, with their
 # Depends resolved by apt, and use them there: telemonitor -check on the
-# packaged /etc/cmon/telemonrc, pcheck --version, and a libcmon program built
-# with pkg-config and with CMake whose log pcheck then checks.
+# packaged /etc/cmon/telemonrc (no class), pcheck --version, the docs in
+# /usr/share/doc/cmon, and libcmon programs (a test client, the shipped
+# example) built with pkg-config and with CMake whose logs pcheck then checks.
 #   scripts/deb-chroot-test.sh [DEB_DIR]     (default build-deb; run `make deb` first)
 # Needs root and debootstrap (installed if missing). The bookworm base (about 300 MB downloaded) is
 # kept in $CMON_CHROOT_CACHE (default /var/cache/cmon-chroot) and copied for
@@ -59,9 +60,12 @@ apt-get install -y -qq --no-install-recommends build-essential cmake pkg-config 
     { tail -30 /t/apt2.log; exit 1; }
 echo "then build-essential cmake pkg-config: $(($(date +%s) - t1)) s"
 getent passwd cmon
-stat -c '%n %U:%G %a' /etc/cmon /etc/cmon/telemonrc /etc/cmon/fsread.pspec
+stat -c '%n %U:%G %a' /etc/cmon /etc/cmon/telemonrc
 pcheck --version
-telemonitor -check -rc /etc/cmon/telemonrc
+# The packaged configuration names no class: the service starts idle.
+telemonitor -check -rc /etc/cmon/telemonrc | grep "(0 classes)"
+for d in pspec protocol http alerting PERFORMANCE; do test -f /usr/share/doc/cmon/$d.md; done
+echo "docs: in /usr/share/doc/cmon"
 # The service's user can read its configuration (root:cmon 0750 / 0640).
 runuser -u cmon -- telemonitor -check -rc /etc/cmon/telemonrc
 cd /t/pkg
@@ -70,6 +74,11 @@ cc -o /t/emit3-pc emit3.c $(pkg-config --cflags --libs cmon)
 CMON_LOG=/t/pc.log /t/emit3-pc
 pcheck -s tick.pspec /t/pc.log
 echo "pkg-config build: log checked"
+ex=/usr/share/doc/cmon/examples
+cc -Wall -Wextra -Werror -o /t/fsread-demo $ex/fsread-demo.c $(pkg-config --cflags --libs cmon) -pthread
+CMON_LOG=/t/fsread.log /t/fsread-demo -t 2 -n 200 -r 0 -p 0 -q
+pcheck -s $ex/fsread.pspec /t/fsread.log || [ $? -eq 1 ]
+echo "the example fsread-demo.c: built with the installed headers, log checked"
 cmake -S . -B /t/build >/dev/null
 cmake --build /t/build >/dev/null
 for exe in emit3 emit3-static; do

@@ -31,6 +31,10 @@
 
 #include <cmon/emit.h>
 
+/* The example's own version: it is built against the installed cmon/emit.h,
+ * which is all a libcmon client gets (no CMon build definitions). */
+#define FSREAD_DEMO_VERSION "1.0"
+
 /* What the command line asked for. */
 struct options {
 	unsigned threads;       /* worker threads */
@@ -221,7 +225,7 @@ static int parse_args(int argc, char **argv, struct options *opt)
 			usage(stdout, argv[0]);
 			return 1;
 		case 'V':
-			printf("fsread-demo %s\n", CMON_VERSION);
+			printf("fsread-demo %s\n", FSREAD_DEMO_VERSION);
 			return 1;
 		default:
 			usage(stderr, argv[0]);

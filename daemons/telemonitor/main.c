@@ -481,6 +481,10 @@ int main(int argc, char **argv)
 	cmon_service_ready("started");
 	cmon_notice("ready (version %s; %zu classes; state %s; registry %s; checker %s)",
 		    CMON_VERSION, tm.nclasses, tm.state_dir, tm.opt.regmachine, tm.pcheck);
+	if (!tm.nclasses)
+		cmon_notice("no class configured: idle until one is added (%s class add, or a "
+			    "class in %s and a restart)", tm.ctl_hint,
+			    tm.rc_file && tm.rc_file->path ? tm.rc_file->path : "the telemonrc file");
 	event_base_dispatch(tm.base);
 	rc = 0;
 	tm.stopping = true;

@@ -4,20 +4,28 @@ it should (programs, units, sysusers and tmpfiles, man pages with
 telemonreg(8) and the cmon_*(3) aliases, pc and CMake files), the
 conffiles and Depends are right, lintian is clean apart from the
 documented overrides; then, extracted into a throwaway root, the programs
-run (pcheck --version, telemonitor -check on the packaged telemonrc), a
-libcmon client builds against libcmon-dev with pkg-config and with CMake
-and its log checks, and systemd-analyze verifies the units (when there is
+run (pcheck --version, telemonitor -check on the packaged telemonrc, which
+names no class), the registry and a telemonitor on that telemonrc start
+idle and say so, every document a man page cites is at its path, a
+libcmon client and the shipped examples build against libcmon-dev with
+pkg-config (the examples with no more than it gives) and with CMake and
+their logs check, and systemd-analyze verifies the units (when there is
 one). Skipped (77) when the packaging tools are missing."""
+import gzip
 import glob
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 
 import cmontest as ct
 from cmontest import check
 
 PKG = os.path.join(ct.HERE, "pkg")
+# The documents the man pages cite, installed uncompressed under their names.
+DOCS = ["pspec.md", "protocol.md", "http.md", "alerting.md", "PERFORMANCE.md"]
 TOOLS = ["git", "dpkg-buildpackage", "dpkg-deb", "dh", "fakeroot", "lintian", "pkg-config",
          "cmake", "cc"]
 
@@ -68,6 +76,71 @@ def has(listing, pattern, what):
           what, pattern, "\n".join(sorted(listing)))
 
 
+def man_references(root):
+    """Every /usr/share/doc/cmon/... path a packaged man page names is a
+    file of the package; the pages cite at least the DOCS."""
+    cited = set()
+    for page in glob.glob(os.path.join(root, "usr/share/man/man*/*.gz")):
+        with gzip.open(page, "rt", errors="replace") as f:
+            text = f.read().replace("\\-", "-")
+        for ref in re.findall(r"/usr/share/doc/cmon/[\w./-]*\w", text):
+            check(os.path.exists(os.path.join(root, ref.lstrip("/"))), "%s cites %s, not installed",
+                  os.path.basename(page), ref)
+            cited.add(os.path.basename(ref))
+        check(not re.search(r"(^|[ (])docs/\w+\.md", text, re.M),
+              "%s cites a docs/ path of the sources", os.path.basename(page))
+    check(set(DOCS) <= cited, "the man pages cite %r", sorted(cited))
+
+
+def services_start_idle(env, root, e):
+    """The packaged registry, and a telemonitor on the packaged telemonrc,
+    start and run; the telemonitor monitors nothing and says so."""
+    bindir = os.path.join(root, "usr/bin")
+    portfile = env.path("reg.port")
+    reg = env.spawn("telemonreg", [os.path.join(bindir, "telemonreg"), "-listen", "127.0.0.1:0",
+                                   "-portfile", portfile], env=e)
+    port = int(ct.wait_file(portfile, 10).strip())
+    state = env.path("tm-state")
+    tm = env.spawn("telemonitor", [os.path.join(bindir, "telemonitor"), "-rc",
+                                   os.path.join(root, "etc/cmon/telemonrc"), "-state", state,
+                                   "-regmachine", "127.0.0.1:%d" % port], env=e)
+    ct.wait_for(lambda: "no class configured" in tm.stderr(), 15, "telemonitor's idle notice")
+
+    def status():
+        p = subprocess.run([os.path.join(bindir, "telemonctl"), "-state", state, "status",
+                            "--json"], env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        if p.returncode:
+            return None
+        st = json.loads(p.stdout)
+        return st if st["registry_state"] == "connected" else None
+    st = ct.wait_for(status, 15, "telemonitor connected to the registry")
+    check(st["classes"] == 0 and st["instances"] == 0, "idle telemonitor: %r", st)
+    check(tm.alive() and reg.alive(), "a service stopped:\n%s\n%s", tm.stderr(), reg.stderr())
+    for proc in (tm, reg):
+        proc.signal(signal.SIGTERM)
+        check(proc.wait() == 0, "%s exit status on SIGTERM:\n%s", proc.name, proc.stderr())
+
+
+def examples_build(env, root, e, pc):
+    """The shipped example program builds with what pkg-config cmon gives
+    (the installed headers only; warnings are errors), and its log passes
+    the shipped spec."""
+    ex = os.path.join(root, "usr/share/doc/cmon/examples")
+    srcs = sorted(glob.glob(os.path.join(ex, "*.c")))
+    check(srcs, "no example programs in %s", ex)
+    flags = run(["pkg-config", "--define-variable=prefix=" + os.path.join(root, "usr"),
+                 "--cflags", "--libs", "cmon"], env=pc).split()
+    for src in srcs:
+        exe = env.path(os.path.basename(src)[:-2])
+        run(["cc", "-Wall", "-Wextra", "-Werror", "-o", exe, src] + flags + ["-pthread"])
+    log = env.path("fsread-demo.log")
+    run([env.path("fsread-demo"), "-t", "2", "-n", "200", "-r", "0", "-p", "0", "-q"],
+        env=dict(e, CMON_LOG=log))
+    out = run([os.path.join(root, "usr/bin/pcheck"), "-s", os.path.join(ex, "fsread.pspec"), log],
+              env=e, ok=(0, 1))
+    check("held" in out and "read at most 10 ms" in out, "fsread-demo's log: %s", out)
+
+
 def main():
     missing = [t for t in TOOLS if not shutil.which(t)]
     if missing:
@@ -95,6 +168,11 @@ def main():
         has(cmon, "/usr/share/doc/cmon/examples/telemonrc", "cmon")
         has(cmon, "/usr/share/doc/cmon/examples/fsread.pspec", "cmon")
         has(cmon, "/etc/cmon/telemonrc", "cmon")
+        check(not any(p.startswith("/etc/cmon/") and p != "/etc/cmon/telemonrc" for p in cmon),
+              "/etc/cmon holds more than the neutral telemonrc: %r",
+              [p for p in cmon if p.startswith("/etc/cmon")])
+        for doc in DOCS:
+            has(cmon, "/usr/share/doc/cmon/" + re.escape(doc), "cmon")
         has(cmon, "/usr/share/man/man8/telemonreg.8.gz", "cmon")
         has(cmon, "/usr/share/man/man8/telemonitor.8.gz", "cmon")
         has(cmon, "/usr/share/man/man1/pcheck.1.gz", "cmon")
@@ -159,7 +237,9 @@ def main():
               and re.search(r"^z /etc/cmon/telemonrc 0640 root cmon", tmpf, re.M), "tmpfiles: %s", tmpf)
         rc = os.path.join(root, "etc/cmon/telemonrc")
         out = run([os.path.join(root, "usr/bin/telemonitor"), "-check", "-rc", rc], env=e)
-        check("configuration OK" in out, "telemonitor -check: %s", out)
+        check("configuration OK (0 classes)" in out, "telemonitor -check: %s", out)
+        man_references(root)
+        services_start_idle(env, root, e)
 
         # cmon.pc says prefix=/usr (its system flags then go): point it at the root.
         pc = dict(e, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
@@ -173,6 +253,8 @@ def main():
         run([exe], env=dict(e, CMON_LOG=log))
         out = run([os.path.join(root, "usr/bin/pcheck"), "-s", os.path.join(PKG, "tick.pspec"), log], env=e)
         check(out.count("held") == 2, "pkg-config client: %s", out)
+
+        examples_build(env, root, e, pc)
 
         proj = env.path("proj")
         shutil.copytree(PKG, proj)
