@@ -40,7 +40,7 @@
 #define SNARF_OUT_HIGH (512u << 10)       /* stop moving records to a TLS stream above this */
 #define SNARF_OUT_LOW (128u << 10)        /* ...and resume below this */
 #define SNARF_OUT_UNSENT (128 << 10)      /* most bytes a socket holds not yet sent */
-#define SNARF_MAX_PENDING 16              /* data connections not yet streaming */
+#define SNARF_MAX_PENDING 64              /* data connections not yet streaming */
 #define SNARF_RUN 256                     /* records handed over at once by the reader */
 #define SNARF_FIRST_ANSWER_S 1.0          /* longest hold while the registry has not answered */
 #define SNARF_DEFAULT_MAXBLOCK_S 1.0      /* -maxblock default */

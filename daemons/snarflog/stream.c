@@ -437,22 +437,31 @@ static void unsent_limit(int fd)
 
 /* The slots are full: close the oldest connection that has not yet shown
  * a right to the stream (no Start with the token or a verified
- * certificate: still in its TLS handshake, or before its Start), so that
- * connections that say nothing, however many and however often they come
- * back, never keep the consumer the registry sent out. False if every
+ * certificate), first among those that have said nothing at all (still in
+ * their TLS handshake, or silent after our Hello), then among those that
+ * said Hello but sent no Start. A consumer the registry sent out says
+ * Hello as soon as it hears ours, so connections that say nothing, however
+ * many and however often they come back, never close it. False if every
  * slot is a consumer's or closing. */
 static bool evict_unproven(struct snarf *s)
 {
-	struct stream *st;
+	struct stream *st, *victim = NULL;
 
-	TAILQ_FOREACH(st, &s->streams, link)
-		if (st->state == ST_HELLO || st->state == ST_WAIT_START) {
-			s->evicted++;
-			cmon_debug("%s: closed to make room (it had not started)", st->peer);
-			stream_free(st);
-			return true;
+	TAILQ_FOREACH(st, &s->streams, link) {
+		if (st->state == ST_HELLO) {
+			victim = st;
+			break;
 		}
-	return false;
+		if (st->state == ST_WAIT_START && !victim)
+			victim = st;
+	}
+	if (!victim)
+		return false;
+	s->evicted++;
+	cmon_debug("%s: closed to make room (it had not %s)", victim->peer,
+		   victim->state == ST_HELLO ? "said Hello" : "started");
+	stream_free(victim);
+	return true;
 }
 
 /* A refused connection: counted, and said at most every 10 s. */

@@ -14,7 +14,7 @@ Rows:
                       Proof): it never receives a Start
   endpoint-snarflog   ... the honest snarflog's data port: it cannot prove
                       the rogue's token; its stream goes on
-  slot-lockout        40 idle connections reopened as they are closed keep
+  slot-lockout        100 idle connections reopened as they are closed keep
                       the honest snarflog's slots full while the telemonitor
                       restarts: it re-attaches, nothing lost
   http-slowloris      300 connections sending a header byte now and then:
@@ -166,8 +166,9 @@ def endpoint_rows(env, reg, tm, honest_snarf):
 
 
 def slot_lockout(env, tm, snarf):
-    """40 idle connections, reopened as soon as closed, on the honest data
-    endpoint while the telemonitor restarts."""
+    """100 idle connections (more than snarflog's 65 slots), reopened as
+    soon as closed, on the honest data endpoint while the telemonitor
+    restarts."""
     stop = threading.Event()
     opened = [0]
 
@@ -186,10 +187,10 @@ def slot_lockout(env, tm, snarf):
                 s.close()
             except OSError:
                 time.sleep(0.05)
-    threads = [threading.Thread(target=hog, daemon=True) for _ in range(40)]
+    threads = [threading.Thread(target=hog, daemon=True) for _ in range(100)]
     for t in threads:
         t.start()
-    ct.wait_for(lambda: opened[0] >= 40, 10, "the slots taken")
+    ct.wait_for(lambda: opened[0] >= 100, 10, "the slots taken")
     tm.stop()
     tm.start()
     inst = tm.instance(lambda i: i["prog"] == "honest" and i["state"] == "monitoring",
