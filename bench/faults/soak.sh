@@ -27,6 +27,7 @@ if [ "$what" = all ] || [ "$what" = matrix ]; then
     export CMON_MATRIX_MAXBLOCK="${CMON_MATRIX_MAXBLOCK:-1}"
     export CMON_MATRIX_PAUSE="${CMON_MATRIX_PAUSE:-2}"
     export CMON_MATRIX_ROUNDS="${CMON_MATRIX_ROUNDS:-3}"
+    export CMON_MATRIX_STALL_BOUND=1     # fail on a program held up beyond its fault
     echo "soak: $(date -u +%FT%TZ) on $(nproc) CPUs; $CMON_MATRIX_COUNT records/program at" \
          "$CMON_MATRIX_RATE/s, -maxblock $CMON_MATRIX_MAXBLOCK, $CMON_MATRIX_ROUNDS rounds"
     python3 "$src/tests/integration/test_fault_matrix.py"

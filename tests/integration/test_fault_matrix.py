@@ -29,8 +29,9 @@ its records are missing; the telemonitor's records/lost/gaps for the
 instance are the same numbers. The programs' longest write() is printed
 for every row (docs/PERFORMANCE.md has the figures); the test fails only on
 a stall that shows the program was held up for the fault itself (over 1 s
-without block, over -maxblock + 1 s with block), since wall-clock speed is
-never asserted here."""
+without block, over -maxblock + 1 s with block), and only when
+CMON_MATRIX_STALL_BOUND=1 (bench/faults/soak.sh): the suite never asserts
+wall-clock time."""
 import json
 import os
 import signal
@@ -53,6 +54,9 @@ FAULT_AT = float(_E("CMON_MATRIX_FAULT_AT", 0.8))  # seconds after the programs 
 PAUSE = float(_E("CMON_MATRIX_PAUSE", 1.5))     # seconds a SIGSTOP lasts
 ROUNDS = int(_E("CMON_MATRIX_ROUNDS", 1))       # times through the rows
 COMBOS = [(fmt, blk) for fmt in ("ascii", "binary") for blk in ("drop", "block")]
+# Fail on a program held up longer than the fault explains (bench/faults/soak.sh
+# sets it; the suite itself never asserts wall-clock time, only prints it).
+STALL_BOUND = _E("CMON_MATRIX_STALL_BOUND") == "1"
 
 
 def write_main(argv):
@@ -230,9 +234,10 @@ class Row:
             stored, missing = check_failures(tm, prog, inst, items)
             with open(report) as f:
                 rep = json.load(f)
+            # (a wall-clock bound: only where asked, by the soak in bench/)
             bound = 1.0 if blk == "drop" else MAXBLOCK + 1.0
-            check(rep["worst_write_s"] < bound, "%s: the program was held up %.3f s",
-                  prog, rep["worst_write_s"])
+            check(not STALL_BOUND or rep["worst_write_s"] < bound,
+                  "%s: the program was held up %.3f s", prog, rep["worst_write_s"])
             out.append("%-28s delivered %6d  lost %6d in %2d gaps  unchecked %5d  failures "
                        "%4d (%d missing)  longest write %7.1f ms" %
                        (prog, got, lost, markers, unchecked, stored, missing,

