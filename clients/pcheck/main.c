@@ -21,6 +21,7 @@
 #include "held.h"
 #include "cmon/cmdline.h"
 #include "pspec/pspec.h"
+#include "program.h"   /* (private: ps_set_prefetch_tuning, for tests) */
 
 static const char usage[] =
     "Usage: pcheck -s SPEC [OPTION]... [LOG|-]\n"
@@ -333,6 +334,13 @@ int main(int argc, char **argv)
             opt.idle = on_idle;
     }
     char *err = NULL;
+    /* Tests and benchmarks shape the read-ahead thread's hand-over. */
+    const char *pf_batch = getenv("PSPEC_PREFETCH_BATCH"), *pf_spin = getenv("PSPEC_PREFETCH_SPIN"),
+               *pf_handoff = getenv("PSPEC_PREFETCH_HANDOFF");
+    if (pf_batch || pf_spin || pf_handoff) {
+        log_prefetch_tuning t = log_prefetch_tuning_parse(pf_batch, pf_spin, pf_handoff);
+        ps_set_prefetch_tuning(ps, &t);
+    }
     int status = pspec_check(ps, fd, cli_log_name(log), &opt, &err);
     if (err) {
         /* Spec errors found while running are already "FILE:LINE:COL: error: ..." */

@@ -73,6 +73,8 @@ struct log_reader {
      * every record, and a shared line would cross cores each time */
     log_reader_window win;  /* first: see log_reader_next_ref() (set only read ahead) */
     log_prefetch *pf;       /* reading ahead on a second thread (logread_prefetch.c), or NULL */
+    log_prefetch_tuning pf_tune;   /* log_reader_prefetch_tune() */
+    bool pf_tuned;
     log_record cur;         /* log_reader_next_ref's record when read directly */
     char pad_[64];          /* (the struct is only 16-byte aligned) */
 
@@ -140,9 +142,10 @@ struct log_reader {
 
 /* --- logread.c ---------------------------------------------------------- */
 
-/* Tests and fuzzers only: when not 0, no read(2) asks for more bytes, so a
- * file is read in pieces as small as a slow pipe delivers. */
-extern size_t logr_test_read_max;
+/* Tests and fuzzers only: when not 0, no read(2) on this thread asks for
+ * more bytes, so a file is read in pieces as small as a slow pipe delivers.
+ * Per thread, like every other state of the library (pspec.h, "Threads"). */
+extern _Thread_local size_t logr_test_read_max;
 /* Read once more into the buffer so that at least `want` unread bytes fit.
  * Returns 1 when bytes arrived, 0 at EOF, negative errno on a read error
  * (message in *errmsg). */

@@ -119,7 +119,7 @@ void log_fmt_double(char out[40], double v)
 
 /* --- the input buffer --------------------------------------------------- */
 
-size_t logr_test_read_max;
+_Thread_local size_t logr_test_read_max;
 
 /* Wait until fd is readable (for descriptors opened O_NONBLOCK). */
 static int wait_readable(int fd)

@@ -159,6 +159,23 @@ void log_reader_want_overhead(log_reader *r, bool on);
  * again. Returns 0. */
 int log_reader_prefetch(log_reader *r, bool on);
 
+/* How the read-ahead thread hands batches over, for tests and benchmarks
+ * (pcheck takes it from PSPEC_PREFETCH_BATCH, _SPIN and _HANDOFF; the
+ * library itself reads no environment). */
+typedef struct log_prefetch_tuning {
+    uint32_t batch;         /* records per batch (0: the built-in 1024) */
+    uint32_t spin;          /* polls before a side sleeps, at most (UINT32_MAX: as long as the
+                               built-in time allows; 0: sleep at once) */
+    uint32_t handback_at;   /* hand back to one thread after this many batches whatever the
+                               timing (0: judged by the timing) */
+    bool never_back;        /* never hand back */
+} log_prefetch_tuning;
+/* The tuning those three variables spell (each NULL, or not a number in
+ * range: its default). */
+log_prefetch_tuning log_prefetch_tuning_parse(const char *batch, const char *spin, const char *handoff);
+/* Use `t` (copied; NULL: the defaults) when the read-ahead thread next starts. */
+void log_reader_prefetch_tune(log_reader *r, const log_prefetch_tuning *t);
+
 /* Counts for reports: records read so far, malformed records skipped. */
 uint64_t log_reader_nrecords(const log_reader *r);
 uint64_t log_reader_nmalformed(const log_reader *r);

@@ -27,8 +27,9 @@
  * reader's time, so the consumer asks the producer to stop: the producer
  * marks the batch it is filling as the last (`last`), and once the
  * consumer has taken it, it reads directly, on its own thread, from where
- * the producer stopped. PSPEC_PREFETCH_HANDOFF=N (tests) asks for it after
- * N batches whatever the timing; 0 never.
+ * the producer stopped. log_prefetch_tuning (tests: pcheck's
+ * PSPEC_PREFETCH_HANDOFF=N) asks for it after N batches whatever the timing,
+ * or never.
  *
  * Only for logs read to the end without waiting (regular files, memory):
  * on a pipe a record must reach the checker the moment it arrives, and a
@@ -52,12 +53,12 @@
 #include "util.h"
 
 #define PF_NBATCH 4
-#define PF_RECORDS 1024     /* records per batch (PSPEC_PREFETCH_BATCH for tests): four fit in L2 */
+#define PF_RECORDS 1024     /* records per batch (log_prefetch_tuning.batch for tests): four fit in L2 */
 #define PF_SPIN_NS 200000   /* how long a side polls a word before it sleeps on it: longer
                                than either side takes over a batch (20-40 us), so that a
                                side keeping up never sleeps and the other never pays a
                                futex wake for it; timed, since a poll (x86 PAUSE) takes
-                               10 ns on one CPU and 50 on another. PSPEC_PREFETCH_SPIN=N
+                               10 ns on one CPU and 50 on another. log_prefetch_tuning.spin = N
                                (tests) stops after N polls too: 0 sleeps at once, every
                                hand-off a futex */
 #define PF_JUDGE_FROM 2     /* batches taken before the engine's waiting is timed */
@@ -100,7 +101,7 @@ struct log_prefetch {
     pf_batch b[PF_NBATCH];
     /* read by both, written only while the producer does not run */
     alignas(64) uint32_t cap;   /* records per batch */
-    uint32_t spin;          /* at most this many polls before sleeping (PSPEC_PREFETCH_SPIN;
+    uint32_t spin;          /* at most this many polls before sleeping (log_prefetch_tuning.spin;
                                UINT32_MAX: as many as PF_SPIN_NS allows) */
     pthread_t thread;
     bool running;           /* the producer thread exists (not joined yet) */
@@ -115,8 +116,8 @@ struct log_prefetch {
     alignas(64) uint64_t cidx;  /* batches taken */
     pf_batch *cur;          /* the batch being handed out */
     uint32_t ci, cw;        /* next record, next warning in cur */
-    uint32_t handback_at;   /* PSPEC_PREFETCH_HANDOFF: batches before a hand-back (0: judge) */
-    bool never_back;        /* PSPEC_PREFETCH_HANDOFF=0 */
+    uint32_t handback_at;   /* log_prefetch_tuning: batches before a hand-back (0: judge) */
+    bool never_back;        /* log_prefetch_tuning.never_back */
     uint64_t judge_t0, waited_ns;   /* the timing of batches PF_JUDGE_FROM.. */
     const char **names;     /* every name id it knows */
     uint32_t nnames, names_cap;
@@ -344,6 +345,26 @@ static void pf_halt(log_reader *r)
     r->win.next = r->win.end = NULL;
 }
 
+log_prefetch_tuning log_prefetch_tuning_parse(const char *batch, const char *spin, const char *handoff)
+{
+    log_prefetch_tuning t = { 0 };
+    long cap = batch ? strtol(batch, NULL, 10) : 0;
+    t.batch = cap > 0 && cap <= 1 << 20 ? (uint32_t)cap : 0;
+    long sp = spin ? strtol(spin, NULL, 10) : -1;
+    t.spin = sp >= 0 && (unsigned long)sp < UINT32_MAX ? (uint32_t)sp : UINT32_MAX;
+    long back = handoff ? strtol(handoff, NULL, 10) : -1;
+    t.handback_at = back > 0 && back < 1 << 30 ? (uint32_t)back : 0;
+    t.never_back = back == 0;
+    return t;
+}
+
+void log_reader_prefetch_tune(log_reader *r, const log_prefetch_tuning *t)
+{
+    r->pf_tuned = t != NULL;
+    if (t)
+        r->pf_tune = *t;
+}
+
 int log_reader_prefetch(log_reader *r, bool on)
 {
     if (!on) {
@@ -362,16 +383,11 @@ int log_reader_prefetch(log_reader *r, bool on)
     if (!pf)
         return -ENOMEM;
     memset(pf, 0, sizeof *pf);
-    const char *t = getenv("PSPEC_PREFETCH_BATCH");
-    long cap = t ? strtol(t, NULL, 10) : 0;
-    pf->cap = cap > 0 && cap <= 1 << 20 ? (uint32_t)cap : PF_RECORDS;
-    const char *sp = getenv("PSPEC_PREFETCH_SPIN");
-    long spin = sp ? strtol(sp, NULL, 10) : -1;
-    pf->spin = spin >= 0 && (unsigned long)spin < UINT32_MAX ? (uint32_t)spin : UINT32_MAX;
-    const char *hb = getenv("PSPEC_PREFETCH_HANDOFF");
-    long back = hb ? strtol(hb, NULL, 10) : -1;
-    pf->handback_at = back > 0 && back < 1 << 30 ? (uint32_t)back : 0;
-    pf->never_back = back == 0;
+    log_prefetch_tuning t = r->pf_tuned ? r->pf_tune : log_prefetch_tuning_parse(NULL, NULL, NULL);
+    pf->cap = t.batch ? t.batch : PF_RECORDS;
+    pf->spin = t.spin;
+    pf->handback_at = t.handback_at;
+    pf->never_back = t.never_back;
     for (int i = 0; i < PF_NBATCH; i++)
         pf->b[i].recs = ps_malloc(pf->cap * sizeof *pf->b[i].recs);
     pf->pnames = r->nnames;

@@ -595,6 +595,13 @@ static void verdict_under_loss(const runner *rn, const ps_stmt *st, pspec_report
     }
 }
 
+void ps_set_prefetch_tuning(pspec *ps, const log_prefetch_tuning *t)
+{
+    ps->prefetch_tuned = t != NULL;
+    if (t)
+        ps->prefetch = *t;
+}
+
 static int check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg)
 {
     ps_program *prog = &ps->prog;
@@ -607,6 +614,8 @@ static int check(pspec *ps, int fd, const char *logname, const pspec_check_optio
     if (!r)
         return PSPEC_EXIT_LOG;
     log_reader_warn_once(r, true);   /* one warning per bad record, however many passes */
+    if (ps->prefetch_tuned)
+        log_reader_prefetch_tune(r, &ps->prefetch);
     if (!opt->continuous && opt->threads != 1 && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
         log_reader_prefetch(r, true);   /* a pipe stays on this thread (-ENOTSUP) */
     if (opt->continuous && opt->idle && pspec_passes(ps) == 1)

@@ -229,7 +229,8 @@ static void check_log(const uint8_t *data, size_t size, size_t chunk)
     ws.cur = &h;
     log_reader_want_overhead(ra, false);
     CHECK(log_reader_rewind(ra) == 0);
-    setenv("PSPEC_PREFETCH_BATCH", "3", 1);
+    log_prefetch_tuning t = log_prefetch_tuning_parse("3", NULL, NULL);
+    log_reader_prefetch_tune(ra, &t);
     CHECK(log_reader_prefetch(ra, true) == 0);
     read_all(ra, &h);
     CHECK(same(&a, &h));

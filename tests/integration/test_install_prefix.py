@@ -2,7 +2,10 @@
 DESTDIR=D), nothing outside it; the installed tree can be moved; a client
 program builds against the moved tree both with pkg-config and with
 find_package(cmon) (cmon::cmon and cmon::cmon_static), and the log it
-writes with libcmon checks with the built pcheck."""
+writes with libcmon checks with the built pcheck. The same for libpspec
+(libpspec.so.0, exporting only pspec_*): a program built against it with
+pkg-config pspec and with find_package(pspec) (pspec::pspec) checks a tiny
+spec over a tiny log, on one thread and on two."""
 import glob
 import os
 import re
@@ -75,6 +78,20 @@ def emit_and_check(env, exe, tag, libdir=None):
     check(out.count("held") == 2 and "failed" not in out, "%s: pcheck said:\n%s", tag, out)
 
 
+def pspec_tiny(exe, tag, libdir):
+    """Runs pspec_tiny.c built against the installed libpspec: one assertion
+    fails for one Tick, the other holds, two threads agree with one."""
+    p = subprocess.run([exe], env=dict(os.environ, LD_LIBRARY_PATH=libdir),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    out = p.stdout.decode(errors="replace")
+    check(p.returncode == 1, "%s: pspec_tiny exit %d (want 1: an assertion failed)\n%s",
+          tag, p.returncode, out)
+    check('assertion "n never negative" failed (1 offender)' in out
+          and '"n never negative" failed for Tick 2.0 ts 200 thread 1: n = -1' in out
+          and 'assertion "three ticks" held' in out
+          and out.rstrip().endswith("threads agree"), "%s: pspec_tiny said:\n%s", tag, out)
+
+
 def main():
     cache = cache_vars()
     cc = cache.get("CMAKE_C_COMPILER") or "cc"
@@ -96,7 +113,7 @@ def main():
                      "lib/systemd/system/telemonreg.service",
                      "lib/systemd/system/telemonreg.socket",
                      "lib/sysusers.d/telemonitor.conf", "lib/tmpfiles.d/telemonitor.conf",
-                     "etc/cmon/telemonrc", "etc/cmon/fsread.pspec",
+                     "etc/cmon/telemonrc",
                      "share/doc/cmon/examples/telemonrc", "share/doc/cmon/examples/fsread.pspec",
                      "share/cmon/web/index.html",
                      "share/man/man8/telemonreg.8", "share/man/man8/telemonitor.8",
@@ -105,8 +122,20 @@ def main():
         check(not any(f.endswith("telemonreg.1") for f in files), "telemonreg.1 still installed")
         for pattern in ["lib*/libcmon.so.0", "lib*/libcmon.a", "lib*/pkgconfig/cmon.pc",
                         "lib*/cmake/cmon/cmon-config.cmake",
-                        "lib*/cmake/cmon/cmon-config-version.cmake"]:
+                        "lib*/cmake/cmon/cmon-config-version.cmake",
+                        "include/pspec/pspec.h", "lib*/libpspec.so", "lib*/libpspec.so.0",
+                        "lib*/pkgconfig/pspec.pc", "lib*/cmake/pspec/pspec-config.cmake",
+                        "lib*/cmake/pspec/pspec-config-version.cmake",
+                        "lib*/cmake/pspec/pspec-targets.cmake"]:
             one(prefix, pattern)
+        # libpspec: its SONAME, and nothing exported but the pspec_* API.
+        so = one(prefix, "lib*/libpspec.so.0")
+        check("SONAME               libpspec.so.0" in run(["objdump", "-p", so]), "libpspec SONAME")
+        syms = run(["nm", "-D", "--defined-only", so]).split("\n")
+        names = [line.split()[-1] for line in syms if line.strip()]
+        others = [n for n in names if not n.startswith("pspec_")]
+        check(len(names) >= 30 and not others, "libpspec exports more than pspec_*: %r", others)
+        check(not glob.glob(os.path.join(prefix, "lib*/libpspec.a")), "libpspec.a installed")
         # An alias page for every function of the header.
         with open(os.path.join(ct.SOURCE, "libcmon/include/cmon/emit.h")) as f:
             fns = re.findall(r"CMON_API[^;(]*?[ *](cmon_[a-z_]+)\(", f.read())
@@ -161,6 +190,12 @@ def main():
         exe = env.path("emit3-pc")
         run([cc] + san + ["-o", exe, os.path.join(PKG, "emit3.c")] + flags)
         emit_and_check(env, exe, "pkgconfig", libdir=libdir)
+        # libpspec through pkg-config
+        pflags = run(["pkg-config", "--cflags", "--libs", "pspec"], env=e).split()
+        check(run(["pkg-config", "--modversion", "pspec"], env=e).strip() == "0.1.0", "pspec modversion")
+        exe = env.path("pspec_tiny-pc")
+        run([cc] + san + ["-o", exe, os.path.join(PKG, "pspec_tiny.c"), "-pthread"] + pflags)
+        pspec_tiny(exe, "pkgconfig", libdir)
 
         proj = env.path("proj")
         shutil.copytree(PKG, proj)
@@ -173,6 +208,8 @@ def main():
         emit_and_check(env, os.path.join(proj, "build", "emit3"), "cmake", libdir=libdir)
         # The static one needs no libcmon.so at run time.
         emit_and_check(env, os.path.join(proj, "build", "emit3-static"), "cmake-static")
+        # libpspec through find_package(pspec): pspec::pspec
+        pspec_tiny(os.path.join(proj, "build", "pspec_tiny"), "cmake", libdir)
 
 
 ct.run_test(main)

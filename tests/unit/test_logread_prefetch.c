@@ -68,12 +68,16 @@ static char *make_log(size_t *len)
     return s;
 }
 
+/* The read-ahead thread's tuning for read_all (NULL: the defaults). */
+static const log_prefetch_tuning *tuning;
+
 static void read_all(const char *log, size_t len, int prefetch, transcript *t)
 {
     char *err = NULL;
     t->n = 0;
     log_reader *r = log_reader_open_mem(log, len, "t.log", on_warn, t, &err);
     assert_non_null(r);
+    log_reader_prefetch_tune(r, tuning);
     if (prefetch)
         assert_int_equal(log_reader_prefetch(r, true), 0);
     for (int pass = 0; pass < 2; pass++) {      /* and again after a rewind */
@@ -105,15 +109,10 @@ static void same_as_direct(const char *batch, const char *handoff, const char *s
     transcript want = { calloc(4 * NLINES, sizeof(said)), 0, 0 }, got = { calloc(4 * NLINES, sizeof(said)), 0, 0 };
     assert_true(want.s && got.s);
     read_all(log, len, 0, &want);
-    setenv("PSPEC_PREFETCH_BATCH", batch, 1);
-    if (handoff)
-        setenv("PSPEC_PREFETCH_HANDOFF", handoff, 1);
-    if (spin)
-        setenv("PSPEC_PREFETCH_SPIN", spin, 1);
+    log_prefetch_tuning t = log_prefetch_tuning_parse(batch, spin, handoff);
+    tuning = &t;
     read_all(log, len, 1, &got);
-    unsetenv("PSPEC_PREFETCH_BATCH");
-    unsetenv("PSPEC_PREFETCH_HANDOFF");
-    unsetenv("PSPEC_PREFETCH_SPIN");
+    tuning = NULL;
     assert_true(want.n > 2 * NLINES);
     assert_true(want.gaps >= 20);
     assert_int_equal(got.n, want.n);
@@ -154,7 +153,7 @@ static void handed_back(void **state)
     same_as_direct("1024", "1", "0");
 }
 
-/* The timed decision (no PSPEC_PREFETCH_HANDOFF): an engine that waits
+/* The timed decision (no handoff in the tuning): an engine that waits
  * for batches three quarters of the time over batches 2 to 18 asks for the
  * reading back; one that the reader waits for does not. What is read is
  * the same either way. (The two cases are far from the threshold: an
@@ -191,8 +190,6 @@ static bool asks_back(int sleep_us_per_batch)
 static void timed_hand_back(void **state)
 {
     (void)state;
-    unsetenv("PSPEC_PREFETCH_BATCH");
-    unsetenv("PSPEC_PREFETCH_HANDOFF");
     assert_true(asks_back(0));
     assert_false(asks_back(5000));
 }

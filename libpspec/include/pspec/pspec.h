@@ -33,6 +33,14 @@
 extern "C" {
 #endif
 
+/* What the shared library exports (it is built with -fvisibility=hidden):
+ * the functions below, nothing else. */
+#if defined(__GNUC__)
+#define PSPEC_API __attribute__((visibility("default")))
+#else
+#define PSPEC_API
+#endif
+
 /* A loaded specification and everything it imports. */
 typedef struct pspec pspec;
 
@@ -44,45 +52,45 @@ typedef struct pspec_diag {
 } pspec_diag;
 
 /* A new, empty program. */
-pspec *pspec_new(void);
-void pspec_free(pspec *ps);     /* NULL ok */
+PSPEC_API pspec *pspec_new(void);
+PSPEC_API void pspec_free(pspec *ps);     /* NULL ok */
 
 /* Directories searched for imported specifications (colon-separated). When
  * never set, imports are looked up in the folder of the main spec. */
-void pspec_set_search_path(pspec *ps, const char *colon_separated);
+PSPEC_API void pspec_set_search_path(pspec *ps, const char *colon_separated);
 
 /* Load the main specification from a file. Returns 0, or -EINVAL when the
  * spec does not parse or type-check (see pspec_diags), or -errno when the
  * file cannot be read. */
-int pspec_load_file(pspec *ps, const char *path);
+PSPEC_API int pspec_load_file(pspec *ps, const char *path);
 
 /* Load the main specification from memory; `path` names it in messages and
  * its folder is the default import path. Returns 0 or -EINVAL. */
-int pspec_load_text(pspec *ps, const char *path, const char *text, size_t len);
+PSPEC_API int pspec_load_text(pspec *ps, const char *path, const char *text, size_t len);
 
 /* Diagnostics collected so far, and "FILE:LINE:COL: error: MESSAGE" lines
  * for all of them (heap string, "" when none). */
-size_t pspec_ndiags(const pspec *ps);
-pspec_diag pspec_diag_at(const pspec *ps, size_t i);
-char *pspec_diags_format(const pspec *ps);
-void pspec_clear_diags(pspec *ps);
+PSPEC_API size_t pspec_ndiags(const pspec *ps);
+PSPEC_API pspec_diag pspec_diag_at(const pspec *ps, size_t i);
+PSPEC_API char *pspec_diags_format(const pspec *ps);
+PSPEC_API void pspec_clear_diags(pspec *ps);
 
 /* Number of passes over the log that checking the main spec takes: 1, or
  * more when log aggregates are nested (a multi-pass log must be seekable). */
-unsigned pspec_passes(const pspec *ps);
+PSPEC_API unsigned pspec_passes(const pspec *ps);
 /* pcheck --plan: the passes, which assertions stream in -cont, and the
  * state each interval type and log aggregate keeps, as text (heap string),
  * without reading a log. */
-char *pspec_plan(const pspec *ps);
+PSPEC_API char *pspec_plan(const pspec *ps);
 /* Does a continuous check of the spec keep state that grows with the length
  * of the stream (a second pass keeps the whole log; a mapping over the whole
  * log keeps every key it ever saw)? NULL when not; else one line per cause,
  * "  FILE:LINE: {OP x : T} ...\n" (heap string). What is bounded by the
  * intervals open at one time (docs/pspec.md "A plan before running") is not
  * a cause. */
-char *pspec_unbounded(const pspec *ps);
+PSPEC_API char *pspec_unbounded(const pspec *ps);
 /* Does the spec contain unknowns (def X = ?) that an assertion or print uses? */
-bool pspec_uses_unknowns(const pspec *ps);
+PSPEC_API bool pspec_uses_unknowns(const pspec *ps);
 
 /* ---- reports ------------------------------------------------------------------ */
 
@@ -110,32 +118,32 @@ typedef enum pspec_report_kind {
 typedef struct pspec_report pspec_report;
 
 /* Accessors (the report is only valid during the callback). */
-pspec_report_kind pspec_report_kind_of(const pspec_report *r);
-pspec_result pspec_report_result(const pspec_report *r);
+PSPEC_API pspec_report_kind pspec_report_kind_of(const pspec_report *r);
+PSPEC_API pspec_result pspec_report_result(const pspec_report *r);
 /* The assertion's (or print's) file and line; label or NULL. */
-const char *pspec_report_file(const pspec_report *r);
-unsigned pspec_report_line(const pspec_report *r);
-const char *pspec_report_label(const pspec_report *r);
+PSPEC_API const char *pspec_report_file(const pspec_report *r);
+PSPEC_API unsigned pspec_report_line(const pspec_report *r);
+PSPEC_API const char *pspec_report_label(const pspec_report *r);
 /* ASSERT: how many offenders its outermost {& ...} reported (0 otherwise);
  * for an INCONCLUSIVE verdict, how many inconclusive ones. */
-uint64_t pspec_report_offenders(const pspec_report *r);
+PSPEC_API uint64_t pspec_report_offenders(const pspec_report *r);
 /* UNCLOSED: how many intervals of its type (pspec_report_type) were still
  * open at end of log; file and line are the interval type's declaration. */
-uint64_t pspec_report_count(const pspec_report *r);
+PSPEC_API uint64_t pspec_report_count(const pspec_report *r);
 /* ASSERT/OFFENDER/OVERDUE that is INCONCLUSIVE: records lost (an interval:
  * while it was open, or for one started by time, since the record before
  * its start; a whole-log assertion: in the whole log); 0 otherwise. */
-uint64_t pspec_report_lost(const pspec_report *r);
+PSPEC_API uint64_t pspec_report_lost(const pspec_report *r);
 /* ASSERT/OFFENDER: true for a report assertion, one whose purpose is
  * statistics: {& x : T : false} over events or intervals, which fails for
  * every element so that each element's metrics are reported. */
-bool pspec_report_is_stats(const pspec_report *r);
+PSPEC_API bool pspec_report_is_stats(const pspec_report *r);
 /* OFFENDER/INTERVAL/EVENT: the element's type name, interval uid (0 for
  * events), event position "pos.sub", start/end timestamps in ticks. */
-const char *pspec_report_type(const pspec_report *r);
-uint64_t pspec_report_uid(const pspec_report *r);
-int64_t pspec_report_start_ts(const pspec_report *r);
-int64_t pspec_report_end_ts(const pspec_report *r);
+PSPEC_API const char *pspec_report_type(const pspec_report *r);
+PSPEC_API uint64_t pspec_report_uid(const pspec_report *r);
+PSPEC_API int64_t pspec_report_start_ts(const pspec_report *r);
+PSPEC_API int64_t pspec_report_end_ts(const pspec_report *r);
 
 typedef enum pspec_format {
     PSPEC_FORMAT_TEXT,          /* human-readable, the reference's value notation */
@@ -143,12 +151,12 @@ typedef enum pspec_format {
 } pspec_format;
 
 /* The report as one line (no trailing newline); heap string. */
-char *pspec_report_format(const pspec_report *r, pspec_format fmt);
+PSPEC_API char *pspec_report_format(const pspec_report *r, pspec_format fmt);
 /* The same line into a buffer the caller reuses across reports, as getline(3)
  * does: *buf (NULL or from malloc, *cap bytes) is grown with realloc when
  * needed and updated; the line is NUL-terminated. Returns its length. The
  * caller frees *buf at the end. */
-size_t pspec_report_format_into(const pspec_report *r, pspec_format fmt, char **buf, size_t *cap);
+PSPEC_API size_t pspec_report_format_into(const pspec_report *r, pspec_format fmt, char **buf, size_t *cap);
 
 typedef void (*pspec_report_fn)(void *ctx, const pspec_report *r);
 /* A malformed log record was skipped (`where`: line or byte offset), or
@@ -198,7 +206,7 @@ enum {
 /* Check the main specification against the log read from fd (not closed).
  * Multi-pass specs need a seekable fd. Returns one of PSPEC_EXIT_*; on
  * PSPEC_EXIT_LOG or _SPEC *errmsg gets a heap message. */
-int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg);
+PSPEC_API int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg);
 
 /* ---- estimating unknowns (psolve) ---------------------------------------------- */
 
@@ -228,8 +236,8 @@ typedef struct pspec_solve_options {
  * equation not linear in its unknowns, an unknown solved twice, an unknown
  * an assertion needs that nothing solves), PSPEC_EXIT_LOG when the log could
  * not be read. */
-int pspec_solve(pspec *ps, int fd, const char *logname, const pspec_solve_options *opt, char **spec_out,
-                char **errmsg);
+PSPEC_API int pspec_solve(pspec *ps, int fd, const char *logname, const pspec_solve_options *opt,
+                          char **spec_out, char **errmsg);
 
 /* ---- interactive use (peval) --------------------------------------------------- */
 
@@ -237,18 +245,19 @@ int pspec_solve(pspec *ps, int fd, const char *logname, const pspec_solve_option
  * log (which must be seekable: the caller spools a pipe to a file). */
 typedef struct pspec_session pspec_session;
 
-pspec_session *pspec_session_new(pspec *ps, int fd, const char *logname, pspec_warn_fn warn, void *ctx,
-                                  char **errmsg);
-void pspec_session_free(pspec_session *s);
+PSPEC_API pspec_session *pspec_session_new(pspec *ps, int fd, const char *logname, pspec_warn_fn warn,
+                                            void *ctx, char **errmsg);
+PSPEC_API void pspec_session_free(pspec_session *s);
 /* Run the commands in `text` (each ending in ';'): declarations are added,
  * expressions are evaluated and reported as PSPEC_REPORT_VALUE; `echo` text
  * and `help` come back through `out` as plain text. Returns 0, -EINVAL on
  * a syntax/type error (message in *errmsg as FILE:LINE:COL: error: ...). */
-int pspec_session_run(pspec_session *s, const char *text, const char *source_name, pspec_report_fn report,
-                      void (*out)(void *ctx, const char *text), void *ctx, char **errmsg);
+PSPEC_API int pspec_session_run(pspec_session *s, const char *text, const char *source_name,
+                                pspec_report_fn report, void (*out)(void *ctx, const char *text), void *ctx,
+                                char **errmsg);
 /* Does `text` hold at least one complete command (ends with ';' outside
  * strings and comments)? For line-by-line input. */
-bool pspec_command_complete(const char *text);
+PSPEC_API bool pspec_command_complete(const char *text);
 
 #ifdef __cplusplus
 }
