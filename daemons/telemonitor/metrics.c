@@ -62,7 +62,9 @@
 	X(M_BYTES, "cmon_log_bytes_total", "counter", "Log bytes received.")                 \
 	X(M_RESTARTS, "cmon_tool_restarts_total", "counter", "Tool restarts after a crash.") \
 	X(M_FAILURES, "cmon_failures_total", "counter",                                      \
-	  "Failures stored, by assertion (its label, or \"line N\").")                       \
+	  "Failures stored, by assertion (its label, or \"line N\"); reports not counted.")  \
+	X(M_REPORTS, "cmon_reports_total", "counter",                                        \
+	  "Reports of report assertions (statistics) stored, by assertion.")                 \
 	X(M_REPORT, "cmon_report_metric", "gauge",                                           \
 	  "A number of the latest report of an assertion, by metric name.")                  \
 	X(M_BUCKET, "cmon_report_mapping", "gauge",                                           \
@@ -317,8 +319,8 @@ static int failure_count(void *arg, const struct store_failure_count *row)
 	const struct minst *in = find_inst(l->g, (int64_t)row->instance_id);
 
 	if (in)
-		sample_u64(l->g, M_FAILURES, labels_with(l->lab, in->labels, "assert", row->name),
-			   (uint64_t)row->count);
+		sample_u64(l->g, row->report ? M_REPORTS : M_FAILURES,
+			   labels_with(l->lab, in->labels, "assert", row->name), (uint64_t)row->count);
 	return 0;
 }
 

@@ -459,6 +459,7 @@ static int failure_count_row(struct db_stmt *q, const struct to *to)
 		.instance_id = (uint64_t)db_col_int(q, 0),
 		.name = text(q, 1),
 		.count = db_col_int(q, 2),
+		.report = db_col_int(q, 3) != 0,
 	};
 
 	return to->cb.failure_count(to->arg, &r);
@@ -470,11 +471,11 @@ int store_failure_counts(struct store *st, int limit, store_failure_count_cb cb,
 	struct bl_value v[] = { db_vint(limit) };
 	struct to to = { .cb.failure_count = cb, .arg = arg };
 
-	return query(st, "SELECT instance_id, " ASSERT_NAME ", count(*) FROM failures"
+	return query(st, "SELECT instance_id, " ASSERT_NAME ", count(*), report FROM failures"
 		     " WHERE instance_id IN (" SHOWN_INSTANCES ")"
 		     " AND (result IS NULL OR result <> 'inconclusive')"
-		     " GROUP BY instance_id, " ASSERT_NAME, v, NV(v), failure_count_row, &to, err,
-		     errlen);
+		     " GROUP BY instance_id, " ASSERT_NAME ", report", v, NV(v),
+		     failure_count_row, &to, err, errlen);
 }
 
 static int report_row(struct db_stmt *q, const struct to *to)

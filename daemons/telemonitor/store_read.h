@@ -181,13 +181,15 @@ struct store_failure_count {
 	uint64_t instance_id;    /* the instance */
 	const char *name;        /* the assertion's name */
 	int64_t count;           /* its failures, inconclusive ones not counted */
+	bool report;             /* these are reports (a report assertion's), not failures */
 };
 
 /* Called for each (instance, assertion). */
 typedef int (*store_failure_count_cb)(void *arg, const struct store_failure_count *row);
 
 /* Count the failures of the instances store_metrics_instances(`limit`)
- * shows, per instance and assertion name (in no particular order). */
+ * shows, per instance and assertion name, reports apart (in no particular
+ * order). */
 int store_failure_counts(struct store *st, int limit, store_failure_count_cb cb, void *arg,
 			 char *err, size_t errlen);
 

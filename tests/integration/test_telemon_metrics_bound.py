@@ -37,8 +37,9 @@ def main():
                            [(i, i, i, 1700000000 + i, i) for i in range(2, ENDED + 2)])
             # a report with a 25000-key mapping and a number: 20000 series shown
             big = {"hist": {str(k): 1 for k in range(SERIES_BOUND + 5000)}, "n": 3}
-            db.execute("INSERT INTO failures (id, instance_id, assert, line, time, metrics)"
-                       " VALUES (1, 1, 'big report', 9, 1700000000, ?)", (json.dumps(big),))
+            db.execute("INSERT INTO failures (id, instance_id, assert, line, time, metrics,"
+                       " report) VALUES (1, 1, 'big report', 9, 1700000000, ?, 1)",
+                       (json.dumps(big),))
         db.close()
         tm.start()
         code, hd, body = tm.http("/metrics")
@@ -62,8 +63,10 @@ def main():
         check(mapped + numbers == SERIES_BOUND, "report series: %d + %d", mapped, numbers)
         check("\ncmon_metrics_series_omitted %d\n" % (SERIES_BOUND + 5000 + 1 - SERIES_BOUND)
               in text, "series omitted: %s", [l for l in text.splitlines() if "omitted" in l])
-        check(re.search(r'^cmon_failures_total\{prog="live",[^}]*assert="big report"\} 1$',
-                        text, re.M), "the failure counted")
+        check(re.search(r'^cmon_reports_total\{prog="live",[^}]*assert="big report"\} 1$',
+                        text, re.M), "the report counted")
+        check(not re.search(r'^cmon_failures_total\{[^}]*assert="big report"\}', text, re.M),
+              "a report is not a failure")
         tm.stop()
 
 

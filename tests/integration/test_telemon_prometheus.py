@@ -150,6 +150,10 @@ def main():
                    and not isinstance(v, bool)}
         maps = {k: v for k, v in latest.items() if isinstance(v, dict)}
         check(numbers and maps, "the report has numbers and mappings: %r", latest)
+        wait_value(pport, "cmon_reports_total{%s}" % lsel, len(reports),
+                   "the reports counted as reports")
+        check(query(pport, "cmon_failures_total{%s}" % lsel) == [],
+              "a report is not counted as a failure")
         for k, v in numbers.items():
             wait_value(pport, 'cmon_report_metric{%s,metric="%s"}' % (lsel, k), v,
                        "report metric %s" % k)
