@@ -11,9 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "http.h"
 #include "json.h"
+#include "http.h"
 #include "metrics.h"
+#include "sketch.h"
 #include "store.h"
 #include "store_read.h"
 
@@ -68,7 +69,9 @@
 	X(M_REPORT, "cmon_report_metric", "gauge",                                           \
 	  "A number of the latest report of an assertion, by metric name.")                  \
 	X(M_BUCKET, "cmon_report_mapping", "gauge",                                           \
-	  "An entry of a mapping of the latest report of an assertion, by metric and key.")
+	  "An entry of a mapping of the latest report of an assertion, by metric and key.")  \
+	X(M_DURATION, "cmon_interval_duration_seconds", "histogram",                         \
+	  "Durations of the intervals that closed, by program, class and interval type.")
 
 enum metric_family {
 #define M_ENUM(e, n, t, h) e,
@@ -304,6 +307,150 @@ static int instances(struct tmon *tm, struct gather *g, char *err, size_t errlen
 	return 0;
 }
 
+/* --- interval durations --------------------------------------------------------- */
+
+/* The histograms of interval durations, from the checkers' summaries
+ * (pcheck --summaries 60, one a minute per interval type and instance):
+ * every summary stored is added once, in order of its id, from the first
+ * scrape on (so the counters cover the whole store and survive restarts),
+ * at most DUR_ROWS_PER_SCRAPE summaries a scrape. A sketch bucket counts
+ * in the first bound at or above the value it stands for (within 1%). */
+#define DUR_ROWS_PER_SCRAPE 20000
+#define DUR_SERIES_MAX 2000         /* (prog, class, type) histograms kept */
+static const double dur_le[] = {    /* bucket bounds, seconds: 1, 2.5, 5 a decade */
+	1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3,
+	1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100,
+};
+#define DUR_NLE (sizeof dur_le / sizeof dur_le[0])
+
+struct dur_series {
+	char *prog, *type;            /* labels */
+	int64_t class_id;
+	double bucket[DUR_NLE + 1];   /* counts per bucket (not cumulative); last: above all */
+	double sum;                   /* seconds */
+};
+
+/* The histograms, kept across scrapes (one telemonitor a process). */
+static struct {
+	uint64_t after;               /* the last summary added */
+	struct dur_series *s;
+	size_t n, cap;
+	uint64_t dropped;             /* summaries of series past DUR_SERIES_MAX */
+} dur;
+
+static struct dur_series *dur_find(const char *prog, int64_t class_id, const char *type)
+{
+	struct dur_series *d;
+
+	for (size_t i = 0; i < dur.n; i++)
+		if (dur.s[i].class_id == class_id && !strcmp(dur.s[i].prog, prog) &&
+		    !strcmp(dur.s[i].type, type))
+			return &dur.s[i];
+	if (dur.n == DUR_SERIES_MAX)
+		return NULL;
+	if (dur.n == dur.cap) {
+		size_t cap = dur.cap ? dur.cap * 2 : 16;
+		d = realloc(dur.s, cap * sizeof *d);
+		if (!d)
+			return NULL;
+		dur.s = d;
+		dur.cap = cap;
+	}
+	d = &dur.s[dur.n];
+	memset(d, 0, sizeof *d);
+	d->prog = strdup(prog);
+	d->type = strdup(type);
+	d->class_id = class_id;
+	if (!d->prog || !d->type) {
+		free(d->prog);
+		free(d->type);
+		return NULL;
+	}
+	dur.n++;
+	return d;
+}
+
+/* The bucket of a duration of `v` seconds. */
+static size_t dur_bucket(double v)
+{
+	size_t i = 0;
+
+	while (i < DUR_NLE && v > dur_le[i])
+		i++;
+	return i;
+}
+
+static int dur_add(void *arg, const struct store_summary_row *row)
+{
+	struct dur_series *d;
+	struct sketch sk = { 0 };
+
+	(void)arg;
+	dur.after = row->id;
+	if (!row->prog || !row->type || row->count <= 0)
+		return 0;
+	d = dur_find(row->prog, row->class_id, row->type);
+	if (!d) {
+		dur.dropped++;
+		return 0;
+	}
+	d->sum += row->sum / 1e9;
+	if (row->sketch && sketch_add_json(&sk, row->sketch, strlen(row->sketch)) == 0) {
+		d->bucket[0] += sk.zero;
+		for (size_t i = 0; i < sk.n; i++) {
+			double ns = 2 * pow(sk.gamma, sk.b[i].idx) / (sk.gamma + 1);
+			d->bucket[sk.b[i].sign < 0 ? 0 : dur_bucket(ns / 1e9)] += sk.b[i].count;
+		}
+	} else {
+		/* no sketch: all of them where their mean falls */
+		d->bucket[dur_bucket(row->sum / 1e9 / (double)row->count)] += (double)row->count;
+	}
+	sketch_free(&sk);
+	return 0;
+}
+
+static int durations(struct tmon *tm, struct gather *g, char *err, size_t errlen)
+{
+	struct evbuffer *b = g->fam[M_DURATION], *lab = evbuffer_new();
+	const char *name = families[M_DURATION].name;
+	char cls[24];
+	int rc;
+
+	if (!lab) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = store_summaries_after(tm->store, dur.after, DUR_ROWS_PER_SCRAPE, dur_add, NULL, err,
+				   errlen);
+	for (size_t i = 0; rc == 0 && i < dur.n; i++) {
+		const struct dur_series *d = &dur.s[i];
+		double cum = 0;
+
+		evbuffer_drain(lab, evbuffer_get_length(lab));
+		evbuffer_add_printf(lab, "prog=\"");
+		esc(lab, d->prog);
+		snprintf(cls, sizeof cls, "%" PRId64, d->class_id);
+		evbuffer_add_printf(lab, "\",class=\"%s\",type=\"", cls);
+		esc(lab, d->type);
+		evbuffer_add(lab, "\"", 2);  /* with the NUL */
+		const char *l = (const char *)evbuffer_pullup(lab, -1);
+		for (size_t k = 0; k <= DUR_NLE; k++) {
+			cum += d->bucket[k];
+			if (k < DUR_NLE)
+				evbuffer_add_printf(b, "%s_bucket{%s,le=\"%g\"}", name, l, dur_le[k]);
+			else
+				evbuffer_add_printf(b, "%s_bucket{%s,le=\"+Inf\"}", name, l);
+			value(b, cum);
+		}
+		evbuffer_add_printf(b, "%s_sum{%s}", name, l);
+		value(b, d->sum);
+		evbuffer_add_printf(b, "%s_count{%s}", name, l);
+		value(b, cum);          /* (= the +Inf bucket, as the format wants) */
+	}
+	evbuffer_free(lab);
+	return rc;
+}
+
 /* --- failures and reports ------------------------------------------------------ */
 
 /* Where failure counts and reports are labelled. */
@@ -456,6 +603,8 @@ int metrics_write(struct tmon *tm, struct evbuffer *out, char *err, size_t errle
 		rc = failures(tm, &g, err, errlen);
 	if (rc == 0)
 		rc = reports(tm, &g, err, errlen);
+	if (rc == 0)
+		rc = durations(tm, &g, err, errlen);
 	if (rc < 0)
 		goto out;
 	for (int f = 0; f < M_COUNT; f++) {

@@ -28,6 +28,7 @@ struct to {
 		store_version_row_cb version;
 		store_version_report_cb version_report;
 		store_version_summary_cb version_summary;
+		store_summary_row_cb summary;
 	} cb;
 	void *arg;                /* its argument */
 	struct store *st;         /* the store, where a mapper needs it (else NULL) */
@@ -630,4 +631,32 @@ int store_version_summaries(struct store *st, const char *prog, const char *vers
 		     " JOIN instances i ON i.id = s.instance_id"
 		     " WHERE i.prog = ?1 AND i.version = ?2 AND s.sketch IS NOT NULL ORDER BY s.id",
 		     v, NV(v), version_summary_row, &to, err, errlen);
+}
+
+static int summary_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_summary_row r = {
+		.id = (uint64_t)db_col_int(q, 0),
+		.prog = text(q, 1),
+		.class_id = db_col_int(q, 2),
+		.type = text(q, 3),
+		.count = db_col_int(q, 4),
+		.sum = db_col_real(q, 5),
+		.sketch = text(q, 6),
+	};
+
+	return to->cb.summary(to->arg, &r);
+}
+
+int store_summaries_after(struct store *st, uint64_t after_id, int limit,
+			  store_summary_row_cb cb, void *arg, char *err, size_t errlen)
+{
+	struct bl_value v[] = { db_vint((int64_t)after_id), db_vint(limit) };
+	struct to to = { .cb.summary = cb, .arg = arg };
+
+	return query(st, "SELECT s.id, i.prog, coalesce(i.class_id, 0), s.type, s.count,"
+		     " coalesce(s.sum, 0), s.sketch FROM interval_summaries s"
+		     " JOIN instances i ON i.id = s.instance_id"
+		     " WHERE s.id > ?1 ORDER BY s.id LIMIT ?2",
+		     v, NV(v), summary_row, &to, err, errlen);
 }

@@ -245,6 +245,22 @@ typedef int (*store_version_summary_cb)(void *arg, const char *type, const char 
 int store_version_summaries(struct store *st, const char *prog, const char *version,
 			    store_version_summary_cb cb, void *arg, char *err, size_t errlen);
 
+/* The interval summaries stored after summary `after_id`, oldest first, at
+ * most `limit`, with their instance's program and class: for the
+ * duration histograms of /metrics, which add each summary once. */
+struct store_summary_row {
+	uint64_t id;             /* the summary (increasing) */
+	const char *prog;        /* its instance's program */
+	int64_t class_id;        /* ...and class (0: none) */
+	const char *type;        /* the interval type */
+	int64_t count;           /* intervals summed up */
+	double sum;              /* the sum of their durations, ns */
+	const char *sketch;      /* their sketch's JSON text (sketch.h), or NULL */
+};
+typedef int (*store_summary_row_cb)(void *arg, const struct store_summary_row *row);
+int store_summaries_after(struct store *st, uint64_t after_id, int limit,
+			  store_summary_row_cb cb, void *arg, char *err, size_t errlen);
+
 /* --- end-of-log verdicts ------------------------------------------------------ */
 
 /* One end-of-log verdict of an instance's checker: an assertion's result

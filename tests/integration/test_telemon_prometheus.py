@@ -144,6 +144,19 @@ def main():
         wait_value(pport, "cmon_store_degraded", 0, "the store is fine")
         wait_value(pport, 'cmon_build_info{version!=""}', 1, "build info")
 
+        # interval durations as a histogram, from the checkers' summaries:
+        # every Read of the fsread instance counted, and histogram_quantile
+        # answers from CMon's buckets
+        dsel = 'prog="fsread",class="%d",type="Read"' % inst["class"]
+        wait_value(pport, "cmon_interval_duration_seconds_count{%s}" % dsel, 70,
+                   "the 70 reads in the duration histogram")
+        q = ct.wait_for(lambda: query(pport, "histogram_quantile(0.99, "
+                                      "cmon_interval_duration_seconds_bucket{%s})" % dsel), 30,
+                        "histogram_quantile over cmon_interval_duration_seconds", interval=0.5)
+        p99 = float(q[0]["value"][1])
+        check(0 < p99 < 100, "p99 of the reads: %r", q)
+        print("p99 of the reads from CMon's buckets: %.6f s" % p99)
+
         # a report assertion's numbers and histogram, from its latest report
         lsel = 'prog="lectern",instance_id="%d",assert="1-day stats"' % linst["id"]
         numbers = {k: v for k, v in latest.items() if isinstance(v, (int, float))
