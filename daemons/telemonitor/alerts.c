@@ -10,7 +10,7 @@
 
 #include "alerts.h"
 #include "cmon/log.h"
-#include "http.h"
+#include "failures.h"
 #include "store.h"
 #include "text.h"
 
@@ -337,11 +337,18 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-void alerts_failure(struct tmon *tm, const char *url, uint32_t class_id,
-		    const struct tm_instance *in, uint64_t failure_id, const char *assertion,
-		    int line, const char *spec, const char *metrics_json, double now)
+/* A failure (failures.h) of a class with `alertmanager` (its base URL):
+ * queue its alert. */
+static void alerts_failure(struct tmon *tm, const struct failure_event *ev)
 {
 	struct alerts *a = tm->alerts;
+	const char *url = ev->alertmanager, *assertion = ev->f.assertion, *spec = ev->f.spec;
+	const char *metrics_json = ev->f.metrics;
+	const struct tm_instance *in = ev->in;
+	uint32_t class_id = ev->class_id;
+	uint64_t failure_id = ev->id;
+	int line = ev->f.line;
+	double now = ev->f.time;
 	struct sbuf b = { 0 };
 	char name[64], when[40], *ep, *metrics, *alert;
 
@@ -380,12 +387,12 @@ void alerts_failure(struct tmon *tm, const char *url, uint32_t class_id,
 	}
 	sb_printf(&b, ",\"failure\":\"%" PRIu64 "\"},\"startsAt\":\"%s\"", failure_id,
 		  iso_time(now, when, sizeof when));
-	if (http_address(tm)) {
+	if (tm->http_addr) {
 		/* the window over the telemonitor's own HTTP API: Alertmanager's
 		 * link back to the source of the alert */
 		char url[300];
 		snprintf(url, sizeof url, "%s://%s/api/v1/failures/%" PRIu64 "/window",
-			 http_scheme(tm), http_address(tm), failure_id);
+			 tm->http_scheme, tm->http_addr, failure_id);
 		sb_printf(&b, ",\"generatorURL\":");
 		sb_json_str(&b, url);
 	}
@@ -424,7 +431,9 @@ static void restore(void *arg, uint64_t id, double queued, const char *url, cons
 	a->n++;
 }
 
-void alerts_adopt(struct tmon *tm, const char *from)
+/* Take over the alerts telemonitor `from` queued or left open (after
+ * taking over one of its instances; store_adopt_alerts()). */
+static void alerts_adopt(struct tmon *tm, const char *from)
 {
 	struct alerts *a = tm->alerts;
 
@@ -433,6 +442,10 @@ void alerts_adopt(struct tmon *tm, const char *from)
 	store_adopt_alerts(tm->store, from, restore, a);
 	kick(a);
 }
+
+const struct failure_subscriber alerts_failures = {
+	.name = "alertmanager", .on_failure = alerts_failure, .on_adopt = alerts_adopt,
+};
 
 void alerts_start(struct tmon *tm)
 {

@@ -36,17 +36,14 @@
  * ended instances. Needs the store and the loop. */
 void alerts_start(struct tmon *tm);
 
-/* Take over the alerts telemonitor `from` queued or left open (after
- * taking over one of its instances; store_adopt_alerts()). */
-void alerts_adopt(struct tmon *tm, const char *from);
-
 /* Stop sending; what is not accepted stays in the store. Accepts a tm without. */
 void alerts_stop(struct tmon *tm);
 
-/* A failure of a class with `alertmanager` = `url` (base URL): queue its alert. */
-void alerts_failure(struct tmon *tm, const char *url, uint32_t class_id,
-		    const struct tm_instance *in, uint64_t failure_id, const char *assertion,
-		    int line, const char *spec, const char *metrics_json, double now);
+/* Alertmanager as a receiver of failures (failures.h; main.c subscribes
+ * it): a failure of a class with `alertmanager` is queued as an alert;
+ * the alerts a telemonitor whose instance we took over queued or left
+ * open are taken over (store_adopt_alerts()). */
+extern const struct failure_subscriber alerts_failures;
 
 /* Counters as one line, for status output. */
 const char *alerts_status(struct tmon *tm, char *buf, size_t size);

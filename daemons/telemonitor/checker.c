@@ -7,15 +7,15 @@
  * whole-log assertion failed with no offender to report); a note of
  * intervals left open ({"note":"unclosed",...}) is kept with the verdicts;
  * `print` output and anything else go to the typescript. report.c takes
- * the lines apart. */
+ * the lines apart; failures.c takes a failure on from here (silences,
+ * store, counters, mail, Alertmanager). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmon/log.h"
-#include "alerts.h"
-#include "hygiene.h"
+#include "failures.h"
 #include "report.h"
 #include "session.h"
 #include "store.h"
@@ -41,7 +41,12 @@ static void failure(struct session *s, struct tool *t, const struct checker_repo
 	struct tmon *tm = s->tm;
 	struct tm_instance *in = s->inst;
 	struct store_failure f = { 0 };
-	uint64_t rs = 0, ss = 0, re = 0, se = 0, id = 0;
+	struct failure_event ev = {
+		.in = in, .class_id = s->cls.id, .mail = s->cls.mail,
+		.mailgroup = s->cls.mailgroup, .alertmanager = s->cls.alertmanager,
+		.notify_reports = s->cls.notify_reports,
+	};
+	uint64_t rs = 0, ss = 0, re = 0, se = 0;
 	double now = tm_now();
 	char what[200] = "";
 
@@ -60,7 +65,6 @@ static void failure(struct session *s, struct tool *t, const struct checker_repo
 	f.end_ts = r->end_ts;
 	f.time = now;
 	f.report = r->report;
-	f.silence_id = hygiene_silenced(tm, in->prog, in->machine, f.assertion, f.line, now);
 	f.metrics = r->has_metrics ? r->metrics : NULL;
 	if (whole_log && !f.metrics)
 		f.metrics = r->witness;         /* pcheck --explain: what the verdict was made of */
@@ -80,14 +84,6 @@ static void failure(struct session *s, struct tool *t, const struct checker_repo
 	if (f.end_pos)
 		f.window_id = window_request(&s->ring, f.start_pos, f.end_pos, f.end_ts,
 					     store_next_window_id(tm->store), now, TM_WINDOW_WAIT_S);
-	if (store_add_failure(tm->store, &f, &id) < 0)
-		return;
-	if (f.result && !strcmp(f.result, "inconclusive"))
-		return;                         /* records were lost: stored and shown apart, not counted,
-						   mailed nor alerted */
-	in->failures++;
-	in->dirty = true;
-	tm->total_failures++;
 	if (f.type && f.uid >= 0)
 		snprintf(what, sizeof what, "%s %s #%" PRId64, f.kind ? f.kind : "interval", f.type,
 			 f.uid);
@@ -96,16 +92,10 @@ static void failure(struct session *s, struct tool *t, const struct checker_repo
 			 f.start ? f.start : "?");
 	else if (whole_log)
 		snprintf(what, sizeof what, "whole log");
-	if (f.report && !s->cls.notify_reports)
-		return;                         /* statistics: stored, not mailed nor alerted */
-	if (f.silence_id)
-		return;                         /* stored, marked silenced, not mailed nor alerted */
-	if (s->cls.mail)
-		notify_failure(tm, s->cls.mail, s->cls.mailgroup, in, id, f.assertion, f.line,
-			       f.spec, what, f.start_ts, f.end_ts, f.metrics, now);
-	if (s->cls.alertmanager)
-		alerts_failure(tm, s->cls.alertmanager, s->cls.id, in, id, f.assertion, f.line,
-			       f.spec, f.metrics, now);
+	/* silences, the store, the counters, then mail and Alertmanager */
+	ev.f = f;
+	ev.what = what;
+	failures_add(tm, &ev);
 }
 
 /* {"checked":N} (pcheck --progress): every report on the first N event

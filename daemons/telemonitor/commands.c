@@ -13,7 +13,6 @@
 #include "alerts.h"
 #include "control.h"
 #include "hygiene.h"
-#include "http.h"
 #include "session.h"
 #include "store.h"
 #include "store_read.h"
@@ -278,7 +277,7 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			  hygiene_retention(tm));
 		sb_json_str(&b, keep);
 		sb_printf(&b, ",\"http\":");
-		sb_json_str(&b, http_address(tm));
+		sb_json_str(&b, tm->http_addr);
 		sb_printf(&b, ",\"store\":");
 		store_json(&b, &h);
 		sb_printf(&b, "}\n");
@@ -302,7 +301,7 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			  access(tm->classes_rc, F_OK) == 0 ? "" : " (none yet)", tm->opt.regmachine,
 			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
 			  h.degraded ? "reported (some held in memory, see store)" : "stored", mail,
-			  tm->pcheck, am, keep, http_address(tm) ? http_address(tm) : "off", h.engine,
+			  tm->pcheck, am, keep, tm->http_addr ? tm->http_addr : "off", h.engine,
 			  h.node ? ", shared, this node " : "", h.node ? h.node : "");
 		store_text(&b, &h);
 	}

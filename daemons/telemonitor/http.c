@@ -384,6 +384,7 @@ static void serve_healthz(struct http *h, struct evhttp_request *req)
 static void serve_metrics(struct http *h, struct evhttp_request *req)
 {
 	struct evbuffer *body = evbuffer_new();
+	struct metrics_http mh = { http_connections(h->tm), http_closed(h->tm) };
 	char err[300] = "";
 
 	if (!body) {
@@ -391,7 +392,7 @@ static void serve_metrics(struct http *h, struct evhttp_request *req)
 		return;
 	}
 	instances_save(h->tm);
-	if (metrics_write(h->tm, body, err, sizeof err) < 0)
+	if (metrics_write(h->tm, &mh, body, err, sizeof err) < 0)
 		reply_error(req, 500, err[0] ? err : "failed");
 	else
 		reply(req, 200, "OK", METRICS_CONTENT_TYPE, body);

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alerts.h"
 #include "cmon/log.h"
+#include "failures.h"
 #include "ledger.h"
 #include "session.h"
 #include "store.h"
@@ -66,6 +66,28 @@ static void drop(struct tmon *tm, struct tm_instance *in)
 	free(in);
 }
 
+static void session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st);
+
+/* A session says what its instance is doing (session_events.status). */
+static void session_status(struct tm_instance *in, const char *text)
+{
+	instances_set_status(in, "%s", text);
+}
+
+/* A session ended (session_events.ended): settle its instance, then a
+ * session is free for one waiting. */
+static void session_done(struct tmon *tm, struct tm_instance *in, enum inst_state st)
+{
+	session_ended(tm, in, st);      /* which may free `in` */
+	instances_start_waiting(tm);
+}
+
+/* What our sessions report to us (session.c is on the floor below). */
+static const struct session_events sess_events = {
+	.status = session_status,
+	.ended = session_done,
+};
+
 /* Begin monitoring `in` as class `c` (NULL: none matches it any more);
  * `from_start`: it was just announced. */
 static void monitor(struct tmon *tm, struct tm_instance *in, const struct tm_class *c,
@@ -75,7 +97,7 @@ static void monitor(struct tmon *tm, struct tm_instance *in, const struct tm_cla
 
 	in->want = true;
 	in->dirty = true;
-	r = c ? session_start(tm, in, c, from_start) : -ENOENT;
+	r = c ? session_start(tm, in, c, from_start, &sess_events) : -ENOENT;
 	if (r == -ENOSPC) {
 		/* past capacity: said, and queued (instances_start_waiting) */
 		if (!in->waiting)
@@ -435,7 +457,8 @@ void instances_start_waiting(struct tmon *tm)
 	}
 }
 
-void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st)
+/* A session of `in` has ended (and been freed) leaving it in state `st`. */
+static void session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st)
 {
 	if (in->lease_lost) {
 		drop(tm, in);           /* its row is the new holder's to write */
@@ -534,8 +557,7 @@ static void take_over(void *arg, uint64_t id, const char *owner, uint64_t last_e
 		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): taken over from %s, "
 			    "whose lease ran out (epoch %" PRIu64 ")", in->id, in->prog, in->machine,
 			    in->pid, was, epoch);
-		notify_adopt(tm, was);        /* what it queued and did not send */
-		alerts_adopt(tm, was);
+		failures_adopt(tm, was);      /* the mail and alerts it did not deliver */
 	} else {
 		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): claimed (nobody held it; "
 			  "epoch %" PRIu64 ")", in->id, in->prog, in->machine, in->pid, epoch);

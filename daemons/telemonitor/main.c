@@ -22,6 +22,7 @@
 #include "cmon/service.h"
 #include "alerts.h"
 #include "control.h"
+#include "failures.h"
 #include "hygiene.h"
 #include "http.h"
 #include "ledger.h"
@@ -453,6 +454,9 @@ int main(int argc, char **argv)
 	notify_start(&tm);
 	hygiene_start(&tm);
 	alerts_start(&tm);
+	/* who hears of a failure, in this order (failures.h) */
+	failures_subscribe(&tm, &notify_failures);
+	failures_subscribe(&tm, &alerts_failures);
 	if (control_open(&tm) < 0)
 		goto out_notify;
 	rc = http_open(&tm, err, sizeof err);
@@ -461,6 +465,10 @@ int main(int argc, char **argv)
 		rc = rc == -EINVAL ? 2 : 1;
 		goto out_control;
 	}
+	/* the API's address, given down as data to what links to it (alerts'
+	 * generatorURL, status output): they are on floors below http.c */
+	tm.http_addr = http_address(&tm);
+	tm.http_scheme = http_scheme(&tm);
 	rc = 1;
 	ev[0] = evsignal_new(tm.base, SIGTERM, on_stop, &tm);
 	ev[1] = evsignal_new(tm.base, SIGINT, on_stop, &tm);
@@ -492,6 +500,7 @@ int main(int argc, char **argv)
 out_events:
 	tm.stopping = true;
 	http_close(&tm);
+	tm.http_addr = NULL;
 out_control:
 	control_close(&tm);
 	reg_free(&tm);

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "http.h"
 #include "metrics.h"
 #include "sketch.h"
 #include "store.h"
@@ -96,6 +95,7 @@ struct minst {
 
 /* Samples being gathered. */
 struct gather {
+	struct metrics_http http;       /* the HTTP server's counters, as given */
 	struct evbuffer *fam[M_COUNT]; /* samples per family */
 	struct minst *inst;           /* the instances shown, by id ascending */
 	size_t ninst;                 /* how many */
@@ -215,8 +215,8 @@ static void service(struct tmon *tm, struct gather *g)
 	sample_u64(g, M_MAILQ, NULL, queued);
 	sample_u64(g, M_MAIL_SENT, NULL, sent);
 	sample_u64(g, M_MAIL_DROPPED, NULL, dropped);
-	sample_u64(g, M_HTTP_CONNS, NULL, http_connections(tm));
-	sample_u64(g, M_HTTP_CLOSED, NULL, http_closed(tm));
+	sample_u64(g, M_HTTP_CONNS, NULL, g->http.conns);
+	sample_u64(g, M_HTTP_CLOSED, NULL, g->http.closed);
 	if (tm->tls && tm->opt.tls.cert) {
 		double d = cmon_tls_cert_expiry(tm->tls);
 		if (d > -1e17)
@@ -587,9 +587,10 @@ static int reports(struct tmon *tm, struct gather *g, char *err, size_t errlen)
 
 /* --- the exposition ------------------------------------------------------------ */
 
-int metrics_write(struct tmon *tm, struct evbuffer *out, char *err, size_t errlen)
+int metrics_write(struct tmon *tm, const struct metrics_http *http, struct evbuffer *out,
+		  char *err, size_t errlen)
 {
-	struct gather g = { 0 };
+	struct gather g = { .http = *http };
 	int rc = -ENOMEM;
 
 	for (int f = 0; f < M_COUNT; f++)

@@ -15,6 +15,7 @@
 #define TELEMON_METRICS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <event2/buffer.h>
 
@@ -27,7 +28,16 @@
 /* The Content-Type of the exposition. */
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* Append the exposition to `out`. 0, or a negative errno with a message. */
-int metrics_write(struct tmon *tm, struct evbuffer *out, char *err, size_t errlen);
+/* What the HTTP server that serves /metrics says of itself (given down
+ * by http.c: metrics.c is on a floor below it). */
+struct metrics_http {
+	size_t conns;                 /* connections open now */
+	uint64_t closed;              /* connections it closed (slow, or the idlest) */
+};
+
+/* Append the exposition to `out`, with the server's counters `http`. 0,
+ * or a negative errno with a message. */
+int metrics_write(struct tmon *tm, const struct metrics_http *http, struct evbuffer *out,
+		  char *err, size_t errlen);
 
 #endif

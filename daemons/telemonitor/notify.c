@@ -23,6 +23,7 @@
 
 #include "cmon/log.h"
 #include "digest.h"
+#include "failures.h"
 #include "mail.h"
 #include "store.h"
 #include "telemonitor.h"
@@ -239,7 +240,9 @@ static void restore_queued(void *arg, uint64_t id, double queued, const char *to
 	n->queued++;
 }
 
-void notify_adopt(struct tmon *tm, const char *from)
+/* Take over the mail telemonitor `from` queued and did not send (after
+ * taking over one of its instances; store_adopt_mail()). */
+static void notify_adopt(struct tmon *tm, const char *from)
 {
 	struct notify *n = tm->notify;
 	size_t before;
@@ -318,25 +321,27 @@ void notify_stop(struct tmon *tm)
 	free(n);
 }
 
-void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
-		    const struct tm_instance *in, uint64_t failure_id, const char *assertion,
-		    int line, const char *spec, const char *what, int64_t start_ts, int64_t end_ts,
-		    const char *metrics_json, double now)
+/* A failure (failures.h) of a class with `mail`: mail it now or add it
+ * to a digest. */
+static void notify_failure(struct tmon *tm, const struct failure_event *ev)
 {
 	struct notify *n = tm->notify;
+	const struct tm_instance *in = ev->in;
+	double now = ev->f.time;
 	char *metrics;
 	struct digest_mail m;
 	struct digest_item it = {
 		.instance_id = in->id, .prog = in->prog, .machine = in->machine, .pid = in->pid,
-		.spec = spec, .assertion = assertion, .line = line, .failure_id = failure_id,
-		.time = now, .what = what && *what ? what : NULL, .start_ts = start_ts,
-		.end_ts = end_ts, .to = mail, .ctl = tm->ctl_hint, .period = mailgroup,
+		.spec = ev->f.spec, .assertion = ev->f.assertion, .line = ev->f.line,
+		.failure_id = ev->id, .time = now, .what = ev->what && *ev->what ? ev->what : NULL,
+		.start_ts = ev->f.start_ts, .end_ts = ev->f.end_ts, .to = ev->mail,
+		.ctl = tm->ctl_hint, .period = ev->mailgroup,
 	};
 	int r;
 
-	if (!n)
+	if (!n || !ev->mail)
 		return;
-	metrics = render_metrics(metrics_json);
+	metrics = render_metrics(ev->f.metrics);
 	it.metrics = metrics;
 	r = digest_add(n->digest, &it, now, &m);
 	if (r == 1) {
@@ -354,6 +359,10 @@ void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
 	schedule(n);
 	free(metrics);
 }
+
+const struct failure_subscriber notify_failures = {
+	.name = "mail", .on_failure = notify_failure, .on_adopt = notify_adopt,
+};
 
 void notify_counts(const struct tmon *tm, uint64_t *sent, size_t *queued, uint64_t *dropped)
 {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ static void unproven(struct session *s, const char *why);
 static void ask_proof(struct session *s);
 static void send_start(struct session *s);
 static void data_read(struct bufferevent *bev, void *arg);
+static void say(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static const char *const state_names[] = {
 	[SS_CONNECTING] = "connecting", [SS_HELLO] = "hello", [SS_PROOF] = "proof",
@@ -43,15 +45,17 @@ const char *session_state_name(const struct session *s)
 	return state_names[s->state];
 }
 
-double session_wall(const struct session *s, int64_t ts)
+/* Set the instance's status line (shown by telemonctl): its owner keeps
+ * it (session_events.status). */
+static void say(struct session *s, const char *fmt, ...)
 {
-	double tick = s->scan.tick_ns > 0 ? s->scan.tick_ns : 1;
+	char text[sizeof s->inst->status];
+	va_list ap;
 
-	if (s->scan.realtime)
-		return (double)ts * tick / 1e9;
-	if (!s->anchored)
-		return 0;
-	return s->anchor_wall + (double)(ts - s->anchor_ts) * tick / 1e9;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	s->ev->status(s->inst, text);
 }
 
 void session_store_windows(struct session *s, struct window_done *done, size_t n)
@@ -130,7 +134,7 @@ static void abandon_tools(struct session *s)
 {
 	typescript_note(&s->ts, "the instance is gone and a tool does not read the rest: reading "
 			"the log to its end without the tools, counting what they do not get as lost");
-	instances_set_status(s->inst, "the instance is gone and a tool does not read the rest");
+	say(s, "the instance is gone and a tool does not read the rest");
 	s->discard = true;
 	for (size_t i = 0; i < s->ntools; i++) {
 		struct tool *t = s->tools[i];
@@ -324,7 +328,7 @@ static void spawn_tool(struct session *s, struct tool *t)
 		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s", in->id, in->prog,
 			  in->machine, in->pid, err);
 		typescript_note(&s->ts, "%s", err);
-		instances_set_status(in, "%s", err);
+		say(s, "%s", err);
 		t->state = TL_DEAD;
 		t->retry_at = tm_now() + cmon_backoff_next(&t->restart) / 1000.0;
 		return;
@@ -587,7 +591,7 @@ static void on_accepted(struct session *s, const Cmon__Accepted *a)
 	in->confirmed = true;
 	in->up = true;                        /* its snarflog answered: it runs */
 	in->dirty = true;
-	instances_set_status(in, "monitoring");
+	say(s, "monitoring");
 	cmon_info("instance %" PRIu64 ": streaming %s on %s pid %" PRId64, in->id, in->prog,
 		  in->machine, in->pid);
 }
@@ -976,7 +980,7 @@ static void lost(struct session *s, const char *why)
 		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s; retrying in %u ms",
 			  in->id, in->prog, in->machine, in->pid, why, ms);
 	typescript_note(&s->ts, "%s; retrying", why);
-	instances_set_status(in, "%s; retrying", why);
+	say(s, "%s; retrying", why);
 	in->state = busy ? IS_BUSY : IS_RETRYING;
 	in->dirty = true;
 	s->state = SS_WAITING;
@@ -1104,9 +1108,10 @@ static void reap(evutil_socket_t fd, short what, void *arg)
 	struct tmon *tm = s->tm;
 	enum inst_state st = s->end_state;
 
+	const struct session_events *ev = s->ev;
+
 	session_free(s);                       /* detaches it from the instance */
-	instances_session_ended(tm, in, st);   /* which may be freed now */
-	instances_start_waiting(tm);           /* a session is free */
+	ev->ended(tm, in, st);                 /* which may free it now */
 }
 
 static void finish(struct session *s)
@@ -1132,7 +1137,7 @@ static void finish(struct session *s)
 			 "as lost)");
 	}
 	sync_counts(s);
-	instances_set_status(s->inst, "%s", s->why);
+	say(s, "%s", s->why);
 	event_active(s->reaper, EV_TIMEOUT, 0);
 }
 
@@ -1198,7 +1203,7 @@ static void tool_done(void *ctx, struct tool *t)
 		  in->pid, what, text, ran, delay_ms);
 	typescript_note(&s->ts, "%s %s; restarting it on the next data in %u ms", what, text,
 			delay_ms);
-	instances_set_status(in, "%s %s; restarting", what, text);
+	say(s, "%s %s; restarting", what, text);
 	/* Paused because it was behind, the session would wait for it to drain
 	 * for ever (the soak found an instance that never ended): read on, and
 	 * the next data waits for the restart (tools_ready). */
@@ -1263,7 +1268,7 @@ static int ledgers_open(struct session *s)
 }
 
 int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class *c,
-		  bool from_start)
+		  bool from_start, const struct session_events *ev)
 {
 	struct session *s;
 	struct window_spec ws;
@@ -1276,6 +1281,7 @@ int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class
 		return -ENOMEM;
 	s->tm = tm;
 	s->inst = in;
+	s->ev = ev;
 	s->from_start = from_start;
 	s->retry = (struct cmon_backoff){ .min_ms = TM_RETRY_MIN_MS, .max_ms = TM_RETRY_MAX_MS,
 					  .jitter_pct = 20 };
@@ -1315,7 +1321,7 @@ int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class
 	in->state = IS_MONITORING;
 	in->dirty = true;
 	tm->nsessions++;
-	instances_set_status(in, "connecting");
+	say(s, "connecting");
 	connect_now(s);
 	return 0;
 out_free:
@@ -1372,7 +1378,7 @@ void session_tick(struct session *s, double now)
 			  "input for %.0f s; %s", in->id, in->prog, in->machine, in->pid, quiet,
 			  s->cls.block ? "the program is held up (block)" : "the snarflog drops records");
 		typescript_note(&s->ts, "a tool has not read its input for %.0f s", quiet);
-		instances_set_status(in, "stalled: a tool does not read its input");
+		say(s, "stalled: a tool does not read its input");
 	}
 	if (!in->up && quiet >= TM_STALL_GONE_S)
 		abandon_tools(s);
@@ -1394,7 +1400,7 @@ void session_free(struct session *s)
 		bufferevent_free(s->data);
 	cmon_msg_free(s->held);
 	/* the ledgers stay until the instance's end is committed to the store
-	 * (instances_session_ended removes them) */
+	 * (its owner's session_events.ended removes them) */
 	end_runs(s);
 	sync_counts(s);
 	for (size_t i = 0; i < s->ntools; i++)

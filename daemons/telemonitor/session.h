@@ -48,6 +48,7 @@ struct sess_class {
 struct session {
 	struct tmon *tm;                /* the service */
 	struct tm_instance *inst;     /* what we monitor */
+	const struct session_events *ev; /* its owner's handlers (session_start) */
 	struct sess_class cls;        /* settings */
 	enum sess_state state;        /* see enum sess_state */
 	bool from_start;              /* ask snarflog to report loss since its first record */
@@ -95,8 +96,19 @@ struct session {
  * instead). */
 void session_lease_go(struct session *s);
 
-/* The wall-clock time log timestamp `ts` stands for (0 if unknown). */
-double session_wall(const struct session *s, int64_t ts);
+/* The wall-clock time log timestamp `ts` stands for (0 if unknown).
+ * Inline: checker.c, beside session.c on its floor, reads it without
+ * calling back into session.c (docs/HACKING.md, "Floors"). */
+static inline double session_wall(const struct session *s, int64_t ts)
+{
+	double tick = s->scan.tick_ns > 0 ? s->scan.tick_ns : 1;
+
+	if (s->scan.realtime)
+		return (double)ts * tick / 1e9;
+	if (!s->anchored)
+		return 0;
+	return s->anchor_wall + (double)(ts - s->anchor_ts) * tick / 1e9;
+}
 
 /* Store finished windows `done` (n of them), freeing their text. */
 void session_store_windows(struct session *s, struct window_done *done, size_t n);

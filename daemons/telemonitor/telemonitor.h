@@ -7,7 +7,9 @@
  *               (an explicit state machine) feeding its tools
  *   logscan.c   following the log: record ordinals, timestamps, ascii text
  *   tool.c      tool processes: spawn, feed, read, reap, restart with backoff
- *   checker.c   the checker's JSON reports -> failures, windows, mail
+ *   checker.c   the checker's JSON reports -> failures, windows
+ *   failures.c  a failure: silences, store, counters, then its subscribers
+ *               (notify.c, alerts.c)
  *   report.c    the one parser of the checker's report lines (over json.c)
  *   json.c      a small strict JSON reader: reports, metrics, the API read back
  *   window.c    log windows around failures
@@ -61,6 +63,7 @@
 #define TM_TYPESCRIPT_MAX (1u << 20)    /* typescript bytes before it is rotated */
 #define TM_CTL_CONNS_MAX 32             /* telemonctl connections at once */
 #define TM_CTL_REQUEST_MAX (64u << 10)  /* bytes in one telemonctl request */
+#define TM_FAILURE_SUBS_MAX 4           /* receivers of failures (failures.h) */
 
 /* Timing. */
 #define TM_FLUSH_MS 100                 /* store commit interval */
@@ -213,6 +216,8 @@ struct control;
 struct hygiene;
 struct alerts;
 struct http;
+struct failure_subscriber;
+struct failure_event;
 
 /* The whole service. */
 struct tmon {
@@ -246,6 +251,9 @@ struct tmon {
 	struct alerts *alerts;        /* Alertmanager: outbox, POSTs on the loop */
 	struct control *ctl;          /* telemonctl socket */
 	struct http *http;            /* the HTTP server, or NULL when off */
+	const char *http_addr;        /* its address as bound ("127.0.0.1:8080"), or NULL: set
+	                                 by main.c for the floors below (alerts, commands) */
+	const char *http_scheme;      /* ...and "http" or "https" */
 	struct tm_class_list classes; /* configured classes */
 	size_t nclasses;              /* how many */
 	struct tm_instance_list instances; /* live instances */
@@ -257,6 +265,9 @@ struct tmon {
 	bool stopping;                /* shutting down */
 	double started;               /* when the service started */
 	uint64_t total_failures;      /* failures reported since start (stored or held) */
+	const struct failure_subscriber *failure_subs[TM_FAILURE_SUBS_MAX]; /* who hears of a
+	                                 failure, in order (failures_subscribe; main.c) */
+	size_t nfailure_subs;         /* how many */
 	uint64_t *forget;             /* ended instances whose ledgers go once the store is healthy */
 	size_t nforget, forget_cap;   /* how many, and room */
 };
@@ -346,8 +357,6 @@ int instances_start(struct tmon *tm, uint64_t id, char *err, size_t errlen);
 int instances_stop(struct tmon *tm, uint64_t id, char *err, size_t errlen);
 /* Class `class_id` was removed: match its instances again. */
 void instances_class_removed(struct tmon *tm, uint32_t class_id);
-/* A session of `in` has ended (and been freed) leaving it in state `st`. */
-void instances_session_ended(struct tmon *tm, struct tm_instance *in, enum inst_state st);
 /* Set the status line of `in` shown by telemonctl. */
 void instances_set_status(struct tm_instance *in, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -376,10 +385,21 @@ bool fleet_room(const struct tmon *tm);
 const char *inst_state_name(enum inst_state st);
 
 /* session.c */
+/* What a session reports to its owner, to the handlers the owner gives
+ * session_start() (instances.c's): session.c is on a floor below
+ * instances.c and names nothing of it (docs/HACKING.md, "Floors"). */
+struct session_events {
+	/* The status line of `in`, shown by telemonctl, is now `text`. */
+	void (*status)(struct tm_instance *in, const char *text);
+	/* The session of `in` has ended and been freed, leaving `in` in state
+	 * `st`: a session is free for another instance. */
+	void (*ended)(struct tmon *tm, struct tm_instance *in, enum inst_state st);
+};
 /* Start monitoring `in` as class `c` (`from_start`: it was just
- * announced); the session copies what it needs of `c`. */
+ * announced); the session copies what it needs of `c` and reports to
+ * `ev` (borrowed: it must outlive the session). */
 int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class *c,
-		  bool from_start);
+		  bool from_start, const struct session_events *ev);
 /* Stop monitoring: Stop to snarflog, the tools finish their input. */
 void session_stop(struct session *s, const char *why);
 /* Once a second: window deadlines, stalled tools. */
@@ -394,17 +414,14 @@ const char *session_state_name(const struct session *s);
 void checker_line(struct session *s, struct tool *t, const char *line, size_t len);
 
 /* notify.c */
-/* A failure of a class with `mail`: mail it now or add it to a digest. */
-void notify_failure(struct tmon *tm, const char *mail, double mailgroup,
-		    const struct tm_instance *in, uint64_t failure_id, const char *assertion,
-		    int line, const char *spec, const char *what, int64_t start_ts, int64_t end_ts,
-		    const char *metrics_json, double now);
+/* The mail as a receiver of failures (failures.h; main.c subscribes it):
+ * a failure of a class with `mail` is mailed now or added to a digest;
+ * the mail a telemonitor whose instance we took over queued and did not
+ * send is taken over (store_adopt_mail()). */
+extern const struct failure_subscriber notify_failures;
 /* Set up mail grouping, and send what was not sent before the last stop
  * (the mailer starts with the first mail). Needs the store. */
 void notify_start(struct tmon *tm);
-/* Take over the mail telemonitor `from` queued and did not send (after
- * taking over one of its instances; store_adopt_mail()). */
-void notify_adopt(struct tmon *tm, const char *from);
 /* Stop the mailer; what is not sent stays in the store for the next start. */
 void notify_stop(struct tmon *tm);
 /* Mail counters as one line, for status output. */
