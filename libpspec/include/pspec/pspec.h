@@ -13,10 +13,10 @@
  * Threads: the library keeps no global mutable state, so several threads
  * may use it at once, each with its own pspec object (and its own sessions
  * and report callbacks); they get the results one thread would. One pspec
- * object, and a session made from it, must not be used by two threads at
- * the same time: the caller serialises that, as with sqlite3 connections.
- * A report is only valid on the thread and during the callback that got it.
- * pspec_check may start one helper thread of its own to read ahead (see
+ * object, a session made from it, or one pspec_log must not be used by two
+ * threads at the same time: the caller serialises that, as with sqlite3
+ * connections. A report is only valid on the thread and during the
+ * callback that got it. pspec_check may start one helper thread of its own to read ahead (see
  * pspec_check_options.threads); it ends before pspec_check returns, and the
  * callbacks are always called on the caller's thread. Freed values are
  * cached per thread for reuse and released before each call returns, so a
@@ -258,6 +258,46 @@ PSPEC_API int pspec_session_run(pspec_session *s, const char *text, const char *
 /* Does `text` hold at least one complete command (ends with ';' outside
  * strings and comments)? For line-by-line input. */
 PSPEC_API bool pspec_command_complete(const char *text);
+
+/* ---- reading a log ---------------------------------------------------------- */
+
+/* The records of a monitoring log (cmon-ascii 1 or cmon-bin 1, detected from
+ * its first bytes), one at a time, as pspec_check reads them: malformed
+ * records are skipped and reported through `warn`. On a pipe each record
+ * is returned as soon as it is complete. */
+typedef struct pspec_log pspec_log;
+
+typedef enum pspec_log_kind {
+    PSPEC_LOG_EVENT = 1,        /* an event */
+    PSPEC_LOG_GAP = 2,          /* the transport dropped `gap` whole records here */
+} pspec_log_kind;
+
+typedef struct pspec_log_record {
+    pspec_log_kind kind;
+    const char *name;           /* EVENT: the event type's name (call@P, ret@P for procedures);
+                                   NULL for a gap */
+    const double *values;       /* EVENT: its attribute values, in log order */
+    size_t nvalues;
+    int64_t ts;                 /* EVENT: timestamp in ticks (pspec_log_tick_ns each) */
+    int64_t thread;             /* EVENT: thread id */
+    uint64_t pos;               /* EVENT: 1-based ordinal among the log's event records (malformed
+                                   ones included); GAP: that of the event before it (0 if none) */
+    uint64_t gap;               /* GAP: how many records were dropped; 0 for an event */
+} pspec_log_record;
+
+/* Open fd (the caller closes it, after pspec_log_free) and read the
+ * log's header. NULL on failure, with a heap message in *errmsg. */
+PSPEC_API pspec_log *pspec_log_open(int fd, const char *logname, pspec_warn_fn warn, void *ctx,
+                                    char **errmsg);
+PSPEC_API void pspec_log_free(pspec_log *l);    /* NULL ok */
+/* Nanoseconds per tick (the header's tick-ns; 1 when not given). */
+PSPEC_API double pspec_log_tick_ns(const pspec_log *l);
+/* A header entry's value ("program", "machine", "pid", "tick-ns", ...), or NULL. */
+PSPEC_API const char *pspec_log_header(const pspec_log *l, const char *key);
+/* The next record into *rec (its pointers stay valid until the next call):
+ * 1, 0 at end of log, or a negative errno-style code on a read error (heap
+ * message in *errmsg). */
+PSPEC_API int pspec_log_next(pspec_log *l, pspec_log_record *rec, char **errmsg);
 
 #ifdef __cplusplus
 }
