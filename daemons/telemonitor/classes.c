@@ -195,20 +195,50 @@ static int check_spec(struct tmon *tm, const struct rc_config *rc, const struct 
 	return -EINVAL;
 }
 
-int classes_load(struct tmon *tm, char *err, size_t errlen)
+int classes_build(struct tmon *tm, const struct rc_config *rc, struct tm_class_list *out,
+		  char *err, size_t errlen)
 {
-	for (size_t i = 0; i < tm->rc->nclasses; i++) {
-		const struct rc_class *k = &tm->rc->classes[i];
-		struct tm_class *c = class_build(tm, tm->rc, k, err, errlen);
-		if (!c || check_spec(tm, tm->rc, k, c, err, errlen) < 0) {
+	for (size_t i = 0; i < rc->nclasses; i++) {
+		const struct rc_class *k = &rc->classes[i];
+		struct tm_class *c = class_build(tm, rc, k, err, errlen);
+		if (!c || check_spec(tm, rc, k, c, err, errlen) < 0) {
 			class_free(c);
+			classes_list_free(out);
 			return -EINVAL;
 		}
 		c->index = i;
-		TAILQ_INSERT_TAIL(&tm->classes, c, link);
-		tm->nclasses++;
+		TAILQ_INSERT_TAIL(out, c, link);
 	}
 	return 0;
+}
+
+int classes_load(struct tmon *tm, char *err, size_t errlen)
+{
+	if (classes_build(tm, tm->rc, &tm->classes, err, errlen) < 0)
+		return -EINVAL;
+	tm->nclasses = tm->rc->nclasses;
+	return 0;
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return !strcmp(a ? a : "", b ? b : "");
+}
+
+bool classes_same_key(const struct tm_class *a, const struct tm_class *b)
+{
+	return !strcmp(a->prog, b->prog) && !strcmp(a->machine, b->machine) &&
+	       !strcmp(a->pid, b->pid);
+}
+
+bool classes_same(const struct tm_class *a, const struct tm_class *b)
+{
+	return classes_same_key(a, b) && same_text(a->tool, b->tool) &&
+	       same_text(a->spec, b->spec) && same_text(a->mail, b->mail) &&
+	       same_text(a->alertmanager, b->alertmanager) &&
+	       same_text(a->window_text, b->window_text) && a->mailgroup == b->mailgroup &&
+	       a->block == b->block && a->autostart == b->autostart &&
+	       a->notify_reports == b->notify_reports && a->allow_unbounded == b->allow_unbounded;
 }
 
 int classes_record(struct tmon *tm, char *err, size_t errlen)
@@ -431,13 +461,18 @@ int classes_rm(struct tmon *tm, uint32_t id, char *err, size_t errlen)
 	return 0;
 }
 
-void classes_free(struct tmon *tm)
+void classes_list_free(struct tm_class_list *l)
 {
 	struct tm_class *c;
 
-	while ((c = TAILQ_FIRST(&tm->classes))) {
-		TAILQ_REMOVE(&tm->classes, c, link);
+	while ((c = TAILQ_FIRST(l))) {
+		TAILQ_REMOVE(l, c, link);
 		class_free(c);
 	}
+}
+
+void classes_free(struct tmon *tm)
+{
+	classes_list_free(&tm->classes);
 	tm->nclasses = 0;
 }

@@ -855,40 +855,89 @@ static int read_token(const char *path, char *out, size_t size, char *err, size_
 	return 0;
 }
 
+/* What http_open serves: the address, the token file and the TLS settings
+ * of the command line and the configuration. */
+struct http_plan {
+	const char *text;                 /* the address as given */
+	const char *tokfile;              /* the token file, or "" / NULL */
+	const struct cmon_tls_opts *topts; /* -http-tls-*, else the registry link's -tls-* */
+	bool tls;                         /* serve over TLS */
+	struct cmon_addr a;               /* the address parsed */
+};
+
+/* Fill `p` and refuse what must not be served (the checks made before
+ * listening, which -check makes too): 1, 0 when HTTP is off, or -EINVAL
+ * with a message. */
+static int http_plan(const struct tmon *tm, struct http_plan *p, char *err, size_t errlen)
+{
+	p->text = tm->opt.http ? tm->opt.http : rc_text(tm->rc, NULL, RC_HTTP);
+	p->tokfile = tm->opt.http_token_file ? tm->opt.http_token_file
+					     : rc_text(tm->rc, NULL, RC_HTTP_TOKEN_FILE);
+	/* the API's own certificate (-http-tls-*), else the registry link's */
+	p->topts = cmon_tls_enabled(&tm->opt.http_tls) ? &tm->opt.http_tls : &tm->opt.tls;
+	p->tls = cmon_tls_enabled(p->topts);
+	if (!p->text || !*p->text)
+		return 0;
+	if (cmon_addr_parse(p->text, HTTP_DEFAULT_PORT, &p->a) < 0) {
+		snprintf(err, errlen, "http: '%.200s' is not an address (HOST:PORT, [V6]:PORT or "
+			 "unix:PATH)", p->text);
+		return -EINVAL;
+	}
+	if (!p->tls && !cmon_addr_is_local(&p->a)) {
+		snprintf(err, errlen, "http: refusing to serve plain HTTP on %.200s, which is not a "
+			 "loopback address: configure TLS (-tls-cert, -tls-key, and -tls-ca for "
+			 "client certificates) or listen on 127.0.0.1", p->text);
+		return -EINVAL;
+	}
+	if (p->tls && !p->topts->ca && !(p->tokfile && *p->tokfile) && !cmon_addr_is_local(&p->a)) {
+		snprintf(err, errlen, "http: refusing to serve %.200s, which is not a loopback "
+			 "address, to anyone: require client certificates (-http-tls-ca) or a "
+			 "bearer token (-http-token-file)", p->text);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+int http_check(const struct tmon *tm, char *err, size_t errlen)
+{
+	struct http_plan p;
+	char token[HTTP_TOKEN_MAX + 1];
+	SSL_CTX *ssl;
+	int r = http_plan(tm, &p, err, errlen);
+
+	if (r <= 0)
+		return r;
+	if (p.tokfile && *p.tokfile && read_token(p.tokfile, token, sizeof token, err, errlen) < 0)
+		return -EINVAL;
+	if (p.tls) {
+		ssl = cmon_tls_server_ctx(p.topts, err, errlen);
+		if (!ssl)
+			return -EINVAL;
+		SSL_CTX_free(ssl);
+	}
+	return 0;
+}
+
 int http_open(struct tmon *tm, char *err, size_t errlen)
 {
-	const char *text = tm->opt.http ? tm->opt.http : rc_text(tm->rc, NULL, RC_HTTP);
-	const char *tokfile = tm->opt.http_token_file ? tm->opt.http_token_file
-						      : rc_text(tm->rc, NULL, RC_HTTP_TOKEN_FILE);
-	/* the API's own certificate (-http-tls-*), else the registry link's */
-	const struct cmon_tls_opts *topts = cmon_tls_enabled(&tm->opt.http_tls) ? &tm->opt.http_tls
-										: &tm->opt.tls;
-	bool tls = cmon_tls_enabled(topts);
+	struct http_plan p;
+	const char *text, *tokfile;
+	const struct cmon_tls_opts *topts;
+	bool tls;
 	int fds[HTTP_LISTEN_MAX];
 	struct cmon_addr a;
 	struct http *h;
 	size_t n = 0;
 	int rc;
 
-	if (!text || !*text)
-		return 0;
-	if (cmon_addr_parse(text, HTTP_DEFAULT_PORT, &a) < 0) {
-		snprintf(err, errlen, "http: '%.200s' is not an address (HOST:PORT, [V6]:PORT or "
-			 "unix:PATH)", text);
-		return -EINVAL;
-	}
-	if (!tls && !cmon_addr_is_local(&a)) {
-		snprintf(err, errlen, "http: refusing to serve plain HTTP on %.200s, which is not a "
-			 "loopback address: configure TLS (-tls-cert, -tls-key, and -tls-ca for "
-			 "client certificates) or listen on 127.0.0.1", text);
-		return -EINVAL;
-	}
-	if (tls && !topts->ca && !(tokfile && *tokfile) && !cmon_addr_is_local(&a)) {
-		snprintf(err, errlen, "http: refusing to serve %.200s, which is not a loopback "
-			 "address, to anyone: require client certificates (-http-tls-ca) or a "
-			 "bearer token (-http-token-file)", text);
-		return -EINVAL;
-	}
+	rc = http_plan(tm, &p, err, errlen);
+	if (rc <= 0)
+		return rc;
+	text = p.text;
+	tokfile = p.tokfile;
+	topts = p.topts;
+	tls = p.tls;
+	a = p.a;
 	h = calloc(1, sizeof *h);
 	if (!h) {
 		snprintf(err, errlen, "http: out of memory");

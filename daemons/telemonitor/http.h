@@ -45,6 +45,11 @@ struct http;
  * listening failed; `err` says why. */
 int http_open(struct tmon *tm, char *err, size_t errlen);
 
+/* Check what http_open would serve without serving it (the address, the
+ * refusals, the token file, the TLS certificate and key): -check runs it.
+ * 0 (also when off) or -EINVAL with the message http_open would give. */
+int http_check(const struct tmon *tm, char *err, size_t errlen);
+
 /* Stop serving and close every connection; accepts a tm without a server. */
 void http_close(struct tmon *tm);
 

@@ -236,6 +236,22 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 	read_registry_secret(o);
 }
 
+/* What http_open will refuse, checked before anything starts; an error
+ * about the configuration's (defaults (http ...)) names its file and line. */
+static int check_http(struct tmon *tm, char *err, size_t errlen)
+{
+	char why[1024];
+	int line = tm->rc->defaults.line[RC_HTTP];
+
+	if (http_check(tm, why, sizeof why) == 0)
+		return 0;
+	if (!tm->opt.http && line && tm->rc->name)
+		snprintf(err, errlen, "%s:%d: error: %s", tm->rc->name, line, why);
+	else
+		snprintf(err, errlen, "%s", why);
+	return -EINVAL;
+}
+
 /* Told how a tool left running by a killed telemonitor ended. */
 static void orphan_note(void *arg, uint64_t instance, const char *text)
 {
@@ -267,12 +283,6 @@ static void on_child(evutil_socket_t sig, short what, void *arg)
 	tool_reap(arg);
 }
 
-static void on_hup(evutil_socket_t sig, short what, void *arg)
-{
-	cmon_notice("SIGHUP ignored: change classes with telemonctl class add|set|rm, or "
-		    "restart the service to reread the configuration file");
-}
-
 /* systemd's STATUS=: the store first when it holds writes back. */
 static void tell_status(struct tmon *tm)
 {
@@ -289,6 +299,16 @@ static void tell_status(struct tmon *tm)
 	cmon_service_status("%s%zu classes, %zu instances, %zu monitored, registry %s, %llu "
 			    "failures", store, tm->nclasses, tm->ninstances, tm->nsessions,
 			    reg_status(tm), (unsigned long long)tm->total_failures);
+}
+
+/* SIGHUP: reread the configuration; a bad one leaves the running one. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	struct tmon *tm = arg;
+
+	cmon_notice("SIGHUP: rereading %s", tm->rc_file->path ? tm->rc_file->path : "(none)");
+	if (reload_config(tm) == 0)
+		tell_status(tm);
 }
 
 static void on_flush(evutil_socket_t fd, short what, void *arg)
@@ -403,8 +423,9 @@ int main(int argc, char **argv)
 	}
 	if (setup_config(&tm) < 0)
 		return 2;
-	/* every class and spec is checked before anything is touched */
-	if (classes_load(&tm, err, sizeof err) < 0) {
+	/* every class and spec, and the HTTP settings, are checked before
+	 * anything is touched (and by -check) */
+	if (classes_load(&tm, err, sizeof err) < 0 || check_http(&tm, err, sizeof err) < 0) {
 		fprintf(stderr, "telemonitor: %s\n", err);
 		rc = 2;
 		goto out_store;
@@ -491,7 +512,7 @@ int main(int argc, char **argv)
 		    CMON_VERSION, tm.nclasses, tm.state_dir, tm.opt.regmachine, tm.pcheck);
 	if (!tm.nclasses)
 		cmon_notice("no class configured: idle until one is added (%s class add, or a "
-			    "class in %s and a restart)", tm.ctl_hint,
+			    "class in %s and a reload, SIGHUP)", tm.ctl_hint,
 			    tm.rc_file && tm.rc_file->path ? tm.rc_file->path : "the telemonrc file");
 	event_base_dispatch(tm.base);
 	rc = 0;

@@ -1,6 +1,7 @@
 /* telemonitor internals. One event loop; a second thread only sends mail.
  *   rcfile.c    the telemonrc file: parse, check, save
  *   classes.c   the configured classes: load, match, change live
+ *   reload.c    SIGHUP: reread the configuration, apply what changed
  *   reglink.c   the registry link: subscribe, hear about instances, reconnect
  *   instances.c the instances we know of and what to do with them
  *   session.c   monitoring one instance: the data connection to its snarflog
@@ -285,6 +286,18 @@ void setup_pcheck(struct tmon *tm);
 /* classes.c */
 /* Build and check every class of tm->rc (specs run through the checker). */
 int classes_load(struct tmon *tm, char *err, size_t errlen);
+/* Build and check every class of `rc` into `out` (an empty list), with
+ * their index but no id; -EINVAL with a message naming the file, line and
+ * property, `out` left empty. */
+int classes_build(struct tmon *tm, const struct rc_config *rc, struct tm_class_list *out,
+		  char *err, size_t errlen);
+/* True if `a` and `b` have the same prog, machine and pid patterns (the
+ * key a class is known by in the store and in classes.rc). */
+bool classes_same_key(const struct tm_class *a, const struct tm_class *b);
+/* True if `a` and `b` have the same key and the same settings. */
+bool classes_same(const struct tm_class *a, const struct tm_class *b);
+/* Free the classes of list `l`, leaving it empty. */
+void classes_list_free(struct tm_class_list *l);
 /* Record the loaded classes in the store (sets their ids). */
 int classes_record(struct tmon *tm, char *err, size_t errlen);
 /* The class with store id `id`, or NULL. */
@@ -304,6 +317,14 @@ int classes_rm(struct tmon *tm, uint32_t id, char *err, size_t errlen);
 int classes_check_spec(struct tmon *tm, const char *spec, bool bounded, char *err, size_t errlen);
 /* Free every class. */
 void classes_free(struct tmon *tm);
+
+/* reload.c */
+/* Reread the telemonrc file and STATE/classes.rc and, if every class and
+ * spec passes the checks a start makes, make them the configuration:
+ * classes added, changed and removed, the registry told, sessions kept
+ * (see reload.c). 0, or -EINVAL after logging why the running
+ * configuration stays. */
+int reload_config(struct tmon *tm);
 
 /* reglink.c */
 /* What the registry links report, to the handlers their owner sets

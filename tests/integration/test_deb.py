@@ -231,6 +231,7 @@ def main():
         # gives to the group cmon.
         unit = open(glob.glob(os.path.join(root, "*lib/systemd/system/telemonitor.service"))[0]).read()
         check("Environment=TELEMONRC=/etc/cmon/telemonrc" in unit, "telemonitor.service:\n%s", unit)
+        check("\nExecReload=/bin/kill -HUP $MAINPID\n" in unit, "no reload: %s", unit)
         check("ReadWritePaths=/etc/cmon" not in unit, "the service may write /etc/cmon")
         tmpf = open(os.path.join(root, "usr/lib/tmpfiles.d/telemonitor.conf")).read()
         check(re.search(r"^d /etc/cmon 0750 root cmon", tmpf, re.M)

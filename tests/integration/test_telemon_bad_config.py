@@ -1,7 +1,8 @@
 """Bad telemonrc files: one fixture per kind of error. The service refuses
 to start (exit status 2, nothing listening, no database touched) with one
 message naming the file, the line and the property; `-check` gives the
-same verdict without starting. A good file passes -check; a spec that
+same verdict without starting (also for an http address start refuses
+to serve on). A good file passes -check; a spec that
 needs several passes passes too, with pcheck's warning that it reports
 only at the end of each log, where the class allows it (allow-unbounded)."""
 import os
@@ -48,6 +49,10 @@ FIXTURES = {
     "stray_word": ('(class (prog "a") (tool "x"))\nclass\n',
                    "2: error: expected '(' to start (defaults ...) or (class ...), found 'class'"),
     "bad_char": ('(class (prog "a") (tool "x"))\n{}\n', "2: error: unexpected character '{'"),
+    # start refuses plain HTTP beyond loopback: -check and start say so
+    # before the store is touched (it was created, and -check passed)
+    "http_not_loopback": ('(defaults\n (http "0.0.0.0:7363"))\n',
+                          "2: error: http: refusing to serve plain HTTP on 0.0.0.0:7363"),
 }
 
 
@@ -94,6 +99,13 @@ def main():
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         check(p.returncode == 0 and b"configuration OK (1 classes)" in p.stdout,
               "good file: %d %r %r", p.returncode, p.stdout, p.stderr)
+        # -http beyond loopback without TLS: -check refuses it as start does
+        p = subprocess.run([ct.binary("telemonitor"), "-rc", good, "-check", "-http",
+                            "0.0.0.0:7363", "-pcheck", ct.binary("pcheck")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        check(p.returncode == 2 and p.stderr.startswith(
+            b"telemonitor: http: refusing to serve plain HTTP on 0.0.0.0:7363"),
+            "-check -http 0.0.0.0:7363: %d %r", p.returncode, p.stderr)
         # a spec that needs two passes is accepted where the class allows state
         # that grows with the log (test_telemon_unbounded), with the checker's warning
         two = env.path("two.pspec")
