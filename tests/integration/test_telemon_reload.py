@@ -1,5 +1,6 @@
 """telemonitor reload (SIGHUP, issue 33 item 7): the telemonrc file is read
-again while a program of class alpha streams a sequence-numbered log.
+again while a program of class alpha streams a sequence-numbered log (it
+waits at gates, and each reload that matters is sent as a gate opens).
 
   - class beta added: a beta program started after the reload is monitored
     (every record, nothing lost);
@@ -13,7 +14,6 @@ again while a program of class alpha streams a sequence-numbered log.
   - alpha's instance: records + lost + skipped + unchecked = written, lost
     0, and the failures of every multiple of 1000 stored, across all of
     the above."""
-import os
 import re
 import signal
 
@@ -22,7 +22,9 @@ import telemontest as tt
 from cmontest import check
 
 COUNT = 40000          # alpha's records
-GATE = 36000           # alpha waits here until the reloads are done
+GATES = (10000, 20000, 36000)  # alpha waits at each until the test opens it: each
+                       # reload is sent as alpha starts streaming again, and the
+                       # last gate holds it until the test is done with it
 EVERY = 1000           # failures: records whose seq is a multiple of this
 
 SPEC = """perfspec reload
@@ -63,15 +65,24 @@ def main():
         def classes():
             return [c["prog"] for c in tm.json("classes")]
 
-        # alpha streams for the whole test (paced), held at GATE until the end
-        gate = env.path("gate")
+        # alpha streams for the whole test (paced), held at each gate
+        gates = [env.path("gate%d" % k) for k in range(len(GATES))]
+        gate_args = []
+        for at, path in zip(GATES, gates):
+            gate_args += ["--gate-after", str(at), "--gate", path]
         writer = env.snarflog("alpha", reg=reg, cmd=ct.logwriter_cmd(
-            "--count", str(COUNT), "--batch", "100", "--pace", "0.005",
-            "--gate-after", str(GATE), "--gate", gate))
-        ainst = tm.instance(lambda i: i["prog"] == "alpha" and i["records"] > 2000,
-                            what="alpha streaming")
+            "--count", str(COUNT), "--batch", "100", "--pace", "0.005", *gate_args))
+
+        def at_gate(k):
+            """alpha's instance once all it wrote before gate k is in; then
+            gate k opens (alpha streams again)."""
+            inst = tm.instance(lambda i: i["prog"] == "alpha" and i["records"] == GATES[k],
+                               timeout=60, what="alpha at %d records" % GATES[k])
+            open(gates[k], "w").close()
+            return inst
 
         # add beta while alpha streams
+        ainst = at_gate(0)
         m = reload(alpha + beta, r"reload: (\S+): 2 classes \(1 added, 0 changed, 0 removed, "
                    r"1 unchanged\)")
         check(m.group(1) == tm.rc, "reload names %s, not %s", m.group(1), tm.rc)
@@ -108,19 +119,20 @@ def main():
         check(tm.proc.alive(), "the telemonitor died on a bad reload")
 
         # remove alpha (streaming) and change beta to manual, at once
+        at_gate(1)
         reload(tt.rc_class("beta", spec=spec, auto=False),
                r"reload: \S+: 2 classes \(0 added, 1 changed, 1 removed, 1 unchanged\); "
                r"1 instances of removed classes monitored until they end")
         check(classes() == ["beta", "gamma"], "classes after removing alpha: %r", classes())
         b2 = env.snarflog("beta", reg=reg, cmd=ct.logwriter_cmd(
-            "--count", "100", "--gate-after", "50", "--gate", gate))
+            "--count", "100", "--gate-after", "50", "--gate", gates[2]))
         listed = tm.instance(lambda i: i["prog"] == "beta" and i["id"] != binst["id"],
                              what="a second beta program")
         check(listed["state"] == "listed" and not listed["monitor"],
               "beta is manual now: listed only: %r", listed)
 
         # alpha's session went on: every record counted
-        open(gate, "w").close()
+        at_gate(2)
         check(writer.wait(120) == 0, "alpha's snarflog: %s", writer.stderr())
         check(b2.wait(30) == 0, "beta's second snarflog: %s", b2.stderr())
         done = tm.instance(lambda i: i["id"] == ainst["id"] and i["state"] == "ended",
