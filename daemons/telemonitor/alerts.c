@@ -11,6 +11,7 @@
 #include "alerts.h"
 #include "cmon/log.h"
 #include "failures.h"
+#include "rcfile.h"
 #include "store.h"
 #include "text.h"
 
@@ -311,13 +312,13 @@ static void resolve_one(void *arg, uint64_t failure_id, const char *url, const c
 	store_alert_close(t->a->tm->store, failure_id);
 }
 
-/* store_alerts_live(): send a live instance's alert again. */
+/* store_alerts_live(): send a live instance's alert again, with the end
+ * its last failure gave it (`ends`; Alertmanager resolves it then). */
 static void refresh_one(void *arg, uint64_t failure_id, const char *url, const char *alert,
-			double ended)
+			double ends)
 {
 	(void)failure_id;
-	(void)ended;
-	batch_add(arg, url, alert, 0);
+	batch_add(arg, url, alert, ends);
 }
 
 static void sweep(evutil_socket_t fd, short what, void *arg)
@@ -349,6 +350,7 @@ static void alerts_failure(struct tmon *tm, const struct failure_event *ev)
 	uint64_t failure_id = ev->id;
 	int line = ev->f.line;
 	double now = ev->f.time;
+	double ends = now + (ev->resolve_after > 0 ? ev->resolve_after : RC_RESOLVE_AFTER_DEFAULT);
 	struct sbuf b = { 0 };
 	char name[64], when[40], *ep, *metrics, *alert;
 
@@ -403,12 +405,16 @@ static void alerts_failure(struct tmon *tm, const struct failure_event *ev)
 		cmon_warn("alertmanager: out of memory; failure %" PRIu64 " is not alerted",
 			  failure_id);
 	} else {
+		/* endsAt: Alertmanager resolves it then unless a later failure
+		 * of the pair moves it, even if we are gone by then */
 		char *body;
-		if (asprintf(&body, "[%s]", alert) >= 0) {
+		if (asprintf(&body, "[%.*s,\"endsAt\":\"%s\"}]", (int)strlen(alert) - 1, alert,
+			     iso_time(ends, when, sizeof when)) >= 0) {
 			enqueue(a, ep, body, true, now);
 			free(body);
 		}
-		store_alert_open(tm->store, failure_id, in->id, ep, alert);
+		store_alert_open(tm->store, failure_id, in->id, ep, alert, assertion ? assertion : name,
+				 ends);
 	}
 	free(alert);
 	free(metrics);

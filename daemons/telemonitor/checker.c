@@ -44,6 +44,7 @@ static void failure(struct session *s, struct tool *t, const struct checker_repo
 	struct failure_event ev = {
 		.in = in, .class_id = s->cls.id, .mail = s->cls.mail,
 		.mailgroup = s->cls.mailgroup, .alertmanager = s->cls.alertmanager,
+		.resolve_after = s->cls.resolve_after,
 		.notify_reports = s->cls.notify_reports,
 	};
 	uint64_t rs = 0, ss = 0, re = 0, se = 0;

@@ -53,6 +53,7 @@ static struct tm_class *class_build(struct tmon *tm, const struct rc_config *rc,
 	struct tm_class *c = calloc(1, sizeof *c);
 	const char *spec = rc_text(rc, k, RC_SPEC), *win = rc_text(rc, k, RC_WINDOW);
 	const char *group = rc_text(rc, k, RC_MAILGROUP);
+	const char *resolve = rc_text(rc, k, RC_RESOLVE_AFTER);
 	char path[PATH_MAX], real[PATH_MAX], why[300];
 
 	if (!c) {
@@ -73,6 +74,9 @@ static struct tm_class *class_build(struct tmon *tm, const struct rc_config *rc,
 	c->mailgroup = DIGEST_DEFAULT_PERIOD;
 	if (*group)
 		window_parse_duration(group, &c->mailgroup);
+	c->resolve_after = RC_RESOLVE_AFTER_DEFAULT;
+	if (*resolve)
+		window_parse_duration(resolve, &c->resolve_after);
 	window_spec_parse(c->window_text ? c->window_text : WINDOW_DEFAULT, &c->window, why,
 			  sizeof why);
 	if (*spec) {
@@ -237,6 +241,7 @@ bool classes_same(const struct tm_class *a, const struct tm_class *b)
 	       same_text(a->spec, b->spec) && same_text(a->mail, b->mail) &&
 	       same_text(a->alertmanager, b->alertmanager) &&
 	       same_text(a->window_text, b->window_text) && a->mailgroup == b->mailgroup &&
+	       a->resolve_after == b->resolve_after &&
 	       a->block == b->block && a->autostart == b->autostart &&
 	       a->notify_reports == b->notify_reports && a->allow_unbounded == b->allow_unbounded;
 }

@@ -24,6 +24,7 @@ struct failure_event {
 	const char *mail;             /* the class's recipients, or NULL */
 	double mailgroup;             /* ...and their grouping period in seconds */
 	const char *alertmanager;     /* the class's Alertmanager base URL, or NULL */
+	double resolve_after;         /* ...and how long after its last failure an alert resolves */
 	bool notify_reports;          /* deliver report assertions' failures too */
 	uint64_t id;                  /* the stored failure's id (set by failures_add for
 	                                 the subscribers) */

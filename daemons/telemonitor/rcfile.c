@@ -169,6 +169,14 @@ static bool value_ok(enum rc_prop p, const char *v, char *msg, size_t size)
 			return false;
 		}
 		return true;
+	case RC_RESOLVE_AFTER:
+		if (*v && (window_parse_duration(v, &secs) < 0 || secs < 1 ||
+			   secs > RC_RESOLVE_AFTER_MAX)) {
+			snprintf(msg, size, "\"%.80s\" is not a duration such as \"5 min\" "
+				 "(1 s to 7 days)", v);
+			return false;
+		}
+		return true;
 	case RC_RETENTION:
 		if (*v && (window_parse_duration(v, &secs) < 0 || secs < RC_RETENTION_MIN ||
 			   secs > RC_RETENTION_MAX)) {
@@ -483,7 +491,8 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 	p = rc_prop_lookup(name);
 	if (p < 0)
 		return rc_fail(ps, line, name, "unknown property (known: prog machine pid tool "
-			    "spec mail window mailgroup block auto notify-reports alertmanager allow-unbounded; in "
+			    "spec mail window mailgroup block auto notify-reports alertmanager resolve-after "
+			    "allow-unbounded; in "
 			    "defaults also "
 			    "smtp from store-backlog retention http store)");
 	if (!in_defaults && !props[p].in_class)

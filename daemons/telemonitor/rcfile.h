@@ -1,6 +1,7 @@
 /* The telemonitor configuration file (telemonrc(5)): the S-expression
  * format of the original CMon telemonitor plus the properties spec, mail,
- * window, mailgroup, notify-reports, alertmanager, allow-unbounded, and in (defaults ...) smtp, from,
+ * window, mailgroup, notify-reports, alertmanager, resolve-after, allow-unbounded, and in
+ * (defaults ...) smtp, from,
  * store-backlog, retention and http.
  *
  *   description ::= '(' ('defaults' | 'class') property* ')'
@@ -33,6 +34,7 @@
 	X(RC_AUTO, "auto", true, true, true)                    \
 	X(RC_NOTIFY_REPORTS, "notify-reports", true, true, false) \
 	X(RC_ALERTMANAGER, "alertmanager", false, true, false)  \
+	X(RC_RESOLVE_AFTER, "resolve-after", false, true, false) \
 	X(RC_ALLOW_UNBOUNDED, "allow-unbounded", true, true, false) \
 	X(RC_SMTP, "smtp", false, false, false)                 \
 	X(RC_FROM, "from", false, false, false)                 \
@@ -58,6 +60,8 @@ enum rc_prop {
 #define RC_MAIL_MAX 32           /* addresses in one mail property */
 #define RC_STORE_BACKLOG_MAX 10000000 /* largest store-backlog */
 #define RC_MAX_SESSIONS_MAX 2000 /* largest max-sessions (TM_SESSIONS_MAX) */
+#define RC_RESOLVE_AFTER_DEFAULT 300.0 /* resolve-after when unset: 5 min */
+#define RC_RESOLVE_AFTER_MAX (7.0 * 86400) /* longest resolve-after */
 #define RC_RETENTION_MIN 3600.0  /* shortest retention, seconds (1 hour) */
 #define RC_RETENTION_MAX (100.0 * 366 * 86400) /* longest retention (100 years) */
 

@@ -1290,6 +1290,7 @@ int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class
 	s->cls.notify_reports = c->notify_reports;
 	s->cls.allow_unbounded = c->allow_unbounded;
 	s->cls.mailgroup = c->mailgroup;
+	s->cls.resolve_after = c->resolve_after;
 	s->cls.tool = c->tool ? strdup(c->tool) : NULL;
 	s->cls.spec = c->spec ? strdup(c->spec) : NULL;
 	s->cls.mail = c->mail ? strdup(c->mail) : NULL;

@@ -42,6 +42,7 @@ struct sess_class {
 	bool notify_reports;          /* mail report assertions' failures too */
 	bool allow_unbounded;         /* run a spec whose -cont state grows with the log */
 	char *alertmanager;           /* Alertmanager base URL, or NULL */
+	double resolve_after;         /* its alerts resolve this long after their last failure */
 };
 
 /* One monitored instance. */

@@ -1307,13 +1307,20 @@ int store_alert_load(struct store *st, store_alert_cb cb, void *arg)
 }
 
 int store_alert_open(struct store *st, uint64_t failure_id, uint64_t instance_id, const char *url,
-		     const char *alert)
+		     const char *alert, const char *name, double ends)
 {
+	struct bl_value s[] = {
+		db_vint((int64_t)instance_id), db_vtext(name), db_vint((int64_t)failure_id),
+	};
 	struct bl_value v[] = {
 		db_vint((int64_t)failure_id), db_vint((int64_t)instance_id), db_vtext(url), db_vtext(alert),
-		mine(st),
+		mine(st), db_vtext(name), db_vreal(ends),
 	};
+	int rc = put(st, bl_item_new(BK_ALERT, ST_ALERT_SUPERSEDE, 0, s, NV(s)),
+		     "replacing an open alert");
 
+	if (rc < 0)
+		return rc;
 	return put(st, bl_item_new(BK_ALERT, ST_ALERT_OPEN, 0, v, NV(v)), "keeping an open alert");
 }
 
@@ -1338,8 +1345,7 @@ static int alert_rows(struct store *st, enum store_stmt which, double now, size_
 	     rc = db_next(q)) {
 		int c = ended ? 1 : 0;
 		cb(arg, ended ? (uint64_t)db_col_int(q, 0) : 0,
-		   db_col_text(q, c), db_col_text(q, c + 1),
-		   ended ? db_col_real(q, 3) : 0);
+		   db_col_text(q, c), db_col_text(q, c + 1), db_col_real(q, c + 2));
 	}
 	db_reset(q);
 	return rc == DB_DONE ? 0 : db_fail(st, "reading the open alerts");

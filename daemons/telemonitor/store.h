@@ -36,7 +36,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 13
+#define STORE_SCHEMA_VERSION 14
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
@@ -311,10 +311,14 @@ typedef void (*store_alert_cb)(void *arg, uint64_t id, double queued, const char
 			       const char *body);
 int store_alert_load(struct store *st, store_alert_cb cb, void *arg);
 
-/* Remember the alert (a JSON object as posted) sent for failure
- * `failure_id` of instance `instance_id`, to resolve it when the instance ends. */
+/* Remember the alert (a JSON object as posted, without endsAt) sent for
+ * failure `failure_id` of instance `instance_id` and assertion `name`, to
+ * resolve it at `ends` (the failure's time + resolve-after) or when the
+ * instance ends, whichever comes first. It replaces the open alert of an
+ * earlier failure of the same instance and assertion: one alert per pair,
+ * whose end moves with its last failure. */
 int store_alert_open(struct store *st, uint64_t failure_id, uint64_t instance_id, const char *url,
-		     const char *alert);
+		     const char *alert, const char *name, double ends);
 
 /* Forget the open alert of failure `failure_id` (it was resolved). */
 int store_alert_close(struct store *st, uint64_t failure_id);
@@ -324,12 +328,14 @@ int store_alert_close(struct store *st, uint64_t failure_id);
 typedef void (*store_open_alert_cb)(void *arg, uint64_t failure_id, const char *url,
 				    const char *alert, double ended);
 
-/* At most `limit` open alerts whose instance has ended (or is unknown: they
- * end at `now`). */
+/* At most `limit` open alerts to resolve: their instance has ended (or is
+ * unknown: they end at `now`), or their `ends` (last failure +
+ * resolve-after) has come; `ended` is when they end (the earlier). */
 int store_alerts_ended(struct store *st, double now, size_t limit, store_open_alert_cb cb,
 		       void *arg);
 
-/* At most `limit` open alerts of live instances, newest first. */
+/* At most `limit` open alerts of live instances not yet at their end,
+ * newest first; `ended` is their `ends` (0: none). */
 int store_alerts_live(struct store *st, size_t limit, store_open_alert_cb cb, void *arg);
 
 /* Several telemonitors on one store (PostgreSQL; store_fleet.c). Each has

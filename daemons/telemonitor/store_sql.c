@@ -31,6 +31,13 @@
 	"ALTER TABLE verdicts ADD COLUMN from_rec BIGINT;"                                  \
 	"ALTER TABLE verdicts ADD COLUMN to_rec BIGINT;"                                    \
 	"ALTER TABLE verdicts ADD COLUMN partial BIGINT NOT NULL DEFAULT 0;"
+/* 13 -> 14, both engines: an open alert is one per (instance, assertion)
+ * and resolves at `ends` (its last failure + resolve-after) or when its
+ * instance ends. */
+#define ALERT_ENDS(REAL)                                                                    \
+	"ALTER TABLE alerts_open ADD COLUMN name TEXT;"                                     \
+	"ALTER TABLE alerts_open ADD COLUMN ends " REAL ";"                                 \
+	"CREATE INDEX alerts_open_pair ON alerts_open (instance_id, name);"
 #define FLEET_TABLES_SQLITE VERDICT_RANGES                                                  \
 	"CREATE TABLE leases (instance_id INTEGER PRIMARY KEY, owner TEXT,"                 \
 	"  epoch INTEGER NOT NULL DEFAULT 0, lease_until REAL);"                            \
@@ -197,6 +204,7 @@ const char *const sqlite_migrations[] = {
 	 * far its reports are stored or so counted (docs/protocol.md §11) */
 	INSTANCE_CHECKED,
 	FLEET_TABLES_SQLITE,
+	ALERT_ENDS("REAL"),
 };
 
 #define NMIGRATIONS (sizeof sqlite_migrations / sizeof sqlite_migrations[0])
@@ -320,6 +328,8 @@ static const char *const pg_migrations[] = {
 	INSTANCE_CHECKED,
 	/* 12 -> 13: leases with epochs, nodes, class ids from the server */
 	FLEET_TABLES_PG,
+	/* 13 -> 14: as sqlite's */
+	ALERT_ENDS("DOUBLE PRECISION"),
 	NULL,
 };
 

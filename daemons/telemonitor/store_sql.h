@@ -152,19 +152,24 @@
 	X(ALERT_DELETE, "DELETE FROM alert_outbox WHERE id=?1")                              \
 	X(ALERT_LOAD,                                                                        \
 	  "SELECT id, queued, url, body FROM alert_outbox WHERE " MINE(1) " ORDER BY id")    \
+	X(ALERT_SUPERSEDE,                                                                   \
+	  "DELETE FROM alerts_open WHERE instance_id=?1 AND name=?2 AND failure_id<>?3")     \
 	X(ALERT_OPEN,                                                                        \
-	  "INSERT INTO alerts_open (failure_id, instance_id, url, alert, node)"              \
-	  " VALUES (?1,?2,?3,?4,?5) ON CONFLICT (failure_id) DO UPDATE SET"                  \
+	  "INSERT INTO alerts_open (failure_id, instance_id, url, alert, node, name, ends)"  \
+	  " VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT (failure_id) DO UPDATE SET"            \
 	  " instance_id=excluded.instance_id, url=excluded.url, alert=excluded.alert,"       \
-	  " node=excluded.node")                                                             \
+	  " node=excluded.node, name=excluded.name, ends=excluded.ends")                     \
 	X(ALERT_ENDED,                                                                       \
-	  "SELECT o.failure_id, o.url, o.alert, coalesce(i.ended, ?1) FROM alerts_open o"   \
+	  "SELECT o.failure_id, o.url, o.alert,"                                             \
+	  " CASE WHEN o.ends IS NOT NULL AND (i.ended IS NULL OR o.ends < i.ended)"          \
+	  " THEN o.ends ELSE coalesce(i.ended, ?1) END FROM alerts_open o"                   \
 	  " LEFT JOIN instances i ON i.id = o.instance_id"                                   \
-	  " WHERE (i.id IS NULL OR i.ended IS NOT NULL) AND " MINE_O(3)                      \
+	  " WHERE (i.id IS NULL OR i.ended IS NOT NULL OR o.ends <= ?1) AND " MINE_O(3)      \
 	  " ORDER BY o.failure_id LIMIT ?2")                                                 \
 	X(ALERT_CLOSE, "DELETE FROM alerts_open WHERE failure_id=?1")                        \
 	X(ALERT_LIVE,                                                                        \
-	  "SELECT o.url, o.alert FROM alerts_open o JOIN instances i ON i.id = o.instance_id" \
+	  "SELECT o.url, o.alert, coalesce(o.ends, 0) FROM alerts_open o"                   \
+	  " JOIN instances i ON i.id = o.instance_id"                                        \
 	  " WHERE i.ended IS NULL AND " MINE_O(2) " ORDER BY o.failure_id DESC LIMIT ?1")    \
 	X(PRUNE_ALERTS,                                                                      \
 	  "DELETE FROM alert_outbox WHERE id IN (SELECT id FROM alert_outbox WHERE queued < ?1" \

@@ -142,6 +142,7 @@ struct tm_class {
 	bool notify_reports;          /* mail report assertions' failures too */
 	bool allow_unbounded;         /* run a spec whose -cont state grows with the log */
 	char *alertmanager;           /* Alertmanager base URL, or NULL */
+	double resolve_after;         /* an alert resolves this long after its last failure */
 };
 TAILQ_HEAD(tm_class_list, tm_class);
 

@@ -83,7 +83,8 @@ def main():
         reg = env.registry()
         rc = ('(defaults (alertmanager "http://127.0.0.1:%d/"))\n' % am.port +
               tt.rc_class("fsread", spec=spec) +
-              tt.rc_class("slowly", spec=spec))
+              tt.rc_class("slowly", spec=spec) +
+              tt.rc_class("resolving", spec=spec, extra='(resolve-after "3 s")'))
         tm = tt.Telemonitor(env, reg, rc, extra=["-http", "127.0.0.1:0"])
 
         # 1. a failure is listed with its labels and annotations; the
@@ -120,7 +121,30 @@ def main():
         ct.wait_for(lambda: am.alerts(alertname="read at most 10 ms", prog="fsread") == [], 15,
                     "the alert resolved once the instance ended")
 
+        # 2b. resolve-after: the alert of a running instance resolves once no
+        #     failure of its assertion came for that long (endsAt = the last
+        #     failure + 3 s), while the program runs on
+        def sent():
+            return int(tm.json("status")["alertmanager"].split(" sent")[0])
+        sent0 = sent()
+        gate2 = env.path("gate2")
+        s2 = env.snarflog("resolving", reg=reg, cmd=tt.writer_cmd(
+            "--reads", 6, "--slow", "2", "--gate-after", 5, "--gate", gate2))
+        tm.wait_failures(1, "--prog", "resolving")
+        al = ct.wait_for(lambda: am.alerts(prog="resolving"), 15, "the resolving alert listed")
+        check(al[0]["endsAt"] > al[0]["startsAt"], "endsAt after startsAt: %r", al[0])
+        t0 = time.monotonic()
+        ct.wait_for(lambda: am.alerts(prog="resolving") == [], 20,
+                    "the alert resolved after resolve-after, the instance still running")
+        print("resolved %.1f s after it was listed (resolve-after 3 s)" % (time.monotonic() - t0))
+        ct.wait_for(lambda: sent() == sent0 + 2, 10, "the alert and its resolution sent")
+        check(tm.instance(lambda i: i["prog"] == "resolving")["state"] == "monitoring",
+              "the instance still runs")
+        open(gate2, "w").close()
+        check(s2.wait(30) == 0, "snarflog: %s", s2.stderr())
+
         # 3. silenced: not alerted
+        sent1 = sent()
         tm.ctl("silence", "add", "prog=slowly", "-for", "1 hour")
         s = env.snarflog("slowly", reg=reg, cmd=tt.writer_cmd("--reads", 4, "--slow", "1"))
         check(s.wait(30) == 0, "snarflog: %s", s.stderr())
@@ -128,9 +152,8 @@ def main():
         check(f[0]["silenced"], "silenced: %r", f)
         time.sleep(2)
         check(am.alerts(prog="slowly") == [], "a silenced failure is not alerted")
-        check("1 sent" in tm.json("status")["alertmanager"].split(",")[0] or
-              tm.json("status")["alertmanager"].startswith("2 sent"),
-              "status: %r", tm.json("status")["alertmanager"])
+        check(sent() == sent1, "nothing sent for it: %r (%d before)",
+              tm.json("status")["alertmanager"], sent1)
         tm.ctl("silence", "rm", str(tm.json("silence", "list")[0]["id"]))
 
         # 4. Alertmanager down: the POST waits in the outbox, across a

@@ -38,6 +38,8 @@ FIXTURES = {
                    "1: error: window: \"a lot\" is not a window"),
     "bad_mailgroup": ('(class (prog "a") (tool "cat") (mailgroup "5"))\n',
                       "1: error: mailgroup: \"5\" is not a duration"),
+    "bad_resolve_after": ('(class (prog "a") (tool "cat") (resolve-after "8 days"))\n',
+                          "1: error: resolve-after: \"8 days\" is not a duration"),
     "missing_spec": ('(class (prog "a")\n (spec "missing.pspec"))\n',
                      "2: error: spec: cannot read "),
     "spec_error": ('(class (prog "a")\n (spec "bad.pspec"))\n',

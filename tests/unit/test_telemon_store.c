@@ -654,8 +654,8 @@ static void alert_outbox_and_open_alerts(void **state)
 	assert_int_equal(store_alert_add(st, "http://am/api/v2/alerts", "[{}]", 1, &a), 0);
 	assert_int_equal(store_alert_add(st, "http://am/api/v2/alerts", "[{}]", 2, &b), 0);
 	assert_true(a > 0 && b > a);
-	assert_int_equal(store_alert_open(st, 10, live.id, "u", "{\"labels\":{}}"), 0);
-	assert_int_equal(store_alert_open(st, 11, gone.id, "u", "{\"labels\":{}}"), 0);
+	assert_int_equal(store_alert_open(st, 10, live.id, "u", "{\"labels\":{}}", "x", 1e9), 0);
+	assert_int_equal(store_alert_open(st, 11, gone.id, "u", "{\"labels\":{}}", "x", 1e9), 0);
 	assert_int_equal(store_instance_end(st, &gone, IS_ENDED, 500), 0);
 	store_close(st);
 
@@ -675,7 +675,21 @@ static void alert_outbox_and_open_alerts(void **state)
 	assert_int_equal(store_alerts_ended(st, 9999, 100, on_open_alert, &s), 0);
 	assert_int_equal(s.n, 0);
 	assert_int_equal(store_alerts_live(st, 100, on_open_alert, &s), 0);
-	assert_int_equal(s.n, 1);
+	assert_true(s.n == 1 && s.ended[0] == 1e9);
+
+	/* one alert per (instance, assertion): a later failure of the pair
+	 * replaces it and moves its end; once that end has come it is listed
+	 * for resolution at that end, though its instance lives on */
+	assert_int_equal(store_alert_open(st, 12, live.id, "u", "{\"labels\":{}}", "x", 600), 0);
+	assert_int_equal(store_alert_open(st, 13, live.id, "u", "{\"labels\":{}}", "y", 1e9), 0);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_alerts_live(st, 100, on_open_alert, &s), 0);
+	assert_int_equal(s.n, 2);              /* 13 and 12; 10 replaced */
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_alerts_ended(st, 599, 100, on_open_alert, &s), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(store_alerts_ended(st, 9999, 100, on_open_alert, &s), 0);
+	assert_true(s.n == 1 && s.ids[0] == 12 && s.ended[0] == 600);
 	store_close(st);
 }
 
