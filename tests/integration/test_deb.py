@@ -150,7 +150,7 @@ def main():
     with ct.Env("deb") as env:
         top = build_debs(env)
         debs = {}
-        for name in ["cmon", "libcmon0", "libcmon-dev"]:
+        for name in ["cmon", "libcmon0", "libcmon-dev", "libpspec0", "libpspec-dev"]:
             hits = glob.glob(os.path.join(top, "%s_0.1.0-1_*.deb" % name))
             check(len(hits) == 1, "%s: .debs: %r", name, os.listdir(top))
             debs[name] = hits[0]
@@ -268,6 +268,12 @@ def main():
             out = run([os.path.join(root, "usr/bin/pcheck"), "-s",
                        os.path.join(PKG, "tick.pspec"), log], env=e)
             check(out.count("held") == 2, "CMake client %s: %s", exe, out)
+        # libpspec-dev: find_package(pspec) -> pspec::pspec, against libpspec0
+        out = run([os.path.join(proj, "build", "pspec_tiny")], env=e, ok=(1,))
+        check('assertion "n never negative" failed (1 offender)' in out and
+              'assertion "three ticks" held' in out and out.rstrip().endswith("threads agree"),
+              "CMake client of libpspec: %s", out)
+        check(glob.glob(os.path.join(libdir, "libpspec.so.0")), "libpspec0 holds libpspec.so.0")
 
         # The units, with their paths pointed into the root.
         if shutil.which("systemd-analyze"):

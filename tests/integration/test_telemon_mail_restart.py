@@ -42,7 +42,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 13       # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 14       # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
