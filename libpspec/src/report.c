@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "util.h"
 
 pspec_report_kind pspec_report_kind_of(const pspec_report *r) { return r->kind; }
@@ -142,6 +143,29 @@ static void fields_json(ps_buf *b, const pv *elem)
     ps_buf_putc(b, '}');
 }
 
+/* ,"units":{"time":"ns",...}: the unit of each of an interval's metrics that
+ * has one — a duration, ts(e) - ts(s), is in log ticks, nanoseconds
+ * (ps_metric_is_duration). Nothing when no metric has a unit. */
+static void units_json(ps_buf *b, const pv *elem)
+{
+    const ps_ivtype *t;
+    bool first = true;
+
+    if (elem->kind != PV_INTERVAL)
+        return;
+    t = elem->iv->type;
+    for (uint32_t i = 0; i < elem->iv->nmetric; i++) {
+        if (!ps_metric_is_duration(t, t->metrics[i].expr))
+            continue;
+        ps_buf_puts(b, first ? ",\"units\":{" : ",");
+        first = false;
+        pv_json_string(b, t->metrics[i].name);
+        ps_buf_puts(b, ":\"ns\"");
+    }
+    if (!first)
+        ps_buf_putc(b, '}');
+}
+
 /* "Read #17 start 12.0 ts 1000, end 14.0 ts 9200:" / "CacheHit 5.0 ts 1800 thread 7:" */
 static void element_text(ps_buf *b, const pv *elem)
 {
@@ -209,6 +233,7 @@ static void element_json(ps_buf *b, const pv *elem)
         ps_buf_puts(b, ",\"metrics\":");
     }
     fields_json(b, elem);
+    units_json(b, elem);
 }
 
 /* "FILE:LINE: " plus the label, for assertion-related lines. */
