@@ -24,6 +24,18 @@ struct post {
 };
 TAILQ_HEAD(post_list, post);
 
+/* One GET beside the POSTs (alerts_get()), on its own easy handle. */
+struct get {
+	LIST_ENTRY(get) link;         /* in alerts.gets */
+	CURL *easy;                   /* its transfer */
+	alerts_get_cb cb;             /* told once it has ended */
+	void *arg;                    /* ...with this */
+	struct sbuf body;             /* the answer so far */
+	bool too_big;                 /* the answer passed ALERTS_GET_MAX bytes */
+	char error[CURL_ERROR_SIZE];  /* libcurl's message */
+};
+LIST_HEAD(get_list, get);
+
 /* The Alertmanager side of the service. */
 struct alerts {
 	struct tmon *tm;              /* the service */
@@ -36,6 +48,7 @@ struct alerts {
 	struct post_list queue;       /* waiting, oldest first (the head may be in flight) */
 	size_t n;                     /* how many */
 	struct post *inflight;        /* the head, while it is being sent */
+	struct get_list gets;         /* GETs in flight (alerts_get()) */
 	double backoff;               /* the current delay (0: none) */
 	double last_refresh;          /* when live alerts were last sent again */
 	uint64_t sent, failed, dropped; /* POSTs accepted, attempts failed, dropped */
@@ -146,14 +159,53 @@ static void finished(struct alerts *a, CURLcode rc)
 	kick(a);
 }
 
+static void get_free(struct alerts *a, struct get *g)
+{
+	LIST_REMOVE(g, link);
+	curl_multi_remove_handle(a->multi, g->easy);
+	curl_easy_cleanup(g->easy);
+	sb_free(&g->body);
+	free(g);
+}
+
+/* A GET has ended: tell its owner, then forget it. */
+static void get_finished(struct alerts *a, CURL *easy, CURLcode rc)
+{
+	struct get *g;
+	long http = 0;
+	const char *err = NULL;
+
+	LIST_FOREACH(g, &a->gets, link)
+		if (g->easy == easy)
+			break;
+	if (!g)
+		return;
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &http);
+	if (g->too_big)
+		err = "the answer is too large";
+	else if (g->body.oom)
+		err = "out of memory";
+	else if (rc != CURLE_OK)
+		err = *g->error ? g->error : curl_easy_strerror(rc);
+	if (err)
+		http = 0;
+	g->cb(g->arg, http, err, err ? NULL : g->body.s ? g->body.s : "", err ? 0 : g->body.len);
+	get_free(a, g);
+}
+
 static void check_done(struct alerts *a)
 {
 	CURLMsg *m;
 	int left;
 
-	while ((m = curl_multi_info_read(a->multi, &left)))
-		if (m->msg == CURLMSG_DONE)
+	while ((m = curl_multi_info_read(a->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		if (m->easy_handle == a->easy)
 			finished(a, m->data.result);
+		else
+			get_finished(a, m->easy_handle, m->data.result);
+	}
 }
 
 static void on_socket(evutil_socket_t fd, short what, void *arg)
@@ -222,6 +274,64 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
 	(void)p;
 	(void)arg;
 	return size * n;
+}
+
+/* CURLOPT_WRITEFUNCTION of a GET: keep at most ALERTS_GET_MAX bytes. */
+static size_t get_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct get *g = arg;
+
+	if (g->body.len + size * n > ALERTS_GET_MAX) {
+		g->too_big = true;
+		return 0;                     /* libcurl ends the transfer */
+	}
+	sb_add(&g->body, p, size * n);
+	return size * n;
+}
+
+int alerts_get(struct tmon *tm, const char *url, alerts_get_cb cb, void *arg)
+{
+	struct alerts *a = tm->alerts;
+	struct get *g;
+
+	if (!a)
+		return -EIO;
+	if (!(g = calloc(1, sizeof *g)) || !(g->easy = curl_easy_init())) {
+		free(g);
+		return -ENOMEM;
+	}
+	g->cb = cb;
+	g->arg = arg;
+	curl_easy_setopt(g->easy, CURLOPT_URL, url);
+	curl_easy_setopt(g->easy, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(g->easy, CURLOPT_TIMEOUT, ALERTS_TIMEOUT_S);
+	curl_easy_setopt(g->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(g->easy, CURLOPT_ERRORBUFFER, g->error);
+	curl_easy_setopt(g->easy, CURLOPT_WRITEFUNCTION, get_body);
+	curl_easy_setopt(g->easy, CURLOPT_WRITEDATA, g);
+	curl_easy_setopt(g->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	LIST_INSERT_HEAD(&a->gets, g, link);
+	if (curl_multi_add_handle(a->multi, g->easy) != CURLM_OK) {
+		LIST_REMOVE(g, link);
+		curl_easy_cleanup(g->easy);
+		free(g);
+		return -EIO;
+	}
+	return 0;
+}
+
+void alerts_get_cancel(struct tmon *tm, void *arg)
+{
+	struct alerts *a = tm->alerts;
+	struct get *g, *next;
+
+	if (!a)
+		return;
+	for (g = LIST_FIRST(&a->gets); g; g = next) {
+		next = LIST_NEXT(g, link);
+		if (g->arg == arg)
+			get_free(a, g);
+	}
 }
 
 /* Start the next POST unless one is in flight or a retry is pending. */
@@ -462,6 +572,7 @@ void alerts_start(struct tmon *tm)
 		goto fail;
 	a->tm = tm;
 	TAILQ_INIT(&a->queue);
+	LIST_INIT(&a->gets);
 	a->multi = curl_multi_init();
 	a->easy = curl_easy_init();
 	a->headers = curl_slist_append(NULL, "Content-Type: application/json");
@@ -502,6 +613,8 @@ void alerts_stop(struct tmon *tm)
 	tm->alerts = NULL;
 	if (a->inflight)
 		curl_multi_remove_handle(a->multi, a->easy);
+	while (!LIST_EMPTY(&a->gets))
+		get_free(a, LIST_FIRST(&a->gets));
 	if (a->n)
 		cmon_notice("alertmanager: %zu alert POST%s not accepted yet, kept for the next start",
 			    a->n, a->n == 1 ? "" : "s");

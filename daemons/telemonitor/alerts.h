@@ -31,6 +31,7 @@
 #define ALERTS_REFRESH_S 60.0           /* send live instances' alerts again */
 #define ALERTS_BATCH 100                /* alerts resolved or refreshed per POST */
 #define ALERTS_URL_MAX 1024             /* bytes in an Alertmanager URL */
+#define ALERTS_GET_MAX (4 << 20)        /* bytes read of a GET's answer */
 
 /* Send what was not accepted before the last stop and start watching for
  * ended instances. Needs the store and the loop. */
@@ -44,6 +45,20 @@ void alerts_stop(struct tmon *tm);
  * the alerts a telemonitor whose instance we took over queued or left
  * open are taken over (store_adopt_alerts()). */
 extern const struct failure_subscriber alerts_failures;
+
+/* How a GET ended: `http` the status (0 when there was no answer, then
+ * `err` says why), `body` the answer's `len` bytes (NULL with `err`). */
+typedef void (*alerts_get_cb)(void *arg, long http, const char *err, const char *body,
+			      size_t len);
+
+/* GET `url` on the loop, beside the POSTs and never waiting
+ * (ALERTS_TIMEOUT_S, at most ALERTS_GET_MAX bytes of answer): `cb` is
+ * called once, later. 0, or -ENOMEM / -EIO (then `cb` is never called).
+ * For the Alertmanager's silences (amsilences.c). */
+int alerts_get(struct tmon *tm, const char *url, alerts_get_cb cb, void *arg);
+
+/* Drop the GETs in flight for `arg` without calling their callbacks. */
+void alerts_get_cancel(struct tmon *tm, void *arg);
 
 /* Counters as one line, for status output. */
 const char *alerts_status(struct tmon *tm, char *buf, size_t size);

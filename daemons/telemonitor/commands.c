@@ -11,6 +11,7 @@
 
 #include "cmon/log.h"
 #include "alerts.h"
+#include "amsilences.h"
 #include "control.h"
 #include "hygiene.h"
 #include "session.h"
@@ -238,6 +239,21 @@ static void store_text(struct sbuf *b, const struct store_health *h)
 		  h->dropped, h->dropped_failures, h->attempts, h->detail);
 }
 
+/* amsil_each_url(): one URL of a JSON array. */
+struct url_list {
+	struct sbuf *b;               /* the array so far */
+	size_t n;                     /* URLs in it */
+};
+
+static void url_item(void *arg, const char *url)
+{
+	struct url_list *ul = arg;
+
+	if (ul->n++)
+		sb_add(ul->b, ",", 1);
+	sb_json_str(ul->b, url);
+}
+
 static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out)
 {
 	struct sbuf b = { 0 };
@@ -268,6 +284,14 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 		sb_json_str(&b, tm->pcheck);
 		sb_printf(&b, ",\"alertmanager\":");
 		sb_json_str(&b, am);
+		/* the Alertmanagers whose silences apply (telemonctl silence
+		 * manages silences there) */
+		sb_printf(&b, ",\"alertmanagers\":[");
+		{
+			struct url_list ul = { .b = &b };
+			amsil_each_url(tm, url_item, &ul);
+		}
+		sb_add(&b, "]", 1);
 		sb_printf(&b, ",\"retention\":");
 		if (*rc_text(tm->rc, NULL, RC_RETENTION))
 			sb_json_str(&b, rc_text(tm->rc, NULL, RC_RETENTION));
@@ -858,11 +882,18 @@ static int failure_row(void *arg, const struct store_failure_row *f)
 		/* wall-clock times beside the ticks, and alert hygiene */
 		sb_printf(b, ",\"time_iso\":\"%s\",\"start_iso\":", when);
 		json_time(b, f->has_start_wall, start);
+		/* silenced: our silence's id (a number), an Alertmanager
+		 * silence's (a string), or null; silenced_by says whose */
 		sb_printf(b, ",\"report\":%s,\"silenced\":", f->report ? "true" : "false");
 		if (!f->has_silence)
 			sb_printf(b, "null");
+		else if (f->am_silence)
+			sb_json_str(b, f->am_silence);
 		else
 			sb_printf(b, "%" PRIu64, f->silence_id);
+		sb_printf(b, ",\"silenced_by\":%s", !f->has_silence ? "null"
+						   : f->am_silence ? "\"alertmanager\""
+								   : "\"telemonitor\"");
 		sb_printf(b, ",\"acked\":%s,\"acked_iso\":", f->has_acked ? "true" : "false");
 		json_time(b, f->has_acked, acked);
 		sb_printf(b, ",\"ack_comment\":");

@@ -17,7 +17,8 @@
 /* One failure of a monitored instance, with what its class says about
  * where it goes. The pointers are borrowed for the call. */
 struct failure_event {
-	struct store_failure f;       /* the row to store (failures_add sets silence_id) */
+	struct store_failure f;       /* the row to store (failures_add sets silence_id or
+	                                 am_silence) */
 	struct tm_instance *in;       /* whose failure it is */
 	const char *what;             /* what failed, for mails ("interval T #7"), or "" */
 	uint32_t class_id;            /* the class monitoring the instance */
@@ -45,7 +46,8 @@ struct failure_subscriber {
  * it; -ENOSPC past TM_FAILURE_SUBS_MAX. */
 int failures_subscribe(struct tmon *tm, const struct failure_subscriber *sub);
 
-/* A failure: marked with the silence that matches it (if any), stored,
+/* A failure: marked with the silence that matches it (if any: first one
+ * of its class's Alertmanager, amsilences.h, then one of ours), stored,
  * counted on its instance and the service (unless inconclusive: records
  * were lost), then given to each subscriber in order unless it is
  * silenced, inconclusive, or a report assertion's its class does not

@@ -21,6 +21,7 @@
 #include "cmon/net.h"
 #include "cmon/service.h"
 #include "alerts.h"
+#include "amsilences.h"
 #include "control.h"
 #include "failures.h"
 #include "hygiene.h"
@@ -475,6 +476,7 @@ int main(int argc, char **argv)
 	notify_start(&tm);
 	hygiene_start(&tm);
 	alerts_start(&tm);
+	amsil_start(&tm);
 	/* who hears of a failure, in this order (failures.h) */
 	failures_subscribe(&tm, &notify_failures);
 	failures_subscribe(&tm, &alerts_failures);
@@ -532,6 +534,7 @@ out_control:
 		if (ev[i])
 			event_free(ev[i]);
 out_notify:
+	amsil_stop(&tm);
 	alerts_stop(&tm);
 	hygiene_stop(&tm);
 	notify_stop(&tm);

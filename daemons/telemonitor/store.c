@@ -994,6 +994,7 @@ int store_add_failure(struct store *st, const struct store_failure *f, uint64_t 
 		db_vreal(f->time), f->start_wall > 0 ? db_vreal(f->start_wall) : db_vnull(),
 		db_vtext(f->metrics), f->window_id ? db_vint((int64_t)f->window_id) : db_vnull(),
 		db_vint(f->report), f->silence_id ? db_vint((int64_t)f->silence_id) : db_vnull(),
+		f->am_silence ? db_vtext(f->am_silence) : db_vnull(),
 		FENCE_SLOT, FENCE_SLOT,
 	};
 	int r;

@@ -36,7 +36,7 @@
 #include "telemonitor.h"
 
 /* Schema version this program writes. */
-#define STORE_SCHEMA_VERSION 14
+#define STORE_SCHEMA_VERSION 15
 
 /* Largest log window stored. */
 #define STORE_WINDOW_MAX (8u << 20)
@@ -78,6 +78,7 @@ struct store_failure {
 	uint64_t window_id;      /* its log window (0: none) */
 	bool report;             /* from a report assertion (statistics) */
 	uint64_t silence_id;     /* the silence that kept it quiet (0: none) */
+	const char *am_silence;  /* ...or the Alertmanager silence (its id), or NULL */
 };
 
 /* A silence: failures matching every given pattern (glob(7); NULL or ""

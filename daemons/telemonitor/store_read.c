@@ -318,7 +318,7 @@ int store_instances_by_state(struct store *st, store_state_count_cb cb, void *ar
 	" f.line, f.time, f.start_ts, f.end_ts, f.metrics, f.spec, f.result,"           \
 	" f.kind, f.type, f.uid, f.start_pos, f.end_pos, f.instance_id,"                \
 	" f.window_id, f.start_wall, f.report, f.silence_id, f.acked,"                  \
-	" f.ack_comment"                                                                \
+	" f.ack_comment, f.am_silence"                                                  \
 	" FROM failures f JOIN instances i ON i.id = f.instance_id"                     \
 	" WHERE (CAST(?1 AS TEXT) IS NULL OR i.prog = ?1)"                              \
 	" AND (CAST(?2 AS TEXT) IS NULL OR f.assert = ?2)"                              \
@@ -361,6 +361,9 @@ static int failure_row(struct db_stmt *q, const struct to *to)
 	r.silence_id = r.has_silence ? (uint64_t)db_col_int(q, 21) : 0;
 	r.acked = r.has_acked ? db_col_real(q, 22) : 0;
 	r.ack_comment = text(q, 23);
+	r.am_silence = text(q, 24);
+	if (r.am_silence)
+		r.has_silence = true;
 	return to->cb.failure(to->arg, &r);
 }
 

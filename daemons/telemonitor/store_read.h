@@ -123,7 +123,8 @@ struct store_failure_row {
 	double start_wall;       /* the interval's start as wall-clock time */
 	bool report;             /* from a report assertion */
 	bool has_silence;        /* a silence kept it quiet */
-	uint64_t silence_id;     /* ...this one */
+	uint64_t silence_id;     /* ...this one of ours (0: an Alertmanager's) */
+	const char *am_silence;  /* ...or this Alertmanager silence (its id), or NULL */
 	bool has_acked;          /* someone acknowledged it */
 	double acked;            /* ...at this time */
 	const char *ack_comment; /* ...saying this, or NULL */

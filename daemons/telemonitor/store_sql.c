@@ -38,6 +38,9 @@
 	"ALTER TABLE alerts_open ADD COLUMN name TEXT;"                                     \
 	"ALTER TABLE alerts_open ADD COLUMN ends " REAL ";"                                 \
 	"CREATE INDEX alerts_open_pair ON alerts_open (instance_id, name);"
+/* 14 -> 15, both engines: the Alertmanager silence (its id) that kept a
+ * failure quiet (docs/alerting.md, "One silence model"). */
+#define AM_SILENCE "ALTER TABLE failures ADD COLUMN am_silence TEXT;"
 #define FLEET_TABLES_SQLITE VERDICT_RANGES                                                  \
 	"CREATE TABLE leases (instance_id INTEGER PRIMARY KEY, owner TEXT,"                 \
 	"  epoch INTEGER NOT NULL DEFAULT 0, lease_until REAL);"                            \
@@ -205,6 +208,7 @@ const char *const sqlite_migrations[] = {
 	INSTANCE_CHECKED,
 	FLEET_TABLES_SQLITE,
 	ALERT_ENDS("REAL"),
+	AM_SILENCE,
 };
 
 #define NMIGRATIONS (sizeof sqlite_migrations / sizeof sqlite_migrations[0])
@@ -330,6 +334,8 @@ static const char *const pg_migrations[] = {
 	FLEET_TABLES_PG,
 	/* 13 -> 14: as sqlite's */
 	ALERT_ENDS("DOUBLE PRECISION"),
+	/* 14 -> 15: as sqlite's */
+	AM_SILENCE,
 	NULL,
 };
 
@@ -390,9 +396,9 @@ static const char *const stmt_sql_pg[ST_COUNT] = {
 	[ST_FAIL_INSERT] =
 		"INSERT INTO failures (id, instance_id, spec, assert, line, result, kind, type,"
 		" uid, start_pos, end_pos, start_rec, end_rec, start_ts, end_ts, time, start_wall,"
-		" metrics, window_id, report, silence_id)"
-		" SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21"
-		" WHERE " FENCED("?2", 22, 23) " ON CONFLICT (id) DO NOTHING",
+		" metrics, window_id, report, silence_id, am_silence)"
+		" SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22"
+		" WHERE " FENCED("?2", 23, 24) " ON CONFLICT (id) DO NOTHING",
 	[ST_WIN_INSERT] =
 		"INSERT INTO windows (id, instance_id, from_rec, to_rec, truncated, text)"
 		" SELECT ?1,?2,?3,?4,?5,?6 WHERE " FENCED("?2", 7, 8)

@@ -23,6 +23,7 @@
  *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
  *   hygiene.c   silences (failures kept quiet) and retention (old rows pruned)
  *   alerts.c    failures -> Alertmanager (curl multi on the loop, store outbox)
+ *   amsilences.c Alertmanager's silences, read every few seconds and cached
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
  *   http.c      the HTTP API (through commands.c), /healthz, and /metrics (metrics.c)
  *   dashboard.c the web dashboard at / (tables rendered with html.c, static files)
@@ -217,6 +218,7 @@ struct notify;
 struct control;
 struct hygiene;
 struct alerts;
+struct amsil;
 struct http;
 struct failure_subscriber;
 struct failure_event;
@@ -251,6 +253,7 @@ struct tmon {
 	struct notify *notify;        /* mail: grouping, queue, sending thread */
 	struct hygiene *hygiene;      /* silences and retention */
 	struct alerts *alerts;        /* Alertmanager: outbox, POSTs on the loop */
+	struct amsil *amsil;          /* Alertmanager: its silences, read and cached */
 	struct control *ctl;          /* telemonctl socket */
 	struct http *http;            /* the HTTP server, or NULL when off */
 	const char *http_addr;        /* its address as bound ("127.0.0.1:8080"), or NULL: set

@@ -42,7 +42,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 14       # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 15       # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -78,6 +78,7 @@ def main():
                          "ALTER TABLE failures DROP COLUMN silence_id;"
                          "ALTER TABLE failures DROP COLUMN acked;"
                          "ALTER TABLE failures DROP COLUMN ack_comment;"
+                         "ALTER TABLE failures DROP COLUMN am_silence;"
                          "ALTER TABLE instances DROP COLUMN owner;"
                          "ALTER TABLE instances DROP COLUMN lease_until;"
                          "DROP INDEX instances_prog_version;"

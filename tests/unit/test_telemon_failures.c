@@ -5,7 +5,9 @@
  * its silence, and goes to no subscriber; an inconclusive one is stored
  * only; a report assertion's goes out only when its class asks; a store
  * error stops it. The silences and the store are stubs here that record
- * what they were asked. */
+ * what they were asked. With an Alertmanager in the class, its silences
+ * (amsilences.h, stubbed) are looked up first; the failure they match is
+ * marked with the Alertmanager silence's id and ours are not asked. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -20,6 +22,8 @@
 /* What the stubs were asked, and what they answer. */
 static struct {
 	uint64_t silence;             /* hygiene_silenced's answer */
+	const char *am_silence;       /* amsil_silenced's answer (NULL: none) */
+	size_t am_looked_up;          /* amsil_silenced calls */
 	int store_rc;                 /* store_add_failure's answer */
 	uint64_t next_id;             /* ...and the id it gives */
 	size_t looked_up;             /* hygiene_silenced calls */
@@ -41,6 +45,25 @@ uint64_t hygiene_silenced(struct tmon *tm, const char *prog, const char *machine
 	w.looked_up++;
 	w.looked_up_at = now;
 	return w.silence;
+}
+
+bool amsil_silenced(struct tmon *tm, const char *url, const struct amsil_alert *al, double now,
+		    char *id, size_t idlen)
+{
+	(void)tm;
+	assert_string_equal(url, "http://127.0.0.1:9093");
+	assert_string_equal(al->prog, "fsread");
+	assert_string_equal(al->machine, "host1");
+	assert_int_equal(al->pid, 4242);
+	assert_int_equal(al->class_id, 3);
+	assert_string_equal(al->assertion, "read at most 10 ms");
+	assert_int_equal(al->line, 28);
+	assert_true(now == 1700000000.5);
+	w.am_looked_up++;
+	if (!w.am_silence)
+		return false;
+	snprintf(id, idlen, "%s", w.am_silence);
+	return true;
 }
 
 int store_add_failure(struct store *st, const struct store_failure *f, uint64_t *id)
@@ -88,6 +111,7 @@ static void am_failure(struct tmon *tm, const struct failure_event *ev)
 	snprintf(id, sizeof id, "%llu", (unsigned long long)ev->id);
 	assert_int_equal(ev->class_id, 3);
 	assert_int_equal(ev->f.silence_id, 0);
+	assert_null(ev->f.am_silence);
 	record("am", id);
 }
 
@@ -111,6 +135,7 @@ static int setup(void **state)
 	snprintf(in.prog, sizeof in.prog, "fsread");
 	snprintf(in.machine, sizeof in.machine, "host1");
 	in.id = 7;
+	in.pid = 4242;
 	assert_int_equal(failures_subscribe(&tm, &mail), 0);
 	assert_int_equal(failures_subscribe(&tm, &am), 0);
 	return 0;
@@ -162,6 +187,43 @@ static void silenced_stored_and_marked(void **state)
 	assert_int_equal(in.failures, 1);
 	assert_int_equal(tm.total_failures, 1);
 	assert_int_equal(w.ncalls, 0);
+}
+
+static void am_silenced_stored_and_marked(void **state)
+{
+	struct failure_event ev = event();
+
+	(void)state;
+	w.am_silence = "7d3c4f0e-5b1a-4c4e-9a55-0e3f1b2c3d4e";
+	w.silence = 5;                                   /* ours are not asked */
+	assert_int_equal(failures_add(&tm, &ev), 0);
+	assert_int_equal(w.am_looked_up, 1);
+	assert_int_equal(w.looked_up, 0);
+	assert_int_equal(w.stored, 1);
+	assert_string_equal(w.row.am_silence, "7d3c4f0e-5b1a-4c4e-9a55-0e3f1b2c3d4e");
+	assert_int_equal(w.row.silence_id, 0);
+	assert_int_equal(in.failures, 1);
+	assert_int_equal(tm.total_failures, 1);
+	assert_int_equal(w.ncalls, 0);
+}
+
+static void ours_without_an_am_silence(void **state)
+{
+	struct failure_event ev = event();
+
+	(void)state;
+	w.silence = 5;                                   /* none of Alertmanager's matches */
+	assert_int_equal(failures_add(&tm, &ev), 0);
+	assert_int_equal(w.am_looked_up, 1);
+	assert_int_equal(w.row.silence_id, 5);
+	assert_null(w.row.am_silence);
+	assert_int_equal(w.ncalls, 0);
+	ev.alertmanager = NULL;                          /* no Alertmanager: ours alone */
+	w.am_silence = "never-asked";
+	assert_int_equal(failures_add(&tm, &ev), 0);
+	assert_int_equal(w.am_looked_up, 1);
+	assert_int_equal(w.row.silence_id, 5);
+	assert_null(w.row.am_silence);
 }
 
 static void inconclusive_stored_only(void **state)
@@ -240,6 +302,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(subscribers_in_order, setup),
 		cmocka_unit_test_setup(silenced_stored_and_marked, setup),
+		cmocka_unit_test_setup(am_silenced_stored_and_marked, setup),
+		cmocka_unit_test_setup(ours_without_an_am_silence, setup),
 		cmocka_unit_test_setup(inconclusive_stored_only, setup),
 		cmocka_unit_test_setup(report_delivered_only_when_asked, setup),
 		cmocka_unit_test_setup(store_error_stops_it, setup),
