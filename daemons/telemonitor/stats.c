@@ -183,6 +183,17 @@ static void num(struct sbuf *b, double v)
 
 /* --- text ------------------------------------------------------------------ */
 
+/* A metric's number: a duration (metric_is_duration) in human units. */
+static void metric_num(struct sbuf *b, const struct agg *m, double v)
+{
+	char s[48];
+
+	if (metric_is_duration(m->key))
+		sb_printf(b, "%s", fmt_ns(v, false, s, sizeof s));
+	else
+		num(b, v);
+}
+
 static void bars(struct sbuf *b, const struct agg *a, int indent, int width, bool utf8)
 {
 	size_t keyw = 0, valw = 0;
@@ -238,17 +249,17 @@ static void text_day(struct sbuf *b, const struct day *d, int width, bool utf8)
 			bars(b, m, 4, width, utf8);
 		} else if (m->n == 1) {
 			sb_printf(b, "  %-*s = ", (int)namew, m->key);
-			num(b, m->sum);
+			metric_num(b, m, m->sum);
 			sb_printf(b, "\n");
 		} else if (m->n > 1) {
 			sb_printf(b, "  %-*s   n %ld  min ", (int)namew, m->key, m->n);
-			num(b, m->min);
+			metric_num(b, m, m->min);
 			sb_printf(b, "  mean ");
-			num(b, m->sum / (double)m->n);
+			metric_num(b, m, m->sum / (double)m->n);
 			sb_printf(b, "  max ");
-			num(b, m->max);
+			metric_num(b, m, m->max);
 			sb_printf(b, "  sum ");
-			num(b, m->sum);
+			metric_num(b, m, m->sum);
 			sb_printf(b, "\n");
 		} else {
 			sb_printf(b, "  %-*s = UNDEFINED\n", (int)namew, m->key);
@@ -287,7 +298,8 @@ static void json_day(struct sbuf *b, const struct day *d)
 			json_entries(b, m);
 			sb_add(b, "}", 1);
 		} else if (m->n) {
-			sb_printf(b, ":{\"kind\":\"number\",\"n\":%ld,\"min\":", m->n);
+			sb_printf(b, ":{\"kind\":\"number\",%s\"n\":%ld,\"min\":",
+				  metric_is_duration(m->key) ? "\"unit\":\"ns\"," : "", m->n);
 			num(b, m->min);
 			sb_printf(b, ",\"mean\":");
 			num(b, m->sum / (double)m->n);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cmon/jsonstr.h"
@@ -177,7 +178,74 @@ static void render_value(const struct json *v, struct sbuf *b, int depth)
 	}
 }
 
-char *render_metrics(const char *json)
+bool metric_is_duration(const char *name)
+{
+	static const char *const exact[] = { "elapsed", "wait" };
+	static const char *const suffix[] = { "time", "duration", "latency", "_ns" };
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+		if (!strcasecmp(name, exact[i]))
+			return true;
+	for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+		size_t k = strlen(suffix[i]);
+		if (n >= k && !strcasecmp(name + n - k, suffix[i]) && strcmp(name, "_ns"))
+			return true;
+	}
+	return false;
+}
+
+char *fmt_ns(double ns, bool sign, char *out, size_t size)
+{
+	static const struct { double div; const char *name; } unit[] = {
+		{ 1, "ns" }, { 1e3, "\u00b5s" }, { 1e6, "ms" }, { 1e9, "s" },
+	};
+	const char *plus = sign && ns > 0 ? "+" : "";
+	size_t u = 0;
+	double x;
+
+	if (!isfinite(ns)) {
+		snprintf(out, size, "%s%g ns", plus, ns);
+		return out;
+	}
+	while (u + 1 < sizeof unit / sizeof unit[0] && fabs(ns) >= unit[u + 1].div * 0.99995)
+		u++;
+	x = ns / unit[u].div;
+	if (u == 0 && x == floor(x))
+		snprintf(out, size, "%s%.0f ns", plus, x);
+	else
+		snprintf(out, size, "%s%.*f %s", plus, fabs(x) < 9.995 ? 2 : 1, x, unit[u].name);
+	return out;
+}
+
+/* A duration metric's value: a number or a triple [v, p, m] of numbers in
+ * units; false (nothing added) for anything else. */
+static bool render_duration(const struct json *v, struct sbuf *b)
+{
+	const struct json *p, *m;
+	char s[3][48];
+
+	if (v->kind == JSON_NUMBER) {
+		sb_printf(b, "%s", fmt_ns(v->num, false, s[0], sizeof s[0]));
+		return true;
+	}
+	if (v->kind != JSON_ARRAY || !v->kids || v->kids->kind != JSON_NUMBER ||
+	    !(p = v->kids->next) || p->kind != JSON_NUMBER || !(m = p->next) ||
+	    m->kind != JSON_NUMBER || m->next)
+		return false;
+	fmt_ns(v->kids->num, false, s[0], sizeof s[0]);
+	fmt_ns(p->num, false, s[1], sizeof s[1]);
+	fmt_ns(m->num, false, s[2], sizeof s[2]);
+	if (p->num == 0 && m->num == 0)
+		sb_printf(b, "%s", s[0]);
+	else if (p->num == m->num)
+		sb_printf(b, "%s (\u00b1%s)", s[0], s[1]);
+	else
+		sb_printf(b, "%s (+%s -%s)", s[0], s[1], s[2]);
+	return true;
+}
+
+static char *render(const char *json, bool units)
 {
 	struct sbuf b = { 0 };
 	struct json *root;
@@ -194,7 +262,8 @@ char *render_metrics(const char *json)
 		if (m != root->kids)
 			sb_add(&b, ", ", 2);
 		sb_printf(&b, "%s = ", m->key);
-		render_value(m, &b, 0);
+		if (!units || !metric_is_duration(m->key) || !render_duration(m, &b))
+			render_value(m, &b, 0);
 	}
 	json_free(root);
 	if (b.oom) {
@@ -202,6 +271,16 @@ char *render_metrics(const char *json)
 		return NULL;
 	}
 	return sb_take(&b);
+}
+
+char *render_metrics(const char *json)
+{
+	return render(json, true);
+}
+
+char *render_metrics_plain(const char *json)
+{
+	return render(json, false);
 }
 
 void table_init(struct table *t, const char *const *header)

@@ -52,8 +52,25 @@ void table_row(struct table *t, const char *const *cells);
  * and cut to `width` columns when width > 0), then free it. */
 void table_print(struct table *t, struct sbuf *out, int width);
 
+/* Is a metric called `name` a duration in nanoseconds (log ticks)? The
+ * checker marks ts(e) - ts(s) with "units":{"name":"ns"}, but the store
+ * keeps only the metrics object, so here the name decides: a name ending
+ * in time, duration or latency (any case: "time", "meantime", "io_latency"),
+ * or in _ns, or elapsed or wait. */
+bool metric_is_duration(const char *name);
+
+/* Nanoseconds in a human unit: "990 ns", "254.6 µs", "13.8 ms", "2.15 s"
+ * (3 or 4 significant digits); with `sign`, "+" before a positive value.
+ * Returns out. */
+char *fmt_ns(double ns, bool sign, char *out, size_t size);
+
 /* The metrics JSON object `json` as "name = value, ..." (heap string, NULL
- * on ENOMEM; "" when `json` is NULL or not a JSON object). */
+ * on ENOMEM; "" when `json` is NULL or not a JSON object); durations
+ * (metric_is_duration) in human units, a triple [v, p, m] of one as
+ * "13.8 ms (±1 ns)" or "13.8 ms (+2 ns -1 ns)". */
 char *render_metrics(const char *json);
+
+/* The same in PSpec's notation with raw numbers ("time = [12990,1,1]"). */
+char *render_metrics_plain(const char *json);
 
 #endif

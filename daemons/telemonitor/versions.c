@@ -180,6 +180,16 @@ static double pct(double x, double base)
 	return base != 0 ? 100 * x / (base < 0 ? -base : base) : 0.0 / 0.0;
 }
 
+/* A compared value for the text: in human units when it is a duration in
+ * ns, else as %.6g ("%+.6g" with sign). */
+static char *value_text(double x, bool ns, bool sign, char *out, size_t size)
+{
+	if (ns)
+		return fmt_ns(x, sign, out, size);
+	snprintf(out, size, sign ? "%+.6g" : "%.6g", x);
+	return out;
+}
+
 /* One compared series, with what compare_series said (rc). */
 static void entry(struct sbuf *b, bool json, bool first, const struct series *s,
 		  const struct cmp_result *c, int rc)
@@ -193,6 +203,8 @@ static void entry(struct sbuf *b, bool json, bool first, const struct series *s,
 		sb_json_str(b, s->what);
 		sb_printf(b, ",\"metric\":");
 		sb_json_str(b, s->metric);
+		if (s->interval || metric_is_duration(s->metric))
+			sb_printf(b, ",\"unit\":\"ns\"");
 		sb_printf(b, ",\"n1\":%zu,\"n2\":%zu", c->n1, c->n2);
 		if (rc == 0)
 			sb_printf(b, ",\"median1\":%.17g,\"median2\":%.17g,\"shift\":%.17g,"
@@ -200,11 +212,20 @@ static void entry(struct sbuf *b, bool json, bool first, const struct series *s,
 				  c->med1, c->med2, c->shift, c->lo, c->hi, c->p);
 		sb_printf(b, ",\"verdict\":\"%s\"}", verdict(c, rc));
 	} else if (rc == 0) {
-		sb_printf(b, "  %s%s: %s: %zu vs %zu values, median %.6g -> %.6g, shift %+.6g "
-			      "(%+.1f%%), 95%% interval [%+.6g, %+.6g] ([%+.1f%%, %+.1f%%]), "
+		/* durations (interval summaries, and report metrics named so) in units */
+		bool ns = s->interval || metric_is_duration(s->metric);
+		char v[5][48];
+
+		value_text(c->med1, ns, false, v[0], sizeof v[0]);
+		value_text(c->med2, ns, false, v[1], sizeof v[1]);
+		value_text(c->shift, ns, true, v[2], sizeof v[2]);
+		value_text(c->lo, ns, true, v[3], sizeof v[3]);
+		value_text(c->hi, ns, true, v[4], sizeof v[4]);
+		sb_printf(b, "  %s%s: %s: %zu vs %zu values, median %s -> %s, shift %s "
+			      "(%+.1f%%), 95%% interval [%s, %s] ([%+.1f%%, %+.1f%%]), "
 			      "p = %.3g: %s\n",
-			  s->interval ? "interval " : "", s->what, s->metric, c->n1, c->n2, c->med1,
-			  c->med2, c->shift, pct(c->shift, c->med1), c->lo, c->hi, pct(c->lo, c->med1),
+			  s->interval ? "interval " : "", s->what, s->metric, c->n1, c->n2, v[0],
+			  v[1], v[2], pct(c->shift, c->med1), v[3], v[4], pct(c->lo, c->med1),
 			  pct(c->hi, c->med1), c->p, verdict(c, rc));
 	} else {
 		sb_printf(b, "  %s%s: %s: %zu vs %zu values: %s\n", s->interval ? "interval " : "",

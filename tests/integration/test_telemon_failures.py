@@ -99,7 +99,8 @@ def main():
         check(lines[0].split()[:6] == ["ID", "TIME", "PROG", "MACHINE", "PID", "ASSERTION"],
               "table header: %r", lines[0])
         check(sum("read at most 10 ms" in l for l in lines) == 3, "table rows: %r", table)
-        check("size = 8192, hit = true" in table, "metrics as text: %r", table)
+        check("time = 20.0 ms (\u00b11 ns), size = 8192, hit = true" in table,
+              "metrics as text, durations in units: %r", table)
         check("window ID" not in table, "no hint in piped data: %r", table)
         rc, out, err = tm.ctl_rc("failures")
         check(rc == 0 and out == table and "The log around a failure: telemonctl -state %s "

@@ -96,6 +96,14 @@ def compare(env, reg):
           iv[0]["n1"] == 2 * 16 * 40 and iv[0]["n2"] == 2 * 16 * 40 and
           0.05 * iv[0]["median1"] < iv[0]["shift"] < 0.15 * iv[0]["median1"],
           "every read of v2 is 10%% slower: %r", iv)
+    check(iv[0].get("unit") == "ns" and mt.get("unit") == "ns" and "unit" not in got["reads"],
+          "durations say their unit: %r", whole)
+    text = tm.ctl("compare", "reads", "v1", "v2")
+    check(re.search(r"interval Read: time: \d+ vs \d+ values, median [0-9.]+ ms -> [0-9.]+ ms, "
+                    r"shift \+[0-9.]+ (ms|\u00b5s) \(\+[0-9.]+%\), 95% interval \[\+[0-9.]+ (ms|\u00b5s), "
+                    r"\+[0-9.]+ (ms|\u00b5s)\]", text) and
+          re.search(r"reads: \d+ vs \d+ values, median \d+ -> \d+, ", text),
+          "durations in units, counts as numbers: %s", text)
     check("Mann-Whitney" in whole["method"], "the method is said: %r", whole["method"])
     got, whole = cmp("v1", "v3")
     check(got["meantime"]["verdict"] == "no change detected",

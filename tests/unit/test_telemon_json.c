@@ -583,10 +583,10 @@ static char *old_render(sqlite3 *db, const char *json)
 	return sb_take(&b);
 }
 
-/* render_metrics(json) is what sqlite rendered. */
+/* render_metrics_plain(json) is what sqlite rendered. */
 static void same_rendering(sqlite3 *db, const char *json)
 {
-	char *now = render_metrics(json), *then = old_render(db, json);
+	char *now = render_metrics_plain(json), *then = old_render(db, json);
 
 	assert_non_null(now);
 	if (strcmp(now, then))
@@ -657,6 +657,37 @@ static void render_as_sqlite_did(void **state)
 	assert_true(lines >= 10);
 }
 
+/* Durations (by name) in human units, the rest as PSpec writes it. */
+static void render_in_units(void **state)
+{
+	static const struct { const char *json, *text; } cases[] = {
+		{ "{\"time\":[13781143,1,1],\"size\":8192,\"hit\":true}",
+		  "time = 13.8 ms (\u00b11 ns), size = 8192, hit = true" },
+		{ "{\"time\":[254635,0,0]}", "time = 254.6 \u00b5s" },
+		{ "{\"latency\":2151720000}", "latency = 2.15 s" },
+		{ "{\"read_time\":[8,1.5,2.5]}", "read_time = 8 ns (+1.50 ns -2.50 ns)" },
+		{ "{\"wait\":999999}", "wait = 1.00 ms" },
+		{ "{\"time\":null,\"Time\":[1,2]}", "time = UNDEFINED, Time = [1,2]" },
+		{ "{\"timeout\":13781143,\"t\":12}", "timeout = 13781143, t = 12" },
+	};
+	char s[48];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *text = render_metrics(cases[i].json);
+		assert_non_null(text);
+		if (strcmp(text, cases[i].text))
+			fail_msg("%s\n  got:  %s\n  want: %s", cases[i].json, text, cases[i].text);
+		free(text);
+	}
+	assert_string_equal(fmt_ns(254635, true, s, sizeof s), "+254.6 \u00b5s");
+	assert_string_equal(fmt_ns(-1850000, true, s, sizeof s), "-1.85 ms");
+	assert_string_equal(fmt_ns(0, true, s, sizeof s), "0 ns");
+	assert_true(metric_is_duration("time") && metric_is_duration("Elapsed") &&
+		    metric_is_duration("io_ns") && metric_is_duration("meanTime") &&
+		    !metric_is_duration("size") && !metric_is_duration("_ns"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -672,6 +703,7 @@ int main(void)
 		cmocka_unit_test(reports_verdicts),
 		cmocka_unit_test(reports_print_and_not),
 		cmocka_unit_test(render_as_sqlite_did),
+		cmocka_unit_test(render_in_units),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
