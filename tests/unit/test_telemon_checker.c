@@ -26,7 +26,7 @@
 static struct {
 	size_t failures;              /* failures_add calls */
 	struct failure_event ev;      /* ...the last event (its strings below) */
-	char what[200], kind[32], type[32], spec[64], assertion[64], metrics[128];
+	char what[200], kind[32], type[32], spec[64], assertion[64], metrics[128], result[32];
 	size_t verdicts;              /* store_add_verdict calls */
 	char verdict[32];             /* ...the last one's result */
 	int64_t offenders;            /* ...its offenders */
@@ -51,6 +51,7 @@ int failures_add(struct tmon *tm, const struct failure_event *ev)
 	copy(w.spec, sizeof w.spec, ev->f.spec);
 	copy(w.assertion, sizeof w.assertion, ev->f.assertion);
 	copy(w.metrics, sizeof w.metrics, ev->f.metrics);
+	copy(w.result, sizeof w.result, ev->f.result);
 	return 0;
 }
 
@@ -218,7 +219,7 @@ static void inconclusive_goes_to_failures(void **state)
 	line("{\"spec\":\"/s.pspec\",\"line\":4,\"result\":\"inconclusive\",\"kind\":\"event\","
 	     "\"type\":\"Open\",\"uid\":2,\"start\":\"5.0\",\"end\":\"5.0\"}");
 	assert_int_equal(w.failures, 1);
-	assert_string_equal(w.ev.f.result, "inconclusive") ;
+	assert_string_equal(w.result, "inconclusive");
 	assert_string_equal(w.what, "event Open #2");
 	assert_string_equal(w.assertion, "(null)");
 }
