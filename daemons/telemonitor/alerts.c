@@ -649,3 +649,17 @@ const char *alerts_status(struct tmon *tm, char *buf, size_t size)
 		 a->last_error[0] ? "; last error: " : "", a->last_error);
 	return buf;
 }
+
+void alerts_stats(const struct tmon *tm, struct alerts_stats *out)
+{
+	const struct alerts *a = tm->alerts;
+
+	memset(out, 0, sizeof *out);
+	if (!a)
+		return;
+	out->sent = a->sent;
+	out->failed = a->failed;
+	out->dropped = a->dropped;
+	out->queued = a->n;
+	snprintf(out->last_error, sizeof out->last_error, "%s", a->last_error);
+}

@@ -63,4 +63,16 @@ void alerts_get_cancel(struct tmon *tm, void *arg);
 /* Counters as one line, for status output. */
 const char *alerts_status(struct tmon *tm, char *buf, size_t size);
 
+/* Delivery counters since start (status --json, /metrics). */
+struct alerts_stats {
+	uint64_t sent;               /* POSTs Alertmanager accepted */
+	uint64_t failed;             /* attempts that failed */
+	uint64_t dropped;            /* alerts dropped (queue full) */
+	size_t queued;               /* alerts waiting to be sent */
+	char last_error[300];        /* the latest failure, "" if none */
+};
+
+/* Fill `out` (all zero when no alert was ever queued). */
+void alerts_stats(const struct tmon *tm, struct alerts_stats *out);
+
 #endif

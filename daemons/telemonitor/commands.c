@@ -254,10 +254,25 @@ static void url_item(void *arg, const char *url)
 	sb_json_str(ul->b, url);
 }
 
+/* Delivery counters (mail, Alertmanager) as a status --json object. */
+static void delivery_json(struct sbuf *b, uint64_t sent, size_t queued, uint64_t failed,
+			  uint64_t dropped, const char *last_error)
+{
+	sb_printf(b, "{\"sent\":%" PRIu64 ",\"queued\":%zu,\"failed_attempts\":%" PRIu64
+		      ",\"dropped\":%" PRIu64 ",\"last_error\":", sent, queued, failed, dropped);
+	if (*last_error)
+		sb_json_str(b, last_error);
+	else
+		sb_printf(b, "null");
+	sb_add(b, "}", 1);
+}
+
 static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out)
 {
 	struct sbuf b = { 0 };
 	struct store_health h;
+	struct notify_stats ms;
+	struct alerts_stats as;
 	char since[40], mail[400], keep[200], am[600];
 
 	iso_time(tm->started, since, sizeof since);
@@ -279,11 +294,13 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			      "\"failures_since_start\":%" PRIu64 ",\"schema\":%d,\"mail\":",
 			  reg_status(tm), tm->ninstances, tm->nsessions, tm->total_failures,
 			  store_version(tm->store));
-		sb_json_str(&b, mail);
+		notify_stats(tm, &ms);
+		delivery_json(&b, ms.sent, ms.queued, ms.failed, ms.dropped, ms.last_error);
 		sb_printf(&b, ",\"checker\":");
 		sb_json_str(&b, tm->pcheck);
 		sb_printf(&b, ",\"alertmanager\":");
-		sb_json_str(&b, am);
+		alerts_stats(tm, &as);
+		delivery_json(&b, as.sent, as.queued, as.failed, as.dropped, as.last_error);
 		/* the Alertmanagers whose silences apply (telemonctl silence
 		 * manages silences there) */
 		sb_printf(&b, ",\"alertmanagers\":[");

@@ -3,14 +3,17 @@
  * family is written with its HELP and TYPE lines. Per-instance numbers
  * come from the store (the live counters are saved just before), so ended
  * instances keep their final counts. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include "alerts.h"
 #include "json.h"
 #include "metrics.h"
 #include "sketch.h"
@@ -45,6 +48,24 @@
 	  "Mails accepted by the relay since start.")                                        \
 	X(M_MAIL_DROPPED, "cmon_mail_dropped_total", "counter",                              \
 	  "Mails dropped since start.")                                                      \
+	X(M_MAIL_FAILED, "cmon_mail_failed_total", "counter",                                \
+	  "Attempts to hand a mail to the relay that failed, since start.")                  \
+	X(M_ALERTQ, "cmon_alerts_queue_length", "gauge",                                     \
+	  "Alerts waiting to be sent to Alertmanager.")                                      \
+	X(M_ALERTS_SENT, "cmon_alerts_sent_total", "counter",                                \
+	  "Alerts Alertmanager accepted since start.")                                       \
+	X(M_ALERTS_FAILED, "cmon_alerts_failed_total", "counter",                            \
+	  "Attempts to send alerts to Alertmanager that failed, since start.")               \
+	X(M_ALERTS_DROPPED, "cmon_alerts_dropped_total", "counter",                          \
+	  "Alerts dropped since start.")                                                     \
+	X(M_CPU, "process_cpu_seconds_total", "counter",                                     \
+	  "Total user and system CPU time spent in seconds.")                                \
+	X(M_RSS, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.") \
+	X(M_VSZ, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.")   \
+	X(M_FDS, "process_open_fds", "gauge", "Number of open file descriptors.")            \
+	X(M_MAXFDS, "process_max_fds", "gauge", "Maximum number of open file descriptors.")  \
+	X(M_PSTART, "process_start_time_seconds", "gauge",                                   \
+	  "Start time of the process since unix epoch in seconds.")                          \
 	X(M_HTTP_CONNS, "cmon_http_connections", "gauge", "HTTP connections open.")          \
 	X(M_HTTP_CLOSED, "cmon_http_connections_closed_total", "counter",                    \
 	  "HTTP connections closed by the server: too slow, or to make room.")               \
@@ -185,11 +206,12 @@ static void service(struct tmon *tm, struct gather *g)
 {
 	static const enum inst_state states[] = { IS_LISTED, IS_MONITORING, IS_RETRYING,
 						   IS_BUSY, IS_STOPPED, IS_ENDED, IS_GONE };
-	size_t by_state[sizeof states / sizeof states[0]] = { 0 }, queued;
+	size_t by_state[sizeof states / sizeof states[0]] = { 0 };
+	struct notify_stats ms;
+	struct alerts_stats as;
 	struct store_health h;
 	struct by_state bs = { .states = states, .nstates = sizeof states / sizeof states[0],
 			       .count = by_state };
-	uint64_t sent, dropped;
 	char lab[80];
 
 	sample(g, M_BUILD, "version=\"" CMON_VERSION "\"", 1);
@@ -211,10 +233,16 @@ static void service(struct tmon *tm, struct gather *g)
 	}
 	sample_u64(g, M_SESSIONS, NULL, tm->nsessions);
 	sample_u64(g, M_REPORTED, NULL, tm->total_failures);
-	notify_counts(tm, &sent, &queued, &dropped);
-	sample_u64(g, M_MAILQ, NULL, queued);
-	sample_u64(g, M_MAIL_SENT, NULL, sent);
-	sample_u64(g, M_MAIL_DROPPED, NULL, dropped);
+	notify_stats(tm, &ms);
+	sample_u64(g, M_MAILQ, NULL, ms.queued);
+	sample_u64(g, M_MAIL_SENT, NULL, ms.sent);
+	sample_u64(g, M_MAIL_DROPPED, NULL, ms.dropped);
+	sample_u64(g, M_MAIL_FAILED, NULL, ms.failed);
+	alerts_stats(tm, &as);
+	sample_u64(g, M_ALERTQ, NULL, as.queued);
+	sample_u64(g, M_ALERTS_SENT, NULL, as.sent);
+	sample_u64(g, M_ALERTS_FAILED, NULL, as.failed);
+	sample_u64(g, M_ALERTS_DROPPED, NULL, as.dropped);
 	sample_u64(g, M_HTTP_CONNS, NULL, g->http.conns);
 	sample_u64(g, M_HTTP_CLOSED, NULL, g->http.closed);
 	if (tm->tls && tm->opt.tls.cert) {
@@ -222,6 +250,58 @@ static void service(struct tmon *tm, struct gather *g)
 		if (d > -1e17)
 			sample(g, M_TLS_EXPIRY, "cert=\"registry link\"", floor(d));
 	}
+}
+
+/* --- the process ------------------------------------------------------------ */
+
+/* The standard process_* metrics of Prometheus's client libraries, from
+ * /proc/self (Linux): what is not readable is left out. */
+static void process(struct gather *g)
+{
+	char buf[1024], *p;
+	FILE *f;
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	unsigned long long utime, stime, start, vsize;
+	long long rss;
+	struct rlimit rl;
+	DIR *d;
+
+	f = fopen("/proc/self/stat", "r");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		/* after "pid (comm) ": state is field 3; utime 14, stime 15,
+		 * starttime 22, vsize 23, rss 24 */
+		p = strrchr(buf, ')');
+		if (p && tick > 0 && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
+					    "%*d %*d %*d %*d %*d %*d %llu %llu %lld", &utime, &stime,
+					    &start, &vsize, &rss) == 5) {
+			sample(g, M_CPU, NULL, (double)(utime + stime) / (double)tick);
+			sample(g, M_RSS, NULL, (double)rss * (double)page);
+			sample(g, M_VSZ, NULL, (double)vsize);
+			f = fopen("/proc/stat", "r");
+			while (f && fgets(buf, sizeof buf, f)) {
+				unsigned long long btime;
+				if (sscanf(buf, "btime %llu", &btime) == 1) {
+					sample(g, M_PSTART, NULL, (double)btime + (double)start / (double)tick);
+					break;
+				}
+			}
+			if (f)
+				fclose(f);
+		}
+	}
+	d = opendir("/proc/self/fd");
+	if (d) {
+		size_t n = 0;
+		for (struct dirent *e; (e = readdir(d));)
+			n += e->d_name[0] != '.';
+		closedir(d);
+		sample_u64(g, M_FDS, NULL, n > 0 ? n - 1 : 0);   /* less the one reading it */
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		sample_u64(g, M_MAXFDS, NULL, (uint64_t)rl.rlim_cur);
 }
 
 /* --- instances ------------------------------------------------------------- */
@@ -599,6 +679,7 @@ int metrics_write(struct tmon *tm, const struct metrics_http *http, struct evbuf
 			goto out;
 		}
 	service(tm, &g);
+	process(&g);
 	rc = instances(tm, &g, err, errlen);
 	if (rc == 0)
 		rc = failures(tm, &g, err, errlen);

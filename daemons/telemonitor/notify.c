@@ -364,13 +364,21 @@ const struct failure_subscriber notify_failures = {
 	.name = "mail", .on_failure = notify_failure, .on_adopt = notify_adopt,
 };
 
-void notify_counts(const struct tmon *tm, uint64_t *sent, size_t *queued, uint64_t *dropped)
+void notify_stats(struct tmon *tm, struct notify_stats *out)
 {
-	const struct notify *n = tm->notify;
+	struct notify *n = tm->notify;
+	struct mailer_stats st = { 0 };
 
-	*sent = n ? n->sent : 0;
-	*queued = n ? n->queued : 0;
-	*dropped = n ? n->dropped : 0;
+	memset(out, 0, sizeof *out);
+	if (!n)
+		return;
+	if (n->mailer)
+		mailer_stats(n->mailer, &st);
+	out->sent = n->sent;
+	out->failed = st.failures;
+	out->dropped = n->dropped;
+	out->queued = n->queued;
+	snprintf(out->last_error, sizeof out->last_error, "%s", st.last_error);
 }
 
 const char *notify_status(struct tmon *tm, char *buf, size_t size)

@@ -452,7 +452,16 @@ void notify_stop(struct tmon *tm);
 /* Mail counters as one line, for status output. */
 const char *notify_status(struct tmon *tm, char *buf, size_t size);
 
-/* Mail counters since start: sent, queued (composed, not sent yet) and dropped. */
-void notify_counts(const struct tmon *tm, uint64_t *sent, size_t *queued, uint64_t *dropped);
+/* Mail delivery counters since start (status --json, /metrics). */
+struct notify_stats {
+	uint64_t sent;               /* mails the relay accepted */
+	uint64_t failed;             /* attempts that failed */
+	uint64_t dropped;            /* mails dropped */
+	size_t queued;               /* mails composed and not sent yet */
+	char last_error[256];        /* the relay's latest failure, "" if none */
+};
+
+/* Fill `out` (all zero when no mail was ever composed). */
+void notify_stats(struct tmon *tm, struct notify_stats *out);
 
 #endif

@@ -112,8 +112,8 @@ def main():
               "generatorURL links to the window over the HTTP API: %r", a)
         check(a["status"]["state"] == "active", "active: %r", a)
         check(am.alerts(alertname="read stats") == [], "a report assertion is not alerted")
-        check("1 sent, 0 queued" in tm.json("status")["alertmanager"], "status: %r",
-              tm.json("status")["alertmanager"])
+        st = tm.json("status")["alertmanager"]
+        check(st["sent"] == 1 and st["queued"] == 0, "status: %r", st)
 
         # 2. the instance ends: resolved
         open(gate, "w").close()
@@ -125,7 +125,7 @@ def main():
         #     failure of its assertion came for that long (endsAt = the last
         #     failure + 3 s), while the program runs on
         def sent():
-            return int(tm.json("status")["alertmanager"].split(" sent")[0])
+            return tm.json("status")["alertmanager"]["sent"]
         sent0 = sent()
         gate2 = env.path("gate2")
         s2 = env.snarflog("resolving", reg=reg, cmd=tt.writer_cmd(
@@ -163,11 +163,10 @@ def main():
             "--reads", 4, "--slow", "1", "--linger", 10))
         n0 = len(tm.failures("--prog", "slowly", "--assert", "read at most 10 ms"))
         tm.wait_failures(n0 + 1, "--prog", "slowly", "--assert", "read at most 10 ms")
-        ct.wait_for(lambda: "failed attempts" in tm.json("status")["alertmanager"] and
-                    " 0 failed attempts" not in tm.json("status")["alertmanager"], 15,
+        ct.wait_for(lambda: tm.json("status")["alertmanager"]["failed_attempts"] > 0, 15,
                     "a failed POST")
         st = tm.json("status")["alertmanager"]
-        check("1 queued" in st and "last error" in st, "status while down: %r", st)
+        check(st["queued"] == 1 and st["last_error"], "status while down: %r", st)
         check("alertmanager: http://127.0.0.1:%d/api/v2/alerts" % am.port in tm.stderr(),
               "logged: %s", tm.stderr()[-2000:])
         time.sleep(0.3)                      # the batch with the outbox row is committed
@@ -180,8 +179,8 @@ def main():
         got = ct.wait_for(lambda: am.alerts(alertname="read at most 10 ms", prog="slowly"), 30,
                           "the alert from the outbox once Alertmanager is back")
         check(got[0]["labels"]["pid"] == str(inst2["pid"]), "the right instance: %r", got)
-        ct.wait_for(lambda: tm.json("status")["alertmanager"].startswith("1 sent, 0 queued"),
-                    10, "status: sent, nothing queued")
+        ct.wait_for(lambda: (st := tm.json("status")["alertmanager"])["sent"] == 1 and
+                    st["queued"] == 0, 10, "status: sent, nothing queued")
 
         # 5. the instance ends while the telemonitor is away: its alert is
         #    resolved after the restart

@@ -105,8 +105,8 @@ def main():
         late = ct.wait_for(lambda: sink2.messages, 20, "the mail after the relay is back")[0]
         check("failed" in late["msg"]["Subject"], "late mail: %r", late["msg"]["Subject"])
         # the loop learns of the relay's acceptance just after the relay does
-        ct.wait_for(lambda: tm.json("status")["mail"].startswith("3 sent, 0 queued"), 10,
-                    "status: 3 sent, 0 queued")
+        ct.wait_for(lambda: (st := tm.json("status")["mail"])["sent"] == 3 and st["queued"] == 0,
+                    10, "status: 3 sent, 0 queued")
         stop2.set()
         th2.join()
         sink2.close()

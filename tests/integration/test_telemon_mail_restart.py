@@ -49,6 +49,11 @@ def mail_status(tm):
     return tm.json("status")["mail"]
 
 
+def sent_queued(tm):
+    st = mail_status(tm)
+    return st["sent"], st["queued"]
+
+
 def main():
     with ct.Env("telemon_mail_restart") as env:
         port = ct.free_port()
@@ -105,8 +110,7 @@ def main():
             "--reads", 40, "--slow", "3,10,20,30"))
         check(s1.wait(30) == 0, "snarflog: %s", s1.stderr())
         tm.wait_failures(4)
-        ct.wait_for(lambda: "0 failed attempts" not in mail_status(tm) and
-                    "failed attempts" in mail_status(tm), 15, "a failed attempt")
+        ct.wait_for(lambda: mail_status(tm)["failed_attempts"] > 0, 15, "a failed attempt")
         tm.proc.kill()
         queued, waiting = unsent(tm.state)
         check(queued >= 1 and queued + waiting == 4, "all four kept: %d in queued mails, "
@@ -119,7 +123,7 @@ def main():
         s2 = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd("--reads", 20, "--slow", "5"))
         check(s2.wait(30) == 0, "snarflog: %s", s2.stderr())
         tm.wait_failures(5)
-        ct.wait_for(lambda: mail_status(tm).startswith("0 sent, 3 queued"), 20,
+        ct.wait_for(lambda: sent_queued(tm) == (0, 3), 20,
                     "the digest queued with the prompt mails")
         tm.proc.kill()
         check(unsent(tm.state) == (5, 0), "all five in queued mails: %r", unsent(tm.state))
@@ -130,7 +134,7 @@ def main():
         tm.start()
         ct.wait_for(lambda: len(failure_ids(relay.messages)) == 5, 30,
                     "mail about all five failures")
-        ct.wait_for(lambda: mail_status(tm).startswith("3 sent, 0 queued"), 15,
+        ct.wait_for(lambda: sent_queued(tm) == (3, 0), 15,
                     "the mails forgotten")
         time.sleep(1.0)                     # nothing else is on its way
         ids = failure_ids(relay.messages)
@@ -152,14 +156,14 @@ def main():
         s3 = env.snarflog("quiet", reg=reg, cmd=tt.writer_cmd("--reads", 30, "--slow", "4,14"))
         check(s3.wait(30) == 0, "snarflog: %s", s3.stderr())
         quiet = tm.wait_failures(2, "--prog", "quiet")
-        ct.wait_for(lambda: mail_status(tm).startswith("1 sent, 0 queued"), 15,
+        ct.wait_for(lambda: sent_queued(tm) == (1, 0), 15,
                     "the prompt mail accepted")
         tm.proc.kill()
         check(unsent(tm.state) == (0, 1), "one failure waiting: %r", unsent(tm.state))
         tm.start()
         ct.wait_for(lambda: quiet[1]["id"] in failure_ids(relay.messages), 30,
                     "the digest after the restart")
-        ct.wait_for(lambda: mail_status(tm).startswith("1 sent, 0 queued"), 15,
+        ct.wait_for(lambda: sent_queued(tm) == (1, 0), 15,
                     "the digest forgotten")
 
         # 5. a clean stop with the relay down keeps the queued mail too
@@ -167,14 +171,13 @@ def main():
         s4 = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd("--reads", 10, "--slow", "2"))
         check(s4.wait(30) == 0, "snarflog: %s", s4.stderr())
         tm.wait_failures(8)
-        ct.wait_for(lambda: "0 failed attempts" not in mail_status(tm) and
-                    "failed attempts" in mail_status(tm), 15, "a failed attempt")
+        ct.wait_for(lambda: mail_status(tm)["failed_attempts"] > 0, 15, "a failed attempt")
         tm.stop()
         check("1 mail not sent yet, kept for the next start" in tm.stderr(), "log: %s",
               tm.stderr())
         relay2 = tt.MailSink(port)
         tm.start()
-        ct.wait_for(lambda: mail_status(tm).startswith("1 sent, 0 queued"), 30,
+        ct.wait_for(lambda: sent_queued(tm) == (1, 0), 30,
                     "the kept mail sent")
 
         ids = failure_ids(relay.messages + relay2.messages)

@@ -6,11 +6,13 @@ numbers and histogram buckets as they were stored. Label values with a
 backslash, a double quote or a newline are escaped (an assertion label
 in a spec of ours). Skipped (exit 77, with the reason) only when
 Prometheus is not installed or cannot start here."""
+import calendar
 import http.client
 import json
 import os
 import shutil
 import subprocess
+import time
 import urllib.parse
 
 import cmontest as ct
@@ -125,6 +127,33 @@ def main():
         check('assert="odd \\\\ \\"label\\""' in expo, "escaped label: %s",
               [l for l in expo.splitlines() if "odd" in l])
 
+        # delivery (no relay, no Alertmanager here: all 0, as status --json
+        # says) and the standard process_* metrics, from /proc/self
+        samples = {}
+        for line in expo.splitlines():
+            if line and not line.startswith("#") and "{" not in line:
+                name, val = line.split(" ")
+                samples[name] = float(val)
+        status = tm.json("status")
+        for what in ("mail", "alertmanager"):
+            check(status[what] == {"sent": 0, "queued": 0, "failed_attempts": 0, "dropped": 0,
+                                   "last_error": None}, "status %s: %r", what, status[what])
+        for name in ("cmon_alerts_sent_total", "cmon_alerts_failed_total",
+                     "cmon_alerts_dropped_total", "cmon_alerts_queue_length",
+                     "cmon_mail_sent_total", "cmon_mail_failed_total", "cmon_mail_dropped_total",
+                     "cmon_mail_queue_length"):
+            check(samples.get(name) == 0, "%s: %r", name, samples.get(name))
+        since = calendar.timegm(time.strptime(status["since"], "%Y-%m-%dT%H:%M:%SZ"))
+        check(abs(samples.get("process_start_time_seconds", 0) - since) < 3,
+              "process_start_time_seconds %r, started %s", samples.get("process_start_time_seconds"),
+              status["since"])
+        check(0 <= samples.get("process_cpu_seconds_total", -1) < 600 and
+              samples.get("process_resident_memory_bytes", 0) > 1 << 20 and
+              samples.get("process_virtual_memory_bytes", 0) >=
+              samples["process_resident_memory_bytes"] and
+              3 <= samples.get("process_open_fds", 0) <= samples.get("process_max_fds", 0),
+              "process metrics: %r", {k: v for k, v in samples.items() if k.startswith("process_")})
+
         # Prometheus scrapes it; its query API gives the stored numbers
         pport = start_prometheus(env, "%s:%d" % (host, port))
         wait_value(pport, 'up{job="cmon"}', 1, "the target to be up")
@@ -143,6 +172,10 @@ def main():
         wait_value(pport, 'cmon_instances{state="ended"}', 2, "instances by state")
         wait_value(pport, "cmon_store_degraded", 0, "the store is fine")
         wait_value(pport, 'cmon_build_info{version!=""}', 1, "build info")
+        wait_value(pport, "cmon_alerts_failed_total", 0, "alert delivery")
+        r = ct.wait_for(lambda: query(pport, "process_resident_memory_bytes"), 30,
+                        "process_resident_memory_bytes", interval=0.5)
+        check(float(r[0]["value"][1]) > 1 << 20, "process metrics scraped: %r", r)
 
         # interval durations as a histogram, from the checkers' summaries:
         # every Read of the fsread instance counted, and histogram_quantile
