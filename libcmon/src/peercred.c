@@ -5,9 +5,11 @@
 #include "cmon/net.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -141,11 +143,58 @@ out_close:
 	return rc;
 }
 
-int cmon_peer_uid(int fd, uid_t *uid)
+/* Without sock_diag (a kernel or sandbox that refuses NETLINK_SOCK_DIAG):
+ * the same lookup in /proc/net/tcp or tcp6, whose lines name each
+ * socket's local and remote address (hex, as the kernel holds them), its
+ * owner's uid and its inode. */
+static int proc_lookup(int family, const struct inet_diag_sockid *id, uid_t *uid)
+{
+	const char *path = family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6";
+	size_t alen = family == AF_INET ? 4 : 16;
+	char want_l[80], want_r[80], line[512];
+	const uint32_t *src = (const uint32_t *)id->idiag_src;
+	const uint32_t *dst = (const uint32_t *)id->idiag_dst;
+	int rc = -ENOENT, n = 0;
+	FILE *f;
+
+	/* the peer's socket: local = its address (our peer), remote = ours */
+	for (size_t i = 0; i < alen / 4; i++)
+		n += snprintf(want_l + n, sizeof want_l - (size_t)n, "%08X", src[i]);
+	snprintf(want_l + n, sizeof want_l - (size_t)n, ":%04X", ntohs(id->idiag_sport));
+	n = 0;
+	for (size_t i = 0; i < alen / 4; i++)
+		n += snprintf(want_r + n, sizeof want_r - (size_t)n, "%08X", dst[i]);
+	snprintf(want_r + n, sizeof want_r - (size_t)n, ":%04X", ntohs(id->idiag_dport));
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof line, f)) {
+		char local[80], remote[80];
+		unsigned long u, inode;
+
+		if (sscanf(line, " %*d: %79s %79s %*x %*x:%*x %*x:%*x %*x %lu %*d %lu", local,
+			   remote, &u, &inode) != 4)
+			continue;
+		if (strcmp(local, want_l) || strcmp(remote, want_r))
+			continue;
+		if (inode) {          /* (a socket no process holds vouches for nobody) */
+			*uid = (uid_t)u;
+			rc = 0;
+		}
+		break;
+	}
+	fclose(f);
+	return rc;
+}
+
+/* cmon_peer_uid(), through sock_diag (then /proc if it is refused) or, with
+ * `proc_only`, through /proc alone. */
+static int peer_uid(int fd, uid_t *uid, bool proc_only)
 {
 	struct sockaddr_storage peer, local;
 	socklen_t plen = sizeof peer, llen = sizeof local;
 	struct inet_diag_sockid id;
+	int r;
 
 	memset(&peer, 0, sizeof peer);
 	memset(&local, 0, sizeof local);
@@ -167,7 +216,20 @@ int cmon_peer_uid(int fd, uid_t *uid)
 		return -ENOENT;
 	memset(&id, 0, sizeof id);
 	diag_id(&id, &peer, &local);
-	return diag_lookup(peer.ss_family, &id, uid);
+	r = proc_only ? -EPROTONOSUPPORT : diag_lookup(peer.ss_family, &id, uid);
+	if (r < 0 && r != -ENOENT)      /* no sock_diag here: the kernel's table in /proc */
+		r = proc_lookup(peer.ss_family, &id, uid);
+	return r;
+}
+
+int cmon_peer_uid(int fd, uid_t *uid)
+{
+	return peer_uid(fd, uid, false);
+}
+
+int cmon_peer_uid_proc(int fd, uid_t *uid)
+{
+	return peer_uid(fd, uid, true);
 }
 
 int cmon_secret_read_file(const char *path, char *buf, size_t size, size_t *len)

@@ -86,6 +86,9 @@ static void tcp_v4_loopback(void **state)
 	uid = 12345;
 	assert_int_equal(cmon_peer_uid(c, &uid), 0);   /* either end */
 	assert_int_equal(uid, geteuid());
+	uid = 12345;                                   /* the same from /proc alone */
+	assert_int_equal(cmon_peer_uid_proc(s, &uid), 0);
+	assert_int_equal(uid, geteuid());
 	/* The peer closed its socket: what is left of it (orphaned, then
 	 * TIME_WAIT with uid 0) vouches for nobody; uid untouched. */
 	close(c);
@@ -108,6 +111,9 @@ static void tcp_v6_loopback(void **state)
 		CMON_SKIP("no IPv6 on this machine");
 	pair_over(lfd, AF_INET6, &bound, sizeof(struct sockaddr_in6), &c, &s);
 	assert_int_equal(cmon_peer_uid(s, &uid), 0);
+	assert_int_equal(uid, geteuid());
+	uid = 12345;
+	assert_int_equal(cmon_peer_uid_proc(s, &uid), 0);
 	assert_int_equal(uid, geteuid());
 	close(c);
 	close(s);
@@ -183,6 +189,11 @@ static void other_user(void **state)
 		uid = 0;
 		assert_int_equal(cmon_peer_uid(s, &uid), 0);
 		assert_int_equal(uid, NOBODY);
+		if (i == 0) {           /* TCP: /proc says the same */
+			uid = 0;
+			assert_int_equal(cmon_peer_uid_proc(s, &uid), 0);
+			assert_int_equal(uid, NOBODY);
+		}
 		close(s);
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -110,6 +110,10 @@ void cmon_heap_for_streams(void);
  * the kernel answers at once. `*uid` is untouched on failure. */
 int cmon_peer_uid(int fd, uid_t *uid);
 
+/* The same from /proc/net/tcp(6) alone: what cmon_peer_uid() falls back
+ * to where the kernel or a sandbox refuses NETLINK_SOCK_DIAG. */
+int cmon_peer_uid_proc(int fd, uid_t *uid);
+
 /* A shared secret (telemonreg -secret-file, the subscribers'
  * -registry-secret-file): a file's first line without trailing blanks,
  * CMON_SECRET_MIN to CMON_SECRET_MAX bytes. */
