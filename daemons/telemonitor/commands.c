@@ -865,6 +865,8 @@ static int failure_row(void *arg, const struct store_failure_row *f)
 	failure_flags(f, flags, sizeof flags);
 	l->rows++;
 	if (l->json) {
+		char *units;
+
 		sb_printf(b, "%s{\"id\":%" PRIu64 ",\"prog\":", l->first ? "" : ",", f->id);
 		sb_json_str(b, str(f->prog));
 		sb_printf(b, ",\"machine\":");
@@ -877,7 +879,11 @@ static int failure_row(void *arg, const struct store_failure_row *f)
 			sb_printf(b, "null,\"end_ts\":null");
 		else
 			sb_printf(b, "%" PRId64 ",\"end_ts\":%" PRId64, f->start_ts, f->end_ts);
-		sb_printf(b, ",\"metrics\":%s,\"spec\":", f->metrics ? f->metrics : "null");
+		sb_printf(b, ",\"metrics\":%s", f->metrics ? f->metrics : "null");
+		/* the unit of each duration, the numbers staying raw (text.h) */
+		units = metrics_units_json(f->metrics);
+		sb_printf(b, ",\"units\":%s,\"spec\":", units ? units : "{}");
+		free(units);
 		sb_json_str(b, f->spec);
 		sb_printf(b, ",\"result\":");
 		sb_json_str(b, f->result);

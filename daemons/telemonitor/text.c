@@ -283,6 +283,35 @@ char *render_metrics_plain(const char *json)
 	return render(json, false);
 }
 
+char *metrics_units_json(const char *json)
+{
+	struct sbuf b = { 0 };
+	struct json *root = NULL;
+	char err[96];
+	bool first = true;
+
+	if (json)
+		root = json_parse(json, strlen(json), err, sizeof err);
+	sb_add(&b, "{", 1);
+	for (const struct json *m = root && root->kind == JSON_OBJECT ? root->kids : NULL; m;
+	     m = m->next) {
+		if (!metric_is_duration(m->key))
+			continue;
+		if (!first)
+			sb_add(&b, ",", 1);
+		first = false;
+		sb_json_str(&b, m->key);
+		sb_add(&b, ":\"ns\"", 5);
+	}
+	sb_add(&b, "}", 1);
+	json_free(root);
+	if (b.oom) {
+		sb_free(&b);
+		return NULL;
+	}
+	return sb_take(&b);
+}
+
 void table_init(struct table *t, const char *const *header)
 {
 	memset(t, 0, sizeof *t);

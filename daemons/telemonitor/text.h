@@ -73,4 +73,9 @@ char *render_metrics(const char *json);
 /* The same in PSpec's notation with raw numbers ("time = [12990,1,1]"). */
 char *render_metrics_plain(const char *json);
 
+/* The units of the metrics JSON object `json` as JSON object text: "ns"
+ * for each duration (metric_is_duration), e.g. {"time":"ns"}; "{}" when
+ * none or `json` is not an object. Heap string, NULL on ENOMEM. */
+char *metrics_units_json(const char *json);
+
 #endif

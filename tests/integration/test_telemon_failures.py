@@ -68,6 +68,7 @@ def main():
                   "interval: %r", f)
             check(f["metrics"]["size"] == 8192 and f["metrics"]["hit"] is True and
                   f["metrics"]["time"][0] == 20 * tt.MS, "metrics: %r", f["metrics"])
+            check(f["units"] == {"time": "ns"}, "the duration's unit: %r", f)
             check(f["time"].endswith("Z") and t0 - 5 <= f["time_unix"] <= time.time() + 5,
                   "time: %r", f)
 

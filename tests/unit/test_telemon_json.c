@@ -680,6 +680,17 @@ static void render_in_units(void **state)
 			fail_msg("%s\n  got:  %s\n  want: %s", cases[i].json, text, cases[i].text);
 		free(text);
 	}
+	{
+		char *u = metrics_units_json("{\"time\":[1,1,1],\"size\":2,\"io_ns\":3}");
+		assert_string_equal(u, "{\"time\":\"ns\",\"io_ns\":\"ns\"}");
+		free(u);
+		u = metrics_units_json(NULL);
+		assert_string_equal(u, "{}");
+		free(u);
+		u = metrics_units_json("[1]");
+		assert_string_equal(u, "{}");
+		free(u);
+	}
 	assert_string_equal(fmt_ns(254635, true, s, sizeof s), "+254.6 \u00b5s");
 	assert_string_equal(fmt_ns(-1850000, true, s, sizeof s), "-1.85 ms");
 	assert_string_equal(fmt_ns(0, true, s, sizeof s), "0 ns");
