@@ -18,6 +18,7 @@ set(CMONCOMMON_SRC
   ${CMAKE_CURRENT_SOURCE_DIR}/src/net.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/peercred.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/connect.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/peer.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/tls.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/token.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/proto.c

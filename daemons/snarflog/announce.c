@@ -5,16 +5,15 @@
  * re-announcing so a restarted registry learns about us again. The
  * program is found while any one registry is up. Nothing here ever waits
  * on the network: resolution, connect and TLS are asynchronous. Each link
- * is an explicit state machine (enum reg_state) driven by reg_drive(). */
+ * is a peer (cmon/peer.h: connect, Hello, keepalive, backoff); what is
+ * ours is the Announce after our Hello, its AnnounceAck, and the Leave. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmon/backoff.h"
-#include "cmon/connect.h"
 #include "cmon/log.h"
-#include "cmon/tls.h"
+#include "cmon/peer.h"
 #include "snarflog.h"
 
 #define RL_BACKOFF_MIN_MS 100      /* first retry delay */
@@ -22,31 +21,18 @@
 #define RL_CONNECT_MS 3000         /* per-address connect + handshake bound */
 #define RL_LEAVE_MS 1000           /* how long a goodbye may take */
 
-/* Where the link is. */
-enum reg_state {
-	RL_CONNECTING,    /* resolving / connecting / TLS handshake */
-	RL_HANDSHAKE,     /* Hello and Announce sent; waiting for Hello and AnnounceAck */
-	RL_UP,            /* announced */
-	RL_BACKOFF,       /* waiting before the next attempt */
-	RL_LEAVING,       /* Leave sent; closing once it is out */
-	RL_DONE,          /* finished */
-};
-
 struct regset;
 
 /* One link. */
 struct reglink {
 	struct snarf *s;              /* back pointer */
 	struct regset *set;           /* the set it belongs to */
-	enum reg_state state;         /* see enum reg_state */
-	struct cmon_addr addr;        /* registry address */
+	struct peer *peer;            /* the connection; its state, with `up` and `done`,
+	                                 is the link's: CLOSING is the goodbye */
 	char name[CMON_ADDRSTR_MAX];  /* registry address for logs */
-	struct cmon_connector *conn;  /* connect attempt in progress */
-	struct bufferevent *bev;      /* established connection */
-	struct event *timer;          /* backoff and leave deadline */
-	struct cmon_backoff retry;    /* delays between failed attempts */
+	bool up;                      /* announced on this connection (AnnounceAck) */
+	bool done;                    /* finished after reg_leave() */
 	bool announced;               /* an AnnounceAck has been seen once */
-	bool hello_seen;              /* the registry's Hello arrived on this connection */
 	bool complained;              /* the "unreachable" warning was logged */
 };
 
@@ -58,13 +44,13 @@ struct regset {
 	bool auto_wanted;             /* some registry has an auto subscriber for us */
 };
 
-/* Some link still waits for its registry's first answer. */
+/* Some link still waits for its registry's first answer (it is
+ * connecting or in the handshake: a failure would have complained). */
 static bool first_answer_pending(const struct regset *set)
 {
 	for (size_t i = 0; i < set->n; i++) {
 		const struct reglink *rl = set->links[i];
-		if (!rl->announced && !rl->complained &&
-		    (rl->state == RL_CONNECTING || rl->state == RL_HANDSHAKE))
+		if (!rl->announced && !rl->complained && !rl->done)
 			return true;
 	}
 	return false;
@@ -81,72 +67,64 @@ static void first_answers_changed(struct regset *set, struct snarf *s)
 					: "no auto subscriber");
 }
 
-static void reg_connect(struct reglink *rl);
-
-static void timer_set(struct reglink *rl, event_callback_fn fn, unsigned ms)
-{
-	evtimer_del(rl->timer);
-	evtimer_assign(rl->timer, rl->s->base, fn, rl);
-	cmon_timer_arm_ms(rl->timer, ms);
-}
-
 static void finished(struct reglink *rl)
 {
-	if (rl->state == RL_DONE)
+	if (rl->done)
 		return;
-	rl->state = RL_DONE;
-	evtimer_del(rl->timer);
-	if (rl->bev) {
-		bufferevent_free(rl->bev);
-		rl->bev = NULL;
-	}
+	rl->done = true;
+	peer_stop(rl->peer);
 	if (++rl->set->ndone == rl->set->n)
 		core_done(rl->s);
 }
 
-static void backoff_fire(evutil_socket_t fd, short what, void *arg)
+/* The connection failed or broke (the peer retries after `d->retry_ms`),
+ * or the goodbye is over. */
+static void on_down(struct peer *p, const struct peer_down *d, void *arg)
 {
-	reg_connect(arg);
-}
+	struct reglink *rl = arg;
+	char buf[300];
+	const char *why = d->why;
+	bool was_up = rl->up;
 
-/* The connection failed or broke: close it and schedule a new attempt. */
-static void reg_lost(struct reglink *rl, const char *why)
-{
-	unsigned ms;
-
-	if (rl->bev) {
-		bufferevent_free(rl->bev);
-		rl->bev = NULL;
-	}
-	if (rl->state == RL_LEAVING) {
+	(void)p;
+	rl->up = false;
+	if (d->was == PEER_CLOSING) {
+		if (d->kind == PEER_DOWN_DEADLINE)
+			cmon_debug("registry at %s did not take our goodbye in time", rl->name);
 		finished(rl);
 		return;
 	}
-	ms = cmon_backoff_next(&rl->retry);
-	if (rl->state == RL_UP)
+	if (d->kind == PEER_DOWN_CLOSED) {
+		why = "connection closed";
+	} else if (d->kind == PEER_DOWN_ERROR) {
+		snprintf(buf, sizeof buf, "registry refused us: %s",
+			 d->error->message ? d->error->message : "?");
+		why = buf;
+	}
+	if (was_up)
 		cmon_warn("lost the registry at %s (%s); re-announcing when it is back", rl->name,
 			  why);
 	else if (!rl->complained)
 		cmon_warn("registry at %s unreachable (%s); will keep trying every few seconds",
 			  rl->name, why);
 	else
-		cmon_debug("registry at %s: %s; retry in %u ms", rl->name, why, ms);
+		cmon_debug("registry at %s: %s; retry in %u ms", rl->name, why, d->retry_ms);
 	rl->complained = true;
-	rl->state = RL_BACKOFF;
-	timer_set(rl, backoff_fire, ms);
 	if (!rl->announced)
 		first_answers_changed(rl->set, rl->s);
 	core_check_done(rl->s);             /* nobody to wait for any more */
 }
 
-static void send_announce(struct reglink *rl)
+/* Connected: the Announce follows our Hello at once. */
+static void on_connected(struct peer *p, void *arg)
 {
+	struct reglink *rl = arg;
 	struct snarf *s = rl->s;
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__Announce a = CMON__ANNOUNCE__INIT;
 	Cmon__Instance in = CMON__INSTANCE__INIT;
-	struct evbuffer *out = bufferevent_get_output(rl->bev);
 
+	rl->up = false;
 	in.program = (char *)s->opt.program;
 	in.machine = s->machine;
 	in.has_pid = true;
@@ -166,161 +144,76 @@ static void send_announce(struct reglink *rl)
 	a.token.len = sizeof s->token;
 	m.kind_case = CMON__MSG__KIND_ANNOUNCE;
 	m.announce = &a;
-	cmon_send_hello(out, CMON__ROLE__ROLE_SNARFLOG, "snarflog " CMON_VERSION);
-	cmon_frame_send(out, &m);
+	peer_send(p, &m);
 }
 
-/* Advance the link by one message from the registry. */
-static void reg_drive(struct reglink *rl, const Cmon__Msg *m)
+/* The registry took our announcement. */
+static void announce_acked(struct reglink *rl, const Cmon__AnnounceAck *ack)
 {
-	char why[200];
-	Cmon__Role role;
+	if (rl->complained || rl->announced)
+		cmon_notice("%s to the registry at %s", rl->announced ? "re-announced" : "announced",
+			    rl->name);
+	else
+		cmon_debug("announced to the registry at %s (key %llu)", rl->name,
+			   (unsigned long long)ack->key);
+	rl->up = true;
+	peer_backoff_reset(rl->peer);
+	rl->complained = false;
+	if (!rl->announced && ack->has_auto_wanted && ack->auto_wanted && !rl->set->auto_wanted) {
+		rl->set->auto_wanted = true;
+		core_hold_start(rl->s, rl->s->opt.hold_s,
+				"an auto subscriber wants the log from the start");
+	}
+	if (!rl->announced) {
+		rl->announced = true;
+		first_answers_changed(rl->set, rl->s);
+	}
+	core_check_done(rl->s);             /* the log may have ended meanwhile */
+}
 
-	if (m->kind_case == CMON__MSG__KIND_PING) {
-		cmon_send_ping(bufferevent_get_output(rl->bev), true,
-			       m->ping->has_nonce ? m->ping->nonce : 0);
-		return;
-	}
-	if (m->kind_case == CMON__MSG__KIND_ERROR) {
-		snprintf(why, sizeof why, "registry refused us: %s",
-			 m->error->message ? m->error->message : "?");
-		reg_lost(rl, why);
-		return;
-	}
-	switch (rl->state) {
-	case RL_HANDSHAKE:
-		if (!rl->hello_seen) {
-			if (!cmon_hello_ok(m, &role, why, sizeof why)) {
-				reg_lost(rl, why);
-				return;
-			}
-			rl->hello_seen = true;
-			return;
-		}
-		if (m->kind_case == CMON__MSG__KIND_ANNOUNCE_ACK) {
-			const Cmon__AnnounceAck *ack = m->announce_ack;
-			if (rl->complained || rl->announced)
-				cmon_notice("%s to the registry at %s",
-					    rl->announced ? "re-announced" : "announced", rl->name);
-			else
-				cmon_debug("announced to the registry at %s (key %llu)", rl->name,
-					   (unsigned long long)ack->key);
-			rl->state = RL_UP;
-			cmon_backoff_reset(&rl->retry);
-			rl->complained = false;
-			if (!rl->announced && ack->has_auto_wanted && ack->auto_wanted &&
-			    !rl->set->auto_wanted) {
-				rl->set->auto_wanted = true;
-				core_hold_start(rl->s, rl->s->opt.hold_s,
-						"an auto subscriber wants the log from the start");
-			}
-			if (!rl->announced) {
-				rl->announced = true;
-				first_answers_changed(rl->set, rl->s);
-			}
-			core_check_done(rl->s);     /* the log may have ended meanwhile */
-			return;
-		}
-		break;
-	case RL_UP:
-	case RL_LEAVING:
-		if (m->kind_case == CMON__MSG__KIND_PONG)
-			return;
-		break;
-	default:
+/* One message from the registry after its Hello: the AnnounceAck, once. */
+static void on_message(struct peer *p, const Cmon__Msg *m, void *arg)
+{
+	struct reglink *rl = arg;
+	char why[200];
+
+	if (m->kind_case == CMON__MSG__KIND_ANNOUNCE_ACK && !rl->up &&
+	    peer_state(p) == PEER_READY) {
+		announce_acked(rl, m->announce_ack);
 		return;
 	}
 	snprintf(why, sizeof why, "unexpected %s message from the registry", cmon_msg_kind_name(m));
-	reg_lost(rl, why);
+	peer_fail(p, why);
 }
 
-static void read_cb(struct bufferevent *bev, void *arg)
-{
-	struct reglink *rl = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	const char *why = NULL;
-	Cmon__Msg *m;
-	int r;
-
-	while (rl->bev == bev) {
-		r = cmon_frame_next(in, CMON_CONTROL_FRAME_MAX, &m, &why);
-		if (r == 0)
-			return;
-		if (r < 0) {
-			reg_lost(rl, why);
-			return;
-		}
-		reg_drive(rl, m);
-		cmon_msg_free(m);
-	}
-}
-
-static void write_cb(struct bufferevent *bev, void *arg)
-{
-	struct reglink *rl = arg;
-
-	if (rl->state == RL_LEAVING && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		finished(rl);
-}
-
-static void event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct reglink *rl = arg;
-	int e = EVUTIL_SOCKET_ERROR();
-	char tlserr[200];
-
-	if (what & BEV_EVENT_CONNECTED)
-		return;
-	/* (an error without errno is TLS's: e.g. the registry refused our
-	 * certificate, which TLS 1.3 tells after the handshake) */
-	reg_lost(rl, what & BEV_EVENT_EOF ? "connection closed"
-		 : e ? evutil_socket_error_to_string(e) : cmon_tls_error(bev, tlserr, sizeof tlserr));
-}
-
-static void connected(struct bufferevent *bev, const char *peer, const char *err, void *arg)
-{
-	struct reglink *rl = arg;
-
-	rl->conn = NULL;
-	if (!bev) {
-		reg_lost(rl, err);
-		return;
-	}
-	rl->bev = bev;
-	rl->hello_seen = false;
-	rl->state = RL_HANDSHAKE;
-	bufferevent_setcb(bev, read_cb, write_cb, event_cb, rl);
-	bufferevent_setwatermark(bev, EV_READ, 0, CMON_CONTROL_FRAME_MAX + 16);
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
-	send_announce(rl);
-}
-
-static void reg_connect(struct reglink *rl)
-{
-	rl->state = RL_CONNECTING;
-	rl->conn = cmon_connect_start(rl->s->base, rl->s->dns, &rl->addr,
-				      rl->addr.kind == CMON_ADDR_TCP ? rl->s->tls_client : NULL,
-				      RL_CONNECT_MS, connected, rl);
-	if (!rl->conn)
-		reg_lost(rl, "out of memory");
-}
+static const struct peer_events link_events = {
+	.on_connected = on_connected,
+	.on_message = on_message,
+	.on_down = on_down,
+};
 
 /* A link to the registry at `item`, not connected yet. NULL on ENOMEM. */
 static struct reglink *link_new(struct snarf *s, struct regset *set,
 				const struct cmon_addr_item *item)
 {
 	struct reglink *rl = calloc(1, sizeof *rl);
+	struct peer_options opt = {
+		.role = CMON__ROLE__ROLE_SNARFLOG,
+		.software = "snarflog " CMON_VERSION,
+		.tls = s->tls_client,
+		.dns = s->dns,
+		.connect_ms = RL_CONNECT_MS,
+		.backoff = { .min_ms = RL_BACKOFF_MIN_MS, .max_ms = RL_BACKOFF_MAX_MS,
+			     .jitter_pct = 20 },
+	};
 
 	if (!rl)
 		return NULL;
 	rl->s = s;
 	rl->set = set;
-	rl->retry = (struct cmon_backoff){ .min_ms = RL_BACKOFF_MIN_MS, .max_ms = RL_BACKOFF_MAX_MS,
-					   .jitter_pct = 20 };
-	rl->addr = item->addr;
-	cmon_addr_format(&rl->addr, rl->name, sizeof rl->name);
-	rl->timer = evtimer_new(s->base, backoff_fire, rl);
-	if (!rl->timer) {
+	cmon_addr_format(&item->addr, rl->name, sizeof rl->name);
+	rl->peer = peer_new(s->base, &item->addr, &opt, &link_events, rl);
+	if (!rl->peer) {
 		free(rl);
 		return NULL;
 	}
@@ -357,7 +250,7 @@ int reg_start(struct snarf *s)
 							      : SNARF_FIRST_ANSWER_S,
 			"waiting for the registry's answer");
 	for (size_t i = 0; i < set->n; i++)
-		reg_connect(set->links[i]);
+		peer_start(set->links[i]->peer);
 	return 0;
 }
 
@@ -366,25 +259,15 @@ bool reg_first_answer_pending(const struct snarf *s)
 	return s->reg && first_answer_pending(s->reg);
 }
 
-static void leave_expired(evutil_socket_t fd, short what, void *arg)
-{
-	struct reglink *rl = arg;
-
-	cmon_debug("registry at %s did not take our goodbye in time", rl->name);
-	finished(rl);
-}
-
 /* Say Leave on one link (or just finish it when it is not up). */
 static void link_leave(struct reglink *rl)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__Leave l = CMON__LEAVE__INIT;
 
-	if (rl->state == RL_DONE || rl->state == RL_LEAVING)
+	if (rl->done || peer_state(rl->peer) == PEER_CLOSING)
 		return;
-	if (rl->state != RL_UP) {
-		cmon_connect_cancel(rl->conn);
-		rl->conn = NULL;
+	if (!rl->up) {
 		finished(rl);
 		return;
 	}
@@ -392,10 +275,8 @@ static void link_leave(struct reglink *rl)
 	l.records = core_log_length(rl->s);
 	m.kind_case = CMON__MSG__KIND_LEAVE;
 	m.leave = &l;
-	cmon_frame_send(bufferevent_get_output(rl->bev), &m);
-	rl->state = RL_LEAVING;
-	bufferevent_setwatermark(rl->bev, EV_WRITE, 0, 0);
-	timer_set(rl, leave_expired, RL_LEAVE_MS);
+	peer_send(rl->peer, &m);
+	peer_close_flush(rl->peer, RL_LEAVE_MS);
 }
 
 void reg_leave(struct snarf *s)
@@ -418,12 +299,8 @@ void reg_free(struct snarf *s)
 	if (!set)
 		return;
 	for (size_t i = 0; i < set->n; i++) {
-		struct reglink *rl = set->links[i];
-		cmon_connect_cancel(rl->conn);
-		if (rl->bev)
-			bufferevent_free(rl->bev);
-		event_free(rl->timer);
-		free(rl);
+		peer_free(set->links[i]->peer);
+		free(set->links[i]);
 	}
 	free(set);
 	s->reg = NULL;

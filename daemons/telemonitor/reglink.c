@@ -16,22 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmon/backoff.h"
-#include "cmon/connect.h"
 #include "cmon/log.h"
+#include "cmon/peer.h"
 #include "telemonitor.h"
 
 #define RL_BACKOFF_MIN_MS 100     /* first retry delay */
 #define RL_BACKOFF_MAX_MS 3000    /* retry delay cap */
 #define RL_CONNECT_MS 5000        /* connect + handshake timeout */
-
-/* Where the link is. */
-enum rl_state {
-	RL_CONNECTING,    /* a connection attempt is under way */
-	RL_HELLO,         /* Hello sent; waiting for the registry's */
-	RL_READY,         /* subscribed; notifications flow */
-	RL_BACKOFF,       /* waiting before the next attempt */
-};
 
 struct regset;
 
@@ -40,13 +31,9 @@ struct reglink {
 	struct tmon *tm;                /* the service */
 	struct regset *set;           /* the set it belongs to */
 	unsigned index;               /* its place in the list */
-	enum rl_state state;          /* see enum rl_state */
-	struct cmon_addr addr;        /* where the registry is */
+	struct peer *peer;            /* the connection (cmon/peer.h); READY: subscribed,
+	                                 notifications flow */
 	char name[CMON_ADDRSTR_MAX];  /* its address as given, for messages */
-	struct cmon_connector *conn;  /* attempt in progress */
-	struct bufferevent *bev;      /* the connection */
-	struct event *timer;          /* backoff */
-	struct cmon_backoff retry;    /* delays between failed attempts */
 	bool warned;                  /* "unavailable" logged for this outage */
 	bool ever;                    /* connected at least once */
 	size_t pending_acks;          /* SubscribeAcks still expected this round */
@@ -90,48 +77,19 @@ static void check_synced(struct regset *set)
 /* Send the subscription of class `c` on a ready link. */
 static void link_subscribe(struct reglink *rl, const struct tm_class *c)
 {
-	cmon_send_subscribe(bufferevent_get_output(rl->bev), c->id, c->prog, c->machine, c->pid,
+	cmon_send_subscribe(peer_output(rl->peer), c->id, c->prog, c->machine, c->pid,
 			    c->autostart, c->block);
 }
 
-static void attempt(struct reglink *rl);
-
-static void backoff_fire(evutil_socket_t fd, short what, void *arg)
+static bool link_ready(const struct reglink *rl)
 {
-	attempt(arg);
-}
-
-static void fail(struct reglink *rl, const char *why)
-{
-	unsigned ms;
-	bool was_ready = rl->state == RL_READY;
-
-	if (rl->bev) {
-		bufferevent_free(rl->bev);
-		rl->bev = NULL;
-	}
-	ms = cmon_backoff_next(&rl->retry);
-	rl->failed = true;
-	if (was_ready)
-		rl->set->ev->lost(rl->tm, rl->index);
-	if (!rl->warned) {
-		cmon_warn("registry unavailable at %s: %s; retrying (monitoring goes on)", rl->name,
-			  why);
-		rl->warned = true;
-	} else {
-		cmon_debug("registry at %s: %s; retry in %u ms", rl->name, why, ms);
-	}
-	rl->state = RL_BACKOFF;
-	cmon_timer_arm_ms(rl->timer, ms);
-	check_synced(rl->set);
+	return peer_state(rl->peer) == PEER_READY;
 }
 
 /* The registry refused our subscriptions (not authorized): say so once
- * until it accepts one, with what would let us in, and retry. */
+ * until it accepts one, with what would let us in. */
 static void denied(struct reglink *rl, const char *msg)
 {
-	char why[300];
-
 	if (!rl->denied)
 		cmon_err("registry at %s refuses our subscriptions: %s; give the telemonitor the "
 			 "registry's -secret-file (-registry-secret-file), a client certificate "
@@ -139,8 +97,36 @@ static void denied(struct reglink *rl, const char *msg)
 			 "(-allow-user); retrying", rl->name, msg);
 	rl->denied = true;
 	rl->warned = true;                /* the line above says it all; the retries are debug */
-	snprintf(why, sizeof why, "it refused our subscriptions: %s", msg);
-	fail(rl, why);
+}
+
+/* The connection failed or broke; the peer retries after d->retry_ms. */
+static void on_down(struct peer *p, const struct peer_down *d, void *arg)
+{
+	struct reglink *rl = arg;
+	char buf[300];
+	const char *why = d->why;
+
+	(void)p;
+	if (d->kind == PEER_DOWN_ERROR && d->error->has_code &&
+	    d->error->code == CMON__ERROR_CODE__ERROR_DENIED) {
+		const char *msg = d->error->message ? d->error->message : "not authorized";
+		denied(rl, msg);
+		snprintf(buf, sizeof buf, "it refused our subscriptions: %s", msg);
+		why = buf;
+	} else if (d->kind == PEER_DOWN_CLOSED) {
+		why = "it closed the connection";
+	}
+	rl->failed = true;
+	if (d->was == PEER_READY)
+		rl->set->ev->lost(rl->tm, rl->index);
+	if (!rl->warned) {
+		cmon_warn("registry unavailable at %s: %s; retrying (monitoring goes on)", rl->name,
+			  why);
+		rl->warned = true;
+	} else {
+		cmon_debug("registry at %s: %s; retry in %u ms", rl->name, why, d->retry_ms);
+	}
+	check_synced(rl->set);
 }
 
 static void subscribe_all(struct reglink *rl)
@@ -158,55 +144,35 @@ static void subscribe_all(struct reglink *rl)
 	}
 }
 
-/* Advance the link by one message from the registry. */
-static void drive(struct reglink *rl, const Cmon__Msg *m)
+/* The registry said Hello: subscribe every class. */
+static void on_ready(struct peer *p, const Cmon__Hello *hello, void *arg)
 {
-	char why[200];
-	Cmon__Role role;
+	struct reglink *rl = arg;
 
-	switch (m->kind_case) {
-	case CMON__MSG__KIND_PING:
-		cmon_send_ping(bufferevent_get_output(rl->bev), true,
-			       m->ping->has_nonce ? m->ping->nonce : 0);
-		return;
-	case CMON__MSG__KIND_PONG:
-		return;
-	case CMON__MSG__KIND_ERROR:
-		if (m->error->has_code && m->error->code == CMON__ERROR_CODE__ERROR_DENIED) {
-			denied(rl, m->error->message ? m->error->message : "not authorized");
-			return;
-		}
-		snprintf(why, sizeof why, "it reported an error: %s",
-			 m->error->message ? m->error->message : "?");
-		fail(rl, why);
-		return;
-	default:
-		break;
+	(void)hello;
+	if (!rl->denied) {     /* else: it is up, but will it have us? (an ack says) */
+		peer_backoff_reset(p);
+		if (rl->warned || !rl->ever)
+			cmon_notice("registry %s at %s", rl->warned ? "available again" : "connected",
+				    rl->name);
+		rl->warned = false;
 	}
-	if (rl->state == RL_HELLO) {
-		if (!cmon_hello_ok(m, &role, why, sizeof why)) {
-			fail(rl, why);
-			return;
-		}
-		rl->state = RL_READY;
-		if (!rl->denied) {     /* else: it is up, but will it have us? (an ack says) */
-			cmon_backoff_reset(&rl->retry);
-			if (rl->warned || !rl->ever)
-				cmon_notice("registry %s at %s",
-					    rl->warned ? "available again" : "connected", rl->name);
-			rl->warned = false;
-		}
-		rl->ever = true;
-		subscribe_all(rl);
-		return;
-	}
+	rl->ever = true;
+	subscribe_all(rl);
+}
+
+/* One message from the registry after its Hello. */
+static void on_message(struct peer *p, const Cmon__Msg *m, void *arg)
+{
+	struct reglink *rl = arg;
+
 	switch (m->kind_case) {
 	case CMON__MSG__KIND_SUBSCRIBE_ACK:
 		if (rl->denied) {
 			cmon_notice("registry at %s accepts our subscriptions now", rl->name);
 			rl->denied = false;
 			rl->warned = false;
-			cmon_backoff_reset(&rl->retry);
+			peer_backoff_reset(p);
 		}
 		if (rl->pending_acks && --rl->pending_acks == 0 && !rl->synced) {
 			rl->synced = true;
@@ -226,86 +192,38 @@ static void drive(struct reglink *rl, const Cmon__Msg *m)
 	}
 }
 
-static void read_cb(struct bufferevent *bev, void *arg)
-{
-	struct reglink *rl = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	const char *why = NULL;
-	Cmon__Msg *m;
-	int r;
-
-	while (rl->bev == bev && (r = cmon_frame_next(in, CMON_CONTROL_FRAME_MAX, &m, &why)) != 0) {
-		if (r < 0) {
-			fail(rl, why ? why : "bad frame");
-			return;
-		}
-		drive(rl, m);
-		cmon_msg_free(m);
-	}
-}
-
-static void event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct reglink *rl = arg;
-	char tlserr[200];
-	int e = EVUTIL_SOCKET_ERROR();
-
-	if (what & BEV_EVENT_CONNECTED)
-		return;
-	if (what & BEV_EVENT_EOF)
-		fail(rl, "it closed the connection");
-	else
-		fail(rl, e ? evutil_socket_error_to_string(e) : cmon_tls_error(bev, tlserr, sizeof tlserr));
-}
-
-static void connected(struct bufferevent *bev, const char *peer, const char *err, void *arg)
-{
-	struct reglink *rl = arg;
-
-	rl->conn = NULL;
-	if (!bev) {
-		fail(rl, err);
-		return;
-	}
-	rl->bev = bev;
-	rl->state = RL_HELLO;
-	bufferevent_setcb(bev, read_cb, NULL, event_cb, rl);
-	bufferevent_setwatermark(bev, EV_READ, 0, CMON_CONTROL_FRAME_MAX + 16);
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
-	/* with -registry-secret-file, the secret that lets us subscribe */
-	cmon_send_hello_ext(bufferevent_get_output(bev), CMON__ROLE__ROLE_TELEMONITOR,
-			    "telemonitor " CMON_VERSION, NULL, 0,
-			    (const uint8_t *)rl->tm->opt.registry_secret,
-			    rl->tm->opt.registry_secret_len);
-}
-
-static void attempt(struct reglink *rl)
-{
-	rl->state = RL_CONNECTING;
-	rl->conn = cmon_connect_start(rl->tm->base, rl->tm->dns, &rl->addr,
-				      rl->addr.kind == CMON_ADDR_TCP ? rl->tm->tls : NULL,
-				      RL_CONNECT_MS, connected, rl);
-	if (!rl->conn)
-		fail(rl, "out of memory");
-}
+static const struct peer_events link_events = {
+	.on_ready = on_ready,
+	.on_message = on_message,
+	.on_down = on_down,
+};
 
 /* A link to the registry at `item`, not connected yet. NULL on ENOMEM. */
 static struct reglink *link_new(struct tmon *tm, struct regset *set, unsigned index,
 				const struct cmon_addr_item *item)
 {
 	struct reglink *rl = calloc(1, sizeof *rl);
+	struct peer_options opt = {
+		.role = CMON__ROLE__ROLE_TELEMONITOR,
+		.software = "telemonitor " CMON_VERSION,
+		/* with -registry-secret-file, the secret that lets us subscribe */
+		.secret = (const uint8_t *)tm->opt.registry_secret,
+		.secret_len = tm->opt.registry_secret_len,
+		.tls = tm->tls,
+		.dns = tm->dns,
+		.connect_ms = RL_CONNECT_MS,
+		.backoff = { .min_ms = RL_BACKOFF_MIN_MS, .max_ms = RL_BACKOFF_MAX_MS,
+			     .jitter_pct = 20 },
+	};
 
 	if (!rl)
 		return NULL;
 	rl->tm = tm;
 	rl->set = set;
 	rl->index = index;
-	rl->retry = (struct cmon_backoff){ .min_ms = RL_BACKOFF_MIN_MS, .max_ms = RL_BACKOFF_MAX_MS,
-					   .jitter_pct = 20 };
-	rl->addr = item->addr;
 	snprintf(rl->name, sizeof rl->name, "%s", item->text);
-	rl->timer = evtimer_new(tm->base, backoff_fire, rl);
-	if (!rl->timer) {
+	rl->peer = peer_new(tm->base, &item->addr, &opt, &link_events, rl);
+	if (!rl->peer) {
 		free(rl);
 		return NULL;
 	}
@@ -338,22 +256,22 @@ int reg_start(struct tmon *tm, const struct reg_events *ev)
 		set->n++;
 	}
 	for (size_t i = 0; i < set->n; i++)
-		attempt(set->links[i]);
+		peer_start(set->links[i]->peer);
 	return 0;
 }
 
 void reg_subscribe(struct tmon *tm, const struct tm_class *c)
 {
 	for (size_t i = 0; tm->reg && i < tm->reg->n; i++)
-		if (tm->reg->links[i]->state == RL_READY)   /* else sent when it is up */
+		if (link_ready(tm->reg->links[i]))   /* else sent when it is up */
 			link_subscribe(tm->reg->links[i], c);
 }
 
 void reg_unsubscribe(struct tmon *tm, uint32_t id)
 {
 	for (size_t i = 0; tm->reg && i < tm->reg->n; i++)
-		if (tm->reg->links[i]->state == RL_READY)
-			cmon_send_unsubscribe(bufferevent_get_output(tm->reg->links[i]->bev), id);
+		if (link_ready(tm->reg->links[i]))
+			cmon_send_unsubscribe(peer_output(tm->reg->links[i]->peer), id);
 }
 
 /* How many links are up. */
@@ -362,7 +280,7 @@ static size_t links_ready(const struct regset *set)
 	size_t k = 0;
 
 	for (size_t i = 0; i < set->n; i++)
-		k += set->links[i]->state == RL_READY;
+		k += link_ready(set->links[i]);
 	return k;
 }
 
@@ -374,15 +292,15 @@ bool reg_connected(const struct tmon *tm)
 /* The state of one link, for status output. */
 static const char *link_status(const struct reglink *rl)
 {
-	if (rl->denied && rl->state != RL_READY)
+	if (rl->denied && !link_ready(rl))
 		return "refused: not authorized to subscribe (retrying)";
-	switch (rl->state) {
-	case RL_READY: return "connected";
-	case RL_HELLO:
-	case RL_CONNECTING: return rl->ever ? "reconnecting" : "connecting";
-	case RL_BACKOFF: return "unavailable (retrying)";
+	switch (peer_state(rl->peer)) {
+	case PEER_READY: return "connected";
+	case PEER_HELLO:
+	case PEER_CONNECTING: return rl->ever ? "reconnecting" : "connecting";
+	case PEER_BACKOFF: return "unavailable (retrying)";
+	default: return "?";
 	}
-	return "?";
 }
 
 /* How many links the registry refused (not authorized) and not yet
@@ -392,7 +310,7 @@ static size_t links_denied(const struct regset *set)
 	size_t k = 0;
 
 	for (size_t i = 0; i < set->n; i++)
-		k += set->links[i]->denied && set->links[i]->state != RL_READY;
+		k += set->links[i]->denied && !link_ready(set->links[i]);
 	return k;
 }
 
@@ -424,13 +342,8 @@ void reg_free(struct tmon *tm)
 	if (!set)
 		return;
 	for (size_t i = 0; i < set->n; i++) {
-		struct reglink *rl = set->links[i];
-		if (rl->conn)
-			cmon_connect_cancel(rl->conn);
-		if (rl->bev)
-			bufferevent_free(rl->bev);
-		event_free(rl->timer);
-		free(rl);
+		peer_free(set->links[i]->peer);
+		free(set->links[i]);
 	}
 	free(set);
 	tm->reg = NULL;
