@@ -314,8 +314,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			sb_json_str(&b, rc_text(tm->rc, NULL, RC_RETENTION));
 		else
 			sb_printf(&b, "null");
-		sb_printf(&b, ",\"retention_seconds\":%.0f,\"retention_status\":",
-			  hygiene_retention(tm));
+		sb_printf(&b, ",\"retention_seconds\":%.0f,\"retention_pruned\":%" PRIu64
+			      ",\"retention_status\":", hygiene_retention(tm), hygiene_pruned(tm));
 		sb_json_str(&b, keep);
 		sb_printf(&b, ",\"http\":");
 		sb_json_str(&b, tm->http_addr);

@@ -248,6 +248,13 @@ int hygiene_silence_rm(struct tmon *tm, uint64_t id, char *err, size_t errlen)
 	return -ENOENT;
 }
 
+uint64_t hygiene_pruned(const struct tmon *tm)
+{
+	const struct hygiene *h = tm->hygiene;
+
+	return h ? h->pruned : 0;
+}
+
 const char *hygiene_status(struct tmon *tm, char *buf, size_t size)
 {
 	struct hygiene *h = tm->hygiene;

@@ -52,4 +52,7 @@ double hygiene_retention(const struct tmon *tm);
  * or "keep everything". */
 const char *hygiene_status(struct tmon *tm, char *buf, size_t size);
 
+/* Failures the retention pruned since start. */
+uint64_t hygiene_pruned(const struct tmon *tm);
+
 #endif

@@ -188,8 +188,9 @@ def main():
         # the last batch is committed with the next flush (TM_FLUSH_MS)
         ct.wait_for(lambda: counts() == (recent, 0, 0, True), 5,
                     "the recent failures and summaries only: %r" % (counts(),))
-        check("1200 failures pruned since start" in tm.json("status")["retention_status"],
-              "status counts: %r", tm.json("status"))
+        st = tm.json("status")
+        check("1200 failures pruned since start" in st["retention_status"] and
+              st["retention_pruned"] == 1200, "status counts: %r", st)
         tm.stop()
         sink.close()
 
