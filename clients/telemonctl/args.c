@@ -50,6 +50,8 @@ static const char usage[] =
 	"                                  MATCHER: prog=GLOB machine=GLOB assert=GLOB\n"
 	"  silence list                    the active silences\n"
 	"  silence rm ID                   end a silence now\n"
+	"                                  (with an Alertmanager, silences are kept there:\n"
+	"                                  ID is its silence id)\n"
 	"  ack ID [-comment TEXT]          acknowledge failure ID\n"
 	"\n"
 	"Options (before or after the command; one dash or two, -json or --json):\n"
@@ -73,9 +75,9 @@ static const char usage[] =
 	"\n"
 	"Exit status:\n"
 	"  0  done\n"
-	"  1  the service refused (the message says why)\n"
+	"  1  the service (or its Alertmanager) refused (the message says why)\n"
 	"  2  bad command line\n"
-	"  3  the service cannot be reached\n";
+	"  3  the service (or its Alertmanager) cannot be reached\n";
 
 /* The command line: these options plus -h/--help and -V/--version; which
  * command takes which is checked in args_parse. */
@@ -251,7 +253,12 @@ static void silence_args(struct ctl_cmd *c, char **pos, int n, const char *until
 		return;
 	}
 	if (!strcmp(sub, "rm")) {
-		need_id("silence rm", n > 2 ? pos[2] : NULL);
+		/* ours are numbers, Alertmanager's UUIDs */
+		if (n > 2 && (strspn(pos[2], "0123456789abcdefABCDEF-") != strlen(pos[2]) ||
+			      strlen(pos[2]) > 64 || !strpbrk(pos[2], "abcdefABCDEF-")))
+			need_id("silence rm", pos[2]);
+		else if (n <= 2)
+			need_id("silence rm", NULL);
 		if (n != 3)
 			die("silence rm takes one id");
 		word(c, "rm");

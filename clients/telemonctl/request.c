@@ -68,7 +68,27 @@ struct copy_state {
 	bool line_start;         /* the next byte starts a line */
 	bool in_hint;            /* inside a hint line */
 	bool hinted;             /* a hint was written already */
+	char *cap;               /* capturing (request_capture): the data so far, or NULL */
+	size_t caplen, capsize;  /* ...its length and allocation */
+	bool capturing;          /* data lines go to `cap`, not standard output */
 };
+
+/* Keep `n` bytes of data for request_capture(); false when out of memory. */
+static bool capture(struct copy_state *co, const char *p, size_t n)
+{
+	if (co->caplen + n + 1 > co->capsize) {
+		size_t size = (co->caplen + n + 1) * 2;
+		char *q = realloc(co->cap, size);
+		if (!q)
+			return false;
+		co->cap = q;
+		co->capsize = size;
+	}
+	memcpy(co->cap + co->caplen, p, n);
+	co->caplen += n;
+	co->cap[co->caplen] = '\0';
+	return true;
+}
 
 static bool copy_out(struct copy_state *co, const char *p, size_t n)
 {
@@ -88,7 +108,7 @@ static bool copy_out(struct copy_state *co, const char *p, size_t n)
 		size_t take = nl ? (size_t)(nl - p) + 1 : n;
 		if (co->in_hint)
 			(void)write_all(2, p, take);    /* a hint lost is no error */
-		else if (!write_all(1, p, take))
+		else if (co->capturing ? !capture(co, p, take) : !write_all(1, p, take))
 			return false;
 		co->line_start = nl != NULL;
 		if (nl)
@@ -99,14 +119,14 @@ static bool copy_out(struct copy_state *co, const char *p, size_t n)
 	return true;
 }
 
-int request_run(const struct ctl_cmd *c)
+/* Send `c`; its answer's data goes through `co`. The exit status. */
+static int talk(const struct ctl_cmd *c, struct copy_state *cop)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct timeval tv = { REPLY_TIMEOUT_S, 0 };
 	char head[32], buf[65536], first[1024];
 	size_t flen = 0;
 	bool have_status = false, ok = false;
-	struct copy_state co = { .line_start = true };
 	ssize_t n;
 	int fd;
 
@@ -156,7 +176,7 @@ int request_run(const struct ctl_cmd *c)
 			p = nl + 1;
 			n -= (ssize_t)(nl + 1 - buf);
 		}
-		if (ok && n > 0 && !copy_out(&co, p, (size_t)n)) {
+		if (ok && n > 0 && !copy_out(cop, p, (size_t)n)) {
 			close(fd);
 			return EXIT_REFUSED;           /* our stdout went away */
 		}
@@ -179,4 +199,29 @@ broken:
 		errno == EAGAIN ? "no answer in time" : strerror(errno));
 	close(fd);
 	return EXIT_UNREACHABLE;
+}
+
+int request_run(const struct ctl_cmd *c)
+{
+	struct copy_state co = { .line_start = true };
+
+	return talk(c, &co);
+}
+
+int request_capture(const struct ctl_cmd *c, char **out, size_t *len)
+{
+	struct copy_state co = { .line_start = true, .capturing = true };
+	int rc = talk(c, &co);
+
+	if (rc != EXIT_OK) {
+		free(co.cap);
+		return rc;
+	}
+	if (!co.cap && !capture(&co, "", 0)) {
+		fprintf(stderr, "telemonctl: out of memory\n");
+		return EXIT_REFUSED;
+	}
+	*out = co.cap;
+	*len = co.caplen;
+	return EXIT_OK;
 }

@@ -1,7 +1,9 @@
 /* telemonctl internals:
  *   args.c     the command line: commands, their options, time formats
  *   request.c  talking to the service over DIR/control.sock (protocol in
- *              daemons/telemonitor/control.h) */
+ *              daemons/telemonitor/control.h)
+ *   am.c       silences kept in the telemonitor's Alertmanager, when it has
+ *              one (docs/alerting.md, "One silence model") */
 #ifndef TELEMONCTL_H
 #define TELEMONCTL_H
 
@@ -32,5 +34,18 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c);
 
 /* Send `c`, copy the answer to standard output; returns the exit status. */
 int request_run(const struct ctl_cmd *c);
+
+/* Send `c` and keep the answer's data (hints still go to standard error):
+ * EXIT_OK with `*out` (heap, NUL-terminated; the caller frees it) and
+ * `*len`, or the exit status of the error, already reported. */
+int request_capture(const struct ctl_cmd *c, char **out, size_t *len);
+
+#define AM_TIMEOUT_S 10L         /* one request to an Alertmanager */
+
+/* `silence add|list|rm` with the telemonitor's Alertmanager(s) (status
+ * --json "alertmanagers"): done there, *done set, the exit status
+ * returned. Without an Alertmanager *done stays false (the telemonitor
+ * keeps its own silences: request_run()). */
+int am_silence(const struct ctl_cmd *c, bool *done);
 
 #endif

@@ -374,3 +374,13 @@ void amsil_each_url(struct tmon *tm, void (*cb)(void *arg, const char *url), voi
 			cb(arg, c->alertmanager);
 	}
 }
+
+size_t amsil_count(struct tmon *tm)
+{
+	struct amsil *a = tm->amsil;
+	size_t n = 0;
+
+	for (size_t i = 0; a && i < a->nsrc; i++)
+		n += a->src[i]->n;
+	return n;
+}

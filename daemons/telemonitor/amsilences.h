@@ -50,6 +50,9 @@ struct amsil_alert {
 bool amsil_silenced(struct tmon *tm, const char *url, const struct amsil_alert *al, double now,
 		    char *id, size_t idlen);
 
+/* How many Alertmanager silences are known (in force or pending). */
+size_t amsil_count(struct tmon *tm);
+
 /* The Alertmanagers watched (base URLs, as the classes give them), for
  * `telemonctl status --json`: calls `cb` for each. */
 void amsil_each_url(struct tmon *tm, void (*cb)(void *arg, const char *url), void *arg);

@@ -308,7 +308,7 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 			struct url_list ul = { .b = &b };
 			amsil_each_url(tm, url_item, &ul);
 		}
-		sb_add(&b, "]", 1);
+		sb_printf(&b, "],\"alertmanager_silences\":%zu", amsil_count(tm));
 		sb_printf(&b, ",\"retention\":");
 		if (*rc_text(tm->rc, NULL, RC_RETENTION))
 			sb_json_str(&b, rc_text(tm->rc, NULL, RC_RETENTION));

@@ -86,8 +86,8 @@
 	X(FAIL_INSERT,                                                                       \
 	  "INSERT INTO failures (id, instance_id, spec, assert, line, result, kind, type,"   \
 	  " uid, start_pos, end_pos, start_rec, end_rec, start_ts, end_ts, time, start_wall," \
-	  " metrics, window_id, report, silence_id) VALUES"                                  \
-	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)"     \
+	  " metrics, window_id, report, silence_id, am_silence) VALUES"                      \
+	  " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)" \
 	  " ON CONFLICT (id) DO NOTHING")                                                    \
 	X(WIN_INSERT,                                                                        \
 	  "INSERT INTO windows (id, instance_id, from_rec, to_rec, truncated, text)"         \

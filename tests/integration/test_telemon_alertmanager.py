@@ -16,66 +16,20 @@ clustering off:
   resolved after the restart.
 Skips (exit 77) with the reason when Alertmanager is not installed or does
 not start."""
-import json
-import os
 import time
-import urllib.request
 
+import amtest
 import cmontest as ct
 import telemontest as tt
 from cmontest import check
 
-AM = "/usr/bin/prometheus-alertmanager"
 SPEC = tt.FSREAD_REPORT_SPEC
-CONFIG = """route:
-  receiver: "null"
-  group_wait: 1s
-receivers:
-  - name: "null"
-"""
-
-
-
-class Alertmanager:
-    def __init__(self, env, port):
-        self.env, self.port = env, port
-        self.conf = env.path("am.yml")
-        with open(self.conf, "w") as f:
-            f.write(CONFIG)
-        self.data = env.path("am.data")
-        self.proc = None
-
-    def start(self):
-        self.proc = self.env.spawn("alertmanager", [
-            AM, "--config.file=" + self.conf, "--storage.path=" + self.data,
-            "--web.listen-address=127.0.0.1:%d" % self.port, "--cluster.listen-address="])
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            if not self.proc.alive():
-                ct.skip("prometheus-alertmanager exited at start: %s" % self.proc.stderr()[-800:])
-            try:
-                self.get("/api/v2/status")
-                return
-            except OSError:
-                time.sleep(0.2)
-        ct.skip("prometheus-alertmanager did not answer within 20 s: %s"
-                % self.proc.stderr()[-800:])
-
-    def get(self, path):
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path), timeout=5) as r:
-            return json.loads(r.read())
-
-    def alerts(self, **labels):
-        return [a for a in self.get("/api/v2/alerts")
-                if all(a["labels"].get(k) == v for k, v in labels.items())]
 
 
 def main():
-    if not os.access(AM, os.X_OK):
-        ct.skip("%s is not installed (Debian package prometheus-alertmanager; "
-                "scripts/deps.sh installs it)" % AM)
+    amtest.require()
     with ct.Env("telemon_alertmanager") as env:
-        am = Alertmanager(env, ct.free_port())
+        am = amtest.Alertmanager(env, ct.free_port())
         am.start()
         spec = env.path("am.pspec")
         with open(spec, "w") as f:
@@ -145,7 +99,9 @@ def main():
 
         # 3. silenced: not alerted
         sent1 = sent()
-        tm.ctl("silence", "add", "prog=slowly", "-for", "1 hour")
+        tm.ctl("silence", "add", "prog=slowly", "-for", "1 hour")   # kept in Alertmanager
+        ct.wait_for(lambda: tm.json("status")["alertmanager_silences"] == 1, 15,
+                    "the telemonitor has read the silence back")
         s = env.snarflog("slowly", reg=reg, cmd=tt.writer_cmd("--reads", 4, "--slow", "1"))
         check(s.wait(30) == 0, "snarflog: %s", s.stderr())
         f = tm.wait_failures(1, "--prog", "slowly", "--assert", "read at most 10 ms")
@@ -155,6 +111,8 @@ def main():
         check(sent() == sent1, "nothing sent for it: %r (%d before)",
               tm.json("status")["alertmanager"], sent1)
         tm.ctl("silence", "rm", str(tm.json("silence", "list")[0]["id"]))
+        ct.wait_for(lambda: tm.json("status")["alertmanager_silences"] == 0, 15,
+                    "the telemonitor has read that it ended")
 
         # 4. Alertmanager down: the POST waits in the outbox, across a
         #    SIGKILL of the telemonitor, and goes once Alertmanager is back
