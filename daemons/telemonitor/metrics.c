@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "alerts.h"
-#include "json.h"
 #include "metrics.h"
+#include "report.h"
 #include "sketch.h"
 #include "store.h"
 #include "store_read.h"
@@ -565,29 +565,6 @@ static int failures(struct tmon *tm, struct gather *g, char *err, size_t errlen)
 	return rc;
 }
 
-/* A JSON value as a number: numbers, true/false, and a triple's favoured
- * value (an array whose first element is a number). False if it is none
- * of these. */
-static bool json_number(const struct json *v, double *out)
-{
-	switch (v->kind) {
-	case JSON_NUMBER:
-		*out = v->num;
-		return true;
-	case JSON_TRUE:
-	case JSON_FALSE:
-		*out = v->kind == JSON_TRUE;
-		return true;
-	case JSON_ARRAY:
-		if (!v->kids || v->kids->kind != JSON_NUMBER)
-			return false;
-		*out = v->kids->num;
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* One report series, or one more left out once the bound is reached. */
 static void report_series(struct gather *g, enum metric_family f, const char *labels, double v)
 {
@@ -599,35 +576,52 @@ static void report_series(struct gather *g, enum metric_family f, const char *la
 	sample(g, f, labels, v);
 }
 
+/* Reading one report's metrics into series. */
+struct report_reading {
+	struct gather *g;         /* the exposition */
+	const char *base;         /* the instance's and assertion's labels */
+	struct evbuffer *lab;     /* scratch for a metric's labels */
+	struct evbuffer *key;     /* scratch for a mapping entry's labels */
+	const char *metric;       /* in a mapping: its metric's labels (in lab) */
+};
+
+/* One entry of a mapping (a histogram): a series for its key. */
+static int report_entry(void *arg, const struct report_metric *e)
+{
+	struct report_reading *r = arg;
+
+	if (e->has_value)
+		report_series(r->g, M_BUCKET, labels_with(r->key, r->metric, "key", e->name),
+			      e->value);
+	return 0;
+}
+
+/* One metric: a series for its value, or one for each of a mapping's. */
+static int report_metric(void *arg, const struct report_metric *m)
+{
+	struct report_reading *r = arg;
+
+	r->metric = labels_with(r->lab, r->base, "metric", m->name);
+	if (m->has_value)
+		report_series(r->g, M_REPORT, r->metric, m->value);
+	else if (m->kind == REPORT_METRIC_MAPPING)
+		report_metrics_each(m->node, report_entry, r);
+	return 0;
+}
+
 /* The metrics object of one report; `base` are its instance's and
  * assertion's labels. Text that is not a JSON object adds nothing. */
 static void report(struct gather *g, const char *base, const char *json)
 {
-	struct evbuffer *lab = evbuffer_new(), *key = evbuffer_new();
-	struct json *root = json_parse(json, strlen(json), NULL, 0);
-	double v;
+	struct report_reading r = { .g = g, .base = base, .lab = evbuffer_new(),
+				    .key = evbuffer_new() };
 
-	if (!lab || !key || !root || root->kind != JSON_OBJECT)
-		goto out;
-	for (const struct json *m = root->kids; m; m = m->next) {
-		const char *metric = labels_with(lab, base, "metric", m->key);
-		if (json_number(m, &v)) {
-			report_series(g, M_REPORT, metric, v);
-			continue;
-		}
-		if (m->kind != JSON_OBJECT)
-			continue;
-		/* a mapping (a histogram): one series per key */
-		for (const struct json *e = m->kids; e; e = e->next)
-			if (json_number(e, &v))
-				report_series(g, M_BUCKET, labels_with(key, metric, "key", e->key), v);
-	}
-out:
-	json_free(root);
-	if (lab)
-		evbuffer_free(lab);
-	if (key)
-		evbuffer_free(key);
+	if (r.lab && r.key)
+		report_metrics_each_text(json, report_metric, &r);
+	if (r.lab)
+		evbuffer_free(r.lab);
+	if (r.key)
+		evbuffer_free(r.key);
 }
 
 /* The newest reports being exposed. */

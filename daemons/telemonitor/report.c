@@ -1,5 +1,6 @@
 /* The checker's report lines (see report.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,4 +113,82 @@ void report_free(struct checker_report *r)
 		free(r->owned[i]);
 	json_free(r->root);
 	memset(r, 0, sizeof *r);
+}
+
+/* A triple's component: a number, or null (not finite) as NAN. False for
+ * anything else. */
+static bool component(const struct json *v, double *out)
+{
+	if (!v || (v->kind != JSON_NUMBER && v->kind != JSON_NULL))
+		return false;
+	*out = v->kind == JSON_NUMBER ? v->num : NAN;
+	return true;
+}
+
+/* The value `v` named `name` read by the one rule (report.h). */
+static void metric_read(const char *name, const struct json *v, struct report_metric *m)
+{
+	double t[3];
+
+	*m = (struct report_metric){ .name = name, .kind = REPORT_METRIC_OTHER, .value = NAN,
+				     .node = v };
+	switch (v->kind) {
+	case JSON_NULL:
+		m->kind = REPORT_METRIC_UNDEFINED;
+		break;
+	case JSON_NUMBER:
+		m->kind = REPORT_METRIC_NUMBER;
+		m->value = v->num;
+		break;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		m->kind = REPORT_METRIC_BOOLEAN;
+		m->value = v->kind == JSON_TRUE;
+		break;
+	case JSON_ARRAY:
+		if (v->count != 3 || !component(v->kids, &t[0]) ||
+		    !component(v->kids->next, &t[1]) || !component(v->kids->next->next, &t[2]))
+			break;
+		m->kind = REPORT_METRIC_TRIPLE;
+		m->value = t[0];
+		m->plus = t[1];
+		m->minus = t[2];
+		break;
+	case JSON_OBJECT:
+		m->kind = REPORT_METRIC_MAPPING;
+		break;
+	case JSON_STRING:
+		break;
+	}
+	m->has_value = !isnan(m->value);
+}
+
+int report_metrics_each(const struct json *metrics, report_metric_fn fn, void *arg)
+{
+	struct report_metric m;
+	int rc;
+
+	if (!metrics || metrics->kind != JSON_OBJECT)
+		return -EINVAL;
+	for (const struct json *v = metrics->kids; v; v = v->next) {
+		metric_read(v->key, v, &m);
+		if ((rc = fn(arg, &m)))
+			return rc;
+	}
+	return 0;
+}
+
+int report_metrics_each_text(const char *text, report_metric_fn fn, void *arg)
+{
+	struct json *root;
+	int rc;
+
+	if (!text)
+		return -EINVAL;
+	root = json_parse(text, strlen(text), NULL, 0);
+	if (!root)
+		return errno == ENOMEM ? -ENOMEM : -EINVAL;
+	rc = report_metrics_each(root, fn, arg);
+	json_free(root);
+	return rc;
 }

@@ -72,4 +72,51 @@ int report_parse(const char *line, size_t len, struct checker_report *r);
 /* Free what report_parse kept; `r` is emptied (an empty one is fine). */
 void report_free(struct checker_report *r);
 
+/* --- a report's metrics --------------------------------------------------------
+ *
+ * The one reader of a report's "metrics" object (docs/man/pcheck.1): each
+ * member is a metric, its value one of PSpec's, written as JSON. One rule
+ * for every reader (the mail's text, /metrics, telemonctl stats and
+ * versions): a number is a number; true and false count as 1 and 0; an
+ * array of exactly three elements, each a number or null, is a triple
+ * [v, p, m] whose value is v (null stands for a value that is not finite);
+ * an object is a mapping, keyed by the domain value, whose entries are read
+ * by the same rule (report_metrics_each over its node); null is UNDEFINED.
+ * Anything else (a string, any other array) has no value: its node is
+ * there for whoever shows it as it is. */
+
+/* What a metric's (or a mapping entry's) value is. */
+enum report_metric_kind {
+	REPORT_METRIC_UNDEFINED,          /* null: PSpec's UNDEFINED */
+	REPORT_METRIC_NUMBER,             /* a number */
+	REPORT_METRIC_BOOLEAN,            /* true (value 1) or false (value 0) */
+	REPORT_METRIC_TRIPLE,             /* [v, p, m]: v, and its error bounds +p -m */
+	REPORT_METRIC_MAPPING,            /* an object keyed by domain value: its node's members */
+	REPORT_METRIC_OTHER,              /* a string or another array: no value */
+};
+
+/* One metric, or one entry of a mapping, as report_metrics_each reads it. */
+struct report_metric {
+	const char *name;                 /* the metric's name, or the entry's key */
+	enum report_metric_kind kind;     /* what its value is */
+	bool has_value;                   /* value holds a number: a number, a boolean, or a
+					     triple whose v is not null */
+	double value;                     /* with has_value: the (favoured) value; NAN otherwise */
+	double plus, minus;               /* a triple's p and m (NAN where null); 0 otherwise */
+	const struct json *node;          /* the value as written (a mapping's entries are its
+					     members: read them with report_metrics_each) */
+};
+
+/* Called for each metric; a nonzero return stops the walk. */
+typedef int (*report_metric_fn)(void *arg, const struct report_metric *m);
+
+/* Call fn for each member of the metrics object (or mapping) `metrics`, in
+ * the order written. 0 when all were read, fn's nonzero return when it
+ * stopped, -EINVAL when `metrics` is NULL or not an object. */
+int report_metrics_each(const struct json *metrics, report_metric_fn fn, void *arg);
+
+/* The same over a metrics object's text as the store keeps it: -EINVAL
+ * when `text` is NULL or not a JSON object, -ENOMEM. */
+int report_metrics_each_text(const char *text, report_metric_fn fn, void *arg);
+
 #endif

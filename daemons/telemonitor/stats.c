@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "control.h"
-#include "json.h"
+#include "report.h"
 #include "store.h"
 #include "store_read.h"
 #include "text.h"
@@ -81,59 +81,41 @@ static void add_number(struct agg *a, double v)
 	a->n++;
 }
 
-/* Add the JSON value `v` of one report to `a`. */
-static void add_value(struct agg *a, const struct json *v, int depth)
+/* Adding a report's metrics, or a mapping's entries, to `a`; `depth` is
+ * their nesting (the metrics are at 1). */
+struct adding {
+	struct agg *a;            /* the metrics or mapping they go into */
+	int depth;                /* how deep */
+};
+
+/* One metric or mapping entry: its value (a number, boolean or triple's
+ * v) added up, a mapping entry by entry. */
+static int add_metric(void *arg, const struct report_metric *m)
 {
-	switch (v->kind) {
-	case JSON_NULL:
-	case JSON_STRING:
-		return;
-	case JSON_TRUE:
-	case JSON_FALSE:
-		add_number(a, v->kind == JSON_TRUE);
-		return;
-	case JSON_NUMBER:
-		add_number(a, v->num);
-		return;
-	case JSON_ARRAY:
-		/* a triple [v, p, m]: its favoured value */
-		if (depth < STATS_DEPTH_MAX && v->kids)
-			add_value(a, v->kids, depth + 1);
-		return;
-	case JSON_OBJECT:
-		if (depth >= STATS_DEPTH_MAX)
-			return;
-		a->is_map = true;
-		for (const struct json *m = v->kids; m; m = m->next) {
-			struct agg *c = kid(a, m->key);
-			if (c)
-				add_value(c, m, depth + 1);
-		}
-		return;
+	const struct adding *to = arg;
+	struct adding in;
+	struct agg *c = kid(to->a, m->name);
+
+	if (!c)
+		return 0;
+	if (m->has_value) {
+		add_number(c, m->value);
+	} else if (m->kind == REPORT_METRIC_MAPPING && to->depth < STATS_DEPTH_MAX) {
+		c->is_map = true;
+		in = (struct adding){ c, to->depth + 1 };
+		report_metrics_each(m->node, add_metric, &in);
 	}
+	return 0;
 }
 
 /* Add the metrics of one report (a JSON object, as stored) to the day's
- * root. An array is taken as a mapping of its indexes, text that is not
- * JSON adds nothing. */
+ * root. Text that is not a JSON object adds nothing. */
 static void add_metrics(struct agg *root, const char *metrics)
 {
-	struct json *v = json_parse(metrics, strlen(metrics), NULL, 0);
-	char key[24];
-	size_t i = 0;
+	struct adding to = { root, 1 };
 
 	root->is_map = true;
-	if (v && v->kind == JSON_OBJECT) {
-		add_value(root, v, 0);
-	} else if (v && v->kind == JSON_ARRAY) {
-		for (const struct json *e = v->kids; e; e = e->next) {
-			struct agg *c;
-			snprintf(key, sizeof key, "%zu", i++);
-			if ((c = kid(root, key)))
-				add_value(c, e, 1);
-		}
-	}
-	json_free(v);
+	report_metrics_each_text(metrics, add_metric, &to);
 }
 
 static bool all_numeric(const struct agg *a)

@@ -10,6 +10,7 @@
 
 #include "cmon/jsonstr.h"
 #include "json.h"
+#include "report.h"
 #include "text.h"
 
 #define RENDER_DEPTH_MAX 8        /* nesting shown before "..." */
@@ -220,57 +221,62 @@ char *fmt_ns(double ns, bool sign, char *out, size_t size)
 
 /* A duration metric's value: a number or a triple [v, p, m] of numbers in
  * units; false (nothing added) for anything else. */
-static bool render_duration(const struct json *v, struct sbuf *b)
+static bool render_duration(const struct report_metric *m, struct sbuf *b)
 {
-	const struct json *p, *m;
 	char s[3][48];
 
-	if (v->kind == JSON_NUMBER) {
-		sb_printf(b, "%s", fmt_ns(v->num, false, s[0], sizeof s[0]));
+	if (m->kind == REPORT_METRIC_NUMBER) {
+		sb_printf(b, "%s", fmt_ns(m->value, false, s[0], sizeof s[0]));
 		return true;
 	}
-	if (v->kind != JSON_ARRAY || !v->kids || v->kids->kind != JSON_NUMBER ||
-	    !(p = v->kids->next) || p->kind != JSON_NUMBER || !(m = p->next) ||
-	    m->kind != JSON_NUMBER || m->next)
+	if (m->kind != REPORT_METRIC_TRIPLE || isnan(m->value) || isnan(m->plus) ||
+	    isnan(m->minus))
 		return false;
-	fmt_ns(v->kids->num, false, s[0], sizeof s[0]);
-	fmt_ns(p->num, false, s[1], sizeof s[1]);
-	fmt_ns(m->num, false, s[2], sizeof s[2]);
-	if (p->num == 0 && m->num == 0)
+	fmt_ns(m->value, false, s[0], sizeof s[0]);
+	fmt_ns(m->plus, false, s[1], sizeof s[1]);
+	fmt_ns(m->minus, false, s[2], sizeof s[2]);
+	if (m->plus == 0 && m->minus == 0)
 		sb_printf(b, "%s", s[0]);
-	else if (p->num == m->num)
+	else if (m->plus == m->minus)
 		sb_printf(b, "%s (\u00b1%s)", s[0], s[1]);
 	else
 		sb_printf(b, "%s (+%s -%s)", s[0], s[1], s[2]);
 	return true;
 }
 
+/* Rendering the metrics: the text so far, and whether in units. */
+struct rendering {
+	struct sbuf b;            /* "name = value, ..." */
+	bool units;               /* durations in human units */
+	bool first;               /* nothing rendered yet */
+};
+
+static int render_metric(void *arg, const struct report_metric *m)
+{
+	struct rendering *r = arg;
+
+	if (!r->first)
+		sb_add(&r->b, ", ", 2);
+	r->first = false;
+	sb_printf(&r->b, "%s = ", m->name);
+	if (!r->units || !metric_is_duration(m->name) || !render_duration(m, &r->b))
+		render_value(m->node, &r->b, 0);
+	return 0;
+}
+
 static char *render(const char *json, bool units)
 {
-	struct sbuf b = { 0 };
-	struct json *root;
-	char err[96];
+	struct rendering r = { .units = units, .first = true };
 
-	if (!json)
-		return strdup("");
-	root = json_parse(json, strlen(json), err, sizeof err);
-	if (!root || root->kind != JSON_OBJECT) {
-		json_free(root);
+	if (report_metrics_each_text(json, render_metric, &r) < 0) {
+		sb_free(&r.b);
 		return strdup("");
 	}
-	for (const struct json *m = root->kids; m; m = m->next) {
-		if (m != root->kids)
-			sb_add(&b, ", ", 2);
-		sb_printf(&b, "%s = ", m->key);
-		if (!units || !metric_is_duration(m->key) || !render_duration(m, &b))
-			render_value(m, &b, 0);
-	}
-	json_free(root);
-	if (b.oom) {
-		sb_free(&b);
+	if (r.b.oom) {
+		sb_free(&r.b);
 		return NULL;
 	}
-	return sb_take(&b);
+	return sb_take(&r.b);
 }
 
 char *render_metrics(const char *json)
@@ -283,33 +289,33 @@ char *render_metrics_plain(const char *json)
 	return render(json, false);
 }
 
+/* A duration's unit, as a member of the units object. */
+static int unit_of(void *arg, const struct report_metric *m)
+{
+	struct rendering *r = arg;
+
+	if (!metric_is_duration(m->name))
+		return 0;
+	if (!r->first)
+		sb_add(&r->b, ",", 1);
+	r->first = false;
+	sb_json_str(&r->b, m->name);
+	sb_add(&r->b, ":\"ns\"", 5);
+	return 0;
+}
+
 char *metrics_units_json(const char *json)
 {
-	struct sbuf b = { 0 };
-	struct json *root = NULL;
-	char err[96];
-	bool first = true;
+	struct rendering r = { .first = true };
 
-	if (json)
-		root = json_parse(json, strlen(json), err, sizeof err);
-	sb_add(&b, "{", 1);
-	for (const struct json *m = root && root->kind == JSON_OBJECT ? root->kids : NULL; m;
-	     m = m->next) {
-		if (!metric_is_duration(m->key))
-			continue;
-		if (!first)
-			sb_add(&b, ",", 1);
-		first = false;
-		sb_json_str(&b, m->key);
-		sb_add(&b, ":\"ns\"", 5);
-	}
-	sb_add(&b, "}", 1);
-	json_free(root);
-	if (b.oom) {
-		sb_free(&b);
+	sb_add(&r.b, "{", 1);
+	report_metrics_each_text(json, unit_of, &r);
+	sb_add(&r.b, "}", 1);
+	if (r.b.oom) {
+		sb_free(&r.b);
 		return NULL;
 	}
-	return sb_take(&b);
+	return sb_take(&r.b);
 }
 
 void table_init(struct table *t, const char *const *header)

@@ -1,7 +1,7 @@
 /* Small text helpers for output: a growing string, JSON string quoting,
  * times, and rendering the checker's JSON metrics in the notation of the
  * PSpec reference ("time = 12, hist = (3 -> 2, 5 -> 1)"), read with
- * json.c. */
+ * report_metrics_each (report.h). */
 #ifndef TELEMON_TEXT_H
 #define TELEMON_TEXT_H
 

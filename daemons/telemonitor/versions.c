@@ -21,7 +21,7 @@
 
 #include "compare.h"
 #include "control.h"
-#include "json.h"
+#include "report.h"
 #include "sketch.h"
 #include "store_read.h"
 #include "telemonitor.h"
@@ -119,23 +119,30 @@ static void add(struct gathered *g, const char *assertion, const char *metric, d
 	s->v[k][s->n[k]++] = x;
 }
 
+/* One report's metrics being gathered. */
+struct reporting {
+	struct gathered *g;       /* where they go */
+	const char *assertion;    /* the report's assertion */
+};
+
+/* One metric of a report: its value (a number, boolean or triple's v). */
+static int gather_metric(void *arg, const struct report_metric *m)
+{
+	struct reporting *r = arg;
+
+	if (m->has_value)
+		add(r->g, r->assertion, m->name, m->value);
+	return r->g->rc ? 1 : 0;
+}
+
 /* One report's metrics: its numbers, booleans and triples. */
 static int gather_report(void *arg, const char *assertion, const char *metrics)
 {
-	struct gathered *g = arg;
-	struct json *root = metrics ? json_parse(metrics, strlen(metrics), NULL, 0) : NULL;
+	struct reporting r = { .g = arg, .assertion = assertion };
 
-	if (root && root->kind == JSON_OBJECT && assertion)
-		for (const struct json *m = root->kids; m && !g->rc; m = m->next) {
-			if (m->kind == JSON_NUMBER)
-				add(g, assertion, m->key, m->num);
-			else if (m->kind == JSON_TRUE || m->kind == JSON_FALSE)
-				add(g, assertion, m->key, m->kind == JSON_TRUE);
-			else if (m->kind == JSON_ARRAY && m->count == 3 && m->kids->kind == JSON_NUMBER)
-				add(g, assertion, m->key, m->kids->num);
-		}
-	json_free(root);
-	return g->rc ? 1 : 0;
+	if (assertion)
+		report_metrics_each_text(metrics, gather_metric, &r);
+	return r.g->rc ? 1 : 0;
 }
 
 /* Compare series s: 0, or what cmp_samples / cmp_binned said. */

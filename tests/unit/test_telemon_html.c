@@ -13,6 +13,7 @@
 
 #include "../../daemons/telemonitor/html.c"
 #include "../../daemons/telemonitor/json.c"
+#include "../../daemons/telemonitor/report.c"
 #include "../../daemons/telemonitor/text.c"
 
 /* html_text(s) as a string (static buffer). */
