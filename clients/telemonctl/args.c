@@ -1,5 +1,5 @@
-/* telemonctl's command line: which command, which options each accepts,
- * and turning user spellings (times, relative paths) into what the
+/* telemonctl's command line: which command, which options each accepts
+ * (the service's command table, cmdtab.h), and turning user spellings (times, relative paths) into what the
  * service expects. Usage errors are "telemonctl: MESSAGE" and a Try line
  * on standard error, exit status 2 (cmon/cmdline.h). */
 #include <ctype.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmon/cmdline.h"
+#include "cmdtab.h"
 #include "telemonctl.h"
 
 static const char usage[] =
@@ -80,7 +81,7 @@ static const char usage[] =
 	"  3  the service (or its Alertmanager) cannot be reached\n";
 
 /* The command line: these options plus -h/--help and -V/--version; which
- * command takes which is checked in args_parse. */
+ * command takes which comes from cmdtab.h (check_options). */
 enum { O_STATE = 256, O_JSON, O_ALL, O_PROG, O_ASSERT, O_SINCE, O_LIMIT, O_INSTANCE, O_BEFORE,
        O_DAY, O_UNTIL, O_FOR, O_COMMENT };
 static const struct option opts[] = {
@@ -299,6 +300,52 @@ static void silence_args(struct ctl_cmd *c, char **pos, int n, const char *until
 		word(c, "comment=%s", comment);
 }
 
+/* The options a command takes: the keys of cmdtab.h it is not given as
+ * operands (for a command with subcommands, only its `add` does). */
+static unsigned options_of(int ci, char **pos, int n)
+{
+	const struct cmd_info *info;
+
+	if (ci < 0)
+		return 0;
+	info = cmd_info(ci);
+	if ((info->flags & CMD_SUB) && !(n > 1 && !strcmp(pos[1], "add")))
+		return 0;
+	return info->keys & ~info->operands;
+}
+
+/* Die unless command `cmd` takes every option `given` (CK_* of cmdtab.h). */
+static void check_options(const char *cmd, unsigned takes, unsigned given)
+{
+	/* -until, -for and -comment have messages of their own */
+	const unsigned apart = CK_UNTIL | CK_COMMENT;
+	char list[256] = "";
+	size_t len = 0;
+	int count = 0, k = 0;
+
+	if (given & ~apart & ~takes) {
+		if (!(takes & ~apart))
+			die("%s takes no such option", cmd);
+		for (int i = 0; i < CMD_NKEYS; i++)
+			count += (takes & ~apart & (1u << i)) != 0;
+		for (int i = 0; i < CMD_NKEYS; i++) {
+			if (!(takes & ~apart & (1u << i)) || len >= sizeof list)
+				continue;
+			len += (size_t)snprintf(list + len, sizeof list - len, "%s--%s",
+						k == 0 ? "" : k == count - 1 ? " and " : ", ",
+						cmd_key_name(i));
+			k++;
+		}
+		/* "instances takes only --all and --limit", "stats takes
+		 * --prog, --assert and --day" */
+		die("%s takes %s%s", cmd, count <= 2 ? "only " : "", list);
+	}
+	if ((given & CK_UNTIL) && !(takes & CK_UNTIL))
+		die("-until and -for belong to silence add");
+	if ((given & CK_COMMENT) && !(takes & CK_COMMENT))
+		die("-comment belongs to silence add and ack");
+}
+
 static const char *default_state(void)
 {
 	static char buf[PATH_MAX];
@@ -320,7 +367,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 	const char *prog = NULL, *assertion = NULL, *since = NULL, *limit = NULL, *inst = NULL;
 	const char *day = NULL, *before = NULL, *until = NULL, *dur = NULL, *comment = NULL, *cmd;
 	bool all = false;
-	int ch, n;
+	int ch, n, ci;
 	char **pos;
 
 	while ((ch = cmon_cmdline_next(&cmdline, argc, argv)) != -1) {
@@ -350,29 +397,15 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 	for (int i = 0; i < n; i++)
 		if (!*pos[i])
 			die("empty argument");
-	/* which options each command takes */
-	bool list_opts = !strcmp(cmd, "failures") || !strcmp(cmd, "stats") ||
-			 !strcmp(cmd, "instances") || !strcmp(cmd, "compare");
-	if (!list_opts && (prog || assertion || since || limit || inst || day || all || before))
-		die("%s takes no such option", cmd);
-	if (!strcmp(cmd, "instances") && (prog || assertion || since || inst || day || before))
-		die("instances takes only --all and --limit");
-	if (!strcmp(cmd, "failures") && (all || day))
-		die("failures takes --prog, --assert, --since, --instance, --limit and --before");
-	if (!strcmp(cmd, "compare") && (prog || all || since || limit || inst || day || before))
-		die("compare takes only --assert");
-	if (!strcmp(cmd, "stats") && (all || since || limit || inst || before))
-		die("stats takes --prog, --assert and --day");
-	if ((until || dur) && !(!strcmp(cmd, "silence") && n > 1 && !strcmp(pos[1], "add")))
-		die("-until and -for belong to silence add");
-	if (comment && strcmp(cmd, "ack") && !(!strcmp(cmd, "silence") && n > 1 &&
-					       !strcmp(pos[1], "add")))
-		die("-comment belongs to silence add and ack");
+	ci = cmd_find(cmd);
+	check_options(cmd, options_of(ci, pos, n),
+		      (all ? CK_ALL : 0) | (prog ? CK_PROG : 0) | (assertion ? CK_ASSERT : 0) |
+		      (since ? CK_SINCE : 0) | (inst ? CK_INSTANCE : 0) | (limit ? CK_LIMIT : 0) |
+		      (before ? CK_BEFORE : 0) | (day ? CK_DAY : 0) |
+		      (until || dur ? CK_UNTIL : 0) | (comment ? CK_COMMENT : 0));
 	word(c, "%s", cmd);
-	if (!strcmp(cmd, "status") || !strcmp(cmd, "classes")) {
-		if (n != 1)
-			die("%s takes no arguments", cmd);
-	} else if (!strcmp(cmd, "class")) {
+	switch (ci) {
+	case CMD_I_class: {
 		const char *sub = n > 1 ? pos[1] : NULL;
 		if (!sub || (strcmp(sub, "add") && strcmp(sub, "set") && strcmp(sub, "rm")))
 			die("class: expected add, set or rm");
@@ -392,18 +425,15 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 			for (int i = 3; i < n; i++)
 				property(c, "class set", pos[i]);
 		}
-	} else if (!strcmp(cmd, "instances")) {
+		break;
+	}
+	case CMD_I_instances:
 		if (n != 1)
 			die("instances takes no arguments, only --all and --limit");
 		if (all)
 			word(c, "all=1");
-	} else if (!strcmp(cmd, "start") || !strcmp(cmd, "stop") || !strcmp(cmd, "typescript") ||
-		   !strcmp(cmd, "window") || !strcmp(cmd, "verdicts")) {
-		need_id(cmd, n > 1 ? pos[1] : NULL);
-		if (n != 2)
-			die("%s takes one id", cmd);
-		word(c, "%s", pos[1]);
-	} else if (!strcmp(cmd, "compare")) {
+		break;
+	case CMD_I_compare:
 		if (n != 4)
 			die("compare takes PROG V1 V2 (and --assert LABEL)");
 		word(c, "prog=%s", pos[1]);
@@ -411,11 +441,13 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		word(c, "v2=%s", pos[3]);
 		if (assertion)
 			word(c, "assert=%s", assertion);
-	} else if (!strcmp(cmd, "history")) {
+		break;
+	case CMD_I_history:
 		if (n != 2 || !*pos[1])
 			die("history takes one program name");
 		word(c, "prog=%s", pos[1]);
-	} else if (!strcmp(cmd, "failures")) {
+		break;
+	case CMD_I_failures:
 		if (n != 1)
 			die("failures takes options only, e.g. --prog fsread");
 		if (prog)
@@ -437,7 +469,8 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 			need_id("--before", before);
 			word(c, "before=%s", before);
 		}
-	} else if (!strcmp(cmd, "stats")) {
+		break;
+	case CMD_I_stats:
 		if (n != 1)
 			die("stats takes options only: --prog P --assert LABEL [--day D]");
 		if (!prog || !assertion)
@@ -449,17 +482,32 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 				die("--day: '%s' is not a date YYYY-MM-DD", day);
 			word(c, "day=%s", day);
 		}
-	} else if (!strcmp(cmd, "silence")) {
+		break;
+	case CMD_I_silence:
 		silence_args(c, pos, n, until, dur, comment);
-	} else if (!strcmp(cmd, "ack")) {
+		break;
+	case CMD_I_ack:
 		need_id(cmd, n > 1 ? pos[1] : NULL);
 		if (n != 2)
 			die("ack takes one failure id (and -comment TEXT)");
 		word(c, "%s", pos[1]);
 		if (comment)
 			word(c, "comment=%s", comment);
-	} else {
-		die("unknown command '%s'", cmd);
+		break;
+	default:
+		/* the plain ones: no arguments (status, classes), or one id
+		 * (start, stop, typescript, window, verdicts) */
+		if (ci >= 0 && (cmd_info(ci)->flags & CMD_OPTS) && !cmd_info(ci)->keys) {
+			if (n != 1)
+				die("%s takes no arguments", cmd);
+		} else if (ci >= 0 && (cmd_info(ci)->flags & CMD_ID) && !cmd_info(ci)->keys) {
+			need_id(cmd, n > 1 ? pos[1] : NULL);
+			if (n != 2)
+				die("%s takes one id", cmd);
+			word(c, "%s", pos[1]);
+		} else {
+			die("unknown command '%s'", cmd);
+		}
 	}
 	if (limit) {
 		char *end;

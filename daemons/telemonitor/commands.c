@@ -12,6 +12,7 @@
 #include "cmon/log.h"
 #include "alerts.h"
 #include "amsilences.h"
+#include "cmdtab.h"
 #include "control.h"
 #include "hygiene.h"
 #include "session.h"
@@ -31,17 +32,14 @@ static const char *opt(const struct ctl_request *r, int from, const char *key)
 	return NULL;
 }
 
-/* Check that argv[from..] are options among `keys` (NULL-terminated). */
-static int only_opts(const struct ctl_request *r, int from, const char *const *keys, char *err,
+/* Check that argv[from..] are options among `keys` (CK_* of cmdtab.h). */
+static int only_opts(const struct ctl_request *r, int from, unsigned keys, char *err,
 		     size_t errlen)
 {
 	for (int i = from; i < r->argc; i++) {
 		const char *eq = strchr(r->argv[i], '=');
-		bool ok = false;
-		for (size_t k = 0; eq && keys[k] && !ok; k++)
-			ok = strlen(keys[k]) == (size_t)(eq - r->argv[i]) &&
-			     !strncmp(keys[k], r->argv[i], (size_t)(eq - r->argv[i]));
-		if (!ok) {
+
+		if (!eq || !(keys & cmd_key_bit(r->argv[i], (size_t)(eq - r->argv[i])))) {
 			snprintf(err, errlen, "unexpected argument '%.80s'", r->argv[i]);
 			return -EINVAL;
 		}
@@ -267,7 +265,8 @@ static void delivery_json(struct sbuf *b, uint64_t sent, size_t queued, uint64_t
 	sb_add(b, "}", 1);
 }
 
-static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out)
+static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		      char *err, size_t errlen)
 {
 	struct sbuf b = { 0 };
 	struct store_health h;
@@ -275,6 +274,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 	struct alerts_stats as;
 	char since[40], mail[400], keep[200], am[600];
 
+	(void)err;
+	(void)errlen;
 	iso_time(tm->started, since, sizeof since);
 	notify_status(tm, mail, sizeof mail);
 	hygiene_status(tm, keep, sizeof keep);
@@ -352,7 +353,8 @@ static int cmd_status(struct tmon *tm, const struct ctl_request *r, struct evbuf
 
 /* --- classes ----------------------------------------------------------------- */
 
-static int cmd_classes(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out)
+static int cmd_classes(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		       char *err, size_t errlen)
 {
 	static const char *const head[] = { "ID", "PROG", "MACHINE", "PID", "AUTO", "BLOCK",
 					    "WINDOW", "MAIL", "TOOL / SPEC", NULL };
@@ -361,6 +363,8 @@ static int cmd_classes(struct tmon *tm, const struct ctl_request *r, struct evbu
 	struct table t;
 	bool first = true;
 
+	(void)err;
+	(void)errlen;
 	if (r->json) {
 		sb_add(&b, "[", 1);
 		TAILQ_FOREACH(c, &tm->classes, link) {
@@ -539,7 +543,6 @@ static int instance_row(void *arg, const struct store_instance_row *in)
 static int cmd_instances(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
 			 char *err, size_t errlen)
 {
-	static const char *const keys[] = { "all", "limit", NULL };
 	static const char *const head[] = { "ID", "PROG", "MACHINE", "PID", "STATE", "RECORDS",
 					    "LOST", "FAILURES", "SEEN", "STATUS", NULL };
 	struct sbuf b = { 0 };
@@ -548,7 +551,7 @@ static int cmd_instances(struct tmon *tm, const struct ctl_request *r, struct ev
 	bool all = opt(r, 1, "all") != NULL;
 	int limit;
 
-	if (only_opts(r, 1, keys, err, errlen) < 0 || parse_limit(r, 1, &limit, err, errlen) < 0)
+	if (parse_limit(r, 1, &limit, err, errlen) < 0)
 		return -EINVAL;
 	if (r->json)
 		sb_add(&b, "[", 1);
@@ -597,6 +600,18 @@ static int cmd_start_stop(struct tmon *tm, const struct ctl_request *r, struct e
 			  start ? "monitoring started" : "stopping (the tools finish what they have)");
 	emit(out, &b);
 	return 0;
+}
+
+static int cmd_start(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		     char *err, size_t errlen)
+{
+	return cmd_start_stop(tm, r, out, true, err, errlen);
+}
+
+static int cmd_stop(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		    char *err, size_t errlen)
+{
+	return cmd_start_stop(tm, r, out, false, err, errlen);
 }
 
 /* --- typescript and window --------------------------------------------------- */
@@ -701,12 +716,8 @@ static int cmd_history(struct tmon *tm, const struct ctl_request *r, struct evbu
 	struct sbuf b = { 0 };
 	struct table t;
 	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
-
-	static const char *const keys[] = { "prog", NULL };
 	const char *prog = opt(r, 1, "prog");
 
-	if (only_opts(r, 1, keys, err, errlen) < 0)
-		return -EINVAL;
 	if (!prog || !*prog) {
 		snprintf(err, errlen, "history: give one program name (prog)");
 		return -EINVAL;
@@ -945,8 +956,6 @@ static int failure_row(void *arg, const struct store_failure_row *f)
 static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
 			char *err, size_t errlen)
 {
-	static const char *const keys[] = { "prog", "assert", "since", "limit", "instance",
-					    "before", NULL };
 	static const char *const head[] = { "ID", "TIME", "PROG", "MACHINE", "PID", "ASSERTION",
 					    "LINE", "START", "START_TS", "END_TS", "FLAGS", "METRICS",
 					    NULL };
@@ -962,7 +971,7 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 	struct table t;
 	struct listing l = { .b = &b, .t = &t, .json = r->json, .first = true };
 
-	if (only_opts(r, 1, keys, err, errlen) < 0 || parse_limit(r, 1, &q.limit, err, errlen) < 0)
+	if (parse_limit(r, 1, &q.limit, err, errlen) < 0)
 		return -EINVAL;
 	if (since) {
 		char *end;
@@ -1074,16 +1083,13 @@ static int silence_list(struct tmon *tm, const struct ctl_request *r, struct evb
 static int cmd_silence(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
 		       char *err, size_t errlen)
 {
-	static const char *const add_keys[] = { "prog", "machine", "assert", "until", "comment",
-						NULL };
-	static const char *const no_keys[] = { NULL };
 	const char *sub = r->argc > 1 ? r->argv[1] : "";
 	struct sbuf b = { 0 };
 	uint64_t id;
 	double until;
 
 	if (!strcmp(sub, "list"))
-		return only_opts(r, 2, no_keys, err, errlen) < 0 ? -EINVAL
+		return only_opts(r, 2, 0, err, errlen) < 0 ? -EINVAL
 								  : silence_list(tm, r, out, err, errlen);
 	if (!strcmp(sub, "rm")) {
 		if (r->argc != 3) {
@@ -1102,7 +1108,7 @@ static int cmd_silence(struct tmon *tm, const struct ctl_request *r, struct evbu
 		snprintf(err, errlen, "silence: expected add, list or rm");
 		return -EINVAL;
 	}
-	if (only_opts(r, 2, add_keys, err, errlen) < 0 ||
+	if (only_opts(r, 2, cmd_info(CMD_I_silence)->keys, err, errlen) < 0 ||
 	    parse_when(opt(r, 2, "until"), "silence add: the end", &until, err, errlen) < 0 ||
 	    hygiene_silence_add(tm, opt(r, 2, "prog"), opt(r, 2, "machine"), opt(r, 2, "assert"),
 				until, opt(r, 2, "comment"), &id, err, errlen) < 0)
@@ -1122,13 +1128,12 @@ static int cmd_silence(struct tmon *tm, const struct ctl_request *r, struct evbu
 static int cmd_ack(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out, char *err,
 		   size_t errlen)
 {
-	static const char *const keys[] = { "comment", NULL };
 	const char *comment = opt(r, 2, "comment");
 	struct sbuf b = { 0 };
 	uint64_t id;
 
 	if (r->argc < 2 || parse_id(r->argv[1], &id, "ack", err, errlen) < 0 ||
-	    only_opts(r, 2, keys, err, errlen) < 0)
+	    only_opts(r, 2, cmd_info(CMD_I_ack)->keys, err, errlen) < 0)
 		return -EINVAL;
 	if (comment && strlen(comment) > HYG_COMMENT_MAX) {
 		snprintf(err, errlen, "ack: the comment is longer than %d bytes", HYG_COMMENT_MAX);
@@ -1151,62 +1156,59 @@ static int cmd_ack(struct tmon *tm, const struct ctl_request *r, struct evbuffer
 	return 0;
 }
 
+/* --- compare and stats ------------------------------------------------------- */
+
+/* compare prog=P v1=V1 v2=V2 [assert=A], from telemonctl and the API alike */
+static int cmd_compare(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		       char *err, size_t errlen)
+{
+	const char *prog = opt(r, 1, "prog"), *v1 = opt(r, 1, "v1"), *v2 = opt(r, 1, "v2");
+
+	if (!prog || !v1 || !v2 || !*prog) {
+		snprintf(err, errlen, "compare: give PROG V1 V2 (prog, v1 and v2)");
+		return -EINVAL;
+	}
+	return versions_compare(tm, r, prog, v1, v2, opt(r, 1, "assert"), out, err, errlen);
+}
+
+/* stats prog=P assert=A [day=D] */
+static int cmd_stats(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+		     char *err, size_t errlen)
+{
+	const char *prog = opt(r, 1, "prog"), *assertion = opt(r, 1, "assert");
+
+	if (!prog || !assertion) {
+		snprintf(err, errlen, "stats: give --prog and --assert");
+		return -EINVAL;
+	}
+	return stats_run(tm, r, prog, assertion, opt(r, 1, "day"), out, err, errlen);
+}
+
 /* --- dispatch ---------------------------------------------------------------- */
+
+/* A command's handler: the answer to `out`, or a negative errno and `err`. */
+typedef int cmd_handler(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out,
+			char *err, size_t errlen);
+
+/* The handlers, in the order of CMD_TABLE (cmdtab.h). */
+static cmd_handler *const handlers[CMD_COUNT] = {
+#define CMD_HANDLER(name, path, keys, operands, flags, fn) fn,
+	CMD_TABLE(CMD_HANDLER)
+#undef CMD_HANDLER
+};
 
 int commands_run(struct tmon *tm, const struct ctl_request *r, struct evbuffer *out, char *err,
 		 size_t errlen)
 {
 	const char *cmd = r->argv[0];
-	static const char *const no_keys[] = { NULL };
+	int i = cmd_find(cmd);
 
-	if (!strcmp(cmd, "status"))
-		return only_opts(r, 1, no_keys, err, errlen) < 0 ? -EINVAL : cmd_status(tm, r, out);
-	if (!strcmp(cmd, "classes"))
-		return only_opts(r, 1, no_keys, err, errlen) < 0 ? -EINVAL : cmd_classes(tm, r, out);
-	if (!strcmp(cmd, "class"))
-		return cmd_class(tm, r, out, err, errlen);
-	if (!strcmp(cmd, "instances"))
-		return cmd_instances(tm, r, out, err, errlen);
-	if (!strcmp(cmd, "start") || !strcmp(cmd, "stop"))
-		return cmd_start_stop(tm, r, out, !strcmp(cmd, "start"), err, errlen);
-	if (!strcmp(cmd, "typescript"))
-		return cmd_typescript(tm, r, out, err, errlen);
-	if (!strcmp(cmd, "window"))
-		return cmd_window(tm, r, out, err, errlen);
-	if (!strcmp(cmd, "verdicts"))
-		return cmd_verdicts(tm, r, out, err, errlen);
-	if (!strcmp(cmd, "history"))
-		return cmd_history(tm, r, out, err, errlen);
-	if (!strcmp(cmd, "compare")) {
-		/* prog=P v1=V1 v2=V2 [assert=A], from telemonctl and the API alike */
-		static const char *const keys[] = { "prog", "v1", "v2", "assert", NULL };
-		const char *prog = opt(r, 1, "prog"), *v1 = opt(r, 1, "v1"), *v2 = opt(r, 1, "v2");
-
-		if (only_opts(r, 1, keys, err, errlen) < 0)
-			return -EINVAL;
-		if (!prog || !v1 || !v2 || !*prog) {
-			snprintf(err, errlen, "compare: give PROG V1 V2 (prog, v1 and v2)");
-			return -EINVAL;
-		}
-		return versions_compare(tm, r, prog, v1, v2, opt(r, 1, "assert"), out, err, errlen);
+	if (i < 0) {
+		snprintf(err, errlen, "unknown command '%.40s'", cmd);
+		return -EINVAL;
 	}
-	if (!strcmp(cmd, "failures"))
-		return cmd_failures(tm, r, out, err, errlen);
-	if (!strcmp(cmd, "silence"))
-		return cmd_silence(tm, r, out, err, errlen);
-	if (!strcmp(cmd, "ack"))
-		return cmd_ack(tm, r, out, err, errlen);
-	if (!strcmp(cmd, "stats")) {
-		static const char *const keys[] = { "prog", "assert", "day", NULL };
-		const char *prog = opt(r, 1, "prog"), *assertion = opt(r, 1, "assert");
-		if (only_opts(r, 1, keys, err, errlen) < 0)
-			return -EINVAL;
-		if (!prog || !assertion) {
-			snprintf(err, errlen, "stats: give --prog and --assert");
-			return -EINVAL;
-		}
-		return stats_run(tm, r, prog, assertion, opt(r, 1, "day"), out, err, errlen);
-	}
-	snprintf(err, errlen, "unknown command '%.40s'", cmd);
-	return -EINVAL;
+	if ((cmd_info(i)->flags & CMD_OPTS) &&
+	    only_opts(r, 1, cmd_info(i)->keys, err, errlen) < 0)
+		return -EINVAL;
+	return handlers[i](tm, r, out, err, errlen);
 }

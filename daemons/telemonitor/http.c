@@ -32,6 +32,7 @@
 #include <event2/listener.h>
 
 #include "cmon/log.h"
+#include "cmdtab.h"
 #include "control.h"
 #include "dashboard.h"
 #include "http.h"
@@ -460,10 +461,10 @@ static bool parse_since(const char *s, double *out)
 	return true;
 }
 
-/* Check the query's parameters against `keys` and turn them into
- * KEY=VALUE words. 0, or -EINVAL with a message. */
-static int query_words(const char *query, const char *const *keys, struct http_args *a,
-		       char *err, size_t errlen)
+/* Check the query's parameters against `keys` (CK_* of cmdtab.h) and turn
+ * them into KEY=VALUE words. 0, or -EINVAL with a message. */
+static int query_words(const char *query, unsigned keys, struct http_args *a, char *err,
+		       size_t errlen)
 {
 	struct evkeyvalq params;
 	struct evkeyval *kv;
@@ -475,10 +476,7 @@ static int query_words(const char *query, const char *const *keys, struct http_a
 		return -EINVAL;
 	}
 	TAILQ_FOREACH(kv, &params, next) {
-		bool known = false;
-		for (size_t k = 0; keys[k] && !known; k++)
-			known = !strcmp(keys[k], kv->key);
-		if (!known) {
+		if (!(keys & cmd_key_bit(kv->key, strlen(kv->key)))) {
 			snprintf(err, errlen, "unknown parameter '%.60s'", kv->key);
 			rc = -EINVAL;
 			break;
@@ -519,16 +517,22 @@ static int query_words(const char *query, const char *const *keys, struct http_a
 	return rc;
 }
 
-/* Is `path` "PRE" ID "POST" (as "/api/v1/failures/ID/window")? Then copy ID. */
-static bool id_path(const char *path, const char *pre, const char *post, char *id, size_t size)
+/* Does `path` match the route `route` of cmdtab.h? A "{id}" in the route
+ * matches a number, copied to `id` ("" if the route has none). */
+static bool route_match(const char *path, const char *route, char *id, size_t size)
 {
-	size_t n;
+	const char *mark = strstr(route, "{id}");
+	size_t pre, n;
 
-	if (strncmp(path, pre, strlen(pre)))
+	*id = '\0';
+	if (!mark)
+		return !strcmp(path, route);
+	pre = (size_t)(mark - route);
+	if (strncmp(path, route, pre))
 		return false;
-	path += strlen(pre);
+	path += pre;
 	n = strspn(path, "0123456789");
-	if (!n || n >= size || strcmp(path + n, post))
+	if (!n || n >= size || strcmp(path + n, mark + 4))
 		return false;
 	memcpy(id, path, n);
 	id[n] = '\0';
@@ -548,18 +552,11 @@ static int status_of(int rc)
 static void serve_api(struct http *h, struct evhttp_request *req, const char *path,
 		      const char *query)
 {
-	static const char *const none[] = { NULL };
-	static const char *const inst_keys[] = { "all", "limit", NULL };
-	static const char *const fail_keys[] = { "prog", "assert", "since", "instance", "limit",
-						 "before", NULL };
-	static const char *const stats_keys[] = { "prog", "assert", "day", NULL };
-	static const char *const history_keys[] = { "prog", NULL };
-	static const char *const compare_keys[] = { "prog", "v1", "v2", "assert", NULL };
 	struct tmon *tm = h->tm;
 	struct http_args *a = calloc(1, sizeof *a);
 	struct ctl_request r = { .json = true };
 	struct evbuffer *body = evbuffer_new();
-	const char *const *keys = none;
+	const struct cmd_info *c = NULL;
 	char err[2048] = "", id[24];
 	int rc;
 
@@ -567,38 +564,21 @@ static void serve_api(struct http *h, struct evhttp_request *req, const char *pa
 		evhttp_send_error(req, 500, NULL);
 		goto out;
 	}
-	if (id_path(path, "/api/v1/failures/", "/window", id, sizeof id)) {
-		add_word(a, "%s", "window");
-		add_word(a, "%s", id);
-		r.json = false;
-	} else if (id_path(path, "/api/v1/instances/", "/verdicts", id, sizeof id)) {
-		add_word(a, "%s", "verdicts");
-		add_word(a, "%s", id);
-	} else if (!strcmp(path, "/api/v1/status")) {
-		add_word(a, "%s", "status");
-	} else if (!strcmp(path, "/api/v1/classes")) {
-		add_word(a, "%s", "classes");
-	} else if (!strcmp(path, "/api/v1/instances")) {
-		add_word(a, "%s", "instances");
-		keys = inst_keys;
-	} else if (!strcmp(path, "/api/v1/failures")) {
-		add_word(a, "%s", "failures");
-		keys = fail_keys;
-		r.newest_first = true;
-	} else if (!strcmp(path, "/api/v1/stats")) {
-		add_word(a, "%s", "stats");
-		keys = stats_keys;
-	} else if (!strcmp(path, "/api/v1/history")) {
-		add_word(a, "%s", "history");
-		keys = history_keys;
-	} else if (!strcmp(path, "/api/v1/compare")) {
-		add_word(a, "%s", "compare");
-		keys = compare_keys;
-	} else {
+	/* the routes: the read-only commands of cmdtab.h with a path */
+	for (int i = 0; i < CMD_COUNT && !c; i++)
+		if (cmd_info(i)->http_path && (cmd_info(i)->flags & CMD_RO) &&
+		    route_match(path, cmd_info(i)->http_path, id, sizeof id))
+			c = cmd_info(i);
+	if (!c) {
 		reply_error(req, 404, "no such endpoint (see docs/http.md)");
 		goto out;
 	}
-	if (query_words(query, keys, a, err, sizeof err) < 0) {
+	add_word(a, "%s", c->name);
+	if (*id)
+		add_word(a, "%s", id);
+	r.json = !(c->flags & CMD_HTTP_TEXT);
+	r.newest_first = (c->flags & CMD_HTTP_NEWEST) != 0;
+	if (query_words(query, c->keys, a, err, sizeof err) < 0) {
 		reply_error(req, 400, err);
 		goto out;
 	}

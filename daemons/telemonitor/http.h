@@ -13,10 +13,13 @@
  *                                      (prog, assert, since, instance, limit, before)
  *   GET /api/v1/failures/ID/window     telemonctl window ID (text/plain)
  *   GET /api/v1/stats                  telemonctl stats --json (prog, assert, day)
+ *   GET /api/v1/history, /compare      telemonctl history, compare --json
+ *   GET /api/v1/instances/ID/verdicts  telemonctl verdicts ID --json
  *   GET /, /static/...                 the web dashboard (dashboard.h)
  *
- * The API asks commands_run() (commands.c), the code that answers
- * telemonctl, so the two cannot drift. Only GET and HEAD are served;
+ * The API's routes and their parameters are the paths and keys of the
+ * command table (cmdtab.h); a URL asks commands_run() (commands.c), the
+ * code that answers telemonctl, so the two cannot drift. Only GET and HEAD are served;
  * errors are {"error": "..."} with 400, 404, 405 or 500. */
 #ifndef TELEMON_HTTP_H
 #define TELEMON_HTTP_H
