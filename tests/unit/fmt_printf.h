@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "report.h"
 #include "util.h"
 #include "value.h"
@@ -434,6 +435,20 @@ static void old_element_json(ps_buf *b, const pv *elem)
                       e->ts, e->ts, e->thread);
     }
     old_fields_json(b, elem);
+    if (elem->kind == PV_INTERVAL) {    /* (f392462: the units of durations) */
+        const ps_ivtype *t = elem->iv->type;
+        const char *sep = ",\"units\":{";
+        for (uint32_t i = 0; i < elem->iv->nmetric; i++) {
+            if (!ps_metric_is_duration(t, t->metrics[i].expr))
+                continue;
+            ps_buf_puts(b, sep);
+            sep = ",";
+            old_json_string(b, t->metrics[i].name);
+            ps_buf_puts(b, ":\"ns\"");
+        }
+        if (sep[0] == ',' && sep[1] == '\0')
+            ps_buf_putc(b, '}');
+    }
 }
 
 /* "FILE:LINE: " plus the label, for assertion-related lines. */
