@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 
 #include "alerts.h"
+#include "cmon/backoff.h"
 #include "cmon/log.h"
 #include "failures.h"
 #include "rcfile.h"
@@ -49,7 +50,7 @@ struct alerts {
 	size_t n;                     /* how many */
 	struct post *inflight;        /* the head, while it is being sent */
 	struct get_list gets;         /* GETs in flight (alerts_get()) */
-	double backoff;               /* the current delay (0: none) */
+	struct cmon_backoff backoff;  /* retries after failed POSTs (reset on success) */
 	double last_refresh;          /* when live alerts were last sent again */
 	uint64_t sent, failed, dropped; /* POSTs accepted, attempts failed, dropped */
 	bool down;                    /* the last attempt failed (logged once) */
@@ -128,7 +129,7 @@ static void finished(struct alerts *a, CURLcode rc)
 		if (a->down)
 			cmon_notice("alertmanager: %s accepts alerts again", p->url);
 		a->down = false;
-		a->backoff = 0;
+		cmon_backoff_reset(&a->backoff);
 		a->sent++;
 	} else if (rc == CURLE_OK && http >= 400 && http < 500) {
 		cmon_err("alertmanager: %s refused an alert (HTTP %ld); it is dropped", p->url, http);
@@ -140,15 +141,11 @@ static void finished(struct alerts *a, CURLcode rc)
 				 *a->error ? a->error : curl_easy_strerror(rc));
 		else
 			snprintf(a->last_error, sizeof a->last_error, "%s: HTTP %ld", p->url, http);
-		a->backoff = a->backoff ? a->backoff * 2 : ALERTS_RETRY_MIN_S;
-		if (a->backoff > ALERTS_RETRY_MAX_S)
-			a->backoff = ALERTS_RETRY_MAX_S;
 		if (!a->down)
 			cmon_warn("alertmanager: %s; %zu alert POST%s waiting, retrying with backoff",
 				  a->last_error, a->n, a->n == 1 ? "" : "s");
 		a->down = true;
-		struct timeval tv = { (time_t)a->backoff, 0 };
-		evtimer_add(a->retry, &tv);
+		cmon_timer_arm_ms(a->retry, cmon_backoff_next(&a->backoff));
 		return;                       /* it stays at the head */
 	}
 	TAILQ_REMOVE(&a->queue, p, link);
@@ -578,6 +575,9 @@ void alerts_start(struct tmon *tm)
 	a->headers = curl_slist_append(NULL, "Content-Type: application/json");
 	a->curl_timer = evtimer_new(tm->base, on_curl_timer, a);
 	a->retry = evtimer_new(tm->base, on_retry, a);
+	a->backoff = (struct cmon_backoff){ .min_ms = (unsigned)(ALERTS_RETRY_MIN_S * 1000),
+					    .max_ms = (unsigned)(ALERTS_RETRY_MAX_S * 1000),
+					    .jitter_pct = 20 };
 	a->sweep = event_new(tm->base, -1, EV_PERSIST, sweep, a);
 	if (!a->multi || !a->easy || !a->headers || !a->curl_timer || !a->retry || !a->sweep)
 		goto fail;

@@ -15,6 +15,7 @@
 
 #include <curl/curl.h>
 
+#include "cmon/backoff.h"
 #include "cmon/log.h"
 #include "mail.h"
 
@@ -214,7 +215,9 @@ static int send_one(struct mailer *mm, const struct mail_msg *msg, char *err, si
 static void *run(void *arg)
 {
 	struct mailer *mm = arg;
-	double backoff = 0;
+	struct cmon_backoff backoff = { .min_ms = (unsigned)(MAIL_BACKOFF_MIN_S * 1000),
+					.max_ms = (unsigned)(MAIL_BACKOFF_MAX_S * 1000),
+					.jitter_pct = 20 };
 	struct timespec until = { 0, 0 };
 	char err[256];
 
@@ -228,7 +231,7 @@ static void *run(void *arg)
 			pthread_cond_wait(&mm->cv, &mm->mu);
 			continue;
 		}
-		if (backoff > 0 && (now.tv_sec < until.tv_sec ||
+		if (backoff.failures > 0 && (now.tv_sec < until.tv_sec ||
 				    (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec))) {
 			pthread_cond_timedwait(&mm->cv, &mm->mu, &until);
 			continue;
@@ -242,7 +245,7 @@ static void *run(void *arg)
 		if (r == 0) {
 			char one = 1;
 			mm->st.sent++;
-			backoff = 0;
+			cmon_backoff_reset(&backoff);
 			digest_mail_clear(&msg->m);
 			TAILQ_INSERT_TAIL(&mm->sent, msg, link);
 			if (write(mm->pipe[1], &one, 1) < 0 && errno != EAGAIN)
@@ -259,12 +262,10 @@ static void *run(void *arg)
 			cmon_warn("mail to %s via %s failed: %s; retrying with backoff", msg->m.to,
 				  mm->url, err);
 		snprintf(mm->st.last_error, sizeof mm->st.last_error, "%s", err);
-		backoff = backoff ? backoff * 2 : MAIL_BACKOFF_MIN_S;
-		if (backoff > MAIL_BACKOFF_MAX_S)
-			backoff = MAIL_BACKOFF_MAX_S;
+		unsigned ms = cmon_backoff_next(&backoff);
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)backoff;
-		until.tv_nsec += (long)((backoff - (double)(time_t)backoff) * 1e9);
+		until.tv_sec += (time_t)(ms / 1000);
+		until.tv_nsec += (long)(ms % 1000) * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backlog.h"
+#include "cmon/backoff.h"
 #include "cmon/log.h"
 #include "store.h"
 #include "store-internal.h"
@@ -407,15 +408,17 @@ int store_commit(struct store *st)
 	return 0;
 }
 
+/* The next retry: STORE_RETRY_MIN_S doubling to STORE_RETRY_MAX_S with
+ * the attempts of this outage, moved by up to 20% (cmon_backoff), so that
+ * nodes of one database do not all come back in the same instant. */
 static void schedule(struct store *st, double now)
 {
-	double delay = STORE_RETRY_MIN_S;
+	struct cmon_backoff b = { .min_ms = (unsigned)(STORE_RETRY_MIN_S * 1000),
+				  .max_ms = (unsigned)(STORE_RETRY_MAX_S * 1000),
+				  .jitter_pct = 20,
+				  .failures = st->attempts ? st->attempts - 1 : 0 };
 
-	for (unsigned i = 1; i < st->attempts && delay < STORE_RETRY_MAX_S; i++)
-		delay *= 2;
-	if (delay > STORE_RETRY_MAX_S)
-		delay = STORE_RETRY_MAX_S;
-	st->next_retry = now + delay;
+	st->next_retry = now + cmon_backoff_next(&b) / 1000.0;
 }
 
 /* The database is lost: a sqlite file vanished (or was replaced), or the
