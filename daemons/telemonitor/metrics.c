@@ -19,6 +19,7 @@
 #include "sketch.h"
 #include "store.h"
 #include "store_read.h"
+#include "text.h"
 
 /* Every family: X(enum name, metric name, type, help). */
 #define METRIC_FAMILIES(X)                                                                   \
@@ -88,6 +89,8 @@
 	  "Reports of report assertions (statistics) stored, by assertion.")                 \
 	X(M_REPORT, "cmon_report_metric", "gauge",                                           \
 	  "A number of the latest report of an assertion, by metric name.")                  \
+	X(M_REPORT_S, "cmon_report_metric_seconds", "gauge",                                 \
+	  "A duration of the latest report of an assertion, in seconds, by metric name.")    \
 	X(M_BUCKET, "cmon_report_mapping", "gauge",                                           \
 	  "An entry of a mapping of the latest report of an assertion, by metric and key.")  \
 	X(M_DURATION, "cmon_interval_duration_seconds", "histogram",                         \
@@ -602,7 +605,9 @@ static int report_metric(void *arg, const struct report_metric *m)
 	struct report_reading *r = arg;
 
 	r->metric = labels_with(r->lab, r->base, "metric", m->name);
-	if (m->has_value)
+	if (m->has_value && metric_is_duration(m->name))   /* (base units: seconds) */
+		report_series(r->g, M_REPORT_S, r->metric, m->value / 1e9);
+	else if (m->has_value)
 		report_series(r->g, M_REPORT, r->metric, m->value);
 	else if (m->kind == REPORT_METRIC_MAPPING)
 		report_metrics_each(m->node, report_entry, r);

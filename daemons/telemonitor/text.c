@@ -181,19 +181,13 @@ static void render_value(const struct json *v, struct sbuf *b, int depth)
 
 bool metric_is_duration(const char *name)
 {
-	static const char *const exact[] = { "elapsed", "wait" };
-	static const char *const suffix[] = { "time", "duration", "latency", "_ns" };
+	static const char *const exact[] = { "time", "duration", "latency", "elapsed", "wait" };
 	size_t n = strlen(name);
 
 	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
 		if (!strcasecmp(name, exact[i]))
 			return true;
-	for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
-		size_t k = strlen(suffix[i]);
-		if (n >= k && !strcasecmp(name + n - k, suffix[i]) && strcmp(name, "_ns"))
-			return true;
-	}
-	return false;
+	return n > 3 && !strcmp(name + n - 3, "_ns");
 }
 
 char *fmt_ns(double ns, bool sign, char *out, size_t size)

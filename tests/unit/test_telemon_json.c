@@ -665,7 +665,8 @@ static void render_in_units(void **state)
 		  "time = 13.8 ms (\u00b11 ns), size = 8192, hit = true" },
 		{ "{\"time\":[254635,0,0]}", "time = 254.6 \u00b5s" },
 		{ "{\"latency\":2151720000}", "latency = 2.15 s" },
-		{ "{\"read_time\":[8,1.5,2.5]}", "read_time = 8 ns (+1.50 ns -2.50 ns)" },
+		{ "{\"read_ns\":[8,1.5,2.5]}", "read_ns = 8 ns (+1.50 ns -2.50 ns)" },
+		{ "{\"msTime\":1500}", "msTime = 1500" },   /* its unit is not known */
 		{ "{\"wait\":999999}", "wait = 1.00 ms" },
 		{ "{\"time\":null,\"Time\":[1,2]}", "time = UNDEFINED, Time = [1,2]" },
 		{ "{\"timeout\":13781143,\"t\":12}", "timeout = 13781143, t = 12" },
@@ -695,8 +696,9 @@ static void render_in_units(void **state)
 	assert_string_equal(fmt_ns(-1850000, true, s, sizeof s), "-1.85 ms");
 	assert_string_equal(fmt_ns(0, true, s, sizeof s), "0 ns");
 	assert_true(metric_is_duration("time") && metric_is_duration("Elapsed") &&
-		    metric_is_duration("io_ns") && metric_is_duration("meanTime") &&
-		    !metric_is_duration("size") && !metric_is_duration("_ns"));
+		    metric_is_duration("io_ns") && !metric_is_duration("meanTime") &&
+		    !metric_is_duration("msTime") && !metric_is_duration("size") &&
+		    !metric_is_duration("_ns"));
 }
 
 int main(void)
