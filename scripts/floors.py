@@ -29,7 +29,7 @@ FLOORS = [
     # F2 the store (and the classes, kept in it)
     ("store", "store_sql store store_read store_fleet classes"),
     # F3 delivery: mail, Alertmanager, silences
-    ("delivery", "digest mail notify alerts amsilences hygiene"),
+    ("delivery", "digest outbox mail notify alerts amsilences hygiene"),
     # F4 a failure: silences, store, counters, then its subscribers
     ("failures", "failures"),
     # F5 monitoring one instance

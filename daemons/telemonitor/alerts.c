@@ -12,18 +12,18 @@
 #include "cmon/backoff.h"
 #include "cmon/log.h"
 #include "failures.h"
+#include "outbox.h"
 #include "rcfile.h"
 #include "store.h"
 #include "text.h"
 
-/* One POST: a JSON array of alerts to an Alertmanager's /api/v2/alerts. */
+/* One POST: a JSON array of alerts to an Alertmanager's /api/v2/alerts;
+ * the payload of an item of the outbox (its id: the alert_outbox row, 0
+ * for a refresh, not kept). */
 struct post {
-	TAILQ_ENTRY(post) link;       /* in alerts.queue */
-	uint64_t id;                  /* its alert_outbox row (0: a refresh, not kept) */
 	char *url;                    /* the endpoint */
 	char *body;                   /* the alerts */
 };
-TAILQ_HEAD(post_list, post);
 
 /* One GET beside the POSTs (alerts_get()), on its own easy handle. */
 struct get {
@@ -44,24 +44,18 @@ struct alerts {
 	CURL *easy;                   /* the POST in flight (one at a time) */
 	struct curl_slist *headers;   /* Content-Type: application/json */
 	struct event *curl_timer;     /* libcurl's timeout */
-	struct event *retry;          /* backoff after a failed POST */
 	struct event *sweep;          /* ended instances, refreshes */
-	struct post_list queue;       /* waiting, oldest first (the head may be in flight) */
-	size_t n;                     /* how many */
-	struct post *inflight;        /* the head, while it is being sent */
+	struct outbox *outbox;        /* the POSTs, oldest first (the head may be in flight) */
+	const struct post *inflight;  /* the head, while it is being sent */
 	struct get_list gets;         /* GETs in flight (alerts_get()) */
-	struct cmon_backoff backoff;  /* retries after failed POSTs (reset on success) */
 	double last_refresh;          /* when live alerts were last sent again */
-	uint64_t sent, failed, dropped; /* POSTs accepted, attempts failed, dropped */
-	bool down;                    /* the last attempt failed (logged once) */
 	char error[CURL_ERROR_SIZE];  /* libcurl's message for the last attempt */
-	char last_error[300];         /* the last failure, for status */
 };
 
-static void kick(struct alerts *a);
-
-static void post_free(struct post *p)
+static void post_free(void *arg)
 {
+	struct post *p = arg;
+
 	if (!p)
 		return;
 	free(p->url);
@@ -92,24 +86,12 @@ static void enqueue(struct alerts *a, const char *url, const char *body, bool ke
 		cmon_warn("alertmanager: out of memory; an alert is not sent");
 		return;
 	}
-	if (keep && store_alert_add(a->tm->store, url, body, now, &p->id) < 0)
-		p->id = 0;                    /* not kept: send it all the same */
-	if (a->n >= ALERTS_QUEUE_MAX) {
-		struct post *old = TAILQ_FIRST(&a->queue);
-		if (old == a->inflight)
-			old = TAILQ_NEXT(old, link);
-		if (old) {
-			TAILQ_REMOVE(&a->queue, old, link);
-			a->n--;
-			a->dropped++;
-			if (old->id)
-				store_alert_done(a->tm->store, old->id);
-			post_free(old);
-		}
-	}
-	TAILQ_INSERT_TAIL(&a->queue, p, link);
-	a->n++;
-	kick(a);
+	uint64_t id = 0;
+
+	if (keep && store_alert_add(a->tm->store, url, body, now, &id) < 0)
+		id = 0;                       /* not kept: send it all the same */
+	if (outbox_add(a->outbox, id, now, p, true) < 0)
+		cmon_warn("alertmanager: out of memory; an alert is not sent");
 }
 
 /* --- libcurl on the loop ------------------------------------------------------ */
@@ -117,7 +99,8 @@ static void enqueue(struct alerts *a, const char *url, const char *body, bool ke
 /* The POST in flight has ended. */
 static void finished(struct alerts *a, CURLcode rc)
 {
-	struct post *p = a->inflight;
+	const struct post *p = a->inflight;
+	char err[300];
 	long http = 0;
 
 	curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &http);
@@ -126,34 +109,25 @@ static void finished(struct alerts *a, CURLcode rc)
 	if (!p)
 		return;
 	if (rc == CURLE_OK && http >= 200 && http < 300) {
-		if (a->down)
+		if (outbox_down(a->outbox))
 			cmon_notice("alertmanager: %s accepts alerts again", p->url);
-		a->down = false;
-		cmon_backoff_reset(&a->backoff);
-		a->sent++;
+		outbox_done(a->outbox, OUTBOX_SENT, NULL);
 	} else if (rc == CURLE_OK && http >= 400 && http < 500) {
 		cmon_err("alertmanager: %s refused an alert (HTTP %ld); it is dropped", p->url, http);
-		a->dropped++;
+		snprintf(err, sizeof err, "%s: HTTP %ld", p->url, http);
+		outbox_done(a->outbox, OUTBOX_DROP, err);
 	} else {
-		a->failed++;
+		size_t n = outbox_queued(a->outbox);
 		if (rc != CURLE_OK)
-			snprintf(a->last_error, sizeof a->last_error, "%s: %s", p->url,
+			snprintf(err, sizeof err, "%s: %s", p->url,
 				 *a->error ? a->error : curl_easy_strerror(rc));
 		else
-			snprintf(a->last_error, sizeof a->last_error, "%s: HTTP %ld", p->url, http);
-		if (!a->down)
+			snprintf(err, sizeof err, "%s: HTTP %ld", p->url, http);
+		if (!outbox_down(a->outbox))
 			cmon_warn("alertmanager: %s; %zu alert POST%s waiting, retrying with backoff",
-				  a->last_error, a->n, a->n == 1 ? "" : "s");
-		a->down = true;
-		cmon_timer_arm_ms(a->retry, cmon_backoff_next(&a->backoff));
-		return;                       /* it stays at the head */
+				  err, n, n == 1 ? "" : "s");
+		outbox_done(a->outbox, OUTBOX_RETRY, err);  /* it stays at the head */
 	}
-	TAILQ_REMOVE(&a->queue, p, link);
-	a->n--;
-	if (p->id)
-		store_alert_done(a->tm->store, p->id);
-	post_free(p);
-	kick(a);
 }
 
 static void get_free(struct alerts *a, struct get *g)
@@ -331,13 +305,12 @@ void alerts_get_cancel(struct tmon *tm, void *arg)
 	}
 }
 
-/* Start the next POST unless one is in flight or a retry is pending. */
-static void kick(struct alerts *a)
+/* The outbox's send(): start POST `it` (the head). */
+static void post_send(void *arg, const struct outbox_item *it)
 {
-	struct post *p = TAILQ_FIRST(&a->queue);
+	struct alerts *a = arg;
+	const struct post *p = it->payload;
 
-	if (!p || a->inflight || evtimer_pending(a->retry, NULL))
-		return;
 	curl_easy_reset(a->easy);
 	curl_easy_setopt(a->easy, CURLOPT_URL, p->url);
 	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDS, p->body);
@@ -352,14 +325,23 @@ static void kick(struct alerts *a)
 	a->inflight = p;
 	if (curl_multi_add_handle(a->multi, a->easy) != CURLM_OK) {
 		a->inflight = NULL;
+		outbox_abandon(a->outbox);
 		cmon_err("alertmanager: cannot start a POST");
 	}
 }
 
-static void on_retry(evutil_socket_t fd, short what, void *arg)
+/* The outbox's forget(): the POST of row `id` was accepted or dropped. */
+static void post_forget(void *arg, uint64_t id)
 {
-	kick(arg);
+	struct alerts *a = arg;
+
+	store_alert_done(a->tm->store, id);
 }
+
+/* Alertmanager as a transport of the outbox. */
+static const struct outbox_ops post_ops = {
+	.send = post_send, .forget = post_forget, .release = post_free,
+};
 
 /* --- alerts ------------------------------------------------------------------- */
 
@@ -437,7 +419,7 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
 		return;
 	store_alerts_ended(a->tm->store, t.now, ALERTS_BATCH, resolve_one, &t);
 	batch_flush(&t);
-	if (t.now - a->last_refresh >= ALERTS_REFRESH_S && !a->down) {
+	if (t.now - a->last_refresh >= ALERTS_REFRESH_S && !outbox_down(a->outbox)) {
 		a->last_refresh = t.now;
 		t.keep = false;
 		store_alerts_live(a->tm->store, ALERTS_QUEUE_MAX / 10, refresh_one, &t);
@@ -539,9 +521,7 @@ static void restore(void *arg, uint64_t id, double queued, const char *url, cons
 		post_free(p);
 		return;
 	}
-	p->id = id;
-	TAILQ_INSERT_TAIL(&a->queue, p, link);
-	a->n++;
+	outbox_add(a->outbox, id, queued, p, false);
 }
 
 /* Take over the alerts telemonitor `from` queued or left open (after
@@ -553,7 +533,7 @@ static void alerts_adopt(struct tmon *tm, const char *from)
 	if (!a)
 		return;
 	store_adopt_alerts(tm->store, from, restore, a);
-	kick(a);
+	outbox_kick(a->outbox);
 }
 
 const struct failure_subscriber alerts_failures = {
@@ -564,22 +544,22 @@ void alerts_start(struct tmon *tm)
 {
 	struct alerts *a = calloc(1, sizeof *a);
 	struct timeval tv = { ALERTS_SWEEP_MS / 1000, (ALERTS_SWEEP_MS % 1000) * 1000 };
+	const struct cmon_backoff backoff = { .min_ms = (unsigned)(ALERTS_RETRY_MIN_S * 1000),
+					      .max_ms = (unsigned)(ALERTS_RETRY_MAX_S * 1000),
+					      .jitter_pct = 20 };
+	size_t n;
 
 	if (!a)
 		goto fail;
 	a->tm = tm;
-	TAILQ_INIT(&a->queue);
 	LIST_INIT(&a->gets);
 	a->multi = curl_multi_init();
 	a->easy = curl_easy_init();
 	a->headers = curl_slist_append(NULL, "Content-Type: application/json");
 	a->curl_timer = evtimer_new(tm->base, on_curl_timer, a);
-	a->retry = evtimer_new(tm->base, on_retry, a);
-	a->backoff = (struct cmon_backoff){ .min_ms = (unsigned)(ALERTS_RETRY_MIN_S * 1000),
-					    .max_ms = (unsigned)(ALERTS_RETRY_MAX_S * 1000),
-					    .jitter_pct = 20 };
+	a->outbox = outbox_new(tm->base, &post_ops, a, ALERTS_QUEUE_MAX, &backoff);
 	a->sweep = event_new(tm->base, -1, EV_PERSIST, sweep, a);
-	if (!a->multi || !a->easy || !a->headers || !a->curl_timer || !a->retry || !a->sweep)
+	if (!a->multi || !a->easy || !a->headers || !a->curl_timer || !a->outbox || !a->sweep)
 		goto fail;
 	curl_multi_setopt(a->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
 	curl_multi_setopt(a->multi, CURLMOPT_SOCKETDATA, a);
@@ -588,11 +568,11 @@ void alerts_start(struct tmon *tm)
 	tm->alerts = a;
 	a->last_refresh = tm_now();
 	store_alert_load(tm->store, restore, a);
-	if (a->n)
-		cmon_notice("alertmanager: %zu alert POST%s to send from before the restart", a->n,
-			    a->n == 1 ? "" : "s");
+	if ((n = outbox_queued(a->outbox)))
+		cmon_notice("alertmanager: %zu alert POST%s to send from before the restart", n,
+			    n == 1 ? "" : "s");
 	event_add(a->sweep, &tv);
-	kick(a);
+	outbox_kick(a->outbox);
 	return;
 fail:
 	cmon_err("alertmanager: out of memory; no alerts are sent");
@@ -606,22 +586,21 @@ fail:
 void alerts_stop(struct tmon *tm)
 {
 	struct alerts *a = tm->alerts;
-	struct post *p;
+	size_t n;
 
 	if (!a)
 		return;
 	tm->alerts = NULL;
-	if (a->inflight)
+	if (a->inflight) {
 		curl_multi_remove_handle(a->multi, a->easy);
+		outbox_abandon(a->outbox);
+	}
 	while (!LIST_EMPTY(&a->gets))
 		get_free(a, LIST_FIRST(&a->gets));
-	if (a->n)
+	if ((n = outbox_queued(a->outbox)))
 		cmon_notice("alertmanager: %zu alert POST%s not accepted yet, kept for the next start",
-			    a->n, a->n == 1 ? "" : "s");
-	while ((p = TAILQ_FIRST(&a->queue))) {
-		TAILQ_REMOVE(&a->queue, p, link);
-		post_free(p);
-	}
+			    n, n == 1 ? "" : "s");
+	outbox_free(a->outbox);
 	if (a->easy)
 		curl_easy_cleanup(a->easy);
 	if (a->multi)
@@ -629,8 +608,6 @@ void alerts_stop(struct tmon *tm)
 	curl_slist_free_all(a->headers);
 	if (a->curl_timer)
 		event_free(a->curl_timer);
-	if (a->retry)
-		event_free(a->retry);
 	if (a->sweep)
 		event_free(a->sweep);
 	free(a);
@@ -639,27 +616,31 @@ void alerts_stop(struct tmon *tm)
 const char *alerts_status(struct tmon *tm, char *buf, size_t size)
 {
 	struct alerts *a = tm->alerts;
+	struct outbox_stats st;
 
-	if (!a || (!a->sent && !a->n && !a->failed && !a->dropped)) {
+	outbox_stats(a ? a->outbox : NULL, &st);
+	if (!st.sent && !st.queued && !st.failed && !st.dropped) {
 		snprintf(buf, size, "no alerts sent yet");
 		return buf;
 	}
 	snprintf(buf, size, "%" PRIu64 " sent, %zu queued, %" PRIu64 " failed attempts, %" PRIu64
-		 " dropped%s%s", a->sent, a->n, a->failed, a->dropped,
-		 a->last_error[0] ? "; last error: " : "", a->last_error);
+		 " dropped%s%s", st.sent, st.queued, st.failed, st.dropped,
+		 st.last_error[0] ? "; last error: " : "", st.last_error);
 	return buf;
 }
 
 void alerts_stats(const struct tmon *tm, struct alerts_stats *out)
 {
 	const struct alerts *a = tm->alerts;
+	struct outbox_stats st;
 
 	memset(out, 0, sizeof *out);
 	if (!a)
 		return;
-	out->sent = a->sent;
-	out->failed = a->failed;
-	out->dropped = a->dropped;
-	out->queued = a->n;
-	snprintf(out->last_error, sizeof out->last_error, "%s", a->last_error);
+	outbox_stats(a->outbox, &st);
+	out->sent = st.sent;
+	out->failed = st.failed;
+	out->dropped = st.dropped;
+	out->queued = st.queued;
+	snprintf(out->last_error, sizeof out->last_error, "%s", st.last_error);
 }

@@ -15,33 +15,31 @@
 
 #include <curl/curl.h>
 
-#include "cmon/backoff.h"
 #include "cmon/log.h"
 #include "mail.h"
 
-/* One queued mail. */
+/* The mail being sent. */
 struct mail_msg {
-	TAILQ_ENTRY(mail_msg) link;  /* in mailer.queue, or mailer.sent once accepted */
 	uint64_t id;                 /* its row in the store's mail queue (0: none) */
 	double queued;               /* when it was composed */
-	struct digest_mail m;        /* recipients, subject, body (cleared once sent) */
+	const struct digest_mail *m; /* recipients, subject, body (the caller's) */
 };
-TAILQ_HEAD(mail_list, mail_msg);
 
 /* The mailer. */
 struct mailer {
 	pthread_t thread;            /* the sending thread */
 	pthread_mutex_t mu;          /* guards everything below */
-	pthread_cond_t cv;           /* queue changed or stop asked */
-	struct mail_list queue;      /* waiting mails, oldest first */
-	size_t n;                    /* their number */
-	struct mail_list sent;       /* accepted, not yet taken by the loop */
-	int pipe[2];                 /* a byte in pipe[1] per accepted mail: wakes the loop */
+	pthread_cond_t cv;           /* a mail to send or stop asked */
+	struct mail_msg job;         /* the mail to send */
+	bool busy;                   /* job is set and its result not taken */
+	bool done;                   /* the attempt has ended: result and err are set */
+	int result;                  /* 0 or -EIO */
+	char err[256];               /* why it failed */
+	int pipe[2];                 /* a byte in pipe[1] per ended attempt: wakes the loop */
 	bool running;                /* the thread has not been joined */
 	atomic_bool stop;            /* the thread must end */
 	char *url;                   /* relay */
 	char *from;                  /* envelope and header sender */
-	struct mailer_stats st;      /* counters */
 	unsigned seq;                /* for Message-IDs */
 };
 
@@ -108,7 +106,7 @@ static char *encode_subject(const char *s)
 /* Headers and body with CRLF line ends. */
 static char *message_text(struct mailer *mm, const struct mail_msg *msg, size_t *len)
 {
-	const struct digest_mail *m = &msg->m;
+	const struct digest_mail *m = msg->m;
 	char date[64], host[128] = "localhost", msgid[128], *subject = encode_subject(m->subject);
 	char *out, *p;
 	size_t blen = strlen(m->body), cap;
@@ -152,7 +150,7 @@ static char *message_text(struct mailer *mm, const struct mail_msg *msg, size_t 
 /* Send one mail; 0 or -EIO with the reason in `err`. Runs unlocked. */
 static int send_one(struct mailer *mm, const struct mail_msg *msg, char *err, size_t errlen)
 {
-	const struct digest_mail *m = &msg->m;
+	const struct digest_mail *m = msg->m;
 	struct curl_slist *rcpt = NULL;
 	char from[300], one[300], curl_err[CURL_ERROR_SIZE] = "";
 	struct upload up;
@@ -215,64 +213,29 @@ static int send_one(struct mailer *mm, const struct mail_msg *msg, char *err, si
 static void *run(void *arg)
 {
 	struct mailer *mm = arg;
-	struct cmon_backoff backoff = { .min_ms = (unsigned)(MAIL_BACKOFF_MIN_S * 1000),
-					.max_ms = (unsigned)(MAIL_BACKOFF_MAX_S * 1000),
-					.jitter_pct = 20 };
-	struct timespec until = { 0, 0 };
 	char err[256];
 
 	pthread_mutex_lock(&mm->mu);
 	while (!atomic_load(&mm->stop)) {
-		struct mail_msg *msg = TAILQ_FIRST(&mm->queue);
-		struct timespec now;
+		struct mail_msg msg = mm->job;
+		char one = 1;
 		int r;
-		clock_gettime(CLOCK_REALTIME, &now);
-		if (!msg) {
+		if (!mm->busy || mm->done) {
 			pthread_cond_wait(&mm->cv, &mm->mu);
 			continue;
 		}
-		if (backoff.failures > 0 && (now.tv_sec < until.tv_sec ||
-				    (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec))) {
-			pthread_cond_timedwait(&mm->cv, &mm->mu, &until);
-			continue;
-		}
-		/* send unlocked; the loop may queue more meanwhile */
-		TAILQ_REMOVE(&mm->queue, msg, link);
-		mm->n--;
+		/* send unlocked; the mail is the caller's until the result is taken */
 		pthread_mutex_unlock(&mm->mu);
-		r = send_one(mm, msg, err, sizeof err);
+		err[0] = '\0';
+		r = send_one(mm, &msg, err, sizeof err);
 		pthread_mutex_lock(&mm->mu);
-		if (r == 0) {
-			char one = 1;
-			mm->st.sent++;
-			cmon_backoff_reset(&backoff);
-			digest_mail_clear(&msg->m);
-			TAILQ_INSERT_TAIL(&mm->sent, msg, link);
-			if (write(mm->pipe[1], &one, 1) < 0 && errno != EAGAIN)
-				cmon_warn("mailer: cannot wake the loop: %s", strerror(errno));
-			continue;
-		}
-		if (atomic_load(&mm->stop)) {
-			digest_mail_clear(&msg->m);
-			free(msg);
-			break;
-		}
-		mm->st.failures++;
-		if (!mm->st.last_error[0] || strcmp(mm->st.last_error, err))
-			cmon_warn("mail to %s via %s failed: %s; retrying with backoff", msg->m.to,
-				  mm->url, err);
-		snprintf(mm->st.last_error, sizeof mm->st.last_error, "%s", err);
-		unsigned ms = cmon_backoff_next(&backoff);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)(ms / 1000);
-		until.tv_nsec += (long)(ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		/* back at the head: order is kept */
-		TAILQ_INSERT_HEAD(&mm->queue, msg, link);
-		mm->n++;
+		if (r < 0 && atomic_load(&mm->stop))
+			break;                    /* abandoned */
+		mm->result = r < 0 ? -EIO : 0;
+		snprintf(mm->err, sizeof mm->err, "%s", err);
+		mm->done = true;
+		if (write(mm->pipe[1], &one, 1) < 0 && errno != EAGAIN)
+			cmon_warn("mailer: cannot wake the loop: %s", strerror(errno));
 	}
 	pthread_mutex_unlock(&mm->mu);
 	return NULL;
@@ -284,8 +247,6 @@ struct mailer *mailer_new(const char *url, const char *from)
 
 	if (!mm)
 		return NULL;
-	TAILQ_INIT(&mm->queue);
-	TAILQ_INIT(&mm->sent);
 	atomic_init(&mm->stop, false);
 	mm->url = strdup(url);
 	mm->from = strdup(from);
@@ -313,34 +274,19 @@ out_free:
 	return NULL;
 }
 
-int mailer_queue(struct mailer *mm, uint64_t id, double queued, struct digest_mail *m,
-		 uint64_t *dropped)
+int mailer_send(struct mailer *mm, uint64_t id, double queued, const struct digest_mail *m)
 {
-	struct mail_msg *msg = calloc(1, sizeof *msg);
 	int r = 0;
 
-	if (!msg) {
-		digest_mail_clear(m);
-		return -ENOMEM;
-	}
-	msg->id = id;
-	msg->queued = queued;
-	msg->m = *m;
-	memset(m, 0, sizeof *m);
 	pthread_mutex_lock(&mm->mu);
-	if (mm->n >= MAIL_QUEUE_MAX) {
-		struct mail_msg *old = TAILQ_FIRST(&mm->queue);
-		TAILQ_REMOVE(&mm->queue, old, link);
-		mm->n--;
-		mm->st.dropped++;
-		*dropped = old->id;
-		r = 1;
-		digest_mail_clear(&old->m);
-		free(old);
+	if (!mm->running || atomic_load(&mm->stop) || mm->busy) {
+		r = mm->busy ? -EBUSY : -ESHUTDOWN;
+	} else {
+		mm->job = (struct mail_msg){ .id = id, .queued = queued, .m = m };
+		mm->busy = true;
+		mm->done = false;
+		pthread_cond_signal(&mm->cv);
 	}
-	TAILQ_INSERT_TAIL(&mm->queue, msg, link);
-	mm->n++;
-	pthread_cond_signal(&mm->cv);
 	pthread_mutex_unlock(&mm->mu);
 	return r;
 }
@@ -350,30 +296,27 @@ int mailer_fd(const struct mailer *mm)
 	return mm->pipe[0];
 }
 
-size_t mailer_take_sent(struct mailer *mm, uint64_t *ids, size_t max)
+int mailer_result(struct mailer *mm, char *err, size_t errlen)
 {
-	struct mail_msg *msg;
 	char buf[256];
-	size_t n = 0;
+	int r = 1;
 
 	while (read(mm->pipe[0], buf, sizeof buf) > 0)
 		;
 	pthread_mutex_lock(&mm->mu);
-	while (n < max && (msg = TAILQ_FIRST(&mm->sent))) {
-		TAILQ_REMOVE(&mm->sent, msg, link);
-		ids[n++] = msg->id;
-		free(msg);
+	if (mm->busy && mm->done) {
+		r = mm->result;
+		snprintf(err, errlen, "%s", mm->err);
+		mm->busy = false;
+		mm->done = false;
 	}
 	pthread_mutex_unlock(&mm->mu);
-	return n;
+	return r;
 }
 
-void mailer_stats(struct mailer *mm, struct mailer_stats *out)
+const char *mailer_url(const struct mailer *mm)
 {
-	pthread_mutex_lock(&mm->mu);
-	*out = mm->st;
-	out->queued = mm->n;
-	pthread_mutex_unlock(&mm->mu);
+	return mm->url;
 }
 
 void mailer_stop(struct mailer *mm)
@@ -388,24 +331,11 @@ void mailer_stop(struct mailer *mm)
 	mm->running = false;
 }
 
-static void free_list(struct mail_list *l)
-{
-	struct mail_msg *msg;
-
-	while ((msg = TAILQ_FIRST(l))) {
-		TAILQ_REMOVE(l, msg, link);
-		digest_mail_clear(&msg->m);
-		free(msg);
-	}
-}
-
 void mailer_free(struct mailer *mm)
 {
 	if (!mm)
 		return;
 	mailer_stop(mm);
-	free_list(&mm->queue);
-	free_list(&mm->sent);
 	close(mm->pipe[0]);
 	close(mm->pipe[1]);
 	pthread_cond_destroy(&mm->cv);

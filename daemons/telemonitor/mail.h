@@ -1,14 +1,13 @@
-/* The mailer: a thread that sends queued mails through an SMTP relay with
- * libcurl, one at a time, retrying a relay that is down with exponential
- * backoff (1 s up to 5 min). The event loop only appends to the queue
- * under a mutex, so mail never blocks monitoring. The queue is bounded:
- * beyond MAIL_QUEUE_MAX the oldest mail is dropped (and counted).
+/* The mailer: a thread that sends one mail at a time through an SMTP
+ * relay with libcurl, the transport of the mail outbox (notify.c keeps the
+ * queue, its order, its retries with backoff, 1 s up to 5 min, and its
+ * counters in an outbox, outbox.h). The event loop hands the thread a
+ * mail and is woken when the attempt has ended (mailer_fd() becomes
+ * readable, mailer_result() says how), so mail never blocks monitoring.
  *
- * Mails carry the id of their row in the store's mail queue; the thread
- * hands back the ids of the mails the relay accepted (mailer_fd() becomes
- * readable, mailer_take_sent() takes them), and the loop deletes their
- * rows. A mail's Date and Message-ID come from its id and queueing time,
- * so a mail sent again after a restart is the same message. */
+ * A mail's Date and Message-ID come from its id (its row in the store's
+ * mail queue) and queueing time, so a mail sent again after a restart is
+ * the same message. */
 #ifndef TELEMON_MAIL_H
 #define TELEMON_MAIL_H
 
@@ -25,42 +24,31 @@
 
 struct mailer;
 
-/* Counters for status output. */
-struct mailer_stats {
-	uint64_t sent;               /* mails accepted by the relay */
-	uint64_t failures;           /* failed attempts */
-	uint64_t dropped;            /* mails dropped because the queue was full */
-	size_t queued;               /* mails waiting */
-	char last_error[256];        /* the latest failure, "" if none */
-};
-
 /* Start a mailer for relay `url` (smtp://host[:port] or smtps://...) with
  * envelope sender `from`. NULL on failure. */
 struct mailer *mailer_new(const char *url, const char *from);
 
-/* Queue mail `id` (0: not in the store), composed at `queued` (Unix
- * seconds); its strings are taken and `m` is cleared. 0; 1 when the
- * oldest mail was dropped to make room (*dropped gets its id); -ENOMEM
- * when `m` could not be queued (it is cleared all the same). */
-int mailer_queue(struct mailer *mm, uint64_t id, double queued, struct digest_mail *m,
-		 uint64_t *dropped);
+/* Start sending mail `id` (0: not in the store), composed at `queued`
+ * (Unix seconds); `m` is borrowed until mailer_result() has given the
+ * attempt's end (or the mailer is stopped). 0; -EBUSY while a mail is
+ * being sent; -ESHUTDOWN once stopped. */
+int mailer_send(struct mailer *mm, uint64_t id, double queued, const struct digest_mail *m);
 
-/* A descriptor that becomes readable when mails have been accepted. */
+/* A descriptor that becomes readable when an attempt has ended. */
 int mailer_fd(const struct mailer *mm);
 
-/* Take up to `max` ids of mails accepted by the relay into `ids`, oldest
- * first; returns how many (call again while it returns `max`). */
-size_t mailer_take_sent(struct mailer *mm, uint64_t *ids, size_t max);
+/* How the attempt ended: 0 sent, -EIO failed (`err` says why), 1 not
+ * ended yet (or no mail given). */
+int mailer_result(struct mailer *mm, char *err, size_t errlen);
 
-/* Copy the counters. */
-void mailer_stats(struct mailer *mm, struct mailer_stats *out);
+/* The relay's URL. */
+const char *mailer_url(const struct mailer *mm);
 
-/* Stop the thread; an attempt in progress is abandoned. Mails accepted
- * before are still given by mailer_take_sent(). */
+/* Stop the thread; an attempt in progress is abandoned, one that has
+ * ended is still given by mailer_result(). */
 void mailer_stop(struct mailer *mm);
 
-/* Stop the thread if it runs and free everything (mails not taken
- * included); accepts NULL. */
+/* Stop the thread if it runs and free everything; accepts NULL. */
 void mailer_free(struct mailer *mm);
 
 #endif

@@ -25,6 +25,7 @@
 #include "digest.h"
 #include "failures.h"
 #include "mail.h"
+#include "outbox.h"
 #include "store.h"
 #include "telemonitor.h"
 #include "text.h"
@@ -45,8 +46,9 @@ struct notify {
 	struct tmon *tm;              /* the service */
 	struct digest *digest;        /* grouping */
 	struct mailer *mailer;        /* the sending thread, or NULL until needed */
+	struct outbox *outbox;        /* the mails handed over, oldest first (with the mailer) */
 	struct event *timer;          /* the next digest is due */
-	struct event *sent_ev;        /* the mailer has accepted mails to report */
+	struct event *sent_ev;        /* the mailer has ended an attempt */
 	struct pending_list pending;  /* composed, waiting for their batch's commit */
 	uint64_t sent;                /* mails accepted by the relay since start */
 	uint64_t dropped;             /* mails dropped (queue full) since start */
@@ -54,6 +56,35 @@ struct notify {
 };
 
 static void on_sent(evutil_socket_t fd, short what, void *arg);
+
+/* The outbox's send(): give the head to the mailer thread. */
+static void mail_send(void *arg, const struct outbox_item *it)
+{
+	struct notify *n = arg;
+
+	if (mailer_send(n->mailer, it->id, it->queued, it->payload) < 0)
+		outbox_abandon(n->outbox);    /* stopped: it stays in the store */
+}
+
+/* The outbox's forget(): mail `id` was accepted or dropped. */
+static void mail_forget(void *arg, uint64_t id)
+{
+	struct notify *n = arg;
+
+	store_mail_done(n->tm->store, id);
+}
+
+static void mail_release(void *payload)
+{
+	if (payload)
+		digest_mail_clear(payload);
+	free(payload);
+}
+
+/* The relay as a transport of the outbox. */
+static const struct outbox_ops mail_ops = {
+	.send = mail_send, .forget = mail_forget, .release = mail_release,
+};
 
 static bool ensure_mailer(struct notify *n)
 {
@@ -74,9 +105,17 @@ static bool ensure_mailer(struct notify *n)
 		snprintf(dflt, sizeof dflt, "telemonitor@%s", host);
 		from = dflt;
 	}
+	const struct cmon_backoff backoff = { .min_ms = (unsigned)(MAIL_BACKOFF_MIN_S * 1000),
+					      .max_ms = (unsigned)(MAIL_BACKOFF_MAX_S * 1000),
+					      .jitter_pct = 20 };
 	n->mailer = mailer_new(url, from);
-	if (!n->mailer) {
+	n->outbox = outbox_new(tm->base, &mail_ops, n, MAIL_QUEUE_MAX, &backoff);
+	if (!n->mailer || !n->outbox) {
 		cmon_err("cannot start the mailer");
+		mailer_free(n->mailer);
+		outbox_free(n->outbox);
+		n->mailer = NULL;
+		n->outbox = NULL;
 		return false;
 	}
 	n->sent_ev = event_new(tm->base, mailer_fd(n->mailer), EV_READ | EV_PERSIST, on_sent, n);
@@ -89,19 +128,23 @@ static bool ensure_mailer(struct notify *n)
 /* Give mail `id` to the mailer (`m` is taken). */
 static void hand_over(struct notify *n, uint64_t id, double queued, struct digest_mail *m)
 {
-	uint64_t dropped = 0;
+	struct digest_mail *copy;
 	int r;
 
 	if (!ensure_mailer(n)) {
 		digest_mail_clear(m);          /* it stays in the store for the next start */
 		return;
 	}
-	r = mailer_queue(n->mailer, id, queued, m, &dropped);
+	if ((copy = malloc(sizeof *copy))) {
+		*copy = *m;
+		memset(m, 0, sizeof *m);
+	} else {
+		digest_mail_clear(m);
+	}
+	r = copy ? outbox_add(n->outbox, id, queued, copy, true) : -ENOMEM;
 	if (r == 1) {
 		n->dropped++;
 		n->queued--;
-		if (dropped)
-			store_mail_done(n->tm->store, dropped);
 	} else if (r < 0) {
 		cmon_warn("mail: out of memory; a mail waits for the next start");
 	}
@@ -143,24 +186,29 @@ static void queue_mail(struct notify *n, struct digest_mail *m, double now)
 	TAILQ_INSERT_TAIL(&n->pending, p, link);
 }
 
-/* The relay has accepted mails: forget them in the store. */
+/* The mailer has ended an attempt: a mail the relay accepted is
+ * forgotten in the store (by the outbox), one it did not is sent again
+ * after a backoff. */
 static void take_sent(struct notify *n)
 {
-	uint64_t ids[64];
-	size_t k;
+	const struct digest_mail *m;
+	char err[256];
+	int r;
 
-	if (!n->mailer)
+	if (!n->mailer || (r = mailer_result(n->mailer, err, sizeof err)) > 0)
 		return;
-	do {
-		k = mailer_take_sent(n->mailer, ids, 64);
-		for (size_t i = 0; i < k; i++) {
-			if (ids[i])
-				store_mail_done(n->tm->store, ids[i]);
-			n->sent++;
-			if (n->queued)
-				n->queued--;
-		}
-	} while (k == 64);
+	if (r == 0) {
+		n->sent++;
+		if (n->queued)
+			n->queued--;
+		outbox_done(n->outbox, OUTBOX_SENT, NULL);
+		return;
+	}
+	m = outbox_head(n->outbox);
+	if (m && (!outbox_last_error(n->outbox)[0] || strcmp(outbox_last_error(n->outbox), err)))
+		cmon_warn("mail to %s via %s failed: %s; retrying with backoff", m->to,
+			  mailer_url(n->mailer), err);
+	outbox_done(n->outbox, OUTBOX_RETRY, err);
 }
 
 static void on_sent(evutil_socket_t fd, short what, void *arg)
@@ -305,6 +353,8 @@ void notify_stop(struct tmon *tm)
 	/* mails accepted up to now are forgotten; the others stay in the store */
 	mailer_stop(n->mailer);
 	take_sent(n);
+	if (n->outbox)
+		outbox_abandon(n->outbox);     /* a mail in flight stays in the store */
 	if (n->queued)
 		cmon_notice("mail: %zu mail%s not sent yet, kept for the next start", n->queued,
 			    n->queued == 1 ? "" : "s");
@@ -316,6 +366,7 @@ void notify_stop(struct tmon *tm)
 	if (n->sent_ev)
 		event_free(n->sent_ev);
 	mailer_free(n->mailer);
+	outbox_free(n->outbox);
 	event_free(n->timer);
 	digest_free(n->digest);
 	free(n);
@@ -367,15 +418,14 @@ const struct failure_subscriber notify_failures = {
 void notify_stats(struct tmon *tm, struct notify_stats *out)
 {
 	struct notify *n = tm->notify;
-	struct mailer_stats st = { 0 };
+	struct outbox_stats st;
 
 	memset(out, 0, sizeof *out);
 	if (!n)
 		return;
-	if (n->mailer)
-		mailer_stats(n->mailer, &st);
+	outbox_stats(n->outbox, &st);
 	out->sent = n->sent;
-	out->failed = st.failures;
+	out->failed = st.failed;
 	out->dropped = n->dropped;
 	out->queued = n->queued;
 	snprintf(out->last_error, sizeof out->last_error, "%s", st.last_error);
@@ -384,16 +434,15 @@ void notify_stats(struct tmon *tm, struct notify_stats *out)
 const char *notify_status(struct tmon *tm, char *buf, size_t size)
 {
 	struct notify *n = tm->notify;
-	struct mailer_stats st = { 0 };
+	struct outbox_stats st;
 
 	if (!n || (!n->mailer && !n->queued)) {
 		snprintf(buf, size, "no mail sent yet");
 		return buf;
 	}
-	if (n->mailer)
-		mailer_stats(n->mailer, &st);
+	outbox_stats(n->outbox, &st);
 	snprintf(buf, size, "%llu sent, %zu queued, %llu failed attempts, %llu dropped%s%s",
-		 (unsigned long long)n->sent, n->queued, (unsigned long long)st.failures,
+		 (unsigned long long)n->sent, n->queued, (unsigned long long)st.failed,
 		 (unsigned long long)n->dropped, st.last_error[0] ? "; last error: " : "",
 		 st.last_error);
 	return buf;

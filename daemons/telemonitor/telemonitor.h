@@ -20,9 +20,10 @@
  *   db.c        one connection: db_sqlite.c (a file), db_pg.c (a server, libpq)
  *   store_read.c  the store's typed reads (listings, statistics, /metrics)
  *   backlog.c   writes held in memory while the store cannot take them
- *   notify.c    failures -> grouped mails (digest.c) -> the mailer (mail.c)
+ *   notify.c    failures -> grouped mails (digest.c) -> the mail outbox -> the mailer (mail.c)
+ *   outbox.c    one durable queue per transport: order, retries (cmon_backoff), counters
  *   hygiene.c   silences (failures kept quiet) and retention (old rows pruned)
- *   alerts.c    failures -> Alertmanager (curl multi on the loop, store outbox)
+ *   alerts.c    failures -> Alertmanager (curl multi on the loop, through an outbox)
  *   amsilences.c Alertmanager's silences, read every few seconds and cached
  *   control.c   the telemonctl socket; commands.c and stats.c answer it
  *   http.c      the HTTP API (through commands.c), /healthz, and /metrics (metrics.c)
