@@ -233,6 +233,13 @@ static void on_status(evutil_socket_t fd, short what, void *arg)
 			    r->nsubs, r->nconns);
 }
 
+/* The matcher's notifications go out on the connection they are for. */
+static void send_to_conn(void *arg, struct conn *to, const Cmon__Msg *m)
+{
+	(void)arg;
+	conn_send(to, m);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -250,6 +257,7 @@ int main(int argc, char **argv)
 	TAILQ_INIT(&r.doomed);
 	TAILQ_INIT(&r.instances);
 	TAILQ_INIT(&r.subs);
+	r.events.send = send_to_conn;
 	r.max_conns = connection_limit(o.max_conns);
 	r.hello_timeout_s = (int)o.hello_timeout;
 	r.unix_dir = o.unix_dir;

@@ -2,7 +2,12 @@
  * notifications that flow when either side changes. Matching is a linear
  * scan with literal patterns compared by strcmp; at 10,000 instances and
  * 1,000 classes that costs well under a millisecond per change (see
- * bench/transport). */
+ * bench/transport).
+ *
+ * The matcher decides who is told what; it sends nothing itself. Every
+ * message goes out through r->events.send, which the registry's wiring
+ * (main.c) points at the connection layer, so this file never calls up
+ * into conn.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +36,7 @@ static bool live(const struct conn *c)
 	return c->state != CONN_CLOSING && c->state != CONN_DEAD;
 }
 
-static void notify_up(struct sub *s, struct instance *inst, bool is_new)
+static void notify_up(struct reg *r, struct sub *s, struct instance *inst, bool is_new)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__InstanceUp up = CMON__INSTANCE_UP__INIT;
@@ -51,10 +56,10 @@ static void notify_up(struct sub *s, struct instance *inst, bool is_new)
 	}
 	m.kind_case = CMON__MSG__KIND_INSTANCE_UP;
 	m.instance_up = &up;
-	conn_send(s->owner, &m);
+	r->events.send(r->events.arg, s->owner, &m);
 }
 
-static void notify_gone(struct sub *s, struct instance *inst, bool clean)
+static void notify_gone(struct reg *r, struct sub *s, struct instance *inst, bool clean)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__InstanceGone gone = CMON__INSTANCE_GONE__INIT;
@@ -68,7 +73,7 @@ static void notify_gone(struct sub *s, struct instance *inst, bool clean)
 	gone.records = inst->length;
 	m.kind_case = CMON__MSG__KIND_INSTANCE_GONE;
 	m.instance_gone = &gone;
-	conn_send(s->owner, &m);
+	r->events.send(r->events.arg, s->owner, &m);
 }
 
 static void instance_free(struct instance *inst)
@@ -123,7 +128,7 @@ int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Announce
 	TAILQ_FOREACH(s, &r->subs, in_all) {
 		if (!live(s->owner) || !sub_matches(s, &inst->info))
 			continue;
-		notify_up(s, inst, !reannounce);
+		notify_up(r, s, inst, !reannounce);
 		if (s->autostart && !reannounce)
 			auto_wanted = true;
 	}
@@ -140,7 +145,7 @@ void matcher_remove_instance(struct reg *r, struct instance *inst, bool clean)
 		   (unsigned long long)inst->info.key, clean ? "left" : "connection lost");
 	TAILQ_FOREACH(s, &r->subs, in_all)
 		if (live(s->owner) && sub_matches(s, &inst->info))
-			notify_gone(s, inst, clean);
+			notify_gone(r, s, inst, clean);
 	TAILQ_REMOVE(&r->instances, inst, link);
 	r->ninstances--;
 	instance_free(inst);
@@ -199,7 +204,7 @@ int matcher_add_sub(struct reg *r, struct conn *owner, const Cmon__Subscribe *m,
 	TAILQ_FOREACH(inst, &r->instances, link) {
 		if (!live(inst->owner) || !sub_matches(s, &inst->info))
 			continue;
-		notify_up(s, inst, false);
+		notify_up(r, s, inst, false);
 		existing++;
 	}
 	ack.has_id = true;
@@ -208,7 +213,7 @@ int matcher_add_sub(struct reg *r, struct conn *owner, const Cmon__Subscribe *m,
 	ack.existing = existing;
 	ackm.kind_case = CMON__MSG__KIND_SUBSCRIBE_ACK;
 	ackm.subscribe_ack = &ack;
-	conn_send(owner, &ackm);
+	r->events.send(r->events.arg, owner, &ackm);
 	return 0;
 }
 

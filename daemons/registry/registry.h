@@ -103,6 +103,16 @@ struct reg_auth {
 	unsigned long quiet;          /* ...and how many were refused since, not logged */
 };
 
+/* How the matcher reports what to send: it decides which connection gets
+ * which message, the owner of the connections sends it (main.c points this
+ * at conn_send). `m` and everything it points to are the matcher's and live
+ * only for the call. The callback may retire `to` (conn_send does when the
+ * peer is not reading), and must ignore a `to` already closing. */
+struct matcher_events {
+	void (*send)(void *arg, struct conn *to, const Cmon__Msg *m); /* queue m for `to` */
+	void *arg;                    /* passed to send */
+};
+
 /* The whole registry. */
 struct reg {
 	struct event_base *base;      /* the loop */
@@ -123,6 +133,7 @@ struct reg {
 	uint64_t next_key;            /* next instance key */
 	time_t last_refused_log;      /* rate limit for "too many connections" */
 	struct reg_auth auth;         /* who may subscribe */
+	struct matcher_events events; /* where the matcher's notifications go */
 };
 
 /* listen.c — the listening sockets. */
@@ -154,7 +165,8 @@ void auth_describe(const struct reg *r, char *buf, size_t size); /* who may, for
 int endpoint_check(const char *announced, const struct sockaddr *peer, const char *unix_dir,
 		   char *out, size_t outlen, char *why, size_t whylen);
 
-/* matcher.c — instances, classes and notifications. */
+/* matcher.c — instances, classes and notifications, which it hands to
+ * r->events.send (InstanceUp, InstanceGone, SubscribeAck). */
 int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Announce *a,
 			 const char *endpoint, struct instance **out); /* endpoint: as checked;
 			                                                  1: an auto class wants
