@@ -256,6 +256,7 @@ int main(int argc, char **argv)
 	TAILQ_INIT(&r.conns);
 	TAILQ_INIT(&r.doomed);
 	TAILQ_INIT(&r.instances);
+	TAILQ_INIT(&r.gone);
 	TAILQ_INIT(&r.subs);
 	r.events.send = send_to_conn;
 	r.max_conns = connection_limit(o.max_conns);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/crypto.h>
 
@@ -136,9 +137,31 @@ int matcher_add_instance(struct reg *r, struct conn *owner, const Cmon__Announce
 	return auto_wanted ? 1 : 0;
 }
 
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Forget gone instances older than REG_GONE_KEEP_S, or past REG_GONE_MAX. */
+static void gone_expire(struct reg *r, double now)
+{
+	struct instance *inst;
+
+	while ((inst = TAILQ_FIRST(&r->gone)) &&
+	       (r->ngone > REG_GONE_MAX || now - inst->gone_at > REG_GONE_KEEP_S)) {
+		TAILQ_REMOVE(&r->gone, inst, link);
+		r->ngone--;
+		instance_free(inst);
+	}
+}
+
 void matcher_remove_instance(struct reg *r, struct instance *inst, bool clean)
 {
 	struct sub *s;
+	double now = mono_now();
 
 	cmon_debug("instance gone: %s on %s pid %lld (key %llu, %s)", inst->info.program,
 		   inst->info.machine, (long long)inst->info.pid,
@@ -148,7 +171,18 @@ void matcher_remove_instance(struct reg *r, struct instance *inst, bool clean)
 			notify_gone(r, s, inst, clean);
 	TAILQ_REMOVE(&r->instances, inst, link);
 	r->ninstances--;
-	instance_free(inst);
+	/* Kept a while (its token wiped), so that a subscriber that was away
+	 * when it went — a telemonitor restarting — still hears that it is
+	 * gone, and how long its log was: what it did not get is then counted
+	 * as lost rather than never accounted (docs/protocol.md §5). */
+	OPENSSL_cleanse(inst->token, sizeof inst->token);
+	inst->has_token = false;
+	inst->owner = NULL;
+	inst->gone_at = now;
+	inst->gone_clean = clean;
+	TAILQ_INSERT_TAIL(&r->gone, inst, link);
+	r->ngone++;
+	gone_expire(r, now);
 }
 
 static void copy_pattern(char *dst, size_t size, const char *src)
@@ -207,6 +241,11 @@ int matcher_add_sub(struct reg *r, struct conn *owner, const Cmon__Subscribe *m,
 		notify_up(r, s, inst, false);
 		existing++;
 	}
+	/* ...and those gone lately, which it may have been following. */
+	gone_expire(r, mono_now());
+	TAILQ_FOREACH(inst, &r->gone, link)
+		if (sub_matches(s, &inst->info))
+			notify_gone(r, s, inst, inst->gone_clean);
 	ack.has_id = true;
 	ack.id = s->id;
 	ack.has_existing = true;
@@ -258,4 +297,9 @@ void matcher_free_all(struct reg *r)
 		instance_free(inst);
 	}
 	r->ninstances = 0;
+	while ((inst = TAILQ_FIRST(&r->gone))) {
+		TAILQ_REMOVE(&r->gone, inst, link);
+		instance_free(inst);
+	}
+	r->ngone = 0;
 }

@@ -26,6 +26,8 @@
 #define REG_MSG_BURST 20000.0            /* messages a peer may send at once... */
 #define REG_MSG_RATE 5000.0              /* ...and per second after that */
 #define REG_MAX_LISTENERS 16             /* listening sockets */
+#define REG_GONE_KEEP_S 300.0           /* a gone instance is told to new subscribers this long */
+#define REG_GONE_MAX 4096               /* ...and at most this many of them are kept */
 #define REG_MAX_ALLOW_USERS 64           /* -allow-user options */
 #define REG_DENIED_LOG_S 1.0             /* at most one "not authorized" line this often */
 
@@ -51,6 +53,8 @@ struct instance {
 	uint8_t token[CMON_TOKEN_LEN]; /* ...which only InstanceUp carries, to matching classes */
 	bool has_length;              /* it said Leave with the log's length... */
 	uint64_t length;              /* ...records the program wrote, told in InstanceGone */
+	double gone_at;               /* in reg.gone: when it went (monotonic s)... */
+	bool gone_clean;              /* ...and whether it said Leave */
 };
 
 /* A class of instances one telemonitor connection wants to hear about. */
@@ -127,6 +131,9 @@ struct reg {
 	int hello_timeout_s;          /* seconds a new peer has to say Hello */
 	const char *unix_dir;         /* -unix-dir: where unix: data endpoints may be, or NULL */
 	struct instance_list instances; /* every announced instance */
+	struct instance_list gone;    /* instances gone in the last REG_GONE_KEEP_S, oldest
+	                                 first (token wiped): told to new subscriptions */
+	size_t ngone;                 /* length of gone */
 	size_t ninstances;            /* length of instances */
 	struct sub_list subs;         /* every class of every telemonitor */
 	size_t nsubs;                 /* length of subs */

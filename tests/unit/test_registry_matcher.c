@@ -109,6 +109,7 @@ static int setup(void **state)
 	TAILQ_INIT(&f->r.conns);
 	TAILQ_INIT(&f->r.doomed);
 	TAILQ_INIT(&f->r.instances);
+	TAILQ_INIT(&f->r.gone);
 	TAILQ_INIT(&f->r.subs);
 	f->r.events.send = record_send;
 	f->r.events.arg = f;
@@ -372,6 +373,37 @@ static void instance_gone_told_to_matching_classes(void **state)
 	assert_int_equal(f->r.ninstances, 0);
 }
 
+/* A class added after an instance went (a telemonitor back from a
+ * restart) hears that it is gone, with its log's length, after the
+ * running ones and before the ack; the gone one carries no token. */
+static void gone_lately_told_to_new_classes(void **state)
+{
+	static const uint8_t token[CMON_TOKEN_LEN] = { 7 };
+	struct fixture *f = *state;
+	struct instance *a, *b;
+
+	announce(f, &f->snarf[0], "web", "m1", 1, false, token, &a);
+	announce(f, &f->snarf[1], "web", "m2", 2, false, NULL, &b);
+	a->has_length = true;
+	a->length = 24000;
+	matcher_remove_instance(&f->r, a, true);
+	assert_int_equal(f->r.ngone, 1);
+	f->nsent = 0;
+
+	subscribe(f, &f->tm[0], 1, "web", "", "", false, true);
+	assert_int_equal(f->nsent, 3);
+	assert_up(&f->sent[0], &f->tm[0], 1, "web", false, false);
+	assert_gone(&f->sent[1], &f->tm[0], 1, "web", true);
+	assert_true(f->sent[1].has_records);
+	assert_int_equal(f->sent[1].records, 24000);
+	assert_ack(&f->sent[2], &f->tm[0], 1, 1);
+
+	f->nsent = 0;                   /* a class it does not match hears nothing of it */
+	subscribe(f, &f->tm[1], 2, "db", "", "", false, true);
+	assert_int_equal(f->nsent, 1);
+	assert_ack(&f->sent[0], &f->tm[1], 2, 0);
+}
+
 /* Closing or dead subscribers hear nothing; instances of closing
  * announcers are not reported to new classes. */
 static void closing_connections_are_skipped(void **state)
@@ -466,6 +498,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(token_only_in_instance_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(instance_gone_told_to_matching_classes, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(gone_lately_told_to_new_classes, setup, teardown),
 		cmocka_unit_test_setup_teardown(closing_connections_are_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_classes_send_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(removed_classes_hear_nothing, setup, teardown),
