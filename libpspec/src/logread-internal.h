@@ -1,14 +1,18 @@
-/* logread-internal.h — what the log reader's three files share (private).
+/* logread-internal.h — what the log reader's files share (private).
  *
- * logread.c owns the reader object, the input buffer, name interning and the
- * public entry points; logread_ascii.c and logread_bin.c each parse one
- * format. The decoding helpers at the end are exported only so the unit test
- * and the fuzzers can compare the fast paths with the slow ones.
+ * logread_core.c owns the reader object, the input buffer, format
+ * detection, positions, warnings, name interning and the public entry
+ * points; each format is a `struct logr_ops` (logread_ascii.c,
+ * logread_bin.c) the core dispatches through; logread_prefetch.c reads
+ * ahead on a second thread. The decoding helpers at the end are exported
+ * only so the unit test and the fuzzers can compare the fast paths with
+ * the slow ones.
  */
 #ifndef PSPEC_LOGREAD_INTERNAL_H
 #define PSPEC_LOGREAD_INTERNAL_H
 
 #include <locale.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +71,28 @@ typedef struct log_type_slot {
 
 typedef struct log_prefetch log_prefetch;
 
+/* One log format: what the core calls for it. The core owns the bytes
+ * (logr_fill), the positions and the warnings; a format turns the bytes
+ * into records. */
+typedef struct logr_ops {
+    log_format format;      /* what log_reader_header() says */
+    /* Read the header when the input is in this format: 0; 1 when it is
+     * not (the core tries the next format); negative errno-style with a
+     * message in *errmsg when it is but the header is bad or unreadable. */
+    int (*open)(log_reader *r, char **errmsg);
+    /* The next record: 1 with *rec filled, 0 at end of log, negative
+     * errno-style on a read or framing error (message in *errmsg). */
+    int (*next)(log_reader *r, log_record *rec, char **errmsg);
+    /* Forget per-pass state after the core rewound the bytes (NULL: none). */
+    void (*rewind)(log_reader *r);
+    /* Free what the format allocated in the reader (NULL: nothing). */
+    void (*free)(log_reader *r);
+} logr_ops;
+
+/* The formats, in the order the core tries them. */
+extern const logr_ops logr_ascii_ops;   /* cmon-ascii 1 (logread_ascii.c) */
+extern const logr_ops logr_bin_ops;     /* cmon-bin 1 (logread_bin.c) */
+
 struct log_reader {
     /* what the checking thread reads for every record, on lines of their
      * own: read ahead, another thread writes the rest of the reader for
@@ -77,6 +103,8 @@ struct log_reader {
     bool pf_tuned;
     log_record cur;         /* log_reader_next_ref's record when read directly */
     char pad_[64];          /* (the struct is only 16-byte aligned) */
+
+    const logr_ops *ops;    /* the log's format (set once the header is read) */
 
     /* where the bytes come from */
     int fd;                 /* -1 for memory readers */
@@ -140,7 +168,7 @@ struct log_reader {
     log_arena arena;
 };
 
-/* --- logread.c ---------------------------------------------------------- */
+/* --- logread_core.c ------------------------------------------------------ */
 
 /* Tests and fuzzers only: when not 0, no read(2) on this thread asks for
  * more bytes, so a file is read in pieces as small as a slow pipe delivers.
@@ -183,6 +211,53 @@ static inline void logr_marker(const log_reader *r, log_record *rec, log_rec_kin
     rec->pos = r->pos;
     rec->where = where;
     rec->ts = r->prev_ts;
+}
+
+/* A gap of `n` dropped records at `where`, counted as a record. Returns 1. */
+static inline int logr_gap(log_reader *r, log_record *rec, uint64_t where, uint64_t n)
+{
+    logr_marker(r, rec, LOG_REC_GAP, where);
+    rec->gap = n;
+    r->nrecords++;
+    return 1;
+}
+
+/* True when MEAN SPREAD are a writer's cost: finite, MEAN > 0, SPREAD >= 0. */
+static inline bool logr_overhead_ok(double mean, double spread)
+{
+    return mean > 0 && isfinite(mean) && spread >= 0 && isfinite(spread);
+}
+
+/* A thread's cost update at `where` (already checked by logr_overhead_ok).
+ * Returns 1. */
+static inline int logr_overhead(const log_reader *r, log_record *rec, uint64_t where,
+                                int64_t thread, double mean, double spread)
+{
+    logr_marker(r, rec, LOG_REC_OVERHEAD, where);
+    rec->thread = thread;
+    rec->ovh_ns = mean;
+    rec->ovh_spread_ns = spread;
+    return 1;
+}
+
+/* Fill *rec with the event at `where` whose position is already counted
+ * (r->pos) and whose `nv` values are in r->vals, and count it. Returns 1. */
+static inline __attribute__((always_inline)) int logr_event(log_reader *r, log_record *rec,
+                                                            uint64_t where, int64_t ts,
+                                                            int64_t thread, uint32_t id,
+                                                            uint32_t nv)
+{
+    rec->kind = LOG_REC_EVENT;
+    rec->pos = r->pos;
+    rec->where = where;
+    rec->ts = ts;
+    rec->thread = thread;
+    rec->name_id = id;
+    rec->name = r->names[id];
+    rec->values = r->vals;
+    rec->nvalues = nv;
+    r->nrecords++;
+    return 1;
 }
 
 /* Make sure vals can hold n values. */
@@ -292,22 +367,12 @@ bool log_name_valid(const char *s, size_t n);
 
 /* --- logread_ascii.c ---------------------------------------------------- */
 
-/* Parse the ascii header (the buffer starts with "#cmon-ascii"). */
-int logascii_open(log_reader *r, char **errmsg);
-int logascii_next(log_reader *r, log_record *rec, char **errmsg);
 /* Parse the number token [s, e) as the reader does (fast path, then
  * strtod_l); *s..*e must be writable with one byte of slack at e.
  * Returns 0, -EINVAL for bad syntax, -ERANGE when out of range. */
 int logascii_number(log_reader *r, char *s, char *e, double *out);
 
 /* --- logread_bin.c ------------------------------------------------------ */
-
-/* Read and check the Header frame (the caller saw no ascii magic). Returns 0,
- * 1 when the input is not a cmon-bin log, negative errno on read errors. */
-int logbin_open(log_reader *r, char **errmsg);
-int logbin_next(log_reader *r, log_record *rec, char **errmsg);
-void logbin_rewind(log_reader *r);
-void logbin_free(log_reader *r);
 
 /* Most Event.ivalues the fast path decodes; an Event with more goes to protobuf-c. */
 #define LOGBIN_FAST_IVALUES 16

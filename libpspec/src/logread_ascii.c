@@ -341,7 +341,7 @@ static bool overhead_value(const char *v, size_t vl, double *mean, double *sprea
     const char *e2 = token_end(s2, lend);
     double m, sp;
     if (e2 != lend || !header_number(v, (size_t)(e1 - v), &m) ||
-        !header_number(s2, (size_t)(e2 - s2), &sp) || !(m > 0) || !(sp >= 0))
+        !header_number(s2, (size_t)(e2 - s2), &sp) || !logr_overhead_ok(m, sp))
         return false;
     *mean = m;
     *spread = sp;
@@ -373,8 +373,34 @@ static int header_line(log_reader *r, uint64_t line, const char *p, const char *
     return 0;
 }
 
-int logascii_open(log_reader *r, char **errmsg)
+static const char ascii_magic[] = "#cmon-ascii";
+#define ASCII_MAGIC_LEN (sizeof ascii_magic - 1)
+
+/* True when the input starts with the magic; reads only as far as the
+ * bytes still agree with it (a binary log on a pipe is not waited for). */
+static int starts_with_magic(log_reader *r, char **errmsg)
 {
+    for (;;) {
+        size_t avail = r->end - r->start;
+        size_t n = avail < ASCII_MAGIC_LEN ? avail : ASCII_MAGIC_LEN;
+        if (memcmp(r->buf + r->start, ascii_magic, n) != 0)
+            return 0;
+        if (avail >= ASCII_MAGIC_LEN)
+            return 1;
+        int rc = logr_fill(r, ASCII_MAGIC_LEN, errmsg);
+        if (rc <= 0)
+            return rc;
+    }
+}
+
+/* logr_ops.open: the header lines, up to the first record. */
+static int ascii_open(log_reader *r, char **errmsg)
+{
+    int magic = starts_with_magic(r, errmsg);
+    if (magic < 0)
+        return magic;
+    if (!magic)
+        return 1;
     for (;;) {
         size_t le;
         int rc = peek_line(r, &le, errmsg);
@@ -447,10 +473,7 @@ static int gap_record(log_reader *r, uint64_t line, const char *p, const char *l
         logr_warn(r, line, "bad gap count '%s'", logr_quote(q, s, (size_t)(e - s)));
         return 0;
     }
-    logr_marker(r, rec, LOG_REC_GAP, line);
-    rec->gap = n;
-    r->nrecords++;
-    return 1;
+    return logr_gap(r, rec, line, n);
 }
 
 /* "#cmon-overhead-ns MEAN SPREAD THREAD" -> an overhead record (1) when
@@ -486,11 +509,7 @@ static int overhead_record(log_reader *r, uint64_t line, const char *p, const ch
                   logr_quote(qb, v, (size_t)(lend - v)));
         return 0;
     }
-    logr_marker(r, rec, LOG_REC_OVERHEAD, line);
-    rec->thread = neg ? (int64_t)(0 - th) : (int64_t)th;
-    rec->ovh_ns = mean;
-    rec->ovh_spread_ns = spread;
-    return 1;
+    return logr_overhead(r, rec, line, neg ? (int64_t)(0 - th) : (int64_t)th, mean, spread);
 }
 
 /* Warn about the token at s: "<pre>'<token>'<suffix>". Returns 0. */
@@ -502,63 +521,57 @@ static int bad_token(log_reader *r, uint64_t line, const char *pre, const char *
     return 0;
 }
 
-/* TIMESTAMP THREAD EVENT [VALUE ...]; p is the first byte of the line's
- * first token. Returns 1 with *rec filled, or 0 after a warning. */
+/* The integer token at *pp (a leading '-' when `sign`; *neg says whether
+ * it had one), then the blanks after it: 1 with *pp at the next token, or 0
+ * after a warning: a bad or out-of-range `what`, or `missing` when the line
+ * ends there. */
+static int int_field(log_reader *r, uint64_t line, char **pp, const char *lend, bool sign,
+                     const char *what, const char *missing, uint64_t *v, bool *neg)
+{
+    const char *s = *pp, *p = s;
+    *neg = sign && *p == '-';
+    p += *neg;
+    int rc = parse_uint(&p, (uint64_t)INT64_MAX + *neg, v);
+    if (rc < 0 || !at_sep(p, lend)) {
+        char pre[32];
+        snprintf(pre, sizeof pre, "%s%s ", rc == -ERANGE ? "" : "bad ", what);
+        return bad_token(r, line, pre, s, lend, rc == -ERANGE ? " out of range" : "");
+    }
+    while (is_sep(*p))
+        p++;
+    if (p == lend) {
+        logr_warn(r, line, "%s", missing);
+        return 0;
+    }
+    *pp = (char *)p;
+    return 1;
+}
+
 /* Fill `rec` with a parsed event record (its position already counted)
  * and count it. Returns 1. */
 static inline __attribute__((always_inline)) int event_record(log_reader *r, log_record *rec,
                                                               uint64_t line, uint64_t ts, uint64_t th,
                                                               bool neg, uint32_t id, uint32_t nv)
 {
-    rec->kind = LOG_REC_EVENT;
-    rec->pos = r->pos;
-    rec->where = line;
-    rec->ts = (int64_t)ts;
-    rec->thread = neg ? (int64_t)(0 - th) : (int64_t)th;
-    rec->name_id = id;
-    rec->name = r->names[id];
-    rec->values = r->vals;
-    rec->nvalues = nv;
     r->prev_ts = (int64_t)ts;
-    r->nrecords++;
-    return 1;
+    return logr_event(r, rec, line, (int64_t)ts, neg ? (int64_t)(0 - th) : (int64_t)th, id, nv);
 }
 
+/* TIMESTAMP THREAD EVENT [VALUE ...]; p is the first byte of the line's
+ * first token. Returns 1 with *rec filled, or 0 after a warning. */
 static int parse_record(log_reader *r, uint64_t line, char *p, char *lend, log_record *rec)
 {
     r->pos++;
 
-    const char *s = p;
-    uint64_t ts;
-    int rc = parse_uint((const char **)&p, INT64_MAX, &ts);
-    if (rc < 0 || !at_sep(p, lend))
-        return rc == -ERANGE ? bad_token(r, line, "timestamp ", s, lend, " out of range")
-                             : bad_token(r, line, "bad timestamp ", s, lend, "");
-    while (is_sep(*p))
-        p++;
-    if (p == lend) {
-        logr_warn(r, line, "missing thread and event name");
+    uint64_t ts, th;
+    bool neg;
+    if (!int_field(r, line, &p, lend, false, "timestamp", "missing thread and event name", &ts, &neg) ||
+        !int_field(r, line, &p, lend, true, "thread", "missing event name", &th, &neg))
         return 0;
-    }
-
-    s = p;
-    bool neg = *p == '-';
-    p += neg;
-    uint64_t th;
-    rc = parse_uint((const char **)&p, (uint64_t)INT64_MAX + neg, &th);
-    if (rc < 0 || !at_sep(p, lend))
-        return rc == -ERANGE ? bad_token(r, line, "thread ", s, lend, " out of range")
-                             : bad_token(r, line, "bad thread ", s, lend, "");
-    while (is_sep(*p))
-        p++;
-    if (p == lend) {
-        logr_warn(r, line, "missing event name");
-        return 0;
-    }
 
     /* The name: a name seen before needs no checking, it was checked when
      * it was interned. */
-    s = p;
+    const char *s = p;
     size_t nlen = token_len(p);
     p += nlen;
     if (!at_sep(p, lend))
@@ -588,7 +601,7 @@ static int parse_record(log_reader *r, uint64_t line, char *p, char *lend, log_r
         if (PS_UNLIKELY(nv == r->vals_cap))
             logr_vals_reserve(r, nv + 1);
         s = p;
-        rc = parse_num(p, &p, &r->vals[nv]);
+        int rc = parse_num(p, &p, &r->vals[nv]);
         if (rc < 0 || !at_sep(p, lend)) {
             char suffix[64];
             bool bad = rc != -ERANGE && rc != -E2BIG;
@@ -972,7 +985,7 @@ static void find_complete(log_reader *r)
     r->complete = nl ? (size_t)(nl - r->buf) + 1 : r->start;
 }
 
-/* logascii_next() for a line the fast path did not take: the general
+/* ascii_next() for a line the fast path did not take: the general
  * parser, line by line, trying the fast path again after each line. */
 static __attribute__((noinline)) int next_general(log_reader *r, log_record *rec, char **errmsg)
 {
@@ -1020,7 +1033,8 @@ static __attribute__((noinline)) int next_general(log_reader *r, log_record *rec
     }
 }
 
-int logascii_next(log_reader *r, log_record *rec, char **errmsg)
+/* logr_ops.next: the fast paths, then the general parser. */
+static int ascii_next(log_reader *r, log_record *rec, char **errmsg)
 {
     if (PS_LIKELY(r->fastpath && !r->ended)) {
         if (r->start >= r->complete)
@@ -1038,3 +1052,9 @@ int logascii_next(log_reader *r, log_record *rec, char **errmsg)
     }
     return next_general(r, rec, errmsg);
 }
+
+const logr_ops logr_ascii_ops = {
+    .format = LOG_FORMAT_ASCII,
+    .open = ascii_open,
+    .next = ascii_next,
+};

@@ -166,7 +166,8 @@ static int type_set(log_reader *r, uint32_t id, uint32_t name_id)
     return 0;
 }
 
-void logbin_rewind(log_reader *r)
+/* logr_ops.rewind: the TypeDefs are read again. */
+static void bin_rewind(log_reader *r)
 {
     if (r->tsmall)
         memset(r->tsmall, 0, r->tsmall_cap * sizeof *r->tsmall);
@@ -175,10 +176,14 @@ void logbin_rewind(log_reader *r)
     r->tbig_count = 0;
 }
 
-void logbin_free(log_reader *r)
+/* logr_ops.free: the TypeDef maps and protobuf-c's arena. */
+static void bin_free(log_reader *r)
 {
     free(r->tsmall);
     free(r->tbig);
+    r->tsmall = NULL;
+    r->tbig = NULL;
+    r->tsmall_cap = r->tbig_mask = r->tbig_count = 0;
     arena_destroy(&r->arena);
 }
 
@@ -495,17 +500,7 @@ static inline int event_record(log_reader *r, const logbin_event *ev, const doub
             r->vals[i] = dvals[i];
         }
     }
-    rec->kind = LOG_REC_EVENT;
-    rec->pos = r->pos;
-    rec->where = off;
-    rec->ts = ts;
-    rec->thread = ev->has_thread ? ev->thread : 0;
-    rec->name_id = id1 - 1;
-    rec->name = r->names[id1 - 1];
-    rec->values = r->vals;
-    rec->nvalues = (uint32_t)nv;
-    r->nrecords++;
-    return 1;
+    return logr_event(r, rec, off, ts, ev->has_thread ? ev->thread : 0, id1 - 1, (uint32_t)nv);
 }
 
 static void typedef_record(log_reader *r, const Cmonlog__TypeDef *td, uint64_t off)
@@ -537,7 +532,7 @@ static int overhead_record(log_reader *r, const Cmonlog__Overhead *o, uint64_t o
         return 0;
     double m = o->has_overhead_ns ? o->overhead_ns : 0;
     double sp = o->has_overhead_spread_ns ? o->overhead_spread_ns : 0;
-    if (!o->has_thread || !(m > 0) || !isfinite(m) || !(sp >= 0) || !isfinite(sp)) {
+    if (!o->has_thread || !logr_overhead_ok(m, sp)) {
         char t1[40], t2[40];
         log_fmt_double(t1, m);
         log_fmt_double(t2, sp);
@@ -545,15 +540,11 @@ static int overhead_record(log_reader *r, const Cmonlog__Overhead *o, uint64_t o
                   o->has_thread ? "" : " without a thread", o->has_overhead_ns ? t1 : "(none)", t2);
         return 0;
     }
-    logr_marker(r, rec, LOG_REC_OVERHEAD, off);
-    rec->thread = o->thread;
-    rec->ovh_ns = m;
-    rec->ovh_spread_ns = sp;
-    return 1;
+    return logr_overhead(r, rec, off, o->thread, m, sp);
 }
 
 /* One frame: 1 with *rec filled, 0 to go on, 2 at an End record. Kept out
- * of line: logbin_next's common case then needs a smaller frame. */
+ * of line: bin_next's common case then needs a smaller frame. */
 static __attribute__((noinline)) int handle_frame(log_reader *r, const unsigned char *f,
                                                   size_t n, uint64_t off, log_record *rec)
 {
@@ -584,10 +575,7 @@ static __attribute__((noinline)) int handle_frame(log_reader *r, const unsigned 
         typedef_record(r, m->typedef_, off);
         return 0;
     case CMONLOG__RECORD__KIND_GAP:
-        logr_marker(r, rec, LOG_REC_GAP, off);
-        rec->gap = m->gap->has_count ? m->gap->count : 0;
-        r->nrecords++;
-        return 1;
+        return logr_gap(r, rec, off, m->gap->has_count ? m->gap->count : 0);
     case CMONLOG__RECORD__KIND_OVERHEAD:
         return overhead_record(r, m->overhead, off, rec);
     case CMONLOG__RECORD__KIND_END:
@@ -601,7 +589,8 @@ static __attribute__((noinline)) int handle_frame(log_reader *r, const unsigned 
     }
 }
 
-int logbin_next(log_reader *r, log_record *rec, char **errmsg)
+/* logr_ops.next: frame by frame, short Event frames first. */
+static int bin_next(log_reader *r, log_record *rec, char **errmsg)
 {
     while (!r->ended) {
         /* The common case first: a whole short Event frame is buffered. */
@@ -669,7 +658,9 @@ static void add_i64(log_reader *r, const char *key, bool has, int64_t v)
     }
 }
 
-int logbin_open(log_reader *r, char **errmsg)
+/* logr_ops.open: read and check the Header frame; 1 when the input is not
+ * a cmon-bin log. */
+static int bin_open(log_reader *r, char **errmsg)
 {
     const unsigned char *f = NULL;
     size_t n = 0;
@@ -703,7 +694,7 @@ int logbin_open(log_reader *r, char **errmsg)
     if (h->has_overhead_ns || h->has_overhead_spread_ns) {
         double m = h->has_overhead_ns ? h->overhead_ns : 0;
         double sp = h->has_overhead_spread_ns ? h->overhead_spread_ns : 0;
-        if (!(m > 0) || !isfinite(m) || !(sp >= 0) || !isfinite(sp)) {
+        if (!logr_overhead_ok(m, sp)) {
             char t1[40], t2[40];
             log_fmt_double(t1, m);
             log_fmt_double(t2, sp);
@@ -743,3 +734,11 @@ int logbin_open(log_reader *r, char **errmsg)
     logr_vals_reserve(r, LOGBIN_FAST_IVALUES);   /* decode_fast writes ivalues there */
     return 0;
 }
+
+const logr_ops logr_bin_ops = {
+    .format = LOG_FORMAT_BIN,
+    .open = bin_open,
+    .next = bin_next,
+    .rewind = bin_rewind,
+    .free = bin_free,
+};

@@ -1,9 +1,14 @@
-/* logread.c — the log reader: opening and format detection, the input
- * buffer, name interning, and the public entry points of logread.h.
+/* logread_core.c — the log reader's core: opening and format detection,
+ * the input buffer, positions and warnings, name interning, and the public
+ * entry points of logread.h.
  *
- * The two formats live in logread_ascii.c and logread_bin.c; both pull bytes
+ * Each format is a table of functions (struct logr_ops in
+ * logread-internal.h: logread_ascii.c, logread_bin.c) the core tries in
+ * turn on the first bytes and then dispatches through. Formats pull bytes
  * through logr_fill(), which issues one read(2) at a time so that a record
- * is handed out as soon as its last byte has arrived.
+ * is handed out as soon as its last byte has arrived, and build records
+ * with the helpers of the header (logr_event, logr_gap, logr_overhead), so
+ * that positions and counts mean the same in every format.
  */
 #include "logread-internal.h"
 
@@ -20,8 +25,8 @@
 
 #include "util.h"
 
-static const char ascii_magic[] = "#cmon-ascii";
-#define ASCII_MAGIC_LEN (sizeof ascii_magic - 1)
+/* The formats, in the order they are tried on the first bytes. */
+static const logr_ops *const formats[] = { &logr_ascii_ops, &logr_bin_ops };
 
 /* --- errors and warnings ------------------------------------------------ */
 
@@ -341,33 +346,27 @@ static log_reader *reader_new(const char *logname, log_warn_fn warn, void *warn_
 /* Detect the format from the first bytes and read the header. */
 static int reader_start(log_reader *r, char **errmsg)
 {
-    for (;;) {
-        size_t avail = r->end - r->start;
-        size_t n = avail < ASCII_MAGIC_LEN ? avail : ASCII_MAGIC_LEN;
-        if (memcmp(r->buf + r->start, ascii_magic, n) != 0 || avail >= ASCII_MAGIC_LEN)
-            break;
-        int rc = logr_fill(r, ASCII_MAGIC_LEN, errmsg);
+    while (r->end == r->start) {
+        int rc = logr_fill(r, 1, errmsg);
         if (rc < 0)
             return rc;
-        if (rc == 0)
-            break;
+        if (rc == 0) {
+            logr_error(errmsg, "unrecognized log format (empty input)");
+            return -EINVAL;
+        }
     }
-    size_t avail = r->end - r->start;
-    if (avail == 0) {
-        logr_error(errmsg, "unrecognized log format (empty input)");
-        return -EINVAL;
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        r->ops = formats[i];
+        r->hdr.format = r->ops->format;
+        int rc = r->ops->open(r, errmsg);
+        if (rc != 1)
+            return rc;
+        if (r->ops->free)
+            r->ops->free(r);
     }
-    if (avail >= ASCII_MAGIC_LEN && memcmp(r->buf + r->start, ascii_magic, ASCII_MAGIC_LEN) == 0) {
-        r->hdr.format = LOG_FORMAT_ASCII;
-        return logascii_open(r, errmsg);
-    }
-    r->hdr.format = LOG_FORMAT_BIN;
-    int rc = logbin_open(r, errmsg);
-    if (rc == 1) {
-        logr_error(errmsg, "unrecognized log format");
-        return -EINVAL;
-    }
-    return rc;
+    r->ops = NULL;
+    logr_error(errmsg, "unrecognized log format");
+    return -EINVAL;
 }
 
 log_reader *log_reader_open(int fd, bool own_fd, const char *logname,
@@ -413,9 +412,7 @@ const log_header *log_reader_header(const log_reader *r)
 
 int logr_next_direct(log_reader *r, log_record *rec, char **errmsg)
 {
-    if (r->hdr.format == LOG_FORMAT_ASCII)
-        return logascii_next(r, rec, errmsg);
-    return logbin_next(r, rec, errmsg);
+    return r->ops->next(r, rec, errmsg);
 }
 
 _Static_assert(offsetof(log_reader, win) == 0, "log_reader_next_ref() finds the window first");
@@ -481,8 +478,8 @@ int log_reader_rewind(log_reader *r)
     r->rewound = true;
     r->quiet_upto = r->warned_upto;
     r->prev_ts = 0;
-    if (r->hdr.format == LOG_FORMAT_BIN)
-        logbin_rewind(r);
+    if (r->ops->rewind)
+        r->ops->rewind(r);
     return 0;
 }
 
@@ -532,6 +529,7 @@ void log_reader_free(log_reader *r)
     free(r->vals);
     free(r->buf);
     free(r->logname);
-    logbin_free(r);
+    if (r->ops && r->ops->free)
+        r->ops->free(r);
     free(r);
 }
