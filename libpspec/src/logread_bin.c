@@ -44,17 +44,15 @@ static void *arena_alloc(void *ad, size_t n)
     }
     if (a->cap + a->extra_bytes + n > LOG_MAX_ARENA)
         return NULL;
+    /* Within the limit, running out of memory is what it is everywhere in
+     * libpspec (util.h), not a bad frame: protobuf-c would only say the
+     * frame did not decode, and a Header frame would make the log
+     * "unrecognized". */
     if (a->nextra == a->extra_cap) {
-        size_t cap = a->extra_cap ? 2 * a->extra_cap : 16;
-        void **x = realloc(a->extra, cap * sizeof *x);
-        if (!x)
-            return NULL;
-        a->extra = x;
-        a->extra_cap = cap;
+        a->extra_cap = a->extra_cap ? 2 * a->extra_cap : 16;
+        a->extra = ps_realloc(a->extra, a->extra_cap * sizeof *a->extra);
     }
-    void *p = malloc(n);
-    if (!p)
-        return NULL;
+    void *p = ps_malloc(n);
     a->extra[a->nextra++] = p;
     a->extra_bytes += n;
     return p;
