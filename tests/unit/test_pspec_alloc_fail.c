@@ -328,61 +328,40 @@ static int to_binary(const char *path)
 
 #define LANG(f) PSPEC_LANG_DIR "/" f
 
-static void one(const char *name, const char *spec, const char *log, bool binary, unsigned threads)
+/* The cases: a spec and a log, checked as written or converted to
+ * cmon-bin, on the caller's thread (1) or reading ahead (2). */
+typedef struct tcase {
+    const char *name;
+    const char *spec, *log;
+    bool binary;
+    unsigned threads;
+} tcase;
+
+static const tcase cases[] = {
+    { "a type error", LANG("err_assert_type.pspec"), LANG("fig3.log"), false, 1 },
+    { "a bad log header", LANG("bad_header.pspec"), LANG("bad_header.log"), false, 1 },
+    { "fig3 ascii", LANG("fig3.pspec"), LANG("fig3.log"), false, 1 },
+    { "fig3 binary", LANG("fig3.pspec"), LANG("fig3.log"), true, 1 },
+    { "lectern ascii", LANG("lectern.pspec"), LANG("lectern.log"), false, 1 },
+    { "lectern ascii, read ahead", LANG("lectern.pspec"), LANG("lectern.log"), false, 2 },
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
+
+static void test_case(void **state)
 {
-    int fd = binary ? to_binary(log) : open(log, O_RDONLY | O_CLOEXEC);
+    const tcase *t = *state;
+    int fd = t->binary ? to_binary(t->log) : open(t->log, O_RDONLY | O_CLOEXEC);
     assert_true(fd >= 0);
-    acase c = { name, spec, fd, threads };
+    acase c = { t->name, t->spec, fd, t->threads };
     fail_each(&c);
     close(fd);
 }
 
-static void test_fig3(void **state)
-{
-    (void)state;
-    one("fig3 ascii", LANG("fig3.pspec"), LANG("fig3.log"), false, 1);
-}
-
-static void test_fig3_binary(void **state)
-{
-    (void)state;
-    one("fig3 binary", LANG("fig3.pspec"), LANG("fig3.log"), true, 1);
-}
-
-static void test_lectern(void **state)
-{
-    (void)state;
-    one("lectern ascii", LANG("lectern.pspec"), LANG("lectern.log"), false, 1);
-}
-
-static void test_lectern_read_ahead(void **state)
-{
-    (void)state;
-    one("lectern ascii, read ahead", LANG("lectern.pspec"), LANG("lectern.log"), false, 2);
-}
-
-/* The parser's and the checker's diagnostics. */
-static void test_spec_error(void **state)
-{
-    (void)state;
-    one("a type error", LANG("err_assert_type.pspec"), LANG("fig3.log"), false, 1);
-}
-
-static void test_log_error(void **state)
-{
-    (void)state;
-    one("a bad log header", LANG("bad_header.pspec"), LANG("bad_header.log"), false, 1);
-}
-
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_error),
-        cmocka_unit_test(test_log_error),
-        cmocka_unit_test(test_fig3),
-        cmocka_unit_test(test_fig3_binary),
-        cmocka_unit_test(test_lectern),
-        cmocka_unit_test(test_lectern_read_ahead),
-    };
+    struct CMUnitTest tests[NCASES];
+    for (size_t i = 0; i < NCASES; i++)
+        tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = test_case,
+                                        .initial_state = (void *)&cases[i] };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
