@@ -225,14 +225,19 @@ class Row:
                                i["state"] in ("ended", "gone"),
                                timeout=90, what="%s to end" % prog)
             items = read_tool_file(self.env.path(prog + ".out"), fmt)
-            got, lost = ct.check_sequence(items, COUNT)
+            # A gone instance's tools may stop short: the end of its log
+            # never reached this telemonitor (it is counted lost, by the
+            # length the registry told), and no tool ran to be told so.
+            gone = inst["state"] == "gone"
+            got, lost = ct.check_sequence(items, COUNT, allow_short_end=gone)
+            tail = COUNT - got - lost
             markers = sum(1 for k, _ in items if k == "gap")
             unchecked = inst.get("unchecked", 0)
-            check(got + lost == COUNT, "%s: %d + %d != %d", prog, got, lost, COUNT)
-            check((inst["records"] + unchecked, inst["lost"], inst["gaps"]) ==
-                  (got, lost, markers),
-                  "%s: the telemonitor counts %r, the tool saw %d records, %d lost in %d gaps",
-                  prog, inst, got, lost, markers)
+            check(got + lost + tail == COUNT, "%s: %d + %d != %d", prog, got, lost, COUNT)
+            check((inst["records"] + unchecked, inst["lost"]) == (got, lost + tail) and
+                  inst["gaps"] in ((markers, markers + 1) if tail else (markers,)),
+                  "%s: the telemonitor counts %r, the tool saw %d records, %d lost in %d gaps"
+                  " (%d more lost at the end)", prog, inst, got, lost, markers, tail)
             check(inst["records"] + inst["lost"] + inst["skipped"] + unchecked == COUNT,
                   "%s: records + lost + skipped + unchecked != %d: %r", prog, COUNT, inst)
             stored, missing = check_failures(tm, prog, inst, items)
@@ -321,11 +326,24 @@ def main():
             results.extend(["[%s]" % name] + r.finish(tm))
 
         def tm_kill(r, times=1, gap=0.0):
-            for _ in range(times):
+            for k in range(times):
                 tm.proc.kill()
                 tm.proc.wait()
                 time.sleep(gap)
                 tm.start()
+                if k + 1 < times:
+                    # kill it again once it has taken its streams back (or
+                    # they ended) and saved that: a kill mid-stream, not one
+                    # before the restart did anything (a loaded sanitizer
+                    # build takes seconds to get there)
+                    def back():
+                        err = tm.stderr()
+                        done = [i["prog"] for i in tm.instances()
+                                if i["state"] in ("ended", "gone")]
+                        return all(("streaming %s on" % p) in err or p in done
+                                   for p in r.progs)
+                    ct.wait_for(back, 30, "the streams taken back after the restart",
+                                interval=0.1)
                 time.sleep(0.3)
 
         def tm_kill_stall(r):
