@@ -181,13 +181,30 @@ static void render_value(const struct json *v, struct sbuf *b, int depth)
 
 bool metric_is_duration(const char *name)
 {
-	static const char *const exact[] = { "time", "duration", "latency", "elapsed", "wait" };
+	static const char *const exact[] = { "elapsed", "wait" };
+	static const char *const suffix[] = { "time", "duration", "latency" };
+	static const char *const other_unit[] = { "ms", "us", "sec", "secs", "s", "min" };
 	size_t n = strlen(name);
 
 	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
 		if (!strcasecmp(name, exact[i]))
 			return true;
-	return n > 3 && !strcmp(name + n - 3, "_ns");
+	if (n > 3 && !strcmp(name + n - 3, "_ns"))
+		return true;
+	/* a name that says another unit first (Lectern's msTime, sec_time) is not
+	 * in nanoseconds */
+	for (size_t i = 0; i < sizeof other_unit / sizeof other_unit[0]; i++) {
+		size_t k = strlen(other_unit[i]);
+		if (n > k && !strncmp(name, other_unit[i], k) &&
+		    ((name[k] >= 'A' && name[k] <= 'Z') || name[k] == '_'))
+			return false;
+	}
+	for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+		size_t k = strlen(suffix[i]);
+		if (n >= k && !strcasecmp(name + n - k, suffix[i]))
+			return true;
+	}
+	return false;
 }
 
 char *fmt_ns(double ns, bool sign, char *out, size_t size)

@@ -54,9 +54,11 @@ void table_print(struct table *t, struct sbuf *out, int width);
 
 /* Is a metric called `name` a duration in nanoseconds (log ticks)? The
  * checker marks ts(e) - ts(s) with "units":{"name":"ns"}, but the store
- * keeps only the metrics object, so here the name decides: exactly time,
- * duration, latency, elapsed or wait (any case), or a name ending in _ns.
- * (Not any name ending in "time": Lectern's msTime is milliseconds.) */
+ * keeps only the metrics object, so here the name decides: a name ending
+ * in time, duration or latency (any case: "time", "meantime",
+ * "io_latency") unless it starts with another unit (Lectern's "msTime",
+ * "sec_time": ms, us, sec, secs, s, min before a capital or '_'), or a name
+ * ending in _ns, or elapsed or wait. */
 bool metric_is_duration(const char *name);
 
 /* Nanoseconds in a human unit: "990 ns", "254.6 µs", "13.8 ms", "2.15 s"

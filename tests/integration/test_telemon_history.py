@@ -96,8 +96,7 @@ def compare(env, reg):
           iv[0]["n1"] == 2 * 16 * 40 and iv[0]["n2"] == 2 * 16 * 40 and
           0.05 * iv[0]["median1"] < iv[0]["shift"] < 0.15 * iv[0]["median1"],
           "every read of v2 is 10%% slower: %r", iv)
-    # (the report's meantime is not named as a duration: its unit is not known)
-    check(iv[0].get("unit") == "ns" and "unit" not in mt and "unit" not in got["reads"],
+    check(iv[0].get("unit") == "ns" and mt.get("unit") == "ns" and "unit" not in got["reads"],
           "durations say their unit: %r", whole)
     text = tm.ctl("compare", "reads", "v1", "v2")
     check(re.search(r"interval Read: time: \d+ vs \d+ values, median [0-9.]+ ms -> [0-9.]+ ms, "

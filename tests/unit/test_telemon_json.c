@@ -696,9 +696,10 @@ static void render_in_units(void **state)
 	assert_string_equal(fmt_ns(-1850000, true, s, sizeof s), "-1.85 ms");
 	assert_string_equal(fmt_ns(0, true, s, sizeof s), "0 ns");
 	assert_true(metric_is_duration("time") && metric_is_duration("Elapsed") &&
-		    metric_is_duration("io_ns") && !metric_is_duration("meanTime") &&
-		    !metric_is_duration("msTime") && !metric_is_duration("size") &&
-		    !metric_is_duration("_ns"));
+		    metric_is_duration("io_ns") && metric_is_duration("meanTime") &&
+		    metric_is_duration("meantime") && metric_is_duration("stime") &&
+		    !metric_is_duration("msTime") && !metric_is_duration("sec_time") &&
+		    !metric_is_duration("size") && !metric_is_duration("_ns"));
 }
 
 int main(void)
