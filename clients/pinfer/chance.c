@@ -22,7 +22,8 @@ struct chance_open {
     uint32_t below;              /* the start opened before it; free list */
 };
 
-static void *xrealloc(void *p, size_t size)
+/* realloc, or exit 3 saying so (pinfer's one way out of memory; chance.h). */
+void *pinfer_xrealloc(void *p, size_t size)
 {
     p = realloc(p, size ? size : 1);
     if (!p) {
@@ -59,7 +60,7 @@ static uint32_t hash_key(int64_t key)
 static void reindex(chance_sample *s)
 {
     uint32_t n = s->nslot ? s->nslot * 2 : 64;
-    s->slot = xrealloc(s->slot, (size_t)n * sizeof *s->slot);
+    s->slot = pinfer_xrealloc(s->slot, (size_t)n * sizeof *s->slot);
     memset(s->slot, 0xff, (size_t)n * sizeof *s->slot);
     s->nslot = n;
     for (uint32_t i = 0; i < s->nk; i++) {
@@ -81,7 +82,7 @@ static chance_key *key_entry(chance_sample *s, int64_t key)
             return &s->k[s->slot[h]];
     if (s->nk == s->capk) {
         s->capk = s->capk ? s->capk * 2 : 64;
-        s->k = xrealloc(s->k, (size_t)s->capk * sizeof *s->k);
+        s->k = pinfer_xrealloc(s->k, (size_t)s->capk * sizeof *s->k);
     }
     s->slot[h] = s->nk;
     chance_key *k = &s->k[s->nk++];
@@ -104,7 +105,7 @@ bool chance_add(chance_sample *s, int64_t key, bool end)
         } else {
             if (s->no == s->capo) {
                 s->capo = s->capo ? s->capo * 2 : 64;
-                s->o = xrealloc(s->o, (size_t)s->capo * sizeof *s->o);
+                s->o = pinfer_xrealloc(s->o, (size_t)s->capo * sizeof *s->o);
             }
             x = s->no++;
         }
@@ -228,7 +229,7 @@ void chance_test(const chance_sample *s, uint64_t seed, uint32_t shuffles, doubl
     }
     /* kept when 1 + as_low <= allowed; stop as soon as it cannot be */
     uint64_t allowed = (uint64_t)floor(alpha * ((double)shuffles + 1) + 1e-9);
-    uint32_t *stack = xrealloc(NULL, (size_t)(maxa + 1) * sizeof *stack);
+    uint32_t *stack = pinfer_xrealloc(NULL, (size_t)(maxa + 1) * sizeof *stack);
     uint64_t fu[CHANCE_FULL], fn[CHANCE_FULL];
     uint32_t nfull = 0;
     uint64_t rng = seed;

@@ -39,6 +39,7 @@
 #define PINFER_CHANCE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define CHANCE_MAX_EVENTS (1u << 14) /* events of one pair the test looks at (the first ones) */
@@ -96,5 +97,9 @@ uint64_t chance_seed(const char *a, const char *b, int ka, int kb);
  * Stops early once the answer is no (p > alpha whatever the rest do). */
 void chance_test(const chance_sample *s, uint64_t seed, uint32_t shuffles, double alpha, double ratio,
                  chance_result *out);
+
+/* realloc(p, size) that exits 3 with "pinfer: out of memory" when it
+ * fails: pinfer's allocation, for chance.c and infer.c alike. */
+void *pinfer_xrealloc(void *p, size_t size);
 
 #endif

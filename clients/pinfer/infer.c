@@ -22,16 +22,6 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-static void *xrealloc(void *p, size_t size)
-{
-    p = realloc(p, size ? size : 1);
-    if (!p) {
-        fputs("pinfer: out of memory\n", stderr);
-        exit(3);
-    }
-    return p;
-}
-
 static bool integral(double v)
 {
     return isfinite(v) && v == floor(v) && fabs(v) < 9007199254740992.0;
@@ -221,7 +211,7 @@ static uint32_t ot_push(open_table *t, uint32_t cand, int64_t key, int64_t ts, c
             return 0;
         if (t->ne == t->cape) {
             t->cape = t->cape ? t->cape * 2 : 1024;
-            t->e = xrealloc(t->e, (size_t)t->cape * sizeof *t->e);
+            t->e = pinfer_xrealloc(t->e, (size_t)t->cape * sizeof *t->e);
         }
         x = t->ne++;
     }
@@ -233,7 +223,7 @@ static uint32_t ot_push(open_table *t, uint32_t cand, int64_t key, int64_t ts, c
         } else {
             if (t->nk == t->capk) {
                 t->capk = t->capk ? t->capk * 2 : 1024;
-                t->k = xrealloc(t->k, (size_t)t->capk * sizeof *t->k);
+                t->k = pinfer_xrealloc(t->k, (size_t)t->capk * sizeof *t->k);
             }
             kx = t->nk++;
         }
@@ -332,7 +322,7 @@ typedef struct cand_index {
 static void ci_add(uint32_t **v, uint32_t *n, uint32_t id)
 {
     if ((*n & (*n - 1)) == 0 || *n == 0)
-        *v = xrealloc(*v, (size_t)(*n ? *n * 2 : 1) * sizeof **v);
+        *v = pinfer_xrealloc(*v, (size_t)(*n ? *n * 2 : 1) * sizeof **v);
     (*v)[(*n)++] = id;
 }
 
@@ -379,7 +369,7 @@ static uint32_t type_index(miner *mi, const log_record *rec, bool add)
         uint32_t n = mi->ntype_of ? mi->ntype_of : 64;
         while (n <= rec->name_id)
             n *= 2;
-        mi->type_of = xrealloc(mi->type_of, n * sizeof *mi->type_of);
+        mi->type_of = pinfer_xrealloc(mi->type_of, n * sizeof *mi->type_of);
         memset(mi->type_of + mi->ntype_of, 0, (n - mi->ntype_of) * sizeof *mi->type_of);
         mi->ntype_of = n;
     }
@@ -400,7 +390,7 @@ static uint32_t type_index(miner *mi, const log_record *rec, bool add)
         mi->type_of[rec->name_id] = pi_reserved(rec->name) ? UINT32_MAX - 1 : UINT32_MAX;
         return type_index(mi, rec, add);
     }
-    m->types = xrealloc(m->types, (m->ntypes + 1) * sizeof *m->types);
+    m->types = pinfer_xrealloc(m->types, (m->ntypes + 1) * sizeof *m->types);
     pi_type *ty = &m->types[m->ntypes];
     memset(ty, 0, sizeof *ty);
     ty->name = strdup(rec->name);
@@ -501,7 +491,7 @@ static cand *make_candidates(pi_model *m, uint64_t min_count, uint32_t *ncand)
                     }
                     if (n == cap) {
                         cap = cap ? cap * 2 : 64;
-                        c = xrealloc(c, cap * sizeof *c);
+                        c = pinfer_xrealloc(c, cap * sizeof *c);
                     }
                     c[n++] = (cand){ .a = a, .b = b, .ka = ka, .kb = kb };
                 }
@@ -759,13 +749,13 @@ static int choose(miner *mi, cand *c, uint32_t n, uint64_t min_count, char **err
         }
         bool by_construction = ch[i].affinity == 3 && b->ka == PI_THREAD;   /* intv@P */
         if (!ch[i].chance.kept && !by_construction) {
-            m->dropped = xrealloc(m->dropped, (m->ndropped + 1) * sizeof *m->dropped);
+            m->dropped = pinfer_xrealloc(m->dropped, (m->ndropped + 1) * sizeof *m->dropped);
             m->dropped[m->ndropped++] = (pi_dropped){ .start = b->a, .end = b->b, .kstart = b->ka, .kend = b->kb,
                                                       .matched = b->matched, .chance = ch[i].chance };
             continue;
         }
         m->types[b->a].used = m->types[b->b].used = true;
-        m->iv = xrealloc(m->iv, (m->niv + 1) * sizeof *m->iv);
+        m->iv = pinfer_xrealloc(m->iv, (m->niv + 1) * sizeof *m->iv);
         pi_interval *iv = &m->iv[m->niv++];
         memset(iv, 0, sizeof *iv);
         iv->start = b->a;
@@ -1095,7 +1085,7 @@ pi_model *pi_infer(int fd, const char *logname, const pi_options *opt, char **er
             watch_types(m, &m->iv[i], &sc.st[i], opt->min_count);
             for (uint32_t p = 0; p < sc.st[i].npath; p++) {
                 uint32_t t = sc.st[i].path_type[p];
-                wi.w[t] = xrealloc(wi.w[t], (wi.n[t] + 1) * sizeof **wi.w);
+                wi.w[t] = pinfer_xrealloc(wi.w[t], (wi.n[t] + 1) * sizeof **wi.w);
                 wi.w[t][wi.n[t]++] = (watch){ i, p, sc.st[i].path_key[p] };
             }
         }
