@@ -452,6 +452,23 @@ static void gaps_and_comments(void **state)
     log_reader_free(r);
 }
 
+/* `n` bytes of log text read from memory (`mem`) or from a file, as the
+ * two ways a log is opened. */
+static log_reader *open_text(const char *s, size_t n, int mem, warnings *w, char **err)
+{
+    char path[] = "/tmp/test_logread_XXXXXX";
+    int fd;
+
+    if (mem)
+        return log_reader_open_mem(s, n, "t.log", on_warn, w, err);
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, s, n), (ssize_t)n);
+    lseek(fd, 0, SEEK_SET);
+    unlink(path);
+    return log_reader_open(fd, true, "t.log", on_warn, w, err);
+}
+
 static void long_lines_skipped(void **state)
 {
     size_t big = LOG_MAX_LINE + 100;
@@ -466,18 +483,7 @@ static void long_lines_skipped(void **state)
     for (int mem = 0; mem < 2; mem++) {
         warnings w = { 0 };
         char *err = NULL;
-        log_reader *r;
-        if (mem) {
-            r = log_reader_open_mem(s, (size_t)(p - s), "t.log", on_warn, &w, &err);
-        } else {
-            char path[] = "/tmp/test_logread_XXXXXX";
-            int fd = mkstemp(path);
-            assert_true(fd >= 0);
-            assert_int_equal(write(fd, s, (size_t)(p - s)), p - s);
-            lseek(fd, 0, SEEK_SET);
-            unlink(path);
-            r = log_reader_open(fd, true, "t.log", on_warn, &w, &err);
-        }
+        log_reader *r = open_text(s, (size_t)(p - s), mem, &w, &err);
         assert_non_null(r);
         next_event(r, "A", 1, 1, 0);
         log_record rec;
@@ -511,18 +517,7 @@ static void long_first_record_skipped(void **state)
     for (int mem = 0; mem < 2; mem++) {
         warnings w = { 0 };
         char *err = NULL;
-        log_reader *r;
-        if (mem) {
-            r = log_reader_open_mem(s, (size_t)(p - s), "t.log", on_warn, &w, &err);
-        } else {
-            char path[] = "/tmp/test_logread_XXXXXX";
-            int fd = mkstemp(path);
-            assert_true(fd >= 0);
-            assert_int_equal(write(fd, s, (size_t)(p - s)), p - s);
-            lseek(fd, 0, SEEK_SET);
-            unlink(path);
-            r = log_reader_open(fd, true, "t.log", on_warn, &w, &err);
-        }
+        log_reader *r = open_text(s, (size_t)(p - s), mem, &w, &err);
         assert_non_null(r);
         assert_true(log_reader_header(r)->tick_ns == 10);
         log_record rec;
