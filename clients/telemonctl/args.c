@@ -39,10 +39,13 @@ static const char usage[] =
 	"  compare PROG V1 V2 [--assert LABEL]\n"
 	"                                  which report metrics changed from version V1 to\n"
 	"                                  V2, by how much (95% interval), and a verdict\n"
-	"  failures [--prog P] [--assert LABEL] [--since T] [--instance ID] [--limit N]\n"
-	"           [--before ID]          stored failures (T: 2024-03-01, 2024-03-01T12:00,\n"
+	"  failures [--prog P] [--assert LABEL] [--since T] [--until T] [--instance ID]\n"
+	"           [--limit N] [--before ID] [--reports | --failures-only]\n"
+	"                                  stored failures (T: 2024-03-01, 2024-03-01T12:00,\n"
 	"                                  '2 hours' ago, @UNIXTIME; times are UTC); the\n"
-	"                                  latest N, or the latest N older than failure ID\n"
+	"                                  latest N, or the latest N older than failure ID;\n"
+	"                                  reports of report assertions only, or failures\n"
+	"                                  only (default: both, FLAGS says report)\n"
 	"  window ID                       the log window of failure ID (cmon-ascii 1)\n"
 	"  stats --prog P --assert LABEL [--day YYYY-MM-DD]\n"
 	"                                  a periodic report assertion's metrics per day\n"
@@ -65,10 +68,14 @@ static const char usage[] =
 	"  -prog, --prog P          failures, stats: of program P\n"
 	"  -assert, --assert LABEL  failures, stats: of this assertion\n"
 	"  -since, --since T        failures: stored at or after T\n"
+	"  -reports, --reports      failures: only the reports of report assertions\n"
+	"  -failures-only, --failures-only\n"
+	"                           failures: only failures, no reports\n"
+	"  -kind, --kind K          failures: failure, report or all (the default)\n"
 	"  -instance, --instance ID failures: of instance ID\n"
 	"  -before, --before ID     failures: older than failure ID\n"
 	"  -day, --day YYYY-MM-DD   stats: of this day only\n"
-	"  -until, --until T        silence add: until T\n"
+	"  -until, --until T        silence add: until T; failures: stored before T\n"
 	"  -for, --for DURATION     silence add: for DURATION ('2 hours', '30 min')\n"
 	"  -comment, --comment TEXT silence add, ack: a comment\n"
 	"  -h, --help               show this help and exit\n"
@@ -83,7 +90,7 @@ static const char usage[] =
 /* The command line: these options plus -h/--help and -V/--version; which
  * command takes which comes from cmdtab.h (check_options). */
 enum { O_STATE = 256, O_JSON, O_ALL, O_PROG, O_ASSERT, O_SINCE, O_LIMIT, O_INSTANCE, O_BEFORE,
-       O_DAY, O_UNTIL, O_FOR, O_COMMENT };
+       O_DAY, O_UNTIL, O_FOR, O_COMMENT, O_KIND, O_REPORTS, O_FAILURES_ONLY };
 static const struct option opts[] = {
 	{ "state", required_argument, NULL, O_STATE },
 	{ "json", no_argument, NULL, O_JSON },
@@ -98,6 +105,9 @@ static const struct option opts[] = {
 	{ "until", required_argument, NULL, O_UNTIL },
 	{ "for", required_argument, NULL, O_FOR },
 	{ "comment", required_argument, NULL, O_COMMENT },
+	{ "kind", required_argument, NULL, O_KIND },
+	{ "reports", no_argument, NULL, O_REPORTS },
+	{ "failures-only", no_argument, NULL, O_FAILURES_ONLY },
 	{ NULL, 0, NULL, 0 },
 };
 static const struct cmon_cmdline cmdline = { "telemonctl", usage, "", opts };
@@ -341,9 +351,20 @@ static void check_options(const char *cmd, unsigned takes, unsigned given)
 		die("%s takes %s%s", cmd, count <= 2 ? "only " : "", list);
 	}
 	if ((given & CK_UNTIL) && !(takes & CK_UNTIL))
-		die("-until and -for belong to silence add");
+		die("-until belongs to silence add and failures, -for to silence add");
 	if ((given & CK_COMMENT) && !(takes & CK_COMMENT))
 		die("-comment belongs to silence add and ack");
+}
+
+/* The kind of failures asked for (--kind K, --reports, --failures-only):
+ * `k`, unless another one was asked for already. */
+static const char *take_kind(const char *had, const char *k)
+{
+	if (strcmp(k, "failure") && strcmp(k, "report") && strcmp(k, "all"))
+		die("--kind: '%s' is not failure, report or all", k);
+	if (had && strcmp(had, k))
+		die("--reports, --failures-only and --kind ask for different kinds: give one");
+	return k;
 }
 
 static const char *default_state(void)
@@ -366,6 +387,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 {
 	const char *prog = NULL, *assertion = NULL, *since = NULL, *limit = NULL, *inst = NULL;
 	const char *day = NULL, *before = NULL, *until = NULL, *dur = NULL, *comment = NULL, *cmd;
+	const char *kind = NULL;
 	bool all = false;
 	int ch, n, ci;
 	char **pos;
@@ -385,6 +407,9 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		case O_UNTIL: until = optarg; break;
 		case O_FOR: dur = optarg; break;
 		case O_COMMENT: comment = optarg; break;
+		case O_KIND: kind = take_kind(kind, optarg); break;
+		case O_REPORTS: kind = take_kind(kind, "report"); break;
+		case O_FAILURES_ONLY: kind = take_kind(kind, "failure"); break;
 		}
 	}
 	if (!c->state || !*c->state)
@@ -402,7 +427,8 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 		      (all ? CK_ALL : 0) | (prog ? CK_PROG : 0) | (assertion ? CK_ASSERT : 0) |
 		      (since ? CK_SINCE : 0) | (inst ? CK_INSTANCE : 0) | (limit ? CK_LIMIT : 0) |
 		      (before ? CK_BEFORE : 0) | (day ? CK_DAY : 0) |
-		      (until || dur ? CK_UNTIL : 0) | (comment ? CK_COMMENT : 0));
+		      (until || dur ? CK_UNTIL : 0) | (comment ? CK_COMMENT : 0) |
+		      (kind ? CK_KIND : 0));
 	word(c, "%s", cmd);
 	switch (ci) {
 	case CMD_I_class: {
@@ -469,6 +495,17 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 			need_id("--before", before);
 			word(c, "before=%s", before);
 		}
+		if (dur)
+			die("-for belongs to silence add (failures takes --since and --until)");
+		if (until) {
+			double t = parse_time(until);
+			if (t < 0)
+				die("--until: '%s' is not a time (2024-03-01, 2024-03-01T12:00, "
+				    "'2 hours', @1700000000)", until);
+			word(c, "until=%.3f", t);
+		}
+		if (kind)
+			word(c, "kind=%s", kind);
 		break;
 	case CMD_I_stats:
 		if (n != 1)

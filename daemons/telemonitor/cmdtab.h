@@ -29,7 +29,8 @@
 	K(V2, "v2")                   \
 	K(MACHINE, "machine")         \
 	K(UNTIL, "until")             \
-	K(COMMENT, "comment")
+	K(COMMENT, "comment")         \
+	K(KIND, "kind")
 
 /* Position of each key in CMD_KEYS. */
 enum cmd_key_index {
@@ -78,7 +79,8 @@ enum cmd_flag {
 	CMD(compare, "/api/v1/compare", CK_PROG | CK_V1 | CK_V2 | CK_ASSERT,                      \
 	    CK_PROG | CK_V1 | CK_V2, CMD_RO | CMD_OPTS, cmd_compare)                              \
 	CMD(failures, "/api/v1/failures",                                                         \
-	    CK_PROG | CK_ASSERT | CK_SINCE | CK_INSTANCE | CK_LIMIT | CK_BEFORE, 0,               \
+	    CK_PROG | CK_ASSERT | CK_SINCE | CK_UNTIL | CK_INSTANCE | CK_LIMIT | CK_BEFORE |     \
+	    CK_KIND, 0,                                                                           \
 	    CMD_RO | CMD_OPTS | CMD_HTTP_NEWEST, cmd_failures)                                    \
 	CMD(silence, NULL, CK_PROG | CK_MACHINE | CK_ASSERT | CK_UNTIL | CK_COMMENT,              \
 	    CK_PROG | CK_MACHINE | CK_ASSERT, CMD_SUB, cmd_silence)                               \

@@ -960,7 +960,8 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 					    "LINE", "START", "START_TS", "END_TS", "FLAGS", "METRICS",
 					    NULL };
 	const char *since = opt(r, 1, "since"), *inst = opt(r, 1, "instance");
-	const char *before = opt(r, 1, "before");
+	const char *before = opt(r, 1, "before"), *until = opt(r, 1, "until");
+	const char *kind = opt(r, 1, "kind");
 	struct store_failure_query q = {
 		.prog = opt(r, 1, "prog"),
 		.assertion = opt(r, 1, "assert"),
@@ -980,6 +981,19 @@ static int cmd_failures(struct tmon *tm, const struct ctl_request *r, struct evb
 			snprintf(err, errlen, "--since: '%.40s' is not a time", since);
 			return -EINVAL;
 		}
+	}
+	if (until) {
+		char *end;
+		q.has_until = true;
+		q.until = strtod(until, &end);
+		if (*end || end == until) {
+			snprintf(err, errlen, "--until: '%.40s' is not a time", until);
+			return -EINVAL;
+		}
+	}
+	if (kind && store_kind_parse(kind, &q.kind) < 0) {
+		snprintf(err, errlen, "--kind: '%.40s' is not failure, report or all", kind);
+		return -EINVAL;
 	}
 	if (inst && parse_id(inst, &q.instance_id, "--instance", err, errlen) < 0)
 		return -EINVAL;

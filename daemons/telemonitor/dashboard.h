@@ -1,8 +1,15 @@
 /* The web dashboard (docs/http.md, Dashboard), served by the HTTP server:
  *
- *   GET /                        index.html with the instances and the
- *                                recent failures rendered in as HTML tables
- *                                (usable without JavaScript)
+ *   GET /                        index.html with the instances, the recent
+ *                                failures and, apart, the reports rendered in
+ *                                as HTML tables (usable without JavaScript);
+ *                                ?prog=&assert=&since=&until= filter them
+ *   GET /instances/ID            an instance: its counts, state, version,
+ *                                verdicts, failures and reports
+ *   GET /failures/ID             a failure: metrics in units, its witness,
+ *                                its log window with the failing lines marked
+ *   GET /api/v1/failures/series  failures per assertion and minute (the chart)
+ *   GET /api/v1/durations/series interval-duration p50/p90/p99 per minute
  *   GET /static/dashboard.js     the page's script: charts of the daily
  *   GET /static/dashboard.css    report statistics (/api/v1/stats), refresh
  *   GET /static/chart.js         Debian's libjs-chart.js, from its installed path
@@ -24,11 +31,15 @@
 #define DASH_INSTANCES 200              /* instances on the page, the latest */
 #define DASH_FAILURES 50                /* failures on the page, the newest */
 #define DASH_PROGRAMS 20                /* programs whose versions are listed */
+#define DASH_PAGE_ROWS 200              /* failures (and reports) on an instance's page */
+#define DASH_SERIES_BUCKETS 10080       /* steps in a series (7 days of minutes) */
+#define DASH_SERIES_ROWS 100000         /* rows a series reads from the store */
 
 /* The page's Content-Security-Policy: its own scripts, styles and data
- * only (no inline script or style), never framed. */
+ * only (no inline script or style), forms sent only to itself (the
+ * filters), never framed. */
 #define DASH_CSP "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " \
-	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 /* The directory holding index.html: `opt` (-web DIR) when given, else the
  * installed CMON_WEBDIR, else the source tree's CMON_WEB_SRCDIR (running
@@ -38,10 +49,12 @@ const char *dash_webdir(const char *opt);
 /* True if GET `path` is the dashboard's. */
 bool dash_handles(const char *path);
 
-/* Answer GET `path` (dash_handles() is true) into `body` and set `*type`
- * to its content type. 0, or -ENOENT (no such file: 404) or another
- * negative errno with `err` saying why. `webdir` may be NULL (no files). */
-int dash_serve(struct tmon *tm, const char *webdir, const char *path, struct evbuffer *body,
-	       const char **type, char *err, size_t errlen);
+/* Answer GET `path` with query string `query` (NULL: none; dash_handles()
+ * is true) into `body` and set `*type` to its content type. 0, or -ENOENT
+ * (no such file, instance or failure: 404), -EINVAL (a bad parameter:
+ * 400) or another negative errno with `err` saying why. `webdir` may be
+ * NULL (no files). */
+int dash_serve(struct tmon *tm, const char *webdir, const char *path, const char *query,
+	       struct evbuffer *body, const char **type, char *err, size_t errlen);
 
 #endif

@@ -403,7 +403,10 @@ static void serve_metrics(struct http *h, struct evhttp_request *req)
 
 /* --- the dashboard ------------------------------------------------------------ */
 
-static void serve_dash(struct http *h, struct evhttp_request *req, const char *path)
+static int status_of(int rc);
+
+static void serve_dash(struct http *h, struct evhttp_request *req, const char *path,
+		       const char *query)
 {
 	struct evbuffer *body = evbuffer_new();
 	const char *type = NULL;
@@ -415,10 +418,11 @@ static void serve_dash(struct http *h, struct evhttp_request *req, const char *p
 		return;
 	}
 	instances_save(h->tm);
-	rc = dash_serve(h->tm, h->webdir, path, body, &type, err, sizeof err);
+	rc = dash_serve(h->tm, h->webdir, path, query, body, &type, err, sizeof err);
 	if (rc < 0) {
-		cmon_warn("http: %s: %s", path, err);
-		reply_error(req, rc == -ENOENT ? 404 : 500, err[0] ? err : "failed");
+		if (rc != -ENOENT && rc != -EINVAL)
+			cmon_warn("http: %s: %s", path, err);
+		reply_error(req, status_of(rc), err[0] ? err : "failed");
 	} else {
 		if (!strncmp(type, "text/html", 9))
 			evhttp_add_header(evhttp_request_get_output_headers(req),
@@ -438,8 +442,7 @@ static void add_word(struct http_args *a, const char *fmt, const char *v)
 	a->argc++;
 }
 
-/* A time for `since`: Unix seconds, or an ISO 8601 date or UTC time. */
-static bool parse_since(const char *s, double *out)
+bool http_parse_time(const char *s, double *out)
 {
 	static const char *const iso[] = { "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S",
 					   "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M", "%Y-%m-%d" };
@@ -496,17 +499,17 @@ static int query_words(const char *query, unsigned keys, struct http_args *a, ch
 				rc = -EINVAL;
 				break;
 			}
-		} else if (!strcmp(kv->key, "since")) {
+		} else if (!strcmp(kv->key, "since") || !strcmp(kv->key, "until")) {
 			double t;
-			char num[64];
-			if (!parse_since(kv->value, &t)) {
-				snprintf(err, errlen, "since: '%.40s' is not a time (Unix seconds, "
-					 "2024-03-01 or 2024-03-01T12:00:00Z)", kv->value);
+			char num[80];
+			if (!http_parse_time(kv->value, &t)) {
+				snprintf(err, errlen, "%s: '%.40s' is not a time (Unix seconds, "
+					 "2024-03-01 or 2024-03-01T12:00:00Z)", kv->key, kv->value);
 				rc = -EINVAL;
 				break;
 			}
-			snprintf(num, sizeof num, "%.3f", t);
-			add_word(a, "since=%s", num);
+			snprintf(num, sizeof num, "%s=%.3f", kv->key, t);
+			add_word(a, "%s", num);
 		} else {
 			char fmt[80];
 			snprintf(fmt, sizeof fmt, "%s=%%s", kv->key);
@@ -728,10 +731,10 @@ static void on_request(struct evhttp_request *req, void *arg)
 		serve_healthz(h, req);
 	else if (!strcmp(path, "/metrics"))
 		serve_metrics(h, req);
+	else if (dash_handles(path))    /* its pages, and the charts' /api/v1/.../series */
+		serve_dash(h, req, path, query);
 	else if (!strncmp(path, "/api/v1/", 8))
 		serve_api(h, req, path, query);
-	else if (dash_handles(path))
-		serve_dash(h, req, path);
 	else
 		reply_error(req, 404, "no such endpoint (see docs/http.md)");
 }

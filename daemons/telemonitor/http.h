@@ -10,12 +10,16 @@
  *   GET /api/v1/classes                telemonctl classes --json
  *   GET /api/v1/instances              telemonctl instances --json (all, limit)
  *   GET /api/v1/failures               telemonctl failures --json, newest first
- *                                      (prog, assert, since, instance, limit, before)
+ *                                      (prog, assert, since, until, instance, limit,
+ *                                      before, kind)
+ *   GET /api/v1/failures/series        failures per assertion and minute (dashboard.h)
+ *   GET /api/v1/durations/series       interval-duration percentiles per minute (ditto)
  *   GET /api/v1/failures/ID/window     telemonctl window ID (text/plain)
  *   GET /api/v1/stats                  telemonctl stats --json (prog, assert, day)
  *   GET /api/v1/history, /compare      telemonctl history, compare --json
  *   GET /api/v1/instances/ID/verdicts  telemonctl verdicts ID --json
- *   GET /, /static/...                 the web dashboard (dashboard.h)
+ *   GET /, /instances/ID, /failures/ID, /static/...
+ *                                      the web dashboard (dashboard.h)
  *
  * The API's routes and their parameters are the paths and keys of the
  * command table (cmdtab.h); a URL asks commands_run() (commands.c), the
@@ -69,6 +73,11 @@ size_t http_connections(const struct tmon *tm);
 /* Connections the server closed: too slow to send a request, or the
  * idlest when all were taken. */
 uint64_t http_closed(const struct tmon *tm);
+
+/* A time given in a query (since, until): Unix seconds, or an ISO 8601
+ * date or UTC time (2024-03-01, 2024-03-01T12:00, 2024-03-01T12:00:00Z).
+ * False if it is none (*out untouched). */
+bool http_parse_time(const char *s, double *out);
 
 /* /healthz: true when the store takes writes and the registry link is
  * up; otherwise false with a one-line reason in `why`. */

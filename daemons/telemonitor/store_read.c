@@ -29,6 +29,8 @@ struct to {
 		store_version_report_cb version_report;
 		store_version_summary_cb version_summary;
 		store_summary_row_cb summary;
+		store_series_row_cb series;
+		store_duration_row_cb duration;
 	} cb;
 	void *arg;                /* its argument */
 	struct store *st;         /* the store, where a mapper needs it (else NULL) */
@@ -233,6 +235,19 @@ int store_instances_list(struct store *st, bool all, int limit, store_instance_r
 	return r;
 }
 
+int store_instance_read(struct store *st, uint64_t id, store_instance_row_cb cb, void *arg,
+		       char *err, size_t errlen)
+{
+	struct bl_value v[] = { db_vint((int64_t)id) };
+	struct to to = { .cb.instance = cb, .arg = arg, .st = st };
+
+	return query(st, "SELECT id, class_id, prog, machine, pid, state, want,"
+		     " records, bytes, lost, gaps, skipped, " FAILURES_OF("instances") ","
+		     " tool_restarts, first_seen, ended, status, endpoint, version, unchecked"
+		     " FROM instances WHERE id = ?1",
+		     v, NV(v), instance_row, &to, err, errlen);
+}
+
 bool store_instance_exists(struct store *st, uint64_t id)
 {
 	return exists(st, "SELECT 1 FROM instances WHERE id = ?1", id);
@@ -325,6 +340,8 @@ int store_instances_by_state(struct store *st, store_state_count_cb cb, void *ar
 	" AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR f.time >= ?3)"                   \
 	" AND (CAST(?4 AS BIGINT) IS NULL OR f.instance_id = ?4)"                       \
 	" AND (CAST(?6 AS BIGINT) IS NULL OR f.id < ?6)"                                \
+	" AND (CAST(?7 AS DOUBLE PRECISION) IS NULL OR f.time < ?7)"                    \
+	" AND (CAST(?8 AS BIGINT) IS NULL OR f.report = ?8)"                            \
 	" ORDER BY f.id DESC LIMIT ?5"
 
 static int failure_row(struct db_stmt *q, const struct to *to)
@@ -377,6 +394,8 @@ int store_failures_list(struct store *st, const struct store_failure_query *fq,
 		fq->instance_id ? db_vint((int64_t)fq->instance_id) : db_vnull(),
 		db_vint(fq->limit),
 		fq->before_id ? db_vint((int64_t)fq->before_id) : db_vnull(),
+		fq->has_until ? db_vreal(fq->until) : db_vnull(),
+		fq->kind == STORE_KIND_ALL ? db_vnull() : db_vint(fq->kind == STORE_KIND_REPORT),
 	};
 	struct to to = { .cb.failure = cb, .arg = arg };
 
@@ -384,6 +403,18 @@ int store_failures_list(struct store *st, const struct store_failure_query *fq,
 	return query(st, fq->newest_first ? "SELECT * FROM (" FAILURES_QUERY ") AS t ORDER BY id DESC"
 					  : "SELECT * FROM (" FAILURES_QUERY ") AS t ORDER BY id",
 		     v, NV(v), failure_row, &to, err, errlen);
+}
+
+int store_kind_parse(const char *s, enum store_kind *out)
+{
+	static const char *const names[] = { "all", "failure", "report" };
+
+	for (size_t i = 0; i < NV(names); i++)
+		if (s && !strcmp(s, names[i])) {
+			*out = (enum store_kind)i;
+			return 0;
+		}
+	return -EINVAL;
 }
 
 bool store_failure_exists(struct store *st, uint64_t id)
@@ -662,4 +693,77 @@ int store_summaries_after(struct store *st, uint64_t after_id, int limit,
 		     " JOIN instances i ON i.id = s.instance_id"
 		     " WHERE s.id > ?1 ORDER BY s.id LIMIT ?2",
 		     v, NV(v), summary_row, &to, err, errlen);
+}
+
+/* --- time series (the dashboard's charts) -------------------------------------- */
+
+static int series_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_series_row r = {
+		.prog = text(q, 0),
+		.name = text(q, 1),
+		.report = db_col_int(q, 2) != 0,
+		.bucket = db_col_int(q, 3),
+		.count = db_col_int(q, 4),
+	};
+
+	return to->cb.series(to->arg, &r);
+}
+
+int store_failure_series(struct store *st, const struct store_series_query *sq,
+			 store_series_row_cb cb, void *arg, char *err, size_t errlen)
+{
+	struct bl_value v[] = {
+		db_vtext(sq->prog),
+		db_vtext(sq->assertion),
+		db_vreal(sq->since),
+		db_vreal(sq->until),
+		db_vint(sq->step),
+		sq->kind == STORE_KIND_ALL ? db_vnull() : db_vint(sq->kind == STORE_KIND_REPORT),
+		db_vint(sq->limit),
+	};
+	struct to to = { .cb.series = cb, .arg = arg };
+
+	/* the minute (step) of a failure: its whole seconds divided, so that
+	 * both backends count in the store with integer arithmetic */
+	return query(st, "SELECT i.prog, coalesce(f.assert, 'line ' || CAST(f.line AS TEXT)) AS name,"
+		     " f.report, CAST(f.time AS BIGINT) / CAST(?5 AS BIGINT) * CAST(?5 AS BIGINT) AS bucket,"
+		     " count(*)"
+		     " FROM failures f JOIN instances i ON i.id = f.instance_id"
+		     " WHERE f.time >= ?3 AND f.time < ?4"
+		     " AND (CAST(?1 AS TEXT) IS NULL OR i.prog = ?1)"
+		     " AND (CAST(?2 AS TEXT) IS NULL OR f.assert = ?2)"
+		     " AND (CAST(?6 AS BIGINT) IS NULL OR f.report = ?6)"
+		     " GROUP BY i.prog, name, f.report, bucket"
+		     " ORDER BY i.prog, name, f.report, bucket LIMIT ?7",
+		     v, NV(v), series_row, &to, err, errlen);
+}
+
+static int duration_row(struct db_stmt *q, const struct to *to)
+{
+	struct store_duration_row r = {
+		.prog = text(q, 0),
+		.type = text(q, 1),
+		.time = db_col_real(q, 2),
+		.sketch = text(q, 3),
+	};
+
+	return to->cb.duration(to->arg, &r);
+}
+
+int store_duration_rows(struct store *st, const char *prog, const char *type, double since,
+			double until, int limit, store_duration_row_cb cb, void *arg, char *err,
+			size_t errlen)
+{
+	struct bl_value v[] = { db_vtext(prog), db_vtext(type), db_vreal(since), db_vreal(until),
+				db_vint(limit) };
+	struct to to = { .cb.duration = cb, .arg = arg };
+
+	return query(st, "SELECT i.prog, s.type, s.time, s.sketch FROM interval_summaries s"
+		     " JOIN instances i ON i.id = s.instance_id"
+		     " WHERE s.time >= ?3 AND s.time < ?4 AND s.sketch IS NOT NULL"
+		     " AND (CAST(?1 AS TEXT) IS NULL OR i.prog = ?1)"
+		     " AND (CAST(?2 AS TEXT) IS NULL OR s.type = ?2)"
+		     " ORDER BY i.prog, s.type, s.time LIMIT ?5",
+		     v, NV(v), duration_row, &to, err, errlen);
 }

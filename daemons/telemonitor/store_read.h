@@ -58,6 +58,10 @@ typedef int (*store_instance_row_cb)(void *arg, const struct store_instance_row 
 int store_instances_list(struct store *st, bool all, int limit, store_instance_row_cb cb,
 			 void *arg, char *err, size_t errlen);
 
+/* Instance `id`: `cb` is called once if it is stored, else not at all. */
+int store_instance_read(struct store *st, uint64_t id, store_instance_row_cb cb, void *arg,
+		       char *err, size_t errlen);
+
 /* True if instance `id` is stored (false also if the store cannot say). */
 bool store_instance_exists(struct store *st, uint64_t id);
 
@@ -84,6 +88,17 @@ int store_instances_by_state(struct store *st, store_state_count_cb cb, void *ar
 
 /* --- failures ---------------------------------------------------------------- */
 
+/* Failures of assertions, reports (of report assertions), or both. */
+enum store_kind {
+	STORE_KIND_ALL,          /* both */
+	STORE_KIND_FAILURE,      /* failures only (report false) */
+	STORE_KIND_REPORT,       /* reports only */
+};
+
+/* The kind named `s` ("failure", "report" or "all") into *out: 0, or
+ * -EINVAL (*out untouched). */
+int store_kind_parse(const char *s, enum store_kind *out);
+
 /* Which failures store_failures_list() lists. */
 struct store_failure_query {
 	const char *prog;        /* only this program's, or NULL */
@@ -94,6 +109,9 @@ struct store_failure_query {
 	uint64_t before_id;      /* only ids below it (0: any) */
 	int limit;               /* the newest `limit` of those */
 	bool newest_first;       /* delivered newest first, not oldest first */
+	bool has_until;          /* `until` applies */
+	double until;            /* only those reported before (Unix time) */
+	enum store_kind kind;    /* failures, reports or both */
 };
 
 /* One failure with its instance's names. */
@@ -261,6 +279,50 @@ struct store_summary_row {
 typedef int (*store_summary_row_cb)(void *arg, const struct store_summary_row *row);
 int store_summaries_after(struct store *st, uint64_t after_id, int limit,
 			  store_summary_row_cb cb, void *arg, char *err, size_t errlen);
+
+/* --- time series (the dashboard's charts) -------------------------------------- */
+
+/* Which failures store_failure_series() counts. */
+struct store_series_query {
+	const char *prog;        /* only this program's, or NULL */
+	const char *assertion;   /* only this assertion label's, or NULL */
+	double since, until;     /* reported in [since, until) (Unix time) */
+	int64_t step;            /* seconds per bucket (> 0) */
+	enum store_kind kind;    /* failures, reports or both */
+	int limit;               /* rows at most */
+};
+
+/* The failures of one assertion of one program in one bucket. */
+struct store_series_row {
+	const char *prog;        /* the program */
+	const char *name;        /* the assertion's name (label, or "line N") */
+	bool report;             /* these are reports */
+	int64_t bucket;          /* the bucket's start (Unix seconds, a multiple of step) */
+	int64_t count;           /* failures in it */
+};
+typedef int (*store_series_row_cb)(void *arg, const struct store_series_row *row);
+
+/* Count the failures `q` asks for per (program, assertion, report) and
+ * bucket, counted in the store; by program, assertion, report, bucket.
+ * Empty buckets have no row. */
+int store_failure_series(struct store *st, const struct store_series_query *q,
+			 store_series_row_cb cb, void *arg, char *err, size_t errlen);
+
+/* One interval summary (a minute of one interval type of one instance). */
+struct store_duration_row {
+	const char *prog;        /* its instance's program */
+	const char *type;        /* the interval type */
+	double time;             /* when it was stored (Unix time) */
+	const char *sketch;      /* its sketch's JSON text (sketch.h) */
+};
+typedef int (*store_duration_row_cb)(void *arg, const struct store_duration_row *row);
+
+/* At most `limit` interval summaries with a sketch stored in [since,
+ * until), of program `prog` and interval type `type` (NULL: any), by
+ * program, type and time. */
+int store_duration_rows(struct store *st, const char *prog, const char *type, double since,
+			double until, int limit, store_duration_row_cb cb, void *arg, char *err,
+			size_t errlen);
 
 /* --- end-of-log verdicts ------------------------------------------------------ */
 

@@ -5,8 +5,9 @@ Lectern example (tests/lang/lectern.log moved to wall-clock days, as in
 test_telemon_stats.py): it fails "1-sec max for display" and reports
 "1-day stats" once per day. Then
 
-* without JavaScript (urllib): / is HTML with the instances table and a
-  row per failure (id, assertion, a link to its window), text escaped; the
+* without JavaScript (urllib): / is HTML with the instances table, a row
+  per failure (id, assertion, links to its page and its instance's) and,
+  apart, a row per report, text escaped; the
   static files have fixed content types; paths outside the fixed list
   (traversal included) are 404;
 * headless Debian chromium: the DOM after the script has run has the same
@@ -90,22 +91,24 @@ class Page(html.parser.HTMLParser):
 
 
 def check_tables(page, api_failures, api_instances, what):
-    """The failures and instances tables show what the API answers."""
-    rows = [r for r in page.tables.get("failures", []) if "data-id" in r["attrs"]]
-    ids = [int(r["attrs"]["data-id"]) for r in rows]
-    check(ids == [f["id"] for f in api_failures], "%s: failure rows %r, API %r", what, ids,
-          [f["id"] for f in api_failures])
-    for r, f in zip(rows, api_failures):
-        check(r["attrs"]["id"] == "failure-%d" % f["id"], "%s: row id %r", what, r["attrs"])
-        check(r["attrs"]["data-assert"] == f["assert"], "%s: assertion %r vs %r", what,
-              r["attrs"], f["assert"])
-        check(f["assert"] in r["cells"], "%s: assertion cell %r", what, r["cells"])
-        check(str(f["id"]) == r["cells"][0], "%s: id cell %r", what, r["cells"])
-        want = ["/api/v1/failures/%d/window" % f["id"]] if f["window"] else []
-        check(r["links"] == want, "%s: window link %r (window %r)", what, r["links"],
-              f["window"])
-    check(any(r["cells"] and "=" in r["cells"][7] for r in rows),
-          "%s: metrics shown: %r", what, rows[:2])
+    """The failures table shows what the API answers of failures (reports
+    are in a table of their own), and the instances table the instances."""
+    for table, want in (("failures", [f for f in api_failures if not f["report"]]),
+                        ("reports", [f for f in api_failures if f["report"]])):
+        rows = [r for r in page.tables.get(table, []) if "data-id" in r["attrs"]]
+        ids = [int(r["attrs"]["data-id"]) for r in rows]
+        check(ids == [f["id"] for f in want], "%s: %s rows %r, API %r", what, table, ids,
+              [f["id"] for f in want])
+        for r, f in zip(rows, want):
+            check(r["attrs"]["id"] == "failure-%d" % f["id"], "%s: row id %r", what, r["attrs"])
+            check(r["attrs"]["data-assert"] == f["assert"], "%s: assertion %r vs %r", what,
+                  r["attrs"], f["assert"])
+            check(f["assert"] in r["cells"], "%s: assertion cell %r", what, r["cells"])
+            check(str(f["id"]) == r["cells"][0], "%s: id cell %r", what, r["cells"])
+            want_links = ["/failures/%d" % f["id"], "/instances/%d" % f["instance"]]
+            check(r["links"] == want_links, "%s: links %r", what, r["links"])
+        check(any(r["cells"] and "=" in r["cells"][7] for r in rows),
+              "%s: metrics shown: %r", what, rows[:2])
     inst = [r for r in page.tables.get("instances", []) if r["cells"]]
     check([int(r["cells"][0]) for r in inst] == sorted((i["id"] for i in api_instances),
                                                        reverse=True),
@@ -229,4 +232,5 @@ def main():
         tm2.stop()
 
 
-ct.run_test(main)
+if __name__ == "__main__":
+    ct.run_test(main)

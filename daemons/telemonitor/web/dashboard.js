@@ -1,5 +1,10 @@
-/* The telemonitor's dashboard script (index.html). The page's tables are
- * rendered by the server and work without this script; it adds
+/* The telemonitor's dashboard script (index.html, and the instance and
+ * failure pages). The pages' tables are rendered by the server and work
+ * without this script; it adds
+ *   - the time series of each <figure data-series data-src=URL>: failures
+ *     per minute by assertion (/api/v1/failures/series), and interval
+ *     durations p50/p90/p99 per minute (/api/v1/durations/series); its
+ *     canvas gets data-points="N", the points drawn;
  *   - charts of the daily statistics of each report assertion
  *     (/api/v1/stats): a mapping (a histogram) as bars, one colour per day;
  *     a number as its mean, min and max over the days;
@@ -141,12 +146,14 @@
   }
 
   function loadCharts() {
+    if (!document.getElementById("charts"))
+      return Promise.resolve();
     if (typeof Chart === "undefined") {
       document.getElementById("charts").textContent =
         "Chart.js was not found (/static/chart.js: install libjs-chart.js).";
       return Promise.resolve();
     }
-    return getJSON("/api/v1/failures?limit=" + PAIRS_LIMIT).then(function (failures) {
+    return getJSON("/api/v1/failures?kind=report&limit=" + PAIRS_LIMIT).then(function (failures) {
       return Promise.all(reportPairs(failures).map(function (p) {
         return getJSON("/api/v1/stats?prog=" + encodeURIComponent(p.prog) +
                        "&assert=" + encodeURIComponent(p.assert));
@@ -164,10 +171,11 @@
 
   /* Take the tables from a fresh rendering of the page. */
   function refreshTables() {
-    return fetch("/", { cache: "no-store" }).then(function (r) { return r.text(); })
+    return fetch(location.pathname + location.search, { cache: "no-store" })
+      .then(function (r) { return r.text(); })
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
-        ["instances", "failures", "generated"].forEach(function (id) {
+        ["instances", "failures", "reports", "generated"].forEach(function (id) {
           var fresh = doc.getElementById(id), old = document.getElementById(id);
           if (fresh && old)
             old.replaceWith(document.importNode(fresh, true));
@@ -175,6 +183,100 @@
       }).catch(function () { /* keep the tables shown; the next refresh tries again */ });
   }
 
+  /* --- time series ------------------------------------------------------ */
+
+  var seriesCharts = {};        /* figure id -> Chart */
+  var lastSeries = {};          /* figure id -> the answer it was drawn from */
+
+  function hhmm(t) {
+    return new Date(t * 1000).toISOString().slice(5, 16).replace("T", " ");
+  }
+
+  /* Failures per step: every step of the range, 0 where none came. */
+  function failureDatasets(a) {
+    var n = Math.floor((a.until - a.since) / a.step), start = Math.floor(a.since / a.step) * a.step;
+    return a.series.map(function (s, i) {
+      var counts = {}, data = [];
+      s.points.forEach(function (p) { counts[p[0]] = p[1]; });
+      if (n <= 2000) {
+        for (var k = 0; k <= n; k++) {
+          var t = start + k * a.step;
+          data.push({ x: t, y: counts[t] || 0 });
+        }
+      } else {
+        data = s.points.map(function (p) { return { x: p[0], y: p[1] }; });
+      }
+      return { label: s.prog + " · " + s.assert + (s.report ? " (report)" : ""),
+               borderColor: COLOURS[i % COLOURS.length],
+               backgroundColor: COLOURS[i % COLOURS.length], data: data,
+               pointRadius: 0, borderWidth: 1.5, stepped: true };
+    });
+  }
+
+  /* Duration percentiles in ms, one line each. */
+  function durationDatasets(a) {
+    var out = [];
+    a.series.forEach(function (s, i) {
+      ["p50", "p90", "p99"].forEach(function (q, j) {
+        out.push({ label: s.prog + " · " + s.type + " " + q,
+                   borderColor: COLOURS[(i * 3 + j) % COLOURS.length],
+                   backgroundColor: COLOURS[(i * 3 + j) % COLOURS.length],
+                   pointRadius: 1.5, borderWidth: 1.5,
+                   data: s.points.map(function (p) { return { x: p.t, y: p[q] / 1e6 }; }) });
+      });
+    });
+    return out;
+  }
+
+  function drawSeries(fig, a) {
+    var canvas = fig.querySelector("canvas"), durations = fig.dataset.series === "durations";
+    var points = a.series.reduce(function (n, s) { return n + s.points.length; }, 0);
+    var old = seriesCharts[fig.id], note = fig.querySelector("p.empty");
+    if (old)
+      old.destroy();
+    if (note)
+      note.remove();
+    var chart = new Chart(canvas.getContext("2d"), {
+      type: "line",
+      data: { datasets: durations ? durationDatasets(a) : failureDatasets(a) },
+      options: { animation: false, responsive: true, maintainAspectRatio: false, parsing: false,
+                 plugins: { legend: { position: "bottom" } },
+                 scales: { x: { type: "linear", min: a.since, max: a.until,
+                                ticks: { callback: hhmm, maxTicksLimit: 8 },
+                                title: { display: true, text: "UTC" } },
+                           y: { beginAtZero: true,
+                                title: { display: true,
+                                         text: durations ? "ms" : "per " + a.step + " s" } } } }
+    });
+    chart.draw();
+    seriesCharts[fig.id] = chart;
+    canvas.setAttribute("data-points", String(points));
+    if (painted(canvas))
+      canvas.setAttribute("data-drawn", "1");
+    if (!points)
+      fig.appendChild(el("p", { "class": "empty" }, durations
+        ? "No interval summaries in this time range." : "No failures in this time range."));
+  }
+
+  function loadSeries() {
+    var figs = Array.prototype.slice.call(document.querySelectorAll("figure[data-series]"));
+    if (typeof Chart === "undefined")
+      return Promise.resolve();
+    return Promise.all(figs.map(function (fig) {
+      return getJSON(fig.getAttribute("data-src")).then(function (a) {
+        var text = JSON.stringify(a.series);
+        if (text !== lastSeries[fig.id] || !seriesCharts[fig.id]) {
+          lastSeries[fig.id] = text;
+          drawSeries(fig, a);
+        }
+      }).catch(function (e) {
+        fig.appendChild(el("p", { "class": "empty" }, "Cannot load the series: " + e));
+      });
+    }));
+  }
+
+  loadSeries();
   loadCharts();
-  setInterval(function () { refreshTables().then(loadCharts); }, REFRESH_MS);
+  if (document.getElementById("instances"))
+    setInterval(function () { refreshTables().then(loadSeries).then(loadCharts); }, REFRESH_MS);
 })();
