@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -93,6 +95,14 @@
 	  "A duration of the latest report of an assertion, in seconds, by metric name.")    \
 	X(M_BUCKET, "cmon_report_mapping", "gauge",                                           \
 	  "An entry of a mapping of the latest report of an assertion, by metric and key.")  \
+	X(M_HIST, "cmon_report_distribution", "histogram",                                   \
+	  "A mapping of counts by integral key (a PSpec histogram) of the latest report of "  \
+	  "an assertion, by metric; bounds in the keys' units; no _sum (a bin keeps only a "  \
+	  "count).")                                                                         \
+	X(M_HIST_S, "cmon_report_distribution_seconds", "histogram",                         \
+	  "A PSpec histogram of durations (its name says the keys' unit) of the latest "      \
+	  "report of an assertion, by metric; bounds in seconds; no _sum (a bin keeps only "  \
+	  "a count).")                                                                       \
 	X(M_DURATION, "cmon_interval_duration_seconds", "histogram",                         \
 	  "Durations of the intervals that closed, by program, class and interval type.")
 
@@ -599,7 +609,243 @@ static int report_entry(void *arg, const struct report_metric *e)
 	return 0;
 }
 
-/* One metric: a series for its value, or one for each of a mapping's. */
+/* --- mapping histograms ----------------------------------------------------------
+ *
+ * A PSpec histogram is a mapping of counts by integral key, built by
+ * {+ x : T : KEY -> 1} (docs/pspec.md, "Mappings"). The key is a bin: the
+ * index of a bin, trunc(x.time / 1 ms) (bins one key unit wide), or its
+ * lower bound, trunc(x.time / 10 ms) * 10 (Lectern's msTime: bins ten key
+ * units wide); in both the keys are multiples of the bin width w, and a
+ * bin holds the values of [k, k + w). The width is not in the report, so
+ * it is taken as the greatest common divisor of the (nonzero) keys: a
+ * multiple of w, so k + gcd is a true upper bound whatever w is, and w
+ * itself as soon as two neighbouring bins are filled. When every key is 0
+ * no width can be told: that bin has only +Inf above it.
+ *
+ * Each filled bin gives the bucket at its lower bound (the count of the
+ * bins below: every value below k) and at k + gcd (the count so far), so
+ * histogram_quantile finds a quantile inside its bin even across empty
+ * ones. Prometheus's le includes its bound and a bin includes its lower
+ * one, so a value exactly on a bound counts in the bucket above; with
+ * trunc, bin 0 holds (-w, w) (PSpec's trunc rounds toward zero). No _sum:
+ * a bin keeps only how many values fell in it, not what they were.
+ *
+ * A mapping is taken as a histogram when it has an entry, every key is an
+ * integer of at most 2^53 and every value a count (a number, integral, 0
+ * or more): a mapping of means, triples or mappings is not one. Its keys
+ * are durations when the metric's name says their unit (keys_unit). */
+
+/* One filled bin. */
+struct bin {
+	int64_t key;                  /* its key (lower bound or index) */
+	double count;                 /* values in it */
+};
+
+/* The bins of one mapping being read. */
+struct bins {
+	struct bin *b;                /* in the order written */
+	size_t n, cap;                /* how many; room */
+	bool not_counts;              /* an entry that is not a count by an integral key */
+};
+
+/* A key's unit as a fraction of a second, mul / div, both integers: keys
+ * in ms are 1/1000 s. div 0: the keys are not known to be durations. */
+struct key_unit {
+	int64_t mul, div;
+};
+
+/* Does `name` end, in any case, in a duration word (time, duration,
+ * latency, elapsed, wait, or their plurals)? */
+static bool ends_in_duration(const char *name)
+{
+	static const char *const word[] = { "time", "times", "duration", "durations", "latency",
+					    "latencies", "elapsed", "wait", "waits" };
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < sizeof word / sizeof word[0]; i++) {
+		size_t k = strlen(word[i]);
+		if (n >= k && !strcasecmp(name + n - k, word[i]))
+			return true;
+	}
+	return false;
+}
+
+/* The unit of the keys of a mapping called `name`, by the rule of the
+ * numbers (metric_is_duration: "readTime", "latency", "read_ns" are
+ * nanoseconds, log ticks) or a unit its name starts with before a capital
+ * or '_', followed by a duration word ("msTimes", "us_latency", "secWait").
+ * A plural name without a unit is not read as nanoseconds: a histogram's
+ * name says what it counts, not the unit of its keys (Lectern's lgmTimes
+ * is keyed by milliseconds, pageTimes by seconds). */
+static struct key_unit keys_unit(const char *name)
+{
+	static const struct {
+		const char *prefix;
+		struct key_unit u;
+	} prefixed[] = {
+		{ "ns", { 1, 1000000000 } }, { "us", { 1, 1000000 } }, { "ms", { 1, 1000 } },
+		{ "secs", { 1, 1 } }, { "sec", { 1, 1 } }, { "s", { 1, 1 } }, { "min", { 60, 1 } },
+	};
+
+	for (size_t i = 0; i < sizeof prefixed / sizeof prefixed[0]; i++) {
+		size_t k = strlen(prefixed[i].prefix);
+		if (!strncmp(name, prefixed[i].prefix, k) &&
+		    ((name[k] >= 'A' && name[k] <= 'Z') || name[k] == '_'))
+			return ends_in_duration(name + k) ? prefixed[i].u : (struct key_unit){ 0, 0 };
+	}
+	if (metric_is_duration(name))
+		return (struct key_unit){ 1, 1000000000 };
+	return (struct key_unit){ 0, 0 };
+}
+
+/* One entry of a mapping: a bin, or the sign that this is no histogram. */
+static int bin_add(void *arg, const struct report_metric *e)
+{
+	struct bins *bs = arg;
+	char *end;
+	double k;
+
+	errno = 0;
+	k = strtod(e->name, &end);
+	if (e->kind != REPORT_METRIC_NUMBER || !(e->value >= 0) || e->value != floor(e->value) ||
+	    isinf(e->value) || end == e->name || *end || errno || k != floor(k) ||
+	    fabs(k) > 9007199254740992.0) {
+		bs->not_counts = true;
+		return 1;
+	}
+	if (bs->n == METRICS_REPORT_SERIES_MAX) {        /* could never be shown whole */
+		bs->not_counts = true;
+		return 1;
+	}
+	if (bs->n == bs->cap) {
+		size_t cap = bs->cap ? bs->cap * 2 : 32;
+		struct bin *b = realloc(bs->b, cap * sizeof *b);
+		if (!b) {
+			bs->not_counts = true;
+			return 1;
+		}
+		bs->b = b;
+		bs->cap = cap;
+	}
+	bs->b[bs->n++] = (struct bin){ .key = (int64_t)k, .count = e->value };
+	return 0;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	int64_t x = ((const struct bin *)a)->key, y = ((const struct bin *)b)->key;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* A bound of `key` key units in `u` as the le label's value: the shortest
+ * decimal that reads back as the same double ("0.003", not
+ * "0.0030000000000000001"); an integer as one. */
+static void le_text(char *out, size_t size, int64_t key, struct key_unit u)
+{
+	double v;
+
+	if (!u.div) {
+		snprintf(out, size, "%" PRId64, key);
+		return;
+	}
+	v = (double)key * (double)u.mul / (double)u.div;   /* (a power of ten: rounded once) */
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(out, size, "%.*g", prec, v);
+		if (strtod(out, NULL) == v)
+			return;
+	}
+}
+
+/* One bucket line: NAME_bucket{LABELS,le="LE"} CUM. */
+static void bucket(struct evbuffer *b, const char *name, const char *labels, const char *le,
+		   double cum)
+{
+	evbuffer_add_printf(b, "%s_bucket{%s,le=\"%s\"}", name, labels, le);
+	value(b, cum);
+}
+
+/* The buckets of sorted bins `bs` in `u` into `b` (NULL: only count them);
+ * the number of series. */
+static size_t histogram_lines(struct evbuffer *b, const char *name, const char *labels,
+			      const struct bins *bs, struct key_unit u)
+{
+	uint64_t w = 0;
+	double cum = 0;
+	size_t lines = 0;
+	bool have_last = false;
+	int64_t last = 0;
+	char le[40];
+
+	for (size_t i = 0; i < bs->n; i++)
+		w = gcd(w, bs->b[i].key < 0 ? 0 - (uint64_t)bs->b[i].key : (uint64_t)bs->b[i].key);
+	for (size_t i = 0; i < bs->n; i++) {
+		const struct bin *x = &bs->b[i];
+		if (!have_last || last != x->key) {         /* its lower bound: all below it */
+			if (b) {
+				le_text(le, sizeof le, x->key, u);
+				bucket(b, name, labels, le, cum);
+			}
+			lines++;
+		}
+		cum += x->count;
+		have_last = false;
+		if (w) {                                    /* its upper bound */
+			last = x->key + (int64_t)w;
+			have_last = true;
+			if (b) {
+				le_text(le, sizeof le, last, u);
+				bucket(b, name, labels, le, cum);
+			}
+			lines++;
+		}
+	}
+	if (b) {
+		bucket(b, name, labels, "+Inf", cum);
+		evbuffer_add_printf(b, "%s_count{%s}", name, labels);
+		value(b, cum);              /* (= the +Inf bucket, as the format wants) */
+	}
+	return lines + 2;
+}
+
+/* A mapping `m` of a report as a histogram, when it is one; `labels`
+ * are its instance's, assertion's and metric's. Shown whole or not at
+ * all (then counted in series_omitted). */
+static void histogram(struct gather *g, const char *labels, const struct report_metric *m)
+{
+	struct bins bs = { 0 };
+	struct key_unit u = keys_unit(m->name);
+	enum metric_family f = u.div ? M_HIST_S : M_HIST;
+	size_t lines;
+
+	if (report_metrics_each(m->node, bin_add, &bs) < 0 || bs.not_counts || !bs.n)
+		goto out_free;
+	qsort(bs.b, bs.n, sizeof *bs.b, by_key);
+	for (size_t i = 1; i < bs.n; i++)
+		if (bs.b[i].key == bs.b[i - 1].key)     /* ("1" and "1.0": no bins) */
+			goto out_free;
+	lines = histogram_lines(NULL, NULL, NULL, &bs, u);
+	if (g->series + lines > METRICS_REPORT_SERIES_MAX) {
+		g->series_omitted += lines;
+		goto out_free;
+	}
+	g->series += lines;
+	histogram_lines(g->fam[f], families[f].name, labels, &bs, u);
+out_free:
+	free(bs.b);
+}
+
+/* One metric: a series for its value, or one for each of a mapping's (and
+ * the mapping as a histogram when it is one). */
 static int report_metric(void *arg, const struct report_metric *m)
 {
 	struct report_reading *r = arg;
@@ -609,8 +855,10 @@ static int report_metric(void *arg, const struct report_metric *m)
 		report_series(r->g, M_REPORT_S, r->metric, m->value / 1e9);
 	else if (m->has_value)
 		report_series(r->g, M_REPORT, r->metric, m->value);
-	else if (m->kind == REPORT_METRIC_MAPPING)
+	else if (m->kind == REPORT_METRIC_MAPPING) {
 		report_metrics_each(m->node, report_entry, r);
+		histogram(r->g, r->metric, m);
+	}
 	return 0;
 }
 

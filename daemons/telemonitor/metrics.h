@@ -3,7 +3,9 @@
  * pid, instance_id, class): records, lost records, gap markers, log bytes,
  * tool restarts, failures by assertion, and the numbers of the latest
  * report of each assertion as gauges labelled by metric name (a mapping
- * gives one series per key, labelled `key`). Service gauges: instances by
+ * gives one series per key, labelled `key`; a mapping of counts by
+ * integral key, a PSpec histogram, is also a Prometheus histogram,
+ * cmon_report_distribution[_seconds]). Service gauges: instances by
  * state, store health and backlog, mail queue, registry link, uptime,
  * build info. Names start with cmon_, counters end in _total.
  *

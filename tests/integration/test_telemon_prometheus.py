@@ -2,7 +2,9 @@
 exposition passes `promtool check metrics`; Prometheus scrapes it every
 second on loopback, and its query API returns the exact record count of an
 ended instance, its failures by assertion, and a report assertion's
-numbers and histogram buckets as they were stored. Label values with a
+numbers and histogram buckets as they were stored, and histogram_quantile
+over a PSpec histogram's buckets (cmon_report_distribution_seconds, line
+for line in the exposition) falls in the right bin. Label values with a
 backslash, a double quote or a newline are escaped (an assertion label
 in a spec of ours). Skipped (exit 77, with the reason) only when
 Prometheus is not installed or cannot start here."""
@@ -24,6 +26,43 @@ PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
 # fsread with one more assertion whose label needs escaping
 ODD_LABEL = 'odd \\ "label"'
+
+# A report whose metrics hold a PSpec histogram of read times in
+# milliseconds (trunc(r.time / 1 ms): keys are bin indexes), over a batch
+# of ten reads of 1.5, 2.5 and 7.2 ms: bins 1 -> 5, 2 -> 3, 7 -> 2.
+BINNED_SPEC = """perfspec binned
+  timed event StartRead(tid, size);
+              EndRead(tid);
+  event BatchStart; BatchEnd;
+  interval Read =
+    s: StartRead, e: EndRead where e.tid = s.tid
+  metrics
+    time = ts(e) - ts(s)
+  end Read;
+  interval Batch =
+    s: BatchStart, e: BatchEnd
+  metrics
+    reads = {count r : Read},
+    msTimes = {+ r : Read : trunc(r.time / 1 ms) -> 1}
+  end Batch;
+  assert "batch stats": {& b : Batch : false};
+end binned
+"""
+BINNED_MS = [1.5] * 5 + [2.5] * 3 + [7.2] * 2
+
+
+def binned_log():
+    """The batch of BINNED_MS reads as a cmon-ascii log."""
+    lines = ["#cmon-ascii 1", "#program binned", "#tick-ns 1"]
+    t = 1000000
+    lines.append("%d 1 BatchStart" % t)
+    for ms in BINNED_MS:
+        t += 1000
+        lines.append("%d 1 StartRead 1 8192" % t)
+        t += int(ms * tt.MS)
+        lines.append("%d 1 EndRead 1" % t)
+    lines.append("%d 1 BatchEnd" % (t + 1000))
+    return "\n".join(lines) + "\n"
 
 
 
@@ -94,8 +133,14 @@ def main():
         with open(spec, "w") as f:
             f.write(text.replace("end fsread",
                                  '  assert "%s": {& r : Read : r.size < 0};\nend fsread' % label))
+        bspec, blog = env.path("binned.pspec"), env.path("binned.log")
+        with open(bspec, "w") as f:
+            f.write(BINNED_SPEC)
+        with open(blog, "w") as f:
+            f.write(binned_log())
         reg = env.registry()
-        rc = (tt.rc_class("fsread", spec=spec) + tt.rc_class("lectern", spec=tt.LECTERN_SPEC))
+        rc = (tt.rc_class("fsread", spec=spec) + tt.rc_class("lectern", spec=tt.LECTERN_SPEC) +
+              tt.rc_class("binned", spec=bspec))
         tm = tt.Telemonitor(env, reg, rc, extra=["-http", "127.0.0.1:0"])
         host, port = tm.http_addr()
 
@@ -103,6 +148,8 @@ def main():
         check(s.wait(30) == 0, "snarflog: %s", s.stderr())
         lec = env.snarflog("lectern", reg=reg, cmd=tt.writer_cmd("--file", tt.LECTERN_LOG))
         check(lec.wait(30) == 0, "snarflog: %s", lec.stderr())
+        bin_ = env.snarflog("binned", reg=reg, cmd=tt.writer_cmd("--file", blog))
+        check(bin_.wait(30) == 0, "snarflog: %s", bin_.stderr())
         inst = tm.instance(lambda i: i["prog"] == "fsread" and i["state"] == "ended",
                            what="fsread to end")
         check(inst["records"] == 210, "every record: %r", inst)
@@ -111,6 +158,9 @@ def main():
         reports = tm.wait_failures(2, "--assert", "1-day stats")
         latest = reports[-1]["metrics"]
         tm.wait_failures(70 + 2, "--prog", "fsread")
+        binst = tm.instance(lambda i: i["prog"] == "binned" and i["state"] == "ended",
+                            what="binned to end")
+        tm.wait_failures(1, "--assert", "batch stats")
 
         # the exposition as promtool sees it
         status, hd, body = tm.http("/metrics")
@@ -126,6 +176,26 @@ def main():
             ct.skip("promtool is not installed (Debian package prometheus)")
         check('assert="odd \\\\ \\"label\\""' in expo, "escaped label: %s",
               [l for l in expo.splitlines() if "odd" in l])
+
+        # the batch's msTimes as a histogram in seconds, line for line: each
+        # filled bin's lower and upper bound (its key and key + 1, in ms),
+        # +Inf and _count, no _sum (a bin keeps only a count)
+        bl = ('prog="binned",machine="%s",pid="%d",instance_id="%d",class="%d",'
+              'assert="batch stats",metric="msTimes"'
+              % (binst["machine"], binst["pid"], binst["id"], binst["class"]))
+        fam = "cmon_report_distribution_seconds"
+        want = ["# TYPE %s histogram" % fam] + [
+            '%s_bucket{%s,le="%s"} %d' % (fam, bl, le, n)
+            for le, n in (("0.001", 0), ("0.002", 5), ("0.003", 8), ("0.007", 8),
+                          ("0.008", 10), ("+Inf", 10))] + [
+            "%s_count{%s} 10" % (fam, bl)]
+        got = [l for l in expo.splitlines()
+               if l.startswith("# TYPE %s " % fam) or (l.startswith(fam) and bl in l)]
+        check(got == want, "the batch's histogram:\n%s\nwanted\n%s", "\n".join(got),
+              "\n".join(want))
+        check("%s_sum" % fam not in expo, "no _sum")
+        # the gauges stay beside it
+        check('cmon_report_mapping{%s,key="7"} 2' % bl in expo, "the mapping's gauges")
 
         # delivery (no relay, no Alertmanager here: all 0, as status --json
         # says) and the standard process_* metrics, from /proc/self
@@ -169,7 +239,7 @@ def main():
                    "the two slow reads")
         wait_value(pport, 'cmon_failures_total{%s,assert=%s}' % (sel, json.dumps(ODD_LABEL)), 70,
                    "the odd label, escaped and read back")
-        wait_value(pport, 'cmon_instances{state="ended"}', 2, "instances by state")
+        wait_value(pport, 'cmon_instances{state="ended"}', 3, "instances by state")
         wait_value(pport, "cmon_store_degraded", 0, "the store is fine")
         wait_value(pport, 'cmon_build_info{version!=""}', 1, "build info")
         wait_value(pport, "cmon_alerts_failed_total", 0, "alert delivery")
@@ -189,6 +259,39 @@ def main():
         p99 = float(q[0]["value"][1])
         check(0 < p99 < 100, "p99 of the reads: %r", q)
         print("p99 of the reads from CMon's buckets: %.6f s" % p99)
+
+        # a PSpec histogram: histogram_quantile over its buckets answers a
+        # value inside the right bin (as Prometheus's buckets, bounded above:
+        # the quantile that is the last value of a bin is the bin's upper
+        # bound). The ninth of the ten reads (7.2 ms) is in bin 7, [7 ms, 8 ms);
+        # the fifth (1.5 ms), the median, in bin 1.
+        bsel = 'prog="binned",instance_id="%d",metric="msTimes"' % binst["id"]
+        wait_value(pport, "cmon_report_distribution_seconds_count{%s}" % bsel, 10,
+                   "the ten reads in the batch's histogram")
+        q = ct.wait_for(lambda: query(pport, "histogram_quantile(0.9, "
+                                      "cmon_report_distribution_seconds_bucket{%s})" % bsel), 30,
+                        "histogram_quantile over cmon_report_distribution_seconds", interval=0.5)
+        p90 = float(q[0]["value"][1])
+        check(0.007 < p90 <= 0.008, "p90 of the batch, in bin 7 (7 ms, 8 ms]: %r", q)
+        q = query(pport, "histogram_quantile(0.5, cmon_report_distribution_seconds_bucket{%s})"
+                  % bsel)
+        p50 = float(q[0]["value"][1])
+        check(0.001 < p50 <= 0.002, "median of the batch, in bin 1 (1 ms, 2 ms]: %r", q)
+        print("p90 and median of the batch from CMon's buckets: %.6f s, %.6f s" % (p90, p50))
+        # Lectern's lgmTimes (keys are lower bounds of 10-ms bins, no unit in
+        # its name): a histogram in key units, bins as wide as the keys' gcd
+        lg = {int(k): v for k, v in latest["lgmTimes"].items()}
+        lq = ct.wait_for(lambda: query(pport, 'histogram_quantile(0.5, cmon_report_distribution_bucket'
+                                       '{prog="lectern",instance_id="%d",metric="lgmTimes"})'
+                                       % linst["id"]), 30, "lgmTimes as a histogram", interval=0.5)
+        ranks, half = sorted(lg), sum(lg.values()) / 2
+        below = 0
+        for k in ranks:
+            if below + lg[k] >= half:
+                break
+            below += lg[k]
+        med = float(lq[0]["value"][1])
+        check(k < med <= k + 10, "median of lgmTimes %r in bin (%d, %d]: %r", lg, k, k + 10, lq)
 
         # a report assertion's numbers and histogram, from its latest report
         lsel = 'prog="lectern",instance_id="%d",assert="1-day stats"' % linst["id"]
