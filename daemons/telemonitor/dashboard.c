@@ -317,7 +317,7 @@ static int failure_table(const struct dash_req *q, struct sbuf *b, const char *i
 			 const char *kind, uint64_t inst, int limit, char *err, size_t errlen)
 {
 	const char *words[DASH_WORDS + 1] = { "failures" };
-	char w[6][DASH_FILTER_MAX + 16];
+	char w[8][DASH_FILTER_MAX + 16];
 	size_t n = 1;
 	struct api_rows a;
 	int shown = 0;
@@ -332,16 +332,14 @@ static int failure_table(const struct dash_req *q, struct sbuf *b, const char *i
 		snprintf(w[0], sizeof w[0], "%.3f", q->since);
 		add_filter(words, &n, w[5], sizeof w[5], "since", w[0]);
 	}
-	char untilw[64], instw[40];
-	if (q->has_until && n + 1 < DASH_WORDS) {
-		snprintf(untilw, sizeof untilw, "until=%.3f", q->until);
-		words[n++] = untilw;
+	if (q->has_until) {
+		snprintf(w[0], sizeof w[0], "%.3f", q->until);
+		add_filter(words, &n, w[6], sizeof w[6], "until", w[0]);
 	}
-	if (inst && n + 1 < DASH_WORDS) {
-		snprintf(instw, sizeof instw, "instance=%llu", (unsigned long long)inst);
-		words[n++] = instw;
+	if (inst) {
+		snprintf(w[0], sizeof w[0], "%llu", (unsigned long long)inst);
+		add_filter(words, &n, w[7], sizeof w[7], "instance", w[0]);
 	}
-	words[n] = NULL;
 	if (api_rows_get(q->tm, words, true, "failures", &a, err, errlen) < 0)
 		return -EIO;
 	sb_printf(b, "<table id=\"%s\" class=\"failures\">\n<thead><tr><th>ID</th>"
@@ -864,12 +862,8 @@ static int window_lines(void *arg, const struct store_window_row *w)
 			  record ? "" : " data-meta=\"1\"");
 		if (record)
 			sb_printf(b, "<span class=\"rec\">%lld</span> ", (long long)rec++);
-		{
-			char *t = strndup(p, (size_t)(end - p));
-			html_text(b, t);
-			free(t);
-		}
-		sb_printf(b, "</span>\n");
+		html_text_n(b, p, (size_t)(end - p));
+		sb_printf(b, "</span>");        /* a block each: no newline in the <pre> */
 		wp->marked += hl;
 	}
 	sb_printf(b, "</pre>\n");

@@ -5,11 +5,15 @@
 
 void html_text(struct sbuf *b, const char *s)
 {
-	const char *run = s;
+	if (s)
+		html_text_n(b, s, strlen(s));
+}
 
-	if (!s)
-		return;
-	for (; *s; s++) {
+void html_text_n(struct sbuf *b, const char *s, size_t n)
+{
+	const char *run = s, *end = s + n;
+
+	for (; s < end; s++) {
 		const char *ent;
 		switch (*s) {
 		case '&': ent = "&amp;"; break;

@@ -11,6 +11,9 @@
  * (& < > " ' become entities); NULL appends nothing. */
 void html_text(struct sbuf *b, const char *s);
 
+/* The same for the `n` bytes at `s` (a line of a log window). */
+void html_text_n(struct sbuf *b, const char *s, size_t n);
+
 /* Append "<td>TEXT</td>" (escaped), with class="CLS" when `cls` is not NULL. */
 void html_cell(struct sbuf *b, const char *cls, const char *s);
 
