@@ -1,6 +1,6 @@
 /* bench_tm_writer — a monitored program for bench/telemonitor/run.sh.
  *
- *   bench_tm_writer [-reads N] [-slow-every K] [-rate R]
+ *   bench_tm_writer [-reads N] [-slow-every K] [-rate R] [-every-ms M] [-wall]
  *   bench_tm_writer -latency STATEDIR -prog NAME [-trials T]
  *
  * Writes an fsread log (config/examples/fsread.pspec) in cmon-ascii 1 to
@@ -9,7 +9,11 @@
  * K-th read is slow (20 ms, failing "read at most 10 ms"). With -rate it
  * writes R reads (3R records) a second, what is due every millisecond,
  * times every write(), and prints "READS SECONDS LONGEST_WRITE_MS" at the
- * end (bench/http/run.sh).
+ * end (bench/http/run.sh); -every-ms M writes what is due every M ms
+ * instead (bench/telemonitor/ramp.py: 100, ten writes a second). With
+ * -wall the timestamps are CLOCK_REALTIME nanoseconds (#clock
+ * CLOCK_REALTIME), so a stored failure's start_wall is when its read
+ * began and the store's time minus it is the failure's latency.
  *
  * With -latency it measures how soon a failure is queryable: it writes a
  * slow read, then asks the telemonitor at STATEDIR (its control socket,
@@ -33,6 +37,7 @@ static long t_ticks = 1000000;
 static char buf[1 << 16];
 static size_t blen;
 static double longest_write;    /* seconds, with -rate */
+static bool wall;               /* -wall: timestamps are CLOCK_REALTIME ns */
 
 static double now(void);
 
@@ -59,14 +64,23 @@ static void flush(void)
 /* One read: StartRead, CacheHit, EndRead on thread 1. */
 static void one_read(bool slow)
 {
-	long dur = slow ? 20 * MS : 1 * MS;
+	long dur = slow ? 20 * MS : wall ? 10000 : 1 * MS;   /* -wall: a batch spans ~0.4 ms */
 
 	if (blen + 256 > sizeof buf)
 		flush();
+	if (wall) {     /* now, unless the last read ends later (slow reads) */
+		struct timespec ts;
+		long w;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		w = ts.tv_sec * 1000 * MS + ts.tv_nsec;
+		if (w > t_ticks)
+			t_ticks = w;
+	}
 	blen += (size_t)snprintf(buf + blen, sizeof buf - blen,
 				 "%ld 1 StartRead 1 8192\n%ld 1 CacheHit 1\n%ld 1 EndRead 1\n",
 				 t_ticks, t_ticks + 100, t_ticks + dur);
-	t_ticks += dur + 1000;
+	t_ticks += dur + (wall ? 1 : 1000);
 }
 
 static double now(void)
@@ -115,7 +129,7 @@ static long count_failures(const char *state, const char *prog)
 
 int main(int argc, char **argv)
 {
-	long reads = 1000, slow_every = 0, trials = 10, rate = 0;
+	long reads = 1000, slow_every = 0, trials = 10, rate = 0, every_ms = 1;
 	const char *latency = NULL, *prog = "fsread", *fdenv = getenv("CMON_LOG_FD");
 
 	for (int i = 1; i < argc; i++) {
@@ -131,9 +145,13 @@ int main(int argc, char **argv)
 			prog = argv[++i];
 		else if (!strcmp(argv[i], "-trials") && i + 1 < argc)
 			trials = atol(argv[++i]);
+		else if (!strcmp(argv[i], "-every-ms") && i + 1 < argc)
+			every_ms = atol(argv[++i]);
+		else if (!strcmp(argv[i], "-wall"))
+			wall = true;
 		else {
 			fprintf(stderr, "usage: bench_tm_writer [-reads N] [-slow-every K] [-rate R] "
-					"[-latency STATEDIR -prog NAME -trials T]\n");
+					"[-every-ms M] [-wall] [-latency STATEDIR -prog NAME -trials T]\n");
 			return 2;
 		}
 	}
@@ -145,11 +163,12 @@ int main(int argc, char **argv)
 		perror("bench_tm_writer");
 		return 1;
 	}
-	blen = (size_t)snprintf(buf, sizeof buf, "#cmon-ascii 1\n#program %s\n#tick-ns 1\n", prog);
+	blen = (size_t)snprintf(buf, sizeof buf, "#cmon-ascii 1\n#program %s\n#tick-ns 1\n%s", prog,
+				wall ? "#clock CLOCK_REALTIME\n" : "");
 	if (!latency && rate > 0) {
 		double t0 = now(), dt;
 		long i = 0;
-		struct timespec ms = { 0, 1000000 };
+		struct timespec ms = { every_ms / 1000, (every_ms % 1000) * 1000000 };
 		while (i < reads) {
 			long due = (long)((now() - t0) * (double)rate) + 1;
 			for (; i < reads && i < due; i++)

@@ -116,6 +116,7 @@ static bool progress_line(struct session *s, struct tool *t, const char *line, s
 	if (i + 1 != len || line[i] != '}')
 		return false;
 	t->run_checked = n;
+	window_release(&s->ring, t->base + n);
 	if (f) {
 		uint64_t run = f->run_events < f->events ? f->run_events : f->events;
 		s->inst->checked = f->events - run + (n < run ? n : run);

@@ -388,7 +388,8 @@ static void on_record(void *arg, const struct logscan_rec *r)
 	size_t nd = 0;
 
 	if (r->is_gap) {
-		window_push_gap(&s->ring, r->pos, r->gap);
+		if (s->cls.spec)
+			window_push_gap(&s->ring, r->pos, r->gap);
 		return;
 	}
 	if (!s->anchored) {
@@ -398,6 +399,8 @@ static void on_record(void *arg, const struct logscan_rec *r)
 					 ? (double)s->scan.start_unix_ns / 1e9
 					 : tm_now();
 	}
+	if (!s->cls.spec)
+		return;         /* no checker, no failures: no windows to keep */
 	if (s->origin_due) {
 		s->origin_due = false;   /* pcheck counts virtual time from here */
 		window_set_origin(&s->ring, r->ts);

@@ -318,17 +318,11 @@ static void evict(struct window_ring *r, struct window_done *done, size_t max, s
 	r->n--;
 }
 
-/* Make room in the descriptor array. */
-static int grow_recs(struct window_ring *r)
+/* Lay the descriptors out afresh in an array of `ncap` (> n). */
+static int resize_recs(struct window_ring *r, size_t ncap)
 {
-	size_t ncap = r->cap ? r->cap * 2 : 1024;
-	struct window_rec *g;
+	struct window_rec *g = malloc(ncap * sizeof *g);
 
-	if (ncap > r->max_recs + 1)
-		ncap = r->max_recs + 1;
-	if (ncap <= r->cap)
-		return -ENOSPC;
-	g = malloc(ncap * sizeof *g);
 	if (!g)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n; i++)
@@ -340,19 +334,25 @@ static int grow_recs(struct window_ring *r)
 	return 0;
 }
 
-/* Make the byte buffer bigger (up to bmax), laying records out afresh. */
-static int grow_bytes(struct window_ring *r, size_t need)
+/* Make room in the descriptor array. */
+static int grow_recs(struct window_ring *r)
 {
-	size_t ncap = r->bcap ? r->bcap * 2 : 16384, off = 0;
-	char *g;
+	size_t ncap = r->cap ? r->cap * 2 : WINDOW_RING_MIN_RECORDS;
 
-	while (ncap < need * 2 && ncap < r->bmax)
-		ncap *= 2;
-	if (ncap > r->bmax)
-		ncap = r->bmax;
-	if (ncap <= r->bcap)
+	if (ncap > r->max_recs + 1)
+		ncap = r->max_recs + 1;
+	if (ncap <= r->cap)
 		return -ENOSPC;
-	g = malloc(ncap);
+	return resize_recs(r, ncap);
+}
+
+/* Lay the kept texts out afresh, packed, in a buffer of `ncap` bytes
+ * (at least what they occupy). */
+static int resize_bytes(struct window_ring *r, size_t ncap)
+{
+	size_t off = 0;
+	char *g = malloc(ncap);
+
 	if (!g)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n; i++) {
@@ -370,6 +370,20 @@ static int grow_bytes(struct window_ring *r, size_t need)
 	return 0;
 }
 
+/* Make the byte buffer bigger (up to bmax), laying records out afresh. */
+static int grow_bytes(struct window_ring *r, size_t need)
+{
+	size_t ncap = r->bcap ? r->bcap * 2 : WINDOW_RING_MIN_BYTES;
+
+	while (ncap < need * 2 && ncap < r->bmax)
+		ncap *= 2;
+	if (ncap > r->bmax)
+		ncap = r->bmax;
+	if (ncap <= r->bcap)
+		return -ENOSPC;
+	return resize_bytes(r, ncap);
+}
+
 /* Bytes the kept records occupy. */
 static size_t used_bytes(const struct window_ring *r)
 {
@@ -381,6 +395,60 @@ static size_t used_bytes(const struct window_ring *r)
 			sum += w->len;
 	}
 	return sum;
+}
+
+/* Give back what a ring holds beyond four times what it keeps (a burst, a
+ * checker that lagged), down to the minimum sizes. */
+static void shrink(struct window_ring *r)
+{
+	size_t used, want;
+
+	if (r->cap > WINDOW_RING_MIN_RECORDS && r->n * 4 < r->cap) {
+		for (want = WINDOW_RING_MIN_RECORDS; want < r->n * 2; want *= 2)
+			;
+		if (want < r->cap)
+			resize_recs(r, want);   /* on ENOMEM keep the larger one */
+	}
+	if (r->bcap > WINDOW_RING_MIN_BYTES && (used = used_bytes(r)) * 4 < r->bcap) {
+		for (want = WINDOW_RING_MIN_BYTES; want < used * 2; want *= 2)
+			;
+		if (want < r->bcap)
+			resize_bytes(r, want);
+	}
+}
+
+void window_release(struct window_ring *r, uint64_t upto_pos)
+{
+	uint64_t keep = UINT64_MAX;
+	size_t before = r->n;
+
+	for (size_t i = 0; i < r->npend; i++)
+		if (r->pend[i].from_pos < keep)
+			keep = r->pend[i].from_pos;
+	if (r->spec.before_n) {
+		if (upto_pos <= r->spec.before_n)
+			return;
+		upto_pos -= r->spec.before_n;
+	} else {
+		/* by log time: keep what lies within BEFORE of the newest
+		 * checked record */
+		int64_t ts = 0;
+		for (size_t i = r->n; i-- > 0;)
+			if (!rec_at(r, i)->gap && rec_at(r, i)->pos <= upto_pos) {
+				ts = rec_at(r, i)->ts;
+				break;
+			}
+		while (r->n > 0 && rec_at(r, 0)->pos < upto_pos && rec_at(r, 0)->pos < keep &&
+		       (rec_at(r, 0)->gap ||
+			(double)(ts - rec_at(r, 0)->ts) * r->tick_ns > (double)r->spec.before_ns))
+			evict(r, NULL, 0, NULL);
+		goto done;
+	}
+	while (r->n > 0 && rec_at(r, 0)->pos < upto_pos && rec_at(r, 0)->pos < keep)
+		evict(r, NULL, 0, NULL);
+done:
+	if (r->n < before)
+		shrink(r);
 }
 
 static int slot(struct window_ring *r, struct window_done *done, size_t max, size_t *ndone)

@@ -27,6 +27,8 @@
 #define WINDOW_LAG_RECORDS 8192          /* extra records kept for checker lag */
 #define WINDOW_RING_MAX_RECORDS 131072   /* records one ring may hold */
 #define WINDOW_RING_BYTES (2u << 20)     /* bytes one ring may hold */
+#define WINDOW_RING_MIN_RECORDS 1024     /* descriptors a ring starts with, shrinks to */
+#define WINDOW_RING_MIN_BYTES 16384      /* text bytes likewise */
 #define WINDOW_PENDING_MAX 64            /* windows waiting for their AFTER part */
 #define WINDOW_MERGE_FACTOR 4            /* a merged window spans at most this many windows */
 
@@ -118,6 +120,12 @@ int window_set_header(struct window_ring *r, const char *hdr, size_t len, double
  * through `done` (up to `max`; *ndone gets the count). 0 or -ENOMEM. */
 int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *text, size_t len,
 		struct window_done *done, size_t max, size_t *ndone);
+
+/* The checker has reported on every record up to `upto_pos`: no window
+ * will need records more than BEFORE back from it, and those not in a
+ * pending window leave the ring now; what the ring holds beyond four times
+ * what it keeps is given back (a checker that lagged, a burst). */
+void window_release(struct window_ring *r, uint64_t upto_pos);
 
 /* Keep a gap marker for `count` records lost after record `pos`. */
 int window_push_gap(struct window_ring *r, uint64_t pos, uint64_t count);

@@ -23,6 +23,9 @@
 
 /* Limits: everything a bad log can make the reader allocate is bounded. */
 #define LOG_READ_CHUNK (256u * 1024)          /* bytes asked of each read(2) */
+#define LOG_READ_FIRST (16u * 1024)           /* ...of a pipe or socket at first: the
+                                                 buffer doubles up to LOG_READ_CHUNK
+                                                 while reads fill it */
 #define LOG_MAX_LINE (1024u * 1024)           /* longest ascii line */
 #define LOG_MAX_FRAME (16u * 1024 * 1024)     /* longest binary frame */
 #define LOG_MAX_ARENA (64u * 1024 * 1024)     /* protobuf-c memory for one frame */
@@ -119,6 +122,7 @@ struct log_reader {
     /* input buffer: unread bytes are buf[start..end), slack after end */
     char *buf;
     size_t cap;             /* allocated bytes minus LOG_BUF_PAD */
+    unsigned full_reads;    /* reads in a row that filled the room given */
     size_t start, end;
     uint64_t base;          /* stream offset of buf[0] */
     size_t scan;            /* ascii: bytes after start known to hold no newline */

@@ -154,7 +154,8 @@ int logr_fill(log_reader *r, size_t want, char **errmsg)
     size_t avail = r->end - r->start;
     /* Move the unread tail to the front when the free space runs short. */
     r->complete = 0;
-    if (r->start > 0 && (r->cap - r->end < LOG_READ_CHUNK / 4 || r->cap - r->start < want)) {
+    size_t low = (r->cap < LOG_READ_CHUNK ? r->cap : LOG_READ_CHUNK) / 4;
+    if (r->start > 0 && (r->cap - r->end < low || r->cap - r->start < want)) {
         memmove(r->buf, r->buf + r->start, avail);
         r->base += r->start;
         r->start = 0;
@@ -162,6 +163,10 @@ int logr_fill(log_reader *r, size_t want, char **errmsg)
         /* Give back memory a huge frame or line made us take. */
         if (r->cap > 4 * LOG_READ_CHUNK && avail < LOG_READ_CHUNK && want <= LOG_READ_CHUNK)
             buf_resize(r, LOG_READ_CHUNK);
+    }
+    if (r->full_reads >= 2 && r->cap < LOG_READ_CHUNK) {
+        buf_resize(r, r->cap * 2);      /* a fast producer: ask for more at a time */
+        r->full_reads = 0;
     }
     if (want > r->cap - r->start || r->end == r->cap) {
         size_t need = r->start + (want > avail + 1 ? want : avail + 1);
@@ -174,6 +179,7 @@ int logr_fill(log_reader *r, size_t want, char **errmsg)
     for (;;) {
         ssize_t n = read(r->fd, r->buf + r->end, room);
         if (n > 0) {
+            r->full_reads = (size_t)n == room ? r->full_reads + 1 : 0;
             r->end += (size_t)n;
             return 1;
         }
@@ -376,9 +382,13 @@ log_reader *log_reader_open(int fd, bool own_fd, const char *logname,
     r->fd = fd;
     r->own_fd = own_fd;
     struct stat st;
-    if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+    bool file = fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+    if (file)
         r->fd_origin = lseek(fd, 0, SEEK_CUR);
-    buf_resize(r, LOG_READ_CHUNK);
+    /* A file is read in large chunks at once; a pipe or socket (pcheck
+     * -cont under a telemonitor, one per stream) starts small and grows
+     * only while its writer keeps the reads full. */
+    buf_resize(r, file ? LOG_READ_CHUNK : LOG_READ_FIRST);
     if (reader_start(r, errmsg) < 0) {
         log_reader_free(r);
         return NULL;

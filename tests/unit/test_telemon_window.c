@@ -257,6 +257,55 @@ static void pending_limit(void **state)
 	window_ring_free(&r);
 }
 
+/* The checker reported on every record up to 2,000: records more than
+ * BEFORE back from there, and not in a pending window, leave the ring, and
+ * the ring gives its memory back; a later failure's window is whole. */
+static void release_after_progress(void **state)
+{
+	struct window_ring r = make("500 after 5");
+	struct window_done d[WINDOW_PENDING_MAX];
+	size_t cap, bcap;
+
+	fill(&r, 1, 20000);
+	cap = r.cap;
+	bcap = r.bcap;
+	assert_true(r.n > 8000);
+	window_release(&r, 20000 - 600);
+	assert_int_equal(oldest_pos(&r), 20000 - 600 - 500);
+	assert_true(r.cap < cap && r.cap >= r.n + 1);
+	assert_true(r.bcap < bcap);
+	/* a pending window holds its records back */
+	assert_int_equal(window_request(&r, 19000, 19100, 191000, 3, 0, 30), 3);
+	window_release(&r, 19999);
+	assert_int_equal(oldest_pos(&r), 19000);
+	fill(&r, 20001, 20010);
+	assert_int_equal(window_collect(&r, 1, false, d, WINDOW_PENDING_MAX), 1);
+	assert_false(d[0].truncated);
+	check_text(&d[0], 19000, 19105);
+	free(d[0].text);
+	window_release(&r, 19999);
+	assert_int_equal(oldest_pos(&r), 19999 - 500);
+	/* the next failure (its end event after 19,999) still has its 500 */
+	assert_int_equal(window_request(&r, 19000, 20005, 200050, 4, 0, 30), 4);
+	assert_int_equal(window_collect(&r, 1, true, d, WINDOW_PENDING_MAX), 1);
+	assert_false(d[0].truncated);
+	assert_int_equal(d[0].from_pos, 20005 - 499);
+	free(d[0].text);
+	window_ring_free(&r);
+}
+
+/* By log time (records every 10 ms): what lies within BEFORE of the last
+ * checked record stays. */
+static void release_by_time(void **state)
+{
+	struct window_ring r = make("50 ms after 30 ms");
+
+	fill(&r, 1, 1000);
+	window_release(&r, 900);
+	assert_int_equal(oldest_pos(&r), 895);
+	window_ring_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +317,8 @@ int main(void)
 		cmocka_unit_test(merging),
 		cmocka_unit_test(gaps_and_truncation),
 		cmocka_unit_test(pending_limit),
+		cmocka_unit_test(release_after_progress),
+		cmocka_unit_test(release_by_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,204 @@
+"""bench/telemonitor/ramp.py BUILD_DIR — the telemonitor's capacity (issue
+34): N programs, each under its own snarflog, each writing 999 records a
+second in ten writes a second (bench_tm_writer -rate 333 -every-ms 100
+-wall, a read every 100 slow), all through one telemonitor on sqlite. For
+each N of the ramp it runs two classes side by side, one after the other:
+
+  check  the class has a spec (a checker per stream): what production runs;
+  count  the class has only a tool that counts bytes (`wc -c`): the floor
+         of moving the records through the telemonitor.
+
+and prints, per row: whether every stream is exact (records + lost +
+skipped + unchecked = written, and for `check` every slow read stored as a
+failure), the failures' latency (store time minus the failing read's
+start, which is wall-clock time: p50 / p99 / max), the CPU of the
+telemonitor and everything it ran (its checkers or tools), per record, the
+memory per stream (the telemonitor's RSS plus its children's PSS, sampled
+mid-run, divided by N), and how long after the last program ended its
+results were all in ("tail").
+
+The knee is the first N whose `check` row is not exact or has p99 latency
+above 1 s.
+
+Environment: RAMP (default "100 300 500 1000"), SECS (20), KINDS ("check
+count"), SLOW_EVERY (100). Run on a Release build (cmake -DCMAKE_BUILD_TYPE=
+Release); the programs and snarflogs share the machine with the
+telemonitor, as they would on a busy host.
+"""
+import glob
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
+if len(sys.argv) > 1:
+    os.environ["CMON_BUILD_DIR"] = os.path.abspath(sys.argv[1])
+os.environ.setdefault("CMON_SOURCE_DIR", SRC)
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+
+import cmontest as ct          # noqa: E402
+import telemontest as tt       # noqa: E402
+
+_E = os.environ.get
+RAMP = [int(x) for x in _E("RAMP", "100 300 500 1000").split()]
+SECS = int(_E("SECS", 20))
+KINDS = _E("KINDS", "check count").split()
+SLOW_EVERY = int(_E("SLOW_EVERY", 100))
+READS_S = 333                       # 999 records a second
+READS = READS_S * SECS
+RECORDS = 3 * READS
+TICK = os.sysconf("SC_CLK_TCK")
+
+SPEC = """perfspec ramp
+  timed event StartRead(tid, size);
+              EndRead(tid);
+  event CacheHit(tid);
+  interval Read =
+    s: StartRead, e: EndRead where e.tid = s.tid
+  metrics
+    time = ts(e) - ts(s)
+  end Read;
+  assert "read at most 10 ms": {& r : Read : r.time <= 10 ms};
+end ramp
+"""
+
+
+class Quiet(tt.Telemonitor):
+    """The telemonitor without -debug (its log would cost CPU)."""
+
+    def argv(self):
+        return [a for a in super().argv() if a != "-debug"]
+
+
+def cpu(pid):
+    """utime + stime + cutime + cstime of pid, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        w = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in w[11:15]) / TICK
+
+
+def children(pid):
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def kib(path, key):
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def memory(pid):
+    """(the telemonitor's RSS, its children's PSS summed), KiB."""
+    own = kib("/proc/%d/status" % pid, "VmRSS")
+    kids = sum(kib("/proc/%d/smaps_rollup" % c, "Pss") for c in children(pid))
+    return own, kids
+
+
+def pct(v, p):
+    if not v:
+        return float("nan")
+    v = sorted(v)
+    return v[min(len(v) - 1, int(p * len(v)))]
+
+
+def run(n, kind):
+    with ct.Env("ramp-%d-%s" % (n, kind)) as env:
+        spec = env.path("ramp.pspec")
+        with open(spec, "w") as f:
+            f.write(SPEC)
+        if kind == "check":
+            rc = tt.rc_class("ramp-*", spec=spec, block=True)
+        else:
+            rc = tt.rc_class("ramp-*", tool="exec wc -c > /dev/null", block=True)
+        reg = env.registry()
+        tm = Quiet(env, reg, rc)
+        pid = tm.proc.p.pid
+        cpu0 = cpu(pid)
+        writer = ct.binary("bench_tm_writer")
+        progs = []
+        t0 = time.monotonic()
+        for k in range(n):
+            prog = "ramp-%04d" % k
+            env.snarflog(prog, reg=reg, wait_port=False, stdout=subprocess.DEVNULL,
+                         cmd=[writer, "-reads", str(READS), "-rate", str(READS_S),
+                              "-every-ms", "100", "-wall", "-slow-every", str(SLOW_EVERY),
+                              "-prog", prog])
+            progs.append(prog)
+        started = time.monotonic() - t0
+        time.sleep(max(1.0, SECS / 2 - started))
+        own, kids = memory(pid)
+        for p in env.procs:
+            if p.name == "snarflog":
+                p.p.wait(SECS * 10 + 120)
+        ended = time.monotonic()
+
+        def all_ended():
+            rows = [i for i in tm.instances() if i["prog"].startswith("ramp-")]
+            done = [i for i in rows if i["state"] in ("ended", "gone")]
+            return rows if len(done) == n else None
+        rows = ct.wait_for(all_ended, 600, "every instance to end", interval=0.5)
+        tail = time.monotonic() - ended
+        used = cpu(pid) - cpu0
+        bad = 0
+        recs = 0
+        for i in rows:
+            acct = i["records"] + i["lost"] + i["skipped"] + i.get("unchecked", 0)
+            recs += i["records"]
+            want_f = READS // SLOW_EVERY if kind == "check" else 0
+            if acct != RECORDS or i["lost"] or i.get("unchecked", 0) or \
+                    (kind == "check" and i["failures"] != want_f):
+                bad += 1
+        tm.stop()
+        lat = []
+        if kind == "check":
+            db = sqlite3.connect(glob.glob(os.path.join(tm.state, "telemonitor.db"))[0])
+            lat = [r[0] for r in db.execute(
+                "SELECT time - start_wall FROM failures WHERE report = 0 AND start_wall > 0")]
+            db.close()
+        return {
+            "n": n, "kind": kind, "records": recs, "exact": n - bad,
+            "failures": len(lat), "p50": pct(lat, 0.5), "p99": pct(lat, 0.99),
+            "max": max(lat) if lat else float("nan"), "cpu": used,
+            "us": used / recs * 1e6 if recs else float("nan"),
+            "own": own, "kids": kids, "per": (own + kids) / n, "tail": tail,
+        }
+
+
+def main():
+    print("ramp: %s on %d CPUs (%s); %d s at %d records/s a program, ten writes a second; "
+          "classes: %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.cpu_count(),
+                            os.uname().nodename, SECS, 3 * READS_S, " ".join(KINDS)))
+    print("%6s %-5s %10s %7s %8s %8s %8s %8s %7s %7s %9s %9s %8s %6s" %
+          ("N", "class", "records", "exact", "failures", "p50 ms", "p99 ms", "max ms", "CPU s",
+           "us/rec", "tm MiB", "kids MiB", "KiB/str", "tail"))
+    knee = None
+    for n in RAMP:
+        res = {}
+        for kind in KINDS:
+            r = res[kind] = run(n, kind)
+            print("%6d %-5s %10d %4d/%-3d %8d %8.0f %8.0f %8.0f %7.1f %7.2f %9.1f %9.1f %8.0f "
+                  "%5.1fs" % (n, kind, r["records"], r["exact"], n, r["failures"],
+                              r["p50"] * 1e3, r["p99"] * 1e3, r["max"] * 1e3, r["cpu"], r["us"],
+                              r["own"] / 1024, r["kids"] / 1024, r["per"], r["tail"]))
+            sys.stdout.flush()
+        if "check" in res and "count" in res and res["count"]["us"] > 0:
+            print("%6d check/count CPU per record: %.2fx" %
+                  (n, res["check"]["us"] / res["count"]["us"]))
+        c = res.get("check")
+        if knee is None and c and (c["exact"] < n or c["p99"] > 1.0):
+            knee = n
+    print("knee: %s" % ("none up to %d streams" % RAMP[-1] if knee is None else
+                        "%d streams (first row not exact or p99 > 1 s)" % knee))
+
+
+if __name__ == "__main__":
+    main()
