@@ -396,3 +396,43 @@ double digest_next_deadline(const struct digest *d)
 				t = g->end;
 	return t;
 }
+
+size_t digest_waiting(const struct digest *d, const struct digest_item *it)
+{
+	const struct group *g = find_group(d, it, NULL);
+
+	return g ? g->nitems + g->nmore : 0;
+}
+
+int digest_resolved_mail(const struct digest_resolved *r, struct digest_mail *out)
+{
+	char name[600], per[40], first[40], last[40], when[40], why[200];
+
+	memset(out, 0, sizeof *out);
+	assertion_name(r->assertion, r->line, name, sizeof name);
+	period_text(r->resolve_after, per, sizeof per);
+	iso_time(r->first, first, sizeof first);
+	iso_time(r->last, last, sizeof last);
+	iso_time(r->when, when, sizeof when);
+	if (r->ended)
+		snprintf(why, sizeof why, "the instance ended (%s)", when);
+	else
+		snprintf(why, sizeof why, "no failure for %s (resolve-after)", per);
+	out->to = strdup(r->to);
+	out->subject = fmt("[telemonitor] %s on %s pid %" PRId64 ": %s resolved", r->prog,
+			   r->machine, r->pid, name);
+	out->body = fmt("Resolved: %s of program %s on machine %s, pid %" PRId64 "%s%s%s: %s.\n\n"
+			"It failed %zu time%s from %s to %s.\n"
+			"All of them: %s failures --prog %s --assert '%s'\n",
+			name, r->prog, r->machine, r->pid, r->spec ? " (spec " : "",
+			r->spec ? r->spec : "", r->spec ? ")" : "", why, r->failures,
+			r->failures == 1 ? "" : "s", first, last, r->ctl, r->prog,
+			r->assertion ? r->assertion : "");
+	out->count = 0;
+	one_line(out->subject);
+	if (!out->to || !out->subject || !out->body) {
+		digest_mail_clear(out);
+		return -ENOMEM;
+	}
+	return 0;
+}

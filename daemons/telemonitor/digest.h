@@ -1,13 +1,16 @@
 /* Grouping failure notices into mails. For each (instance, assertion), the
  * first failure is mailed at once; later ones within the grouping period
  * are collected and mailed together as one digest when the period ends,
- * and a new period starts, until a period passes with no failure. Pure
+ * and a new period starts, until a period passes with no failure. A pair
+ * that was mailed and then resolves (notify.c decides when) may get a
+ * "resolved" mail (digest_resolved_mail). Pure
  * logic: the caller supplies the time, sends what comes out, and keeps
  * what waits for a digest (digest_due_at) so that digest_restore() can
  * put it back after a restart. */
 #ifndef TELEMON_DIGEST_H
 #define TELEMON_DIGEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +82,31 @@ size_t digest_due(struct digest *d, double now, struct digest_mail *out, size_t 
 
 /* When digest_due() next has something to do (0: never). */
 double digest_next_deadline(const struct digest *d);
+
+/* Failures of the group of `it` waiting for its digest (0: none, or no
+ * such group). */
+size_t digest_waiting(const struct digest *d, const struct digest_item *it);
+
+/* An (instance, assertion) that was mailed as failing and is resolved. */
+struct digest_resolved {
+	const char *prog;         /* program name */
+	const char *machine;      /* machine name */
+	int64_t pid;              /* process id */
+	const char *spec;         /* spec file (may be NULL) */
+	const char *assertion;    /* assertion label, or NULL for an unlabelled one */
+	int line;                 /* its line in the spec */
+	size_t failures;          /* failures mailed since it began failing */
+	double first, last;       /* the first and the last of them (Unix seconds) */
+	double resolve_after;     /* the quiet time that resolved it (seconds) */
+	bool ended;               /* resolved because the instance ended, not by quiet */
+	double when;              /* when it resolved */
+	const char *to;           /* recipients */
+	const char *ctl;          /* command prefix for the hint */
+};
+
+/* The "resolved" mail of `r` into *out (subject "... resolved"). 0 or
+ * -ENOMEM (*out cleared). */
+int digest_resolved_mail(const struct digest_resolved *r, struct digest_mail *out);
 
 /* Number of groups alive (for status output and tests). */
 size_t digest_groups(const struct digest *d);

@@ -14,16 +14,27 @@
  * sends it again (at least once; it keeps its Message-ID). While the store
  * is degraded (store.h) mails are not held back: their rows wait in the
  * store's backlog with the failures, and a mail row the backlog had to
- * drop is counted there (telemonctl status, store.dropped_mail). */
+ * drop is counted there (telemonctl status, store.dropped_mail).
+ *
+ * Mail follows the alerts' firing and resolved states (docs/alerting.md):
+ * an (instance, assertion) mailed as failing, of a class with
+ * (mail-resolved TRUE), is remembered as firing; it resolves when no
+ * failure of it comes for the class's resolve-after, or when its instance
+ * ends, and then a "resolved" mail is sent, after any digest of its
+ * failures still waiting, unless a silence matches it by then. The pairs
+ * firing are kept in memory only: after a restart, no resolved mail
+ * comes for those mailed before it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "amsilences.h"
 #include "cmon/log.h"
 #include "digest.h"
 #include "failures.h"
+#include "hygiene.h"
 #include "mail.h"
 #include "outbox.h"
 #include "store.h"
@@ -41,6 +52,29 @@ struct pending {
 };
 TAILQ_HEAD(pending_list, pending);
 
+/* Limits. */
+#define NOTIFY_FIRING_MAX DIGEST_GROUPS_MAX  /* pairs remembered as firing */
+#define NOTIFY_RESOLVE_TICK_S 1              /* how often firing pairs are looked at */
+
+/* An (instance, assertion) mailed as failing whose class wants a
+ * "resolved" mail. */
+struct firing {
+	TAILQ_ENTRY(firing) link;     /* in notify.firing */
+	uint64_t instance_id;         /* key: the instance */
+	char *assertion;              /* key: its label, or NULL when unlabelled */
+	int line;                     /* key: its line in the spec */
+	uint32_t class_id;            /* the class monitoring the instance */
+	char *prog, *machine;         /* for the mail and the silences */
+	int64_t pid;                  /* for the mail */
+	char *spec;                   /* for the mail (may be NULL) */
+	char *to;                     /* recipients */
+	char *alertmanager;           /* the class's Alertmanager (its silences), or NULL */
+	size_t failures;              /* failures mailed since it began failing */
+	double first, last;           /* the first and the last of them */
+	double resolve_after;         /* quiet time that resolves it */
+};
+TAILQ_HEAD(firing_list, firing);
+
 /* The mail side of the service. */
 struct notify {
 	struct tmon *tm;              /* the service */
@@ -53,6 +87,9 @@ struct notify {
 	uint64_t sent;                /* mails accepted by the relay since start */
 	uint64_t dropped;             /* mails dropped (queue full) since start */
 	size_t queued;                /* mails composed and neither sent nor dropped */
+	struct firing_list firing;    /* pairs mailed as failing (mail-resolved classes) */
+	size_t nfiring;               /* how many */
+	struct event *resolve_timer;  /* looks at them every NOTIFY_RESOLVE_TICK_S */
 };
 
 static void on_sent(evutil_socket_t fd, short what, void *arg);
@@ -305,6 +342,143 @@ static void notify_adopt(struct tmon *tm, const char *from)
 	schedule(n);
 }
 
+/* --- resolved mail ------------------------------------------------------------ */
+
+static void firing_free(struct firing *f)
+{
+	if (!f)
+		return;
+	free(f->assertion);
+	free(f->prog);
+	free(f->machine);
+	free(f->spec);
+	free(f->to);
+	free(f->alertmanager);
+	free(f);
+}
+
+static char *dup_opt(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* Does class `class_id` (or the defaults, if it is gone) want resolved mail? */
+static bool wants_resolved(struct tmon *tm, uint32_t class_id)
+{
+	const struct tm_class *c = classes_find(tm, class_id);
+	const struct rc_class *k = NULL;
+
+	if (!tm->rc)
+		return false;
+	if (c && c->index < tm->rc->nclasses)
+		k = &tm->rc->classes[c->index];
+	return rc_flag(tm->rc, k, RC_MAIL_RESOLVED);
+}
+
+/* A failure of `ev` was mailed (or joined a digest): its pair fires, from
+ * now on or once more. */
+static void firing_note(struct notify *n, const struct failure_event *ev)
+{
+	const char *label = ev->f.assertion;
+	struct firing *f;
+	struct timeval tick = { NOTIFY_RESOLVE_TICK_S, 0 };
+
+	TAILQ_FOREACH(f, &n->firing, link)
+		if (f->instance_id == ev->in->id && f->line == ev->f.line &&
+		    (label ? f->assertion && !strcmp(f->assertion, label) : !f->assertion))
+			break;
+	if (!f) {
+		if (n->nfiring >= NOTIFY_FIRING_MAX || !(f = calloc(1, sizeof *f)))
+			return;                 /* no resolved mail for it */
+		f->instance_id = ev->in->id;
+		f->line = ev->f.line;
+		f->class_id = ev->class_id;
+		f->pid = ev->in->pid;
+		f->assertion = dup_opt(label);
+		f->prog = strdup(ev->in->prog);
+		f->machine = strdup(ev->in->machine);
+		f->spec = dup_opt(ev->f.spec);
+		f->to = strdup(ev->mail);
+		f->alertmanager = ev->alertmanager && *ev->alertmanager ? strdup(ev->alertmanager)
+									 : NULL;
+		f->first = ev->f.time;
+		if ((label && !f->assertion) || !f->prog || !f->machine || !f->to ||
+		    (ev->f.spec && !f->spec) ||
+		    (ev->alertmanager && *ev->alertmanager && !f->alertmanager)) {
+			firing_free(f);
+			return;
+		}
+		TAILQ_INSERT_TAIL(&n->firing, f, link);
+		n->nfiring++;
+	}
+	f->failures++;
+	f->last = ev->f.time;
+	f->resolve_after = ev->resolve_after > 0 ? ev->resolve_after : RC_RESOLVE_AFTER_DEFAULT;
+	if (!evtimer_pending(n->resolve_timer, NULL))
+		evtimer_add(n->resolve_timer, &tick);
+}
+
+/* Is pair `f` silenced at `now` (by the same silences as its failures)? */
+static bool firing_silenced(struct tmon *tm, const struct firing *f, double now)
+{
+	struct amsil_alert al = {
+		.prog = f->prog, .machine = f->machine, .pid = f->pid, .class_id = f->class_id,
+		.assertion = f->assertion, .line = f->line,
+	};
+	char id[AMSIL_ID_MAX];
+
+	if (f->alertmanager)
+		return amsil_silenced(tm, f->alertmanager, &al, now, id, sizeof id);
+	return hygiene_silenced(tm, f->prog, f->machine, f->assertion, f->line, now) != 0;
+}
+
+/* Every NOTIFY_RESOLVE_TICK_S while pairs fire: those quiet for their
+ * resolve-after, or whose instance has ended, resolve, once their
+ * waiting digest (if any) has gone; a resolved mail for each that no
+ * silence matches. */
+static void resolve_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct notify *n = arg;
+	struct tmon *tm = n->tm;
+	double now = tm_now();
+	struct firing *f, *next;
+	struct timeval tick = { NOTIFY_RESOLVE_TICK_S, 0 };
+
+	(void)fd, (void)what;
+	for (f = TAILQ_FIRST(&n->firing); f; f = next) {
+		const struct tm_instance *in = instances_find(tm, f->instance_id);
+		bool ended = !in || in->state == IS_ENDED || in->state == IS_GONE;
+		struct digest_item key = { .instance_id = f->instance_id, .assertion = f->assertion,
+					   .line = f->line };
+		next = TAILQ_NEXT(f, link);
+		if ((!ended && now < f->last + f->resolve_after) ||
+		    digest_waiting(n->digest, &key))
+			continue;
+		if (!firing_silenced(tm, f, now)) {
+			struct digest_resolved r = {
+				.prog = f->prog, .machine = f->machine, .pid = f->pid, .spec = f->spec,
+				.assertion = f->assertion, .line = f->line, .failures = f->failures,
+				.first = f->first, .last = f->last, .resolve_after = f->resolve_after,
+				.ended = ended && now < f->last + f->resolve_after, .when = now,
+				.to = f->to, .ctl = tm->ctl_hint,
+			};
+			struct digest_mail m;
+			if (digest_resolved_mail(&r, &m) == 0) {
+				queue_mail(n, &m, now);
+				digest_mail_clear(&m);
+			} else {
+				cmon_warn("mail: out of memory; no resolved mail for %s on %s pid %lld",
+					  f->prog, f->machine, (long long)f->pid);
+			}
+		}
+		TAILQ_REMOVE(&n->firing, f, link);
+		n->nfiring--;
+		firing_free(f);
+	}
+	if (n->nfiring)
+		evtimer_add(n->resolve_timer, &tick);
+}
+
 void notify_start(struct tmon *tm)
 {
 	struct notify *n = calloc(1, sizeof *n);
@@ -314,9 +488,11 @@ void notify_start(struct tmon *tm)
 		goto fail;
 	n->tm = tm;
 	TAILQ_INIT(&n->pending);
+	TAILQ_INIT(&n->firing);
 	n->digest = digest_new();
 	n->timer = evtimer_new(tm->base, due, n);
-	if (!n->digest || !n->timer)
+	n->resolve_timer = evtimer_new(tm->base, resolve_tick, n);
+	if (!n->digest || !n->timer || !n->resolve_timer)
 		goto fail;
 	tm->notify = n;
 	store_set_commit_cb(tm->store, on_commit, n);
@@ -337,6 +513,8 @@ fail:
 		digest_free(n->digest);
 		if (n->timer)
 			event_free(n->timer);
+		if (n->resolve_timer)
+			event_free(n->resolve_timer);
 		free(n);
 	}
 }
@@ -345,6 +523,7 @@ void notify_stop(struct tmon *tm)
 {
 	struct notify *n = tm->notify;
 	struct pending *p;
+	struct firing *f;
 
 	if (!n)
 		return;
@@ -368,6 +547,11 @@ void notify_stop(struct tmon *tm)
 	mailer_free(n->mailer);
 	outbox_free(n->outbox);
 	event_free(n->timer);
+	event_free(n->resolve_timer);
+	while ((f = TAILQ_FIRST(&n->firing))) {   /* no resolved mail: kept in memory only */
+		TAILQ_REMOVE(&n->firing, f, link);
+		firing_free(f);
+	}
 	digest_free(n->digest);
 	free(n);
 }
@@ -395,6 +579,8 @@ static void notify_failure(struct tmon *tm, const struct failure_event *ev)
 	metrics = render_metrics(ev->f.metrics);
 	it.metrics = metrics;
 	r = digest_add(n->digest, &it, now, &m);
+	if (r >= 0 && wants_resolved(tm, ev->class_id))
+		firing_note(n, ev);
 	if (r == 1) {
 		queue_mail(n, &m, now);
 		digest_mail_clear(&m);

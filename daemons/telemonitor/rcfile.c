@@ -492,7 +492,7 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 	if (p < 0)
 		return rc_fail(ps, line, name, "unknown property (known: prog machine pid tool "
 			    "spec mail window mailgroup block auto notify-reports alertmanager resolve-after "
-			    "allow-unbounded; in "
+			    "mail-resolved allow-unbounded; in "
 			    "defaults also "
 			    "smtp from store-backlog retention http store)");
 	if (!in_defaults && !props[p].in_class)

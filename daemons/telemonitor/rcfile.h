@@ -1,6 +1,7 @@
 /* The telemonitor configuration file (telemonrc(5)): the S-expression
  * format of the original CMon telemonitor plus the properties spec, mail,
- * window, mailgroup, notify-reports, alertmanager, resolve-after, allow-unbounded, and in
+ * window, mailgroup, notify-reports, alertmanager, resolve-after, mail-resolved,
+ * allow-unbounded, and in
  * (defaults ...) smtp, from,
  * store-backlog, retention and http.
  *
@@ -35,6 +36,7 @@
 	X(RC_NOTIFY_REPORTS, "notify-reports", true, true, false) \
 	X(RC_ALERTMANAGER, "alertmanager", false, true, false)  \
 	X(RC_RESOLVE_AFTER, "resolve-after", false, true, false) \
+	X(RC_MAIL_RESOLVED, "mail-resolved", true, true, false) \
 	X(RC_ALLOW_UNBOUNDED, "allow-unbounded", true, true, false) \
 	X(RC_SMTP, "smtp", false, false, false)                 \
 	X(RC_FROM, "from", false, false, false)                 \
@@ -127,7 +129,7 @@ const char *rc_text(const struct rc_config *c, const struct rc_class *k, enum rc
 
 /* Effective boolean of `p` for class `k`: its value, else the defaults',
  * else the property's default (TRUE for block and auto, FALSE for
- * notify-reports). */
+ * notify-reports, mail-resolved and allow-unbounded). */
 bool rc_flag(const struct rc_config *c, const struct rc_class *k, enum rc_prop p);
 
 /* Set property `name` of `props` from the text `value` (booleans accept
