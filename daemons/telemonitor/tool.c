@@ -1,4 +1,4 @@
-/* Tool processes (see tool.h). Started with fork and exec in their own
+/* Tool processes (see tool.h). Started with vfork and exec in their own
  * process group, with SIGHUP ignored: a tool outlives a telemonitor that is
  * killed (the kernel would hang up a stopped tool whose group is orphaned)
  * so that it can finish the input it was given; the next telemonitor
@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <limits.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "cmon/log.h"
@@ -398,19 +399,24 @@ static char **make_env(char *const add[])
 	return env;
 }
 
-/* In the child, between fork and exec (async-signal-safe calls only): its
- * own process group, default signals but SIGHUP ignored (see above). */
-static void child(int in, int out, int errfd, pid_t parent, char *const argv[], char **env)
+/* In the child, between vfork and exec: it shares the telemonitor's memory
+ * until execve, so only system calls, on its own stack frame, with every
+ * signal blocked (by the parent) until each one caught in the telemonitor
+ * is back to its default. Its own process group, default signals but
+ * SIGHUP ignored (see above), and no descriptor but 0, 1 and 2. */
+static _Noreturn void child(int in, int out, int errfd, pid_t parent, char *const argv[],
+			    char **env)
 {
-	struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN };
-	static const int sigs[] = { SIGPIPE, SIGCHLD, SIGTERM, SIGINT };
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN }, old;
 	sigset_t none;
 
 	setpgid(0, 0);
 	if (getppid() != parent)
 		_exit(127);                           /* the telemonitor is already gone */
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &dfl, NULL);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &old) == 0 &&
+		    (old.sa_handler != SIG_DFL || sig == SIGPIPE))
+			sigaction(sig, &dfl, NULL);
 	sigaction(SIGHUP, &ign, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -419,6 +425,26 @@ static void child(int in, int out, int errfd, pid_t parent, char *const argv[], 
 	close_range(3, ~0U, 0);
 	execve(argv[0], argv, env);
 	_exit(127);
+}
+
+/* Start the child with vfork: a fork would copy the page tables of a
+ * telemonitor holding hundreds of streams for every tool it starts (most
+ * of its CPU when many programs start together), and make every page it
+ * then writes a copy. All signals are blocked across it, so no handler runs
+ * in the child on the shared memory. */
+static pid_t __attribute__((noinline)) start_child(int in, int out, int errfd, pid_t parent,
+						   char *const argv[], char **env)
+{
+	sigset_t all, was;
+	pid_t pid;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
+	pid = vfork();
+	if (pid == 0)
+		child(in, out, errfd, parent, argv, env);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	return pid;
 }
 
 int tool_spawn(struct tool *t, char *const argv[], char *const add_env[], char *err,
@@ -446,9 +472,7 @@ int tool_spawn(struct tool *t, char *const argv[], char *const add_env[], char *
 		free(env);
 		goto out_close;
 	}
-	pid = fork();
-	if (pid == 0)
-		child(pin[0], pout[1], perr[1], self, argv, env);
+	pid = start_child(pin[0], pout[1], perr[1], self, argv, env);
 	free(env);
 	if (pid < 0) {
 		r = -errno;
@@ -515,12 +539,23 @@ out_close:
 
 int tool_write(struct tool *t, const void *p, size_t n)
 {
+	bool idle;
+
 	if (t->in_fd < 0 || t->closing_input)
 		return -EPIPE;
+	idle = evbuffer_get_length(t->inq) == 0;
 	if (evbuffer_add(t->inq, p, n) < 0)
 		return -ENOMEM;
-	if (!event_pending(t->in_ev, EV_WRITE, NULL))
+	if (idle) {
+		/* Nothing was waiting: write now rather than on the next turn of
+		 * the loop (an epoll_ctl pair and a wake-up less a batch); the
+		 * caller syncs the counts. What the pipe does not take waits for
+		 * it to have room. */
+		input_flush(t);
+		t->active_at = tm_now();
+	} else if (!event_pending(t->in_ev, EV_WRITE, NULL)) {
 		event_add(t->in_ev, NULL);
+	}
 	return 0;
 }
 

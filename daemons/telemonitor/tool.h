@@ -108,7 +108,10 @@ struct tool *tool_new(struct tmon *tm, enum tool_kind kind, const struct tool_cb
  * errno with a message in `err`. */
 int tool_spawn(struct tool *t, char *const argv[], char *const env[], char *err, size_t errlen);
 
-/* Queue log bytes (whole records, or header lines) for its standard input. */
+/* Queue log bytes (whole records, or header lines) for its standard input;
+ * when nothing was queued they are written at once, as far as the pipe
+ * takes them (the `wrote` callback is not called then: the caller syncs
+ * its counts). */
 int tool_write(struct tool *t, const void *p, size_t n);
 
 /* Bytes queued and not yet taken by the tool. */

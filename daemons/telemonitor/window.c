@@ -220,6 +220,22 @@ void window_set_origin(struct window_ring *r, int64_t ts)
 	r->origin = ts;
 }
 
+/* Index of the first kept record (or marker) at or past ordinal `pos`:
+ * ordinals never decrease along the ring. */
+static size_t first_at(const struct window_ring *r, uint64_t pos)
+{
+	size_t lo = 0, hi = r->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rec_at(r, mid)->pos < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int window_render(const struct window_ring *r, const struct window_pending *pw, uint64_t from,
 		  uint64_t to, struct window_done *out)
 {
@@ -229,11 +245,11 @@ int window_render(const struct window_ring *r, const struct window_pending *pw, 
 	uint64_t first = oldest_pos(r);
 	char *text, *p;
 	bool truncated = first == 0 || first > from;
+	size_t lo = first_at(r, from), hi = lo;
 
-	for (size_t i = 0; i < r->n; i++) {
-		const struct window_rec *w = rec_at(r, i);
-		if (w->pos >= from && w->pos <= to)
-			size += (w->off == NO_TEXT ? 0 : w->len) + 32;
+	for (; hi < r->n && rec_at(r, hi)->pos <= to; hi++) {
+		const struct window_rec *w = rec_at(r, hi);
+		size += (w->off == NO_TEXT ? 0 : w->len) + 32;
 	}
 	text = malloc(size);
 	if (!text)
@@ -253,7 +269,7 @@ int window_render(const struct window_ring *r, const struct window_pending *pw, 
 		p += sprintf(p, "#telemon-instance %s\n", r->label);
 	if (pw->has_origin)
 		p += sprintf(p, "#time-origin %lld\n", (long long)pw->origin);
-	for (size_t i = 0; i < r->n; i++) {
+	for (size_t i = lo; i < hi; i++) {
 		const struct window_rec *w = rec_at(r, i);
 		if (w->gap) {
 			if (w->pos >= from && w->pos < to)
