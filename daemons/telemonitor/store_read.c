@@ -697,6 +697,13 @@ int store_summaries_after(struct store *st, uint64_t after_id, int limit,
 
 /* --- time series (the dashboard's charts) -------------------------------------- */
 
+/* The whole seconds of a time, rounded down on both backends: a CAST to an
+ * integer truncates on sqlite but rounds to the nearest on PostgreSQL (a
+ * failure at :59.7 would count in the next minute); floor() is not in every
+ * sqlite build. */
+#define FLOOR_SECONDS(t)                                                                     \
+	"(CAST(" t " AS BIGINT) - CASE WHEN CAST(" t " AS BIGINT) > " t " THEN 1 ELSE 0 END)"
+
 static int series_row(struct db_stmt *q, const struct to *to)
 {
 	struct store_series_row r = {
@@ -724,10 +731,12 @@ int store_failure_series(struct store *st, const struct store_series_query *sq,
 	};
 	struct to to = { .cb.series = cb, .arg = arg };
 
-	/* the minute (step) of a failure: its whole seconds divided, so that
-	 * both backends count in the store with integer arithmetic */
+	/* the minute (step) of a failure: its whole seconds, rounded down,
+	 * divided, so that both backends count in the store with integer
+	 * arithmetic and put a failure in the same minute */
 	return query(st, "SELECT i.prog, coalesce(f.assert, 'line ' || CAST(f.line AS TEXT)) AS name,"
-		     " f.report, CAST(f.time AS BIGINT) / CAST(?5 AS BIGINT) * CAST(?5 AS BIGINT) AS bucket,"
+		     " f.report, " FLOOR_SECONDS("f.time") " / CAST(?5 AS BIGINT) * CAST(?5 AS BIGINT)"
+		     " AS bucket,"
 		     " count(*)"
 		     " FROM failures f JOIN instances i ON i.id = f.instance_id"
 		     " WHERE f.time >= ?3 AND f.time < ?4"

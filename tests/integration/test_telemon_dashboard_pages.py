@@ -8,7 +8,9 @@ port. Then
   failures (all by default), and so do telemonctl failures --reports,
   --failures-only and --kind; /api/v1/failures/series and
   /api/v1/durations/series answer with exactly the documented keys, the
-  series counting every failure; bad parameters are 400;
+  series counting every failure; bad parameters are 400; a failure at
+  :59.7 of a minute (its time set in the store, sqlite or PostgreSQL)
+  counts in that minute, not the next;
 * without JavaScript (urllib): /instances/N (counts, verdicts, its
   failures and, apart, its reports) and /failures/N (metrics in units,
   the witness, the log window with the failing interval's lines marked)
@@ -24,6 +26,7 @@ start."""
 import json
 import os
 import re
+import sqlite3
 import time
 import urllib.parse
 
@@ -123,6 +126,46 @@ def check_api(tm, failures):
     status, _, body = tm.http("/api/v1/durations/series?kind=failure")
     check(status == 400, "durations take no kind: %d", status)
     return fails, reps, d
+
+
+def store_sql(env, tm, query):
+    """Run `query` on the telemonitor's store: psql on PostgreSQL (the pg.*
+    entry), else the sqlite file of its state directory."""
+    if os.environ.get("CMON_TEST_STORE") == "postgresql":
+        env.pg.sql(env.pg_dbs[tm.state], query)
+        return
+    db = sqlite3.connect(os.path.join(tm.state, "telemonitor.db"), timeout=30)
+    with db:
+        db.execute(query)
+    db.close()
+
+
+def check_series_floor(env, tm, fails):
+    """A failure less than a second before a minute's end counts in that
+    minute on both stores (PostgreSQL's CAST to an integer rounded it into
+    the next one): one failure moved to :59.7 of its minute, then every
+    point of the two minutes from there is the failures' times rounded
+    down to the minute."""
+    f = fails[0]
+    minute = int(f["time_unix"] // 60) * 60
+    store_sql(env, tm, "UPDATE failures SET time = %d.7 WHERE id = %d" % (minute + 59, f["id"]))
+    now = tm.http_json("/api/v1/failures?limit=1000&kind=failure")
+    moved = [g["time_unix"] for g in now if g["id"] == f["id"]]
+    check(moved and abs(moved[0] - (minute + 59.7)) < 1e-3, "failure %d at :59.7: %r",
+          f["id"], moved)
+    want = {}
+    for g in now:
+        if minute <= g["time_unix"] < minute + 120:
+            name = g["assert"] if g["assert"] is not None else "line %d" % g["line"]
+            at = want.setdefault(name, {})
+            bucket = int(g["time_unix"] // 60) * 60
+            at[bucket] = at.get(bucket, 0) + 1
+    s = tm.http_json("/api/v1/failures/series?kind=failure&since=%d&until=%d" %
+                     (minute, minute + 120))
+    got = {x["assert"]: {p[0]: p[1] for p in x["points"]} for x in s["series"]}
+    check(got == want, "minutes %d, %d: %r, want %r", minute, minute + 60, got, want)
+    name = f["assert"] if f["assert"] is not None else "line %d" % f["line"]
+    check(got[name].get(minute, 0) >= 1, "the failure at :59.7 in its minute: %r", got)
 
 
 def check_ctl(tm, fails, reps):
@@ -299,6 +342,7 @@ def main():
                    f["prog"] == "fsread"][0]
         check_failure(base, failing)
         check_browser(env, base, inst["id"], failing["id"])
+        check_series_floor(env, tm, fails)
         if os.environ.get("CMON_SCREENSHOTS"):
             screenshots(env, base, inst["id"], failing["id"], os.environ["CMON_SCREENSHOTS"])
         tm.stop()
