@@ -3,7 +3,9 @@
  * grouping period go into one digest at its end, groups are per instance
  * and assertion, long digests are cut, idle groups are forgotten; what
  * waits for a digest can be put back after a restart (digest_due_at,
- * digest_restore) and a digest names its group. */
+ * digest_restore) and a digest names its group; the "resolved" mail of a
+ * pair that was mailed (digest_resolved_mail) names the program, instance
+ * and assertion and why it resolved, and keeps the label as written. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -226,6 +228,91 @@ static void restored_digest_overdue_is_due_at_once(void **state)
 	digest_free(d);
 }
 
+/* 2024-03-01T00:00:00Z */
+#define MARCH_1 1709251200.0
+
+static struct digest_resolved resolved(const char *label)
+{
+	struct digest_resolved r = {
+		.prog = "fsread", .machine = "host1", .pid = 4242,
+		.spec = "/etc/cmon/fsread.pspec", .assertion = label, .line = 28, .failures = 3,
+		.first = MARCH_1, .last = MARCH_1 + 70, .resolve_after = 300, .ended = false,
+		.when = MARCH_1 + 370, .to = "ops@example.org",
+		.ctl = "telemonctl -state /var/lib/telemonitor",
+	};
+	return r;
+}
+
+static void resolved_mail_after_quiet(void **state)
+{
+	struct digest_resolved r = resolved("read at most 10 ms");
+	struct digest_mail m;
+
+	assert_int_equal(digest_resolved_mail(&r, &m), 0);
+	assert_string_equal(m.to, "ops@example.org");
+	assert_string_equal(m.subject,
+			    "[telemonitor] fsread on host1 pid 4242: \"read at most 10 ms\" resolved");
+	assert_non_null(strstr(m.body, "Resolved: \"read at most 10 ms\" of program fsread on "
+				       "machine host1, pid 4242 (spec /etc/cmon/fsread.pspec): "
+				       "no failure for 5 min (resolve-after).\n"));
+	assert_non_null(strstr(m.body, "It failed 3 times from 2024-03-01T00:00:00Z to "
+				       "2024-03-01T00:01:10Z.\n"));
+	assert_non_null(strstr(m.body, "All of them: telemonctl -state /var/lib/telemonitor "
+				       "failures --prog fsread --assert 'read at most 10 ms'\n"));
+	assert_int_equal(m.count, 0);                /* it reports no failure of its own */
+	assert_int_equal(m.instance_id, 0);
+	assert_null(m.assertion);
+	digest_mail_clear(&m);
+}
+
+static void resolved_mail_instance_ended(void **state)
+{
+	struct digest_resolved r = resolved(NULL);   /* unlabelled: named by its line */
+	struct digest_mail m;
+
+	r.ended = true;
+	r.failures = 1;
+	r.spec = NULL;
+	assert_int_equal(digest_resolved_mail(&r, &m), 0);
+	assert_string_equal(m.subject, "[telemonitor] fsread on host1 pid 4242: the assertion on "
+				       "line 28 resolved");
+	assert_non_null(strstr(m.body, "Resolved: the assertion on line 28 of program fsread on "
+				       "machine host1, pid 4242: the instance ended "
+				       "(2024-03-01T00:06:10Z).\n"));
+	assert_non_null(strstr(m.body, "It failed 1 time from "));
+	assert_null(strstr(m.body, "(spec "));
+	assert_null(strstr(m.body, "resolve-after"));
+	digest_mail_clear(&m);
+}
+
+/* A plain-text mail: the label goes in as written, with nothing escaped
+ * (no HTML entities, no doubled %, no backslashes); only the subject's line
+ * breaks become spaces, so no header can be added through a label. */
+static void resolved_mail_keeps_the_label(void **state)
+{
+	static const char label[] = "p99 < 10 ms & \"fast\" at 50% \\ %s";
+	static const char *const escaped[] = { "&amp;", "&lt;", "&quot;", "%%", "\\\"", "\\\\" };
+	struct digest_resolved r = resolved(label);
+	struct digest_mail m;
+
+	assert_int_equal(digest_resolved_mail(&r, &m), 0);
+	assert_string_equal(m.subject, "[telemonitor] fsread on host1 pid 4242: "
+				       "\"p99 < 10 ms & \"fast\" at 50% \\ %s\" resolved");
+	assert_non_null(strstr(m.body, "Resolved: \"p99 < 10 ms & \"fast\" at 50% \\ %s\" of "));
+	assert_non_null(strstr(m.body, "--assert 'p99 < 10 ms & \"fast\" at 50% \\ %s'\n"));
+	for (size_t i = 0; i < sizeof escaped / sizeof escaped[0]; i++) {
+		assert_null(strstr(m.subject, escaped[i]));
+		assert_null(strstr(m.body, escaped[i]));
+	}
+	digest_mail_clear(&m);
+
+	r = resolved("evil\r\nBcc: x@y");
+	assert_int_equal(digest_resolved_mail(&r, &m), 0);
+	assert_null(strpbrk(m.subject, "\r\n"));
+	assert_non_null(strstr(m.subject, "\"evil  Bcc: x@y\" resolved"));
+	digest_mail_clear(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +324,9 @@ int main(void)
 		cmocka_unit_test(digest_names_its_group),
 		cmocka_unit_test(restored_failures_join_their_digest),
 		cmocka_unit_test(restored_digest_overdue_is_due_at_once),
+		cmocka_unit_test(resolved_mail_after_quiet),
+		cmocka_unit_test(resolved_mail_instance_ended),
+		cmocka_unit_test(resolved_mail_keeps_the_label),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
