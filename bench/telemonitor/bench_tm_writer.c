@@ -181,9 +181,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!latency) {
+		double t0 = now();
 		for (long i = 0; i < reads; i++)
 			one_read(slow_every > 0 && i % slow_every == slow_every - 1);
 		flush();
+		if (getenv("BENCH_TM_ELAPSED"))   /* bench/telemonitor/stalled.py */
+			printf("%ld %.6f\n", reads, now() - t0);
 		return 0;
 	}
 	for (long i = 0; i < 100; i++)
