@@ -391,7 +391,7 @@ static int grow_bytes(struct window_ring *r, size_t need)
 {
 	size_t ncap = r->bcap ? r->bcap * 2 : WINDOW_RING_MIN_BYTES;
 
-	while (ncap < need * 2 && ncap < r->bmax)
+	while (ncap < need + need / 3 && ncap < r->bmax)
 		ncap *= 2;
 	if (ncap > r->bmax)
 		ncap = r->bmax;
@@ -426,7 +426,7 @@ static void shrink(struct window_ring *r)
 			resize_recs(r, want);   /* on ENOMEM keep the larger one */
 	}
 	if (r->bcap > WINDOW_RING_MIN_BYTES && (used = used_bytes(r)) * 4 < r->bcap) {
-		for (want = WINDOW_RING_MIN_BYTES; want < used * 2; want *= 2)
+		for (want = WINDOW_RING_MIN_BYTES; want < used + used / 3; want *= 2)
 			;
 		if (want < r->bcap)
 			resize_bytes(r, want);
@@ -493,7 +493,7 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 		return rc;
 	if (keep && r->w + len > r->bcap && r->bcap < r->bmax) {
 		size_t used = used_bytes(r);
-		if (used + len > r->bcap / 2 || r->bcap == 0) {
+		if (used + len > r->bcap / 4 * 3 || r->bcap == 0) {
 			rc = grow_bytes(r, used + len);
 			if (rc == -ENOMEM)
 				return rc;
