@@ -110,6 +110,45 @@ static char *fmt(const char *f, ...)
 	return s;
 }
 
+/* `s` as one word for a POSIX shell: in single quotes, each ' written
+ * '\'' (so a label with an apostrophe pastes as it is). Allocated. */
+static char *shell_word(const char *s)
+{
+	size_t n = 3;
+	char *q, *p;
+
+	for (const char *c = s; *c; c++)
+		n += *c == '\'' ? 4 : 1;
+	if (!(q = malloc(n)))
+		return NULL;
+	p = q;
+	*p++ = '\'';
+	for (; *s; s++) {
+		if (*s == '\'') {
+			memcpy(p, "'\\''", 4);
+			p += 4;
+		} else {
+			*p++ = *s;
+		}
+	}
+	*p++ = '\'';
+	*p = '\0';
+	return q;
+}
+
+/* The mails' last line: the telemonctl command that lists every failure
+ * of the assertion, ready to paste. Allocated. */
+static char *all_of_them(const char *ctl, const char *prog, const char *assertion)
+{
+	char *q = shell_word(assertion ? assertion : ""), *line;
+
+	if (!q)
+		return NULL;
+	line = fmt("All of them: %s failures --prog %s --assert %s\n", ctl, prog, q);
+	free(q);
+	return line;
+}
+
 static void iso_time(double t, char *out, size_t size)
 {
 	time_t s = (time_t)t;
@@ -164,7 +203,7 @@ static void one_line(char *s)
 static int prompt_mail(const struct digest_item *it, struct digest_mail *out)
 {
 	char name[600], per[40];
-	char *para = paragraph(it);
+	char *para = paragraph(it), *all = all_of_them(it->ctl, it->prog, it->assertion);
 
 	assertion_name(it->assertion, it->line, name, sizeof name);
 	period_text(it->period, per, sizeof per);
@@ -175,17 +214,17 @@ static int prompt_mail(const struct digest_item *it, struct digest_mail *out)
 		out->body = fmt("%s failed for program %s on machine %s, pid %" PRId64 "%s%s%s.\n\n"
 				"%s\n"
 				"Further failures of this assertion within %s will be sent together "
-				"in one digest.\n"
-				"All of them: %s failures --prog %s --assert '%s'\n",
+				"in one digest.\n%s",
 				name, it->prog, it->machine, it->pid, it->spec ? " (spec " : "",
 				it->spec ? it->spec : "", it->spec ? ")" : "", para ? para : "", per,
-				it->ctl, it->prog, it->assertion ? it->assertion : "");
+				all ? all : "");
 	else
 		out->body = fmt("%s failed for program %s on machine %s, pid %" PRId64 ".\n\n%s",
 				name, it->prog, it->machine, it->pid, para ? para : "");
 	out->count = 1;
 	one_line(out->subject);
 	free(para);
+	free(all);
 	if (!out->to || !out->subject || !out->body) {
 		digest_mail_clear(out);
 		return -ENOMEM;
@@ -314,7 +353,7 @@ static int digest_mail(struct group *g, struct digest_mail *out)
 {
 	char name[600], per[40], more[80] = "";
 	size_t total = g->nitems + g->nmore, len = 0;
-	char *list, *p;
+	char *list, *p, *all;
 
 	for (size_t i = 0; i < g->nitems; i++)
 		len += strlen(g->items[i]) + 1;
@@ -337,11 +376,11 @@ static int digest_mail(struct group *g, struct digest_mail *out)
 	out->subject = fmt("[telemonitor] %s on %s pid %" PRId64 ": %s failed %zu more time%s",
 			   g->prog, g->machine, g->pid, name, total, total == 1 ? "" : "s");
 	out->body = fmt("Digest: %s failed %zu more time%s within %s for program %s on "
-			"machine %s, pid %" PRId64 "%s%s%s.\n\n%s%s"
-			"All of them: %s failures --prog %s --assert '%s'\n",
+			"machine %s, pid %" PRId64 "%s%s%s.\n\n%s%s%s",
 			name, total, total == 1 ? "" : "s", per, g->prog, g->machine, g->pid,
 			g->spec ? " (spec " : "", g->spec ? g->spec : "", g->spec ? ")" : "", list,
-			more, g->ctl, g->prog, g->assertion);
+			more, (all = all_of_them(g->ctl, g->prog, g->assertion)) ? all : "");
+	free(all);
 	out->count = total;
 	out->instance_id = g->instance_id;
 	out->assertion = strdup(g->assertion);
@@ -407,6 +446,7 @@ size_t digest_waiting(const struct digest *d, const struct digest_item *it)
 int digest_resolved_mail(const struct digest_resolved *r, struct digest_mail *out)
 {
 	char name[600], per[40], first[40], last[40], when[40], why[200];
+	char *all = all_of_them(r->ctl, r->prog, r->assertion);
 
 	memset(out, 0, sizeof *out);
 	assertion_name(r->assertion, r->line, name, sizeof name);
@@ -422,12 +462,11 @@ int digest_resolved_mail(const struct digest_resolved *r, struct digest_mail *ou
 	out->subject = fmt("[telemonitor] %s on %s pid %" PRId64 ": %s resolved", r->prog,
 			   r->machine, r->pid, name);
 	out->body = fmt("Resolved: %s of program %s on machine %s, pid %" PRId64 "%s%s%s: %s.\n\n"
-			"It failed %zu time%s from %s to %s.\n"
-			"All of them: %s failures --prog %s --assert '%s'\n",
+			"It failed %zu time%s from %s to %s.\n%s",
 			name, r->prog, r->machine, r->pid, r->spec ? " (spec " : "",
 			r->spec ? r->spec : "", r->spec ? ")" : "", why, r->failures,
-			r->failures == 1 ? "" : "s", first, last, r->ctl, r->prog,
-			r->assertion ? r->assertion : "");
+			r->failures == 1 ? "" : "s", first, last, all ? all : "");
+	free(all);
 	out->count = 0;
 	one_line(out->subject);
 	if (!out->to || !out->subject || !out->body) {

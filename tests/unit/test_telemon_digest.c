@@ -306,6 +306,12 @@ static void resolved_mail_keeps_the_label(void **state)
 	}
 	digest_mail_clear(&m);
 
+	/* an apostrophe: the command still pastes into a shell as one word */
+	r = resolved("it's slow");
+	assert_int_equal(digest_resolved_mail(&r, &m), 0);
+	assert_non_null(strstr(m.body, "--assert 'it'\\''s slow'\n"));
+	digest_mail_clear(&m);
+
 	r = resolved("evil\r\nBcc: x@y");
 	assert_int_equal(digest_resolved_mail(&r, &m), 0);
 	assert_null(strpbrk(m.subject, "\r\n"));
