@@ -57,3 +57,10 @@ void failures_adopt(struct tmon *tm, const char *from)
 		if (tm->failure_subs[i]->on_adopt)
 			tm->failure_subs[i]->on_adopt(tm, from);
 }
+
+void failures_instance_ended(struct tmon *tm, uint64_t id)
+{
+	for (size_t i = 0; i < tm->nfailure_subs; i++)
+		if (tm->failure_subs[i]->on_ended)
+			tm->failure_subs[i]->on_ended(tm, id);
+}

@@ -40,6 +40,9 @@ struct failure_subscriber {
 	/* This node took over an instance of telemonitor `from` (shared store):
 	 * take over what it left undelivered. */
 	void (*on_adopt)(struct tmon *tm, const char *from);
+	/* Instance `id` ended, is gone, or left this node's memory: nothing
+	 * more will fail for it here. */
+	void (*on_ended)(struct tmon *tm, uint64_t id);
 };
 
 /* Add `sub` (borrowed: it must outlive tm) after the subscribers before
@@ -57,5 +60,9 @@ int failures_add(struct tmon *tm, const struct failure_event *ev);
 /* This node took over an instance from telemonitor `from`: tell each
  * subscriber, in order. */
 void failures_adopt(struct tmon *tm, const char *from);
+
+/* Instance `id` ended, is gone, or was dropped from memory: tell each
+ * subscriber (instances.c, which owns the instance table, calls it). */
+void failures_instance_ended(struct tmon *tm, uint64_t id);
 
 #endif

@@ -61,6 +61,7 @@ static double now_s(const struct tmon *tm)
 
 static void drop(struct tmon *tm, struct tm_instance *in)
 {
+	failures_instance_ended(tm, in->id);
 	TAILQ_REMOVE(&tm->instances, in, link);
 	tm->ninstances--;
 	free(in);
@@ -472,6 +473,8 @@ static void session_ended(struct tmon *tm, struct tm_instance *in, enum inst_sta
 	in->dirty = true;
 	if (st == IS_STOPPED)
 		in->want = false;
+	if (st == IS_ENDED || st == IS_GONE)
+		failures_instance_ended(tm, in->id);
 	if (tm->stopping) {
 		store_instance_save(tm->store, in);
 		return;

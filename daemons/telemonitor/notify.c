@@ -72,6 +72,7 @@ struct firing {
 	size_t failures;              /* failures mailed since it began failing */
 	double first, last;           /* the first and the last of them */
 	double resolve_after;         /* quiet time that resolves it */
+	bool ended;                   /* its instance ended (or left this node) */
 };
 TAILQ_HEAD(firing_list, firing);
 
@@ -446,8 +447,7 @@ static void resolve_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd, (void)what;
 	for (f = TAILQ_FIRST(&n->firing); f; f = next) {
-		const struct tm_instance *in = instances_find(tm, f->instance_id);
-		bool ended = !in || in->state == IS_ENDED || in->state == IS_GONE;
+		bool ended = f->ended;
 		struct digest_item key = { .instance_id = f->instance_id, .assertion = f->assertion,
 					   .line = f->line };
 		next = TAILQ_NEXT(f, link);
@@ -597,8 +597,22 @@ static void notify_failure(struct tmon *tm, const struct failure_event *ev)
 	free(metrics);
 }
 
+/* Pairs of an instance that ended resolve at the next tick. */
+static void notify_ended(struct tmon *tm, uint64_t id)
+{
+	struct notify *n = tm->notify;
+	struct firing *f;
+
+	if (!n)
+		return;
+	TAILQ_FOREACH(f, &n->firing, link)
+		if (f->instance_id == id)
+			f->ended = true;
+}
+
 const struct failure_subscriber notify_failures = {
 	.name = "mail", .on_failure = notify_failure, .on_adopt = notify_adopt,
+	.on_ended = notify_ended,
 };
 
 void notify_stats(struct tmon *tm, struct notify_stats *out)
