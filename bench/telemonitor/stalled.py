@@ -12,8 +12,10 @@ ROUNDS times each (medians; ratios to `cat` in the same round):
   cat       writer | cat > /dev/null
   alone     under snarflog -standalone (nobody subscribes)
   stalled   under snarflog announcing to a registry, monitored by a
-            telemonitor whose class's tool never reads (`exec sleep`) and
-            does not block the program (block FALSE)
+            telemonitor whose class's tool never reads (`exec sleep`); the
+            class does not block the program (block FALSE), or with
+            BLOCK=1 it does (block TRUE: the program is held up to
+            snarflog's -maxblock, once, then records are dropped, counted)
   checked   the same with a checker (the spec of ramp.py) instead: a
             consumer that keeps up, for comparison
 
@@ -21,7 +23,7 @@ and prints the program's time and the CPU of everything involved
 (the writer, snarflog, and for `stalled`/`checked` the telemonitor and its
 tool), from getrusage of the children and /proc of the services.
 
-Environment: READS (default 3,000,000), ROUNDS (5).
+Environment: READS (default 3,000,000), ROUNDS (5), BLOCK (0).
 """
 import os
 import subprocess
@@ -42,6 +44,7 @@ import ramp                    # noqa: E402
 
 READS = int(os.environ.get("READS", 3000000))
 ROUNDS = int(os.environ.get("ROUNDS", 5))
+BLOCK = os.environ.get("BLOCK", "0") == "1"
 
 
 def median(v):
@@ -97,9 +100,9 @@ def run_monitored(kind):
         with open(spec, "w") as f:
             f.write(ramp.SPEC)
         if kind == "stalled":
-            rc = tt.rc_class("stalled-*", tool="exec sleep 100000", block=False)
+            rc = tt.rc_class("stalled-*", tool="exec sleep 100000", block=BLOCK)
         else:
-            rc = tt.rc_class("stalled-*", spec=spec, block=False)
+            rc = tt.rc_class("stalled-*", spec=spec, block=BLOCK)
         reg = env.registry()
         tm = ramp.Quiet(env, reg, rc)
         pid = tm.proc.p.pid
