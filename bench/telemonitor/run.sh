@@ -11,6 +11,11 @@
 #      its own pcheck (class with block TRUE): every record arrives, none
 #      lost; throughput, and the same 200 logs checked offline by pcheck
 #      (2 at a time) as the reference           target: no loss
+#   4. capacity (ramp.py, issue 34): N streams x 999 records/s through one
+#      telemonitor, N in RAMP (default "100 300 500 1000"), a checker per
+#      stream beside a tool that only counts bytes: exactness, failure
+#      latency, CPU per record, memory per stream, the knee
+#   5. a program whose tool never reads (stalled.py) beside `cat`
 # Repeated REPS times where cheap; medians. Environment: REPS (default 3),
 # INSTANCES (200), READS (reads per instance, 20000), TRIALS (20).
 set -eu
@@ -147,3 +152,10 @@ printf '   reference, the same logs checked offline by pcheck, 2 at a time: %.2f
     "$OFF" "$(echo "$WALL / $OFF" | bc -l)"
 printf '   no loss with block: %s\n' \
     "$([ "$LOST" -eq 0 ] && [ "$COMPLETE" -eq "$INSTANCES" ] && [ "$SKIPPED" -eq 0 ] && echo met || echo MISSED)"
+
+echo
+echo "4. capacity: the N-stream ramp (bench/telemonitor/ramp.py)"
+python3 "$TOP/bench/telemonitor/ramp.py" "$B"
+echo
+echo "5. a program whose monitoring nobody consumes (bench/telemonitor/stalled.py)"
+python3 "$TOP/bench/telemonitor/stalled.py" "$B" 2>/dev/null
