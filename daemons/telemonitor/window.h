@@ -9,7 +9,8 @@
  *
  * A session keeps the last records of its stream in a ring (as cmon-ascii
  * text lines, whatever the stream's format) and a list of windows waiting
- * for their AFTER part. Windows of failures close together are merged, up
+ * for their AFTER part; it lets go of records as soon as the checker has
+ * reported on everything BEFORE past them (window_release). Windows of failures close together are merged, up
  * to a size limit, so a burst of failures stores one window, not a window
  * per failure. Pure logic: no I/O, no event loop. */
 #ifndef TELEMON_WINDOW_H
@@ -24,7 +25,8 @@
 
 /* Limits. */
 #define WINDOW_MAX_RECORDS 100000        /* BEFORE or AFTER in records */
-#define WINDOW_LAG_RECORDS 8192          /* extra records kept for checker lag */
+#define WINDOW_LAG_RECORDS 8192          /* extra records kept at most for a checker that
+                                            lags (window_release lets go of them sooner) */
 #define WINDOW_RING_MAX_RECORDS 131072   /* records one ring may hold */
 #define WINDOW_RING_BYTES (2u << 20)     /* bytes one ring may hold */
 #define WINDOW_RING_MIN_RECORDS 1024     /* descriptors a ring starts with, shrinks to */
