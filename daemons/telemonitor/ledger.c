@@ -53,7 +53,8 @@ static int map_memory(struct ledger *l)
 	if (m == MAP_FAILED)
 		return -errno;
 	l->f = m;
-	l->path[0] = '\0';
+	free(l->path);
+	l->path = NULL;
 	l->in_memory = true;
 	return 0;
 }
@@ -72,10 +73,14 @@ int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledge
 	int fd, r = 0;
 
 	l->f = NULL;
+	l->path = NULL;
 	l->in_memory = false;
 	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", state_dir, LEDGER_DIR) >= sizeof dir)
 		return -ENAMETOOLONG;
-	snprintf(l->path, sizeof l->path, "%s/%" PRIu64 "-%s.ledger", dir, id, names[kind]);
+	if (asprintf(&l->path, "%s/%" PRIu64 "-%s.ledger", dir, id, names[kind]) < 0) {
+		l->path = NULL;
+		return -ENOMEM;
+	}
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
 		r = -errno;
 	fd = r < 0 ? -1 : open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
@@ -91,8 +96,11 @@ int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledge
 		r = map_memory(l);
 		fresh = true;
 	}
-	if (r < 0)
+	if (r < 0) {
+		free(l->path);
+		l->path = NULL;
 		return r;
+	}
 	if (fresh) {
 		l->f->magic = LEDGER_MAGIC;
 		l->f->version = 1;
@@ -117,12 +125,14 @@ void ledger_forget(const char *state_dir, uint64_t id)
 
 void ledger_close(struct ledger *l, bool remove)
 {
-	if (!l->f)
-		return;
-	munmap(l->f, sizeof *l->f);
-	l->f = NULL;
-	if (remove && l->path[0])
-		unlink(l->path);
+	if (l->f) {
+		munmap(l->f, sizeof *l->f);
+		l->f = NULL;
+		if (remove && l->path)
+			unlink(l->path);
+	}
+	free(l->path);
+	l->path = NULL;
 }
 
 void ledger_lose(struct ledger *l, uint64_t n)
@@ -375,11 +385,15 @@ int ledger_finish_orphans(const char *state_dir, double wait_s,
 		int fd;
 		if (!strstr(d->d_name, ".ledger"))
 			continue;
-		snprintf(l.path, sizeof l.path, "%s/%s", dir, d->d_name);
-		fd = open(l.path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
 		l.f = NULL;
+		l.in_memory = false;
+		if (asprintf(&l.path, "%s/%s", dir, d->d_name) < 0)
+			break;
+		fd = open(l.path, O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			ledger_close(&l, false);
+			continue;
+		}
 		if (map_file(&l, fd, &existed) < 0 || existed) {   /* existed = fresh here */
 			close(fd);
 			ledger_close(&l, false);

@@ -69,7 +69,7 @@ struct ledger_file {
 struct ledger {
 	struct ledger_file *f;       /* the mapping, or NULL */
 	bool in_memory;              /* no file could be made: counted in memory only */
-	char path[4096];             /* its file ("" when in memory) */
+	char *path;                  /* its file (allocated; NULL when in memory) */
 };
 
 /* Open the ledger of tool `kind` of instance `id`, creating it if needed

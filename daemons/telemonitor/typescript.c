@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -26,7 +27,10 @@ int typescript_open(struct typescript *ts, const char *dir, uint64_t id)
 	snprintf(sub, sizeof sub, "%s/typescripts", dir);
 	if (mkdir(sub, 0750) < 0 && errno != EEXIST)
 		return -errno;
-	typescript_path(dir, id, ts->path, sizeof ts->path);
+	typescript_path(dir, id, sub, sizeof sub);
+	free(ts->path);
+	if (!(ts->path = strdup(sub)))
+		return -ENOMEM;
 	ts->fd = open(ts->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (ts->fd < 0)
 		return -errno;
@@ -93,4 +97,6 @@ void typescript_close(struct typescript *ts)
 	if (ts->fd >= 0)
 		close(ts->fd);
 	ts->fd = -1;
+	free(ts->path);
+	ts->path = NULL;
 }

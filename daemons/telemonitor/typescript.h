@@ -13,7 +13,7 @@
 /* An open typescript. */
 struct typescript {
 	int fd;                   /* the file, or -1 */
-	char path[PATH_MAX];      /* its path */
+	char *path;               /* its path (allocated), or NULL */
 	size_t size;              /* its size */
 };
 
