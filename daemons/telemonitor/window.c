@@ -353,7 +353,7 @@ static int resize_recs(struct window_ring *r, size_t ncap)
 /* Make room in the descriptor array. */
 static int grow_recs(struct window_ring *r)
 {
-	size_t ncap = r->cap ? r->cap * 2 : WINDOW_RING_MIN_RECORDS;
+	size_t ncap = r->cap ? r->cap + r->cap / 2 : WINDOW_RING_MIN_RECORDS;
 
 	if (ncap > r->max_recs + 1)
 		ncap = r->max_recs + 1;
@@ -389,10 +389,10 @@ static int resize_bytes(struct window_ring *r, size_t ncap)
 /* Make the byte buffer bigger (up to bmax), laying records out afresh. */
 static int grow_bytes(struct window_ring *r, size_t need)
 {
-	size_t ncap = r->bcap ? r->bcap * 2 : WINDOW_RING_MIN_BYTES;
+	size_t ncap = r->bcap ? r->bcap + r->bcap / 2 : WINDOW_RING_MIN_BYTES;
 
 	while (ncap < need + need / 3 && ncap < r->bmax)
-		ncap *= 2;
+		ncap += ncap / 2;
 	if (ncap > r->bmax)
 		ncap = r->bmax;
 	if (ncap <= r->bcap)
@@ -420,13 +420,13 @@ static void shrink(struct window_ring *r)
 	size_t used, want;
 
 	if (r->cap > WINDOW_RING_MIN_RECORDS && r->n * 4 < r->cap) {
-		for (want = WINDOW_RING_MIN_RECORDS; want < r->n * 2; want *= 2)
+		for (want = WINDOW_RING_MIN_RECORDS; want < r->n * 2; want += want / 2)
 			;
 		if (want < r->cap)
 			resize_recs(r, want);   /* on ENOMEM keep the larger one */
 	}
 	if (r->bcap > WINDOW_RING_MIN_BYTES && (used = used_bytes(r)) * 4 < r->bcap) {
-		for (want = WINDOW_RING_MIN_BYTES; want < used + used / 3; want *= 2)
+		for (want = WINDOW_RING_MIN_BYTES; want < used + used / 3; want += want / 2)
 			;
 		if (want < r->bcap)
 			resize_bytes(r, want);

@@ -29,7 +29,8 @@
                                             lags (window_release lets go of them sooner) */
 #define WINDOW_RING_MAX_RECORDS 131072   /* records one ring may hold */
 #define WINDOW_RING_BYTES (2u << 20)     /* bytes one ring may hold */
-#define WINDOW_RING_MIN_RECORDS 1024     /* descriptors a ring starts with, shrinks to */
+#define WINDOW_RING_MIN_RECORDS 512      /* descriptors a ring starts with, shrinks to
+                                            (it grows by half) */
 #define WINDOW_RING_MIN_BYTES 16384      /* text bytes likewise */
 #define WINDOW_PENDING_MAX 64            /* windows waiting for their AFTER part */
 #define WINDOW_MERGE_FACTOR 4            /* a merged window spans at most this many windows */
