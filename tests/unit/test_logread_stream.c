@@ -210,6 +210,69 @@ static void stream_big_lines(void **state)
     assert_int_equal(status, 0);
 }
 
+/* A pipe's reader starts with a small buffer and keeps it while its writer
+ * is slow (a telemonitor's checker: one per stream); a file's reads are
+ * large from the start; a writer that keeps the pipe full loses nothing
+ * while the buffer grows. */
+static void pipe_buffer_starts_small(void **state)
+{
+    static const char head[] = "#cmon-ascii 1\n1 1 E 1\n2 1 E 2\n";
+    char path[] = "/tmp/cmon-logread-XXXXXX";
+    int p[2], fd;
+    log_record rec;
+
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], head, sizeof head - 1), (ssize_t)(sizeof head - 1));
+    close(p[1]);
+    log_reader *r = log_reader_open(p[0], true, "pipe", NULL, NULL, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->cap, LOG_READ_FIRST);
+    assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+    assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+    assert_int_equal(log_reader_next(r, &rec, NULL), 0);
+    assert_int_equal(r->cap, LOG_READ_FIRST);
+    log_reader_free(r);
+
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    assert_int_equal(write(fd, head, sizeof head - 1), (ssize_t)(sizeof head - 1));
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    r = log_reader_open(fd, true, "file", NULL, NULL, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->cap, LOG_READ_CHUNK);
+    log_reader_free(r);
+
+    /* a writer that keeps the pipe full */
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        FILE *f = fdopen(p[1], "w");
+        setvbuf(f, NULL, _IOFBF, 1 << 18);  /* writes that fill the pipe at once */
+        fprintf(f, "#cmon-ascii 1\n");
+        for (int i = 0; i < 200000; i++)
+            fprintf(f, "%d 1 E %d\n", i, i);
+        fclose(f);
+        _exit(0);
+    }
+    close(p[1]);
+    r = log_reader_open(p[0], true, "pipe", NULL, NULL, NULL);
+    assert_non_null(r);
+    for (int i = 0; i < 200000; i++) {
+        assert_int_equal(log_reader_next(r, &rec, NULL), 1);
+        assert_int_equal(rec.ts, i);
+    }
+    assert_int_equal(log_reader_next(r, &rec, NULL), 0);
+    assert_true(r->cap <= LOG_READ_CHUNK);
+    assert_int_equal(log_reader_nmalformed(r), 0);
+    log_reader_free(r);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_int_equal(status, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +281,7 @@ int main(void)
         cmocka_unit_test(stream_bin),
         cmocka_unit_test(stream_bin_nonblocking),
         cmocka_unit_test(stream_big_lines),
+        cmocka_unit_test(pipe_buffer_starts_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
