@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "control.h"
 #include "dashboard.h"
@@ -1336,24 +1335,26 @@ static int take_param(struct dash_req *q, const char *key, const char *v, unsign
 	return 0;
 }
 
+/* What take_one() fills: the request and the parameters it may have. */
+struct dash_query {
+	struct dash_req *q;
+	unsigned takes;
+};
+
+static int take_one(void *arg, const char *key, const char *value, char *err, size_t errlen)
+{
+	const struct dash_query *d = arg;
+
+	return take_param(d->q, key, value, d->takes, err, errlen);
+}
+
 /* The query string into `q`, taking only the parameters `takes`. */
 static int parse_query(struct dash_req *q, const char *query, unsigned takes, char *err,
 		       size_t errlen)
 {
-	struct evkeyvalq params;
-	struct evkeyval *kv;
-	int rc = 0;
+	struct dash_query d = { .q = q, .takes = takes };
 
-	TAILQ_INIT(&params);
-	if (query && evhttp_parse_query_str(query, &params) < 0) {
-		snprintf(err, errlen, "malformed query string");
-		return -EINVAL;
-	}
-	TAILQ_FOREACH(kv, &params, next)
-		if ((rc = take_param(q, kv->key, kv->value, takes, err, errlen)) < 0)
-			break;
-	evhttp_clear_headers(&params);
-	return rc;
+	return http_query_each(query, take_one, &d, err, errlen);
 }
 
 int dash_serve(struct tmon *tm, const char *webdir, const char *path, const char *query,

@@ -464,10 +464,7 @@ bool http_parse_time(const char *s, double *out)
 	return true;
 }
 
-/* Check the query's parameters against `keys` (CK_* of cmdtab.h) and turn
- * them into KEY=VALUE words. 0, or -EINVAL with a message. */
-static int query_words(const char *query, unsigned keys, struct http_args *a, char *err,
-		       size_t errlen)
+int http_query_each(const char *query, http_param_fn fn, void *arg, char *err, size_t errlen)
 {
 	struct evkeyvalq params;
 	struct evkeyval *kv;
@@ -478,46 +475,70 @@ static int query_words(const char *query, unsigned keys, struct http_args *a, ch
 		snprintf(err, errlen, "malformed query string");
 		return -EINVAL;
 	}
-	TAILQ_FOREACH(kv, &params, next) {
-		if (!(keys & cmd_key_bit(kv->key, strlen(kv->key)))) {
-			snprintf(err, errlen, "unknown parameter '%.60s'", kv->key);
-			rc = -EINVAL;
+	TAILQ_FOREACH(kv, &params, next)
+		if ((rc = fn(arg, kv->key, kv->value, err, errlen)) < 0)
 			break;
-		}
-		if (a->argc == HTTP_ARGS_MAX || strlen(kv->value) > HTTP_ARG_LEN - 40) {
-			snprintf(err, errlen, "too many or too long parameters");
-			rc = -EINVAL;
-			break;
-		}
-		if (!strcmp(kv->key, "all")) {
-			if (!strcmp(kv->value, "1") || !strcmp(kv->value, "true") ||
-			    !strcmp(kv->value, "yes") || !*kv->value) {
-				add_word(a, "%s", "all=1");
-			} else if (strcmp(kv->value, "0") && strcmp(kv->value, "false") &&
-				   strcmp(kv->value, "no")) {
-				snprintf(err, errlen, "all: expected true or false");
-				rc = -EINVAL;
-				break;
-			}
-		} else if (!strcmp(kv->key, "since") || !strcmp(kv->key, "until")) {
-			double t;
-			char num[80];
-			if (!http_parse_time(kv->value, &t)) {
-				snprintf(err, errlen, "%s: '%.40s' is not a time (Unix seconds, "
-					 "2024-03-01 or 2024-03-01T12:00:00Z)", kv->key, kv->value);
-				rc = -EINVAL;
-				break;
-			}
-			snprintf(num, sizeof num, "%s=%.3f", kv->key, t);
-			add_word(a, "%s", num);
-		} else {
-			char fmt[80];
-			snprintf(fmt, sizeof fmt, "%s=%%s", kv->key);
-			add_word(a, fmt, kv->value);
-		}
-	}
 	evhttp_clear_headers(&params);
 	return rc;
+}
+
+/* What query_word() turns a query into. */
+struct query_words {
+	unsigned keys;            /* the command's CK_* (cmdtab.h) */
+	struct http_args *a;      /* its words */
+};
+
+/* One parameter of a command's query: checked against its keys and turned
+ * into a KEY=VALUE word. 0, or -EINVAL with a message. */
+static int query_word(void *arg, const char *key, const char *value, char *err, size_t errlen)
+{
+	const struct query_words *w = arg;
+	struct http_args *a = w->a;
+	unsigned keys = w->keys;
+
+	if (!(keys & cmd_key_bit(key, strlen(key)))) {
+		snprintf(err, errlen, "unknown parameter '%.60s'", key);
+		return -EINVAL;
+	}
+	if (a->argc == HTTP_ARGS_MAX || strlen(value) > HTTP_ARG_LEN - 40) {
+		snprintf(err, errlen, "too many or too long parameters");
+		return -EINVAL;
+	}
+	if (!strcmp(key, "all")) {
+		if (!strcmp(value, "1") || !strcmp(value, "true") ||
+		    !strcmp(value, "yes") || !*value) {
+			add_word(a, "%s", "all=1");
+		} else if (strcmp(value, "0") && strcmp(value, "false") &&
+			   strcmp(value, "no")) {
+			snprintf(err, errlen, "all: expected true or false");
+			return -EINVAL;
+		}
+	} else if (!strcmp(key, "since") || !strcmp(key, "until")) {
+		double t;
+		char num[80];
+		if (!http_parse_time(value, &t)) {
+			snprintf(err, errlen, "%s: '%.40s' is not a time (Unix seconds, "
+				 "2024-03-01 or 2024-03-01T12:00:00Z)", key, value);
+			return -EINVAL;
+		}
+		snprintf(num, sizeof num, "%s=%.3f", key, t);
+		add_word(a, "%s", num);
+	} else {
+		char fmt[80];
+		snprintf(fmt, sizeof fmt, "%s=%%s", key);
+		add_word(a, fmt, value);
+	}
+	return 0;
+}
+
+/* Check the query's parameters against `keys` (CK_* of cmdtab.h) and turn
+ * them into KEY=VALUE words. 0, or -EINVAL with a message. */
+static int query_words(const char *query, unsigned keys, struct http_args *a, char *err,
+		       size_t errlen)
+{
+	struct query_words w = { .keys = keys, .a = a };
+
+	return http_query_each(query, query_word, &w, err, errlen);
 }
 
 /* Does `path` match the route `route` of cmdtab.h? A "{id}" in the route

@@ -74,6 +74,14 @@ size_t http_connections(const struct tmon *tm);
  * idlest when all were taken. */
 uint64_t http_closed(const struct tmon *tm);
 
+/* One parameter of a query: 0 to go on, or < 0 (with a message in err). */
+typedef int (*http_param_fn)(void *arg, const char *key, const char *value, char *err,
+			     size_t errlen);
+
+/* Call `fn` on each parameter of `query` (NULL: none), in order, until one
+ * returns < 0. 0, that value, or -EINVAL for a malformed query string. */
+int http_query_each(const char *query, http_param_fn fn, void *arg, char *err, size_t errlen);
+
 /* A time given in a query (since, until): Unix seconds, or an ISO 8601
  * date or UTC time (2024-03-01, 2024-03-01T12:00, 2024-03-01T12:00:00Z).
  * False if it is none (*out untouched). */
