@@ -30,17 +30,10 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
-if len(sys.argv) > 1:
-    os.environ["CMON_BUILD_DIR"] = os.path.abspath(sys.argv[1])
-os.environ.setdefault("CMON_SOURCE_DIR", SRC)
-sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ramp                    # noqa: E402  (sets up BUILD_DIR and the tests' modules)
 
-import cmontest as ct          # noqa: E402
-import telemontest as tt       # noqa: E402
-import ramp                    # noqa: E402
+ct, tt = ramp.ct, ramp.tt
 
 READS = int(os.environ.get("READS", 3000000))
 ROUNDS = int(os.environ.get("ROUNDS", 5))
