@@ -497,6 +497,12 @@ typedef struct engine {
     bool comp;              /* some interval type is compensated: count records per thread */
     thrmap threads;         /* records per thread, for compensated intervals open */
     costmap costs;          /* cost per record of the threads overhead records named */
+    /* where the pass is, between calls of ps_engine_step */
+    log_reader *r;          /* the log */
+    bool any;               /* a record was read */
+    int64_t last_ts;        /* the last record's timestamp */
+    double origin;          /* the log's zero for time-based intervals */
+    double pending_gap;     /* records lost since the last record, not yet an event */
 } engine;
 
 static ps_evtype *const no_types[1] = {NULL};
@@ -1563,59 +1569,66 @@ static void emit_fabricated(engine *g, const ps_evtype *t, int64_t ts, double ga
     event_done(g, e);
 }
 
-int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
+ps_engine *ps_engine_begin(const ps_pass *p, log_reader *r, char **errmsg)
 {
-    engine g;
-    int rc = setup(&g, p, errmsg);
+    engine *g = ps_malloc(sizeof *g);
+    int rc = setup(g, p, errmsg);
     if (rc < 0) {
-        teardown(&g);
-        return rc;
+        teardown(g);
+        free(g);
+        return NULL;
     }
+    g->r = r;
+    if (g->comp)
+        log_reader_want_overhead(r, true);
+    return g;
+}
+
+int ps_engine_step(ps_engine *g, char **errmsg)
+{
+    const ps_pass *p = g->p;
+    log_reader *r = g->r;
     ps_evtype *logstart = ps_logstart_type(p->prog), *logend = ps_logend_type(p->prog);
     ps_evtype *gap = ps_gap_type(p->prog);
-    bool any = false;
-    int64_t last_ts = 0;
-    double origin = 0, pending_gap = 0;
     const log_record *rec;
-    if (g.comp)
-        log_reader_want_overhead(r, true);
+    int rc;
     while ((rc = log_reader_next_ref(r, &rec, errmsg)) > 0) {
         if (PS_UNLIKELY(rec->kind == LOG_REC_OVERHEAD)) {
-            thread_cost(&g, rec);
+            thread_cost(g, rec);
             continue;
         }
         if (rec->kind == LOG_REC_GAP) {
-            pending_gap += (double)rec->gap;
-            g.lost += rec->gap;      /* every interval open now may miss records */
-            g.lost_recent += rec->gap;
+            g->pending_gap += (double)rec->gap;
+            g->lost += rec->gap;      /* every interval open now may miss records */
+            g->lost_recent += rec->gap;
             continue;
         }
         if (p->clock)
             p->clock(p->ctx, rec->ts);
-        if (!any) {
-            any = true;
+        if (!g->any) {
+            g->any = true;
             if (p->first_record)
                 p->first_record(p->ctx);
-            bool given = header_origin(r, rec->ts, &origin);
+            bool given = header_origin(r, rec->ts, &g->origin);
             if (!given)
-                origin = (double)rec->ts;
-            emit_fabricated(&g, logstart, rec->ts, 0);
-            for (uint32_t c = 0; c < g.chains.n; c++)
-                schedule_chain(&g, c, origin, given ? first_tick(&g, c, origin, rec->ts) : 0);
+                g->origin = (double)rec->ts;
+            emit_fabricated(g, logstart, rec->ts, 0);
+            for (uint32_t c = 0; c < g->chains.n; c++)
+                schedule_chain(g, c, g->origin, given ? first_tick(g, c, g->origin, rec->ts) : 0);
         }
-        if (g.deadlines.n)
-            check_deadlines(&g, rec->ts);
-        if (g.heap.n)
-            emit_virtual(&g, (double)rec->ts, origin);
-        if (pending_gap > 0) {
-            emit_fabricated(&g, gap, rec->ts, pending_gap);
-            pending_gap = 0;
+        if (g->deadlines.n)
+            check_deadlines(g, rec->ts);
+        if (g->heap.n)
+            emit_virtual(g, (double)rec->ts, g->origin);
+        if (g->pending_gap > 0) {
+            emit_fabricated(g, gap, rec->ts, g->pending_gap);
+            g->pending_gap = 0;
         }
-        ps_evtype *const *types = rec->name_id < g.names.n && g.names.v[rec->name_id] ? g.names.v[rec->name_id]
-                                                                                  : types_for(&g, r, rec->name_id);
+        ps_evtype *const *types = rec->name_id < g->names.n && g->names.v[rec->name_id] ? g->names.v[rec->name_id]
+                                                                                      : types_for(g, r, rec->name_id);
         for (const ps_evtype *t; (t = *types) != NULL; types++) {
-            const evdisp *d = &g.evd[t->id];
-            pv_event *e = event_alloc(&g, t);
+            const evdisp *d = &g->evd[t->id];
+            pv_event *e = event_alloc(g, t);
             e->pos = rec->pos;
             e->sub = 0;
             e->thread = rec->thread;
@@ -1629,43 +1642,60 @@ int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
                 if (d->fix_exact && n < 2)
                     e->attr[1] = 1;     /* `exact`: our logs only carry explicit returns */
             }
-            process_event_inline(&g, d, e, NULL, NULL);
-            event_done(&g, e);
+            process_event_inline(g, d, e, NULL, NULL);
+            event_done(g, e);
         }
-        if (PS_UNLIKELY(g.comp)) {
+        if (PS_UNLIKELY(g->comp)) {
             /* one more emit of this thread, inside its compensated intervals open */
-            thrent *te = thr_find(&g.threads, rec->thread);
+            thrent *te = thr_find(&g->threads, rec->thread);
             if (te) {
                 te->count++;
                 te->sum_mean += te->mean;
                 te->sum_spread += te->spread;
             }
         }
-        g.pos = rec->pos;
-        g.sub = 0;
-        g.lost_recent = 0;
-        last_ts = rec->ts;
+        g->pos = rec->pos;
+        g->sub = 0;
+        g->lost_recent = 0;
+        g->last_ts = rec->ts;
     }
-    if (rc == 0 && any) {
-        if (pending_gap > 0)
-            emit_fabricated(&g, gap, last_ts, pending_gap);
-        emit_fabricated(&g, logend, last_ts, 0);
+    if (rc < 0)
+        return rc;      /* -EAGAIN: a fed reader wants more bytes; the pass goes on later */
+    if (g->any) {
+        if (g->pending_gap > 0)
+            emit_fabricated(g, gap, g->last_ts, g->pending_gap);
+        emit_fabricated(g, logend, g->last_ts, 0);
     }
-    if (rc == 0) {
-        if (p->lost && *p->lost < g.lost)
-            *p->lost = g.lost;
-        /* Intervals ended by time (`after`) still open are chunks still
-         * running, not requests that never ended. */
-        for (uint32_t i = 0; p->unclosed && i < p->prog->ivtypes.n; i++) {
-            const ivst *is = g.ivs[i];
-            if (is && is->t->end_kind == IVE_EVENT && p->unclosed[i] < is->nopen)
-                p->unclosed[i] = is->nopen;
-        }
-        for (uint32_t k = 0; k < p->ntops; k++) {
-            pv_free(p->ev->topvals[p->tops[k]->id]);
-            p->ev->topvals[p->tops[k]->id] = g.tops[k].sink ? pv_undef() : pv_acc_result(g.tops[k].acc);
-        }
+    if (p->lost && *p->lost < g->lost)
+        *p->lost = g->lost;
+    /* Intervals ended by time (`after`) still open are chunks still
+     * running, not requests that never ended. */
+    for (uint32_t i = 0; p->unclosed && i < p->prog->ivtypes.n; i++) {
+        const ivst *is = g->ivs[i];
+        if (is && is->t->end_kind == IVE_EVENT && p->unclosed[i] < is->nopen)
+            p->unclosed[i] = is->nopen;
     }
-    teardown(&g);
+    for (uint32_t k = 0; k < p->ntops; k++) {
+        pv_free(p->ev->topvals[p->tops[k]->id]);
+        p->ev->topvals[p->tops[k]->id] = g->tops[k].sink ? pv_undef() : pv_acc_result(g->tops[k].acc);
+    }
+    return 0;
+}
+
+void ps_engine_end(ps_engine *g)
+{
+    if (!g)
+        return;
+    teardown(g);
+    free(g);
+}
+
+int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg)
+{
+    ps_engine *g = ps_engine_begin(p, r, errmsg);
+    if (!g)
+        return -EDOM;
+    int rc = ps_engine_step(g, errmsg);
+    ps_engine_end(g);
     return rc < 0 ? rc : 0;
 }

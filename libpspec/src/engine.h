@@ -96,4 +96,15 @@ typedef struct ps_pass {
  * a negative errno from the reader (message in *errmsg). */
 int ps_engine_run(const ps_pass *p, log_reader *r, char **errmsg);
 
+/* The same pass in steps, for a log fed by its caller (log_reader_open_fed):
+ * begin (NULL with a message in *errmsg on -EDOM), then step as bytes
+ * arrive, which returns -EAGAIN when the reader wants more, 0 once the log
+ * ended (the pass's results are then set as ps_engine_run sets them), or a
+ * negative errno from the reader; end frees it (NULL ok). `p` and `r` must
+ * outlive it. */
+typedef struct engine ps_engine;
+ps_engine *ps_engine_begin(const ps_pass *p, log_reader *r, char **errmsg);
+int ps_engine_step(ps_engine *g, char **errmsg);
+void ps_engine_end(ps_engine *g);
+
 #endif

@@ -113,6 +113,7 @@ struct log_reader {
     int fd;                 /* -1 for memory readers */
     bool own_fd;
     bool mem;               /* memory reader: buf holds the whole log */
+    bool fed;               /* fed reader: the caller appends bytes (log_reader_feed) */
     bool eof;               /* no more bytes will come */
     bool ended;             /* end of log reached (EOF handled or End record) */
     char *logname;          /* display name ("<stdin>" for "-") */

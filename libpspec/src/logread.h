@@ -98,6 +98,19 @@ log_reader *log_reader_open(int fd, bool own_fd, const char *logname,
 /* Same from a byte buffer (used by tests and fuzzers; the buffer is copied). */
 log_reader *log_reader_open_mem(const void *data, size_t len, const char *logname,
                                 log_warn_fn warn, void *warn_ctx, char **errmsg);
+/* A reader of bytes its caller hands over as they come (pspec_stream):
+ * opened on the first bytes (copied), with `eof` when no more will come.
+ * Returns 0 with *out set; -EAGAIN (no message) when the header is not
+ * complete yet (open again with more bytes); else negative with *errmsg.
+ * Once open, log_reader_feed appends bytes; a record not complete yet
+ * makes log_reader_next return -EAGAIN (nothing consumed), and
+ * log_reader_feed_end says the log ended. */
+int log_reader_open_fed(log_reader **out, const void *data, size_t len, bool eof, const char *logname,
+                        log_warn_fn warn, void *warn_ctx, char **errmsg);
+void log_reader_feed(log_reader *r, const void *data, size_t len);
+void log_reader_feed_end(log_reader *r);
+/* Bytes handed over and not yet read. */
+size_t log_reader_unread(const log_reader *r);
 
 const log_header *log_reader_header(const log_reader *r);
 
@@ -178,6 +191,8 @@ void log_reader_prefetch_tune(log_reader *r, const log_prefetch_tuning *t);
 
 /* Counts for reports: records read so far, malformed records skipped. */
 uint64_t log_reader_nrecords(const log_reader *r);
+/* Event records read so far, malformed ones included (as positions count). */
+uint64_t log_reader_pos(const log_reader *r);
 uint64_t log_reader_nmalformed(const log_reader *r);
 
 void log_reader_free(log_reader *r);   /* NULL ok */

@@ -151,6 +151,8 @@ int logr_fill(log_reader *r, size_t want, char **errmsg)
 {
     if (r->eof)
         return 0;
+    if (r->fed)
+        return -EAGAIN;     /* the caller feeds more, and asks again */
     size_t avail = r->end - r->start;
     /* Move the unread tail to the front when the free space runs short. */
     r->complete = 0;
@@ -413,6 +415,68 @@ log_reader *log_reader_open_mem(const void *data, size_t len, const char *lognam
     return r;
 }
 
+int log_reader_open_fed(log_reader **out, const void *data, size_t len, bool eof, const char *logname,
+                        log_warn_fn warn, void *warn_ctx, char **errmsg)
+{
+    log_reader *r = reader_new(logname, warn, warn_ctx);
+    r->fed = true;
+    r->eof = eof;
+    buf_resize(r, len > LOG_READ_FIRST ? len : LOG_READ_FIRST);
+    if (len)
+        memcpy(r->buf, data, len);
+    r->end = len;
+    *out = NULL;
+    char *msg = NULL;
+    int rc = reader_start(r, &msg);
+    if (rc < 0) {
+        log_reader_free(r);
+        if (rc == -EAGAIN) {
+            free(msg);
+            return rc;
+        }
+        *errmsg = msg;
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void log_reader_feed(log_reader *r, const void *data, size_t len)
+{
+    size_t avail = r->end - r->start;
+    if (avail == 0 && r->start > 0) {
+        r->base += r->start;
+        r->start = r->end = 0;
+        r->scan = 0;
+        r->complete = 0;
+        if (r->cap > LOG_READ_CHUNK && len <= LOG_READ_FIRST)
+            buf_resize(r, LOG_READ_FIRST);      /* a big batch went by: give it back */
+    }
+    if (r->cap - r->end < len && r->start > 0) {
+        memmove(r->buf, r->buf + r->start, avail);
+        r->base += r->start;
+        r->start = 0;
+        r->end = avail;
+        r->complete = 0;
+    }
+    if (r->cap - r->end < len) {
+        size_t cap = r->cap * 2;
+        buf_resize(r, cap > r->end + len ? cap : r->end + len);
+    }
+    memcpy(r->buf + r->end, data, len);
+    r->end += len;
+}
+
+void log_reader_feed_end(log_reader *r)
+{
+    r->eof = true;
+}
+
+size_t log_reader_unread(const log_reader *r)
+{
+    return r->end - r->start;
+}
+
 /* --- the rest of the public API ----------------------------------------- */
 
 const log_header *log_reader_header(const log_reader *r)
@@ -507,6 +571,11 @@ void log_reader_on_idle(log_reader *r, void (*idle)(void *ctx, uint64_t records)
 void logr_set_fastpath(log_reader *r, bool on)
 {
     r->fastpath = on;
+}
+
+uint64_t log_reader_pos(const log_reader *r)
+{
+    return r->pos;
 }
 
 uint64_t log_reader_nrecords(const log_reader *r)

@@ -56,6 +56,7 @@ typedef struct runner {
                                    the intervals closing now are summarised */
     bool summ_open;             /* some interval was summarised in it (an empty one says nothing) */
     bool want_iv;               /* report every interval (run_passes' want_iv) */
+    bool want_ev;               /* report every event (run_passes' want_ev) */
 } runner;
 
 void runner_init(runner *rn, pspec *ps, double tick_ns);

@@ -312,37 +312,86 @@ static void on_event(void *ctx, const pv_event *e)
     rn->opt->report(rn->opt->ctx, &r);
 }
 
-/* Run every pass the plan needs. Returns a PSPEC_EXIT_* code. */
-int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, bool want_iv, bool want_ev,
-                      char **errmsg)
+/* The passes of a plan: which interval types each recognises, and the
+ * aggregates of one pass (pass_fill). */
+typedef struct passes {
+    unsigned n;                 /* how many */
+    bool *all_iv;               /* [ivtypes] when more are recognised than the plan needs */
+    bool *need_iv;              /* what is recognised */
+    ps_agg **tops;              /* [topaggs] the aggregates of the current pass */
+    const ps_stmt **rep;        /* and the assertions reporting their offenders */
+    ps_pass p;                  /* the current pass */
+} passes;
+
+static void passes_begin(passes *ps, runner *rn, const plan *pl, bool want_iv)
 {
     ps_program *prog = rn->prog;
     eval_consts(rn, pl, 0);
-    unsigned passes = pl->passes;
+    ps->n = pl->passes;
     /* interval types with a deadline are watched in the first pass, used
      * or not: a deadline is an assertion of its own */
     bool deadlines = false;
     for (uint32_t i = 0; i < prog->ivtypes.n; i++)
         deadlines |= prog->ivtypes.v[i]->within != NULL;
-    if (passes == 0 && (want_iv || want_ev || (deadlines && rn->opt)))
-        passes = 1;
-    if (passes == 0 && rn->summ)
-        passes = 1;
+    if (ps->n == 0 && (want_iv || rn->want_ev || (deadlines && rn->opt)))
+        ps->n = 1;
+    if (ps->n == 0 && rn->summ)
+        ps->n = 1;
     rn->want_iv = want_iv;
-    bool *need_iv = pl->need_iv;
-    bool *all_iv = NULL;
+    ps->need_iv = pl->need_iv;
+    ps->all_iv = NULL;
     if (want_iv || deadlines || rn->summ) {
-        all_iv = ps_malloc((prog->ivtypes.n + 1) * sizeof(bool));
+        ps->all_iv = ps_malloc((prog->ivtypes.n + 1) * sizeof(bool));
         for (uint32_t i = 0; i < prog->ivtypes.n; i++)
-            all_iv[i] = want_iv || pl->need_iv[i] || prog->ivtypes.v[i]->within;
+            ps->all_iv[i] = want_iv || pl->need_iv[i] || prog->ivtypes.v[i]->within;
         for (uint32_t i = 0; i < rn->nsumm; i++)
-            all_iv[rn->summ[i].type->id] = true;
-        need_iv = all_iv;
+            ps->all_iv[rn->summ[i].type->id] = true;
+        ps->need_iv = ps->all_iv;
     }
-    ps_agg **tops = ps_malloc((prog->topaggs.n + 1) * sizeof *tops);
-    const ps_stmt **rep = ps_malloc((prog->topaggs.n + 1) * sizeof *rep);
+    ps->tops = ps_malloc((prog->topaggs.n + 1) * sizeof *ps->tops);
+    ps->rep = ps_malloc((prog->topaggs.n + 1) * sizeof *ps->rep);
+}
+
+/* Set ps->p up for pass `pass`. */
+static void pass_fill(passes *ps, runner *rn, const plan *pl, unsigned pass)
+{
+    ps_program *prog = rn->prog;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < prog->topaggs.n; i++) {
+        if (pl->agg_needed[i] && prog->topaggs.v[i]->depth == pass) {
+            ps->tops[n] = prog->topaggs.v[i];
+            ps->rep[n] = rn->report_for[i];
+            n++;
+        }
+    }
+    bool want_iv = rn->want_iv, want_ev = rn->want_ev;
+    ps->p = (ps_pass){.prog = prog, .ev = &rn->ev, .need_iv = ps->need_iv, .tops = ps->tops, .ntops = n,
+                      .report_for = ps->rep, .want_intervals = (want_iv || rn->summ) && pass == 1,
+                      .want_events = want_ev && pass == 1, .lost = &rn->lost, .unclosed = rn->unclosed,
+                      .offender = on_offender, .overdue = pass == 1 && rn->opt ? on_overdue : NULL,
+                      .interval = on_interval, .event = on_event, .fed = rn->fed,
+                      .compensate = rn->compensate, .comp_mean = rn->comp_mean, .comp_spread = rn->comp_spread,
+                      .comp_tick_ns = rn->ev.tick_ns,
+                      .first_record = rn->warn_uncompensated ? on_first_record : NULL,
+                      .clock = rn->summ && pass == 1 ? on_clock : NULL, .ctx = rn};
+}
+
+static void passes_end(passes *ps)
+{
+    free(ps->tops);
+    free(ps->rep);
+    free(ps->all_iv);
+}
+
+/* Run every pass the plan needs. Returns a PSPEC_EXIT_* code. */
+int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, bool want_iv, bool want_ev,
+                      char **errmsg)
+{
+    passes ps;
+    rn->want_ev = want_ev;
+    passes_begin(&ps, rn, pl, want_iv);
     int status = PSPEC_EXIT_OK;
-    for (unsigned pass = 1; pass <= passes; pass++) {
+    for (unsigned pass = 1; pass <= ps.n; pass++) {
         if (pass > 1 || rewind_first) {
             int rc = log_reader_rewind(r);
             if (rc < 0) {
@@ -352,24 +401,8 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
                 break;
             }
         }
-        uint32_t n = 0;
-        for (uint32_t i = 0; i < prog->topaggs.n; i++) {
-            if (pl->agg_needed[i] && prog->topaggs.v[i]->depth == pass) {
-                tops[n] = prog->topaggs.v[i];
-                rep[n] = rn->report_for[i];
-                n++;
-            }
-        }
-        ps_pass p = {.prog = prog, .ev = &rn->ev, .need_iv = need_iv, .tops = tops, .ntops = n,
-                     .report_for = rep, .want_intervals = (want_iv || rn->summ) && pass == 1,
-                     .want_events = want_ev && pass == 1, .lost = &rn->lost, .unclosed = rn->unclosed,
-                     .offender = on_offender, .overdue = pass == 1 && rn->opt ? on_overdue : NULL,
-                     .interval = on_interval, .event = on_event, .fed = rn->fed,
-                     .compensate = rn->compensate, .comp_mean = rn->comp_mean, .comp_spread = rn->comp_spread,
-                     .comp_tick_ns = rn->ev.tick_ns,
-                     .first_record = rn->warn_uncompensated ? on_first_record : NULL,
-                     .clock = rn->summ && pass == 1 ? on_clock : NULL, .ctx = rn};
-        int rc = ps_engine_run(&p, r, errmsg);
+        pass_fill(&ps, rn, pl, pass);
+        int rc = ps_engine_run(&ps.p, r, errmsg);
         if (rc == -EDOM) {
             status = PSPEC_EXIT_SPEC;
             break;
@@ -382,9 +415,7 @@ int run_passes(runner *rn, const plan *pl, log_reader *r, bool rewind_first, boo
         }
         eval_consts(rn, pl, pass);
     }
-    free(tops);
-    free(rep);
-    free(all_iv);
+    passes_end(&ps);
     return status;
 }
 
@@ -602,53 +633,45 @@ void ps_set_prefetch_tuning(pspec *ps, const log_prefetch_tuning *t)
         ps->prefetch = *t;
 }
 
-static int check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg)
+/* A check's runner and plan, once the log's header is read. */
+static void check_setup(runner *rn, plan *pl, pspec *ps, log_reader *r, const pspec_check_options *opt,
+                        const char *logname)
 {
     ps_program *prog = &ps->prog;
-    *errmsg = NULL;
-    if (!prog->main) {
-        *errmsg = ps_strdup("no specification loaded");
-        return PSPEC_EXIT_SPEC;
-    }
-    log_reader *r = log_reader_open(fd, false, logname, opt->warn, opt->ctx, errmsg);
-    if (!r)
-        return PSPEC_EXIT_LOG;
-    log_reader_warn_once(r, true);   /* one warning per bad record, however many passes */
-    if (ps->prefetch_tuned)
-        log_reader_prefetch_tune(r, &ps->prefetch);
-    if (!opt->continuous && opt->threads != 1 && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
-        log_reader_prefetch(r, true);   /* a pipe stays on this thread (-ENOTSUP) */
-    if (opt->continuous && opt->idle && pspec_passes(ps) == 1)
-        log_reader_on_idle(r, opt->idle, opt->ctx);   /* (more passes report at the end) */
-    runner rn;
-    runner_init(&rn, ps, log_reader_header(r)->tick_ns);
-    rn.opt = opt;
-    rn.logname = logname;
+    runner_init(rn, ps, log_reader_header(r)->tick_ns);
+    rn->opt = opt;
+    rn->logname = logname;
     /* said at the first record: a log without records (the telemonitor's
      * check of a class) has nothing to compensate */
-    rn.warn_uncompensated = !runner_compensate(&rn, log_reader_header(r), opt->compensate);
+    rn->warn_uncompensated = !runner_compensate(rn, log_reader_header(r), opt->compensate);
     if (opt->explain)
-        rn.fed = ps_calloc(prog->topaggs.n + 1, sizeof *rn.fed);
+        rn->fed = ps_calloc(prog->topaggs.n + 1, sizeof *rn->fed);
     if (opt->summaries_s > 0 && opt->report) {
-        rn.summ = ps_summaries_new(prog, &rn.nsumm, &rn.summ_first);
-        rn.summ_len = llround(opt->summaries_s * 1e9);
-        if (rn.summ_len < 1)
-            rn.summ_len = 1;
+        rn->summ = ps_summaries_new(prog, &rn->nsumm, &rn->summ_first);
+        rn->summ_len = llround(opt->summaries_s * 1e9);
+        if (rn->summ_len < 1)
+            rn->summ_len = 1;
     }
-    plan pl;
-    plan_init(&pl, prog);
+    plan_init(pl, prog);
     for (uint32_t i = 0; i < prog->stmts.n; i++) {
         ps_stmt *st = prog->stmts.v[i];
         if (st->kind == ST_SOLVE)
             continue;
-        plan_walk(&pl, st->expr);
+        plan_walk(pl, st->expr);
         const ps_agg *a = reporting_agg(st);
-        if (a && !rn.report_for[a->id])
-            rn.report_for[a->id] = st;
+        if (a && !rn->report_for[a->id])
+            rn->report_for[a->id] = st;
     }
-    int status = run_passes(&rn, &pl, r, false, opt->want_intervals, opt->want_events, errmsg);
-    if (rn.summ && (status == PSPEC_EXIT_OK || status == PSPEC_EXIT_FAILED))
-        report_summaries(&rn);          /* what closed since the last one */
+}
+
+/* After the passes (`status` is what they returned): the summaries still
+ * due, the verdicts, the prints and the intervals left open. Returns the
+ * check's PSPEC_EXIT_* code. */
+static int check_finish(runner *rn, const pspec_check_options *opt, int status)
+{
+    ps_program *prog = rn->prog;
+    if (rn->summ && (status == PSPEC_EXIT_OK || status == PSPEC_EXIT_FAILED))
+        report_summaries(rn);          /* what closed since the last one */
     bool inconclusive = false;
     if (status == PSPEC_EXIT_OK) {
         for (uint32_t pass = 0; pass < 2; pass++) {
@@ -656,14 +679,14 @@ static int check(pspec *ps, int fd, const char *logname, const pspec_check_optio
                 ps_stmt *st = prog->stmts.v[i];
                 if ((pass == 0 && st->kind != ST_ASSERT) || (pass == 1 && st->kind != ST_PRINT))
                     continue;
-                pv v = ps_eval(&rn.ev, st->expr);
+                pv v = ps_eval(&rn->ev, st->expr);
                 pspec_report rep = {.prog = prog, .stmt = st, .value = &v};
                 if (st->kind == ST_ASSERT) {
                     rep.kind = PSPEC_REPORT_ASSERT;
                     rep.result = result_of(&v);
-                    rep.offenders = rn.offenders[i];
+                    rep.offenders = rn->offenders[i];
                     if (rep.result == PSPEC_FAIL)
-                        verdict_under_loss(&rn, st, &rep);
+                        verdict_under_loss(rn, st, &rep);
                     if (rep.result == PSPEC_INCONCLUSIVE)
                         inconclusive = true;
                     else if (rep.result != PSPEC_PASS)
@@ -671,12 +694,12 @@ static int check(pspec *ps, int fd, const char *logname, const pspec_check_optio
                 } else {
                     rep.kind = PSPEC_REPORT_PRINT;
                 }
-                witness_walk ww = {.rn = &rn};
+                witness_walk ww = {.rn = rn};
                 char *part = NULL;
                 /* (an outermost {& x : T ...} has its offenders for a witness) */
                 if (st->kind == ST_ASSERT && opt->explain && rep.result != PSPEC_PASS &&
                     !reporting_agg(st)) {
-                    witness(&rn, st->expr, &ww, &part);
+                    witness(rn, st->expr, &ww, &part);
                     rep.wit = ww.w;
                     rep.nwit = ww.n;
                     rep.false_part = part;
@@ -697,16 +720,42 @@ static int check(pspec *ps, int fd, const char *logname, const pspec_check_optio
     /* never silently dropped: intervals whose end never came */
     for (uint32_t i = 0; (status == PSPEC_EXIT_OK || status == PSPEC_EXIT_FAILED) && opt->report &&
                          i < prog->ivtypes.n; i++) {
-        if (!rn.unclosed[i])
+        if (!rn->unclosed[i])
             continue;
         pspec_report rep = {.kind = PSPEC_REPORT_UNCLOSED, .prog = prog, .ivtype = prog->ivtypes.v[i],
-                            .count = rn.unclosed[i]};
+                            .count = rn->unclosed[i]};
         opt->report(opt->ctx, &rep);
     }
-    if (status == PSPEC_EXIT_OK && rn.overdue)
+    if (status == PSPEC_EXIT_OK && rn->overdue)
         status = PSPEC_EXIT_FAILED;
-    if (status == PSPEC_EXIT_OK && (inconclusive || rn.overdue_unsure))
+    if (status == PSPEC_EXIT_OK && (inconclusive || rn->overdue_unsure))
         status = PSPEC_EXIT_INCONCLUSIVE;
+    return status;
+}
+
+static int check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg)
+{
+    ps_program *prog = &ps->prog;
+    *errmsg = NULL;
+    if (!prog->main) {
+        *errmsg = ps_strdup("no specification loaded");
+        return PSPEC_EXIT_SPEC;
+    }
+    log_reader *r = log_reader_open(fd, false, logname, opt->warn, opt->ctx, errmsg);
+    if (!r)
+        return PSPEC_EXIT_LOG;
+    log_reader_warn_once(r, true);   /* one warning per bad record, however many passes */
+    if (ps->prefetch_tuned)
+        log_reader_prefetch_tune(r, &ps->prefetch);
+    if (!opt->continuous && opt->threads != 1 && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        log_reader_prefetch(r, true);   /* a pipe stays on this thread (-ENOTSUP) */
+    if (opt->continuous && opt->idle && pspec_passes(ps) == 1)
+        log_reader_on_idle(r, opt->idle, opt->ctx);   /* (more passes report at the end) */
+    runner rn;
+    plan pl;
+    check_setup(&rn, &pl, ps, r, opt, logname);
+    int status = run_passes(&rn, &pl, r, false, opt->want_intervals, opt->want_events, errmsg);
+    status = check_finish(&rn, opt, status);
     plan_free(&pl);
     runner_free(&rn);
     log_reader_free(r);
@@ -718,6 +767,161 @@ int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_option
     int status = check(ps, fd, logname, opt, errmsg);
     pv_pools_trim();
     return status;
+}
+
+/* ---- a check fed by its caller ---------------------------------------------------- */
+
+struct pspec_stream {
+    pspec *ps;
+    pspec_check_options opt;    /* the caller's, continuous */
+    char *logname;
+    char *pending;              /* the bytes so far, while the header is not complete */
+    size_t npending, pending_cap;
+    log_reader *r;              /* once the header is read */
+    runner rn;
+    plan pl;
+    passes pa;
+    ps_engine *g;               /* the pass, while it goes on */
+    bool over;                  /* the log ended, or the check cannot go on */
+    bool finished;              /* the verdicts were reported */
+    int status;                 /* PSPEC_EXIT_* once over */
+    char *err;                  /* its message, for pspec_stream_end */
+};
+
+pspec_stream *pspec_stream_new(pspec *ps, const char *logname, const pspec_check_options *opt, char **errmsg)
+{
+    *errmsg = NULL;
+    if (!ps->prog.main) {
+        *errmsg = ps_strdup("no specification loaded");
+        return NULL;
+    }
+    unsigned n = pspec_passes(ps);
+    if (n > 1) {
+        *errmsg = ps_asprintf("this specification needs %u passes over the log, so it cannot be checked "
+                              "as the log comes", n);
+        return NULL;
+    }
+    pspec_stream *s = ps_calloc(1, sizeof *s);
+    s->ps = ps;
+    s->opt = *opt;
+    s->opt.continuous = true;
+    s->opt.idle = NULL;
+    s->logname = ps_strdup(logname ? logname : "<log>");
+    return s;
+}
+
+static void stream_fail(pspec_stream *s, int status, char *msg)
+{
+    s->over = true;
+    s->status = status;
+    free(s->err);
+    s->err = msg ? msg : ps_strdup(strerror(EIO));
+}
+
+/* Read the header from the bytes so far (all of the log with `eof`); once
+ * it is there, set the check up. */
+static void stream_start(pspec_stream *s, bool eof)
+{
+    char *msg = NULL;
+    int rc = log_reader_open_fed(&s->r, s->pending, s->npending, eof, s->logname, s->opt.warn, s->opt.ctx, &msg);
+    if (rc == -EAGAIN)
+        return;
+    free(s->pending);
+    s->pending = NULL;
+    s->npending = s->pending_cap = 0;
+    if (rc < 0) {
+        stream_fail(s, PSPEC_EXIT_LOG, msg);
+        return;
+    }
+    check_setup(&s->rn, &s->pl, s->ps, s->r, &s->opt, s->logname);
+    s->rn.want_ev = s->opt.want_events;
+    passes_begin(&s->pa, &s->rn, &s->pl, s->opt.want_intervals);
+    pass_fill(&s->pa, &s->rn, &s->pl, 1);      /* (one pass even when none is needed: the records
+                                                  are read, and counted) */
+    s->g = ps_engine_begin(&s->pa.p, s->r, &msg);
+    if (!s->g)
+        stream_fail(s, PSPEC_EXIT_SPEC, msg);
+}
+
+/* Check what the reader has; at the end of the log, the verdicts. */
+static void stream_run(pspec_stream *s)
+{
+    char *msg = NULL;
+    if (!s->g || s->over)
+        return;
+    int rc = ps_engine_step(s->g, &msg);
+    if (rc == -EAGAIN)
+        return;
+    if (rc < 0) {
+        stream_fail(s, PSPEC_EXIT_LOG, msg ? msg : ps_asprintf("%s", strerror(-rc)));
+        return;
+    }
+    free(msg);
+    s->over = true;
+    eval_consts(&s->rn, &s->pl, 1);
+    s->status = check_finish(&s->rn, &s->opt, PSPEC_EXIT_OK);
+    s->finished = true;
+}
+
+bool pspec_stream_feed(pspec_stream *s, const void *data, size_t len)
+{
+    if (s->over)
+        return false;
+    if (!s->r) {
+        if (s->npending + len > s->pending_cap) {
+            s->pending_cap = s->npending + len > 2 * s->pending_cap ? s->npending + len : 2 * s->pending_cap;
+            s->pending = ps_realloc(s->pending, s->pending_cap);
+        }
+        memcpy(s->pending + s->npending, data, len);
+        s->npending += len;
+        stream_start(s, false);
+    } else {
+        log_reader_feed(s->r, data, len);
+    }
+    stream_run(s);
+    return !s->over;
+}
+
+uint64_t pspec_stream_records(const pspec_stream *s)
+{
+    return s->r ? log_reader_pos(s->r) : 0;
+}
+
+int pspec_stream_end(pspec_stream *s, char **errmsg)
+{
+    *errmsg = NULL;
+    if (!s->over) {
+        if (!s->r)
+            stream_start(s, true);
+        else
+            log_reader_feed_end(s->r);
+        stream_run(s);
+    }
+    if (!s->over)       /* (cannot happen: at the end of a fed log the pass ends) */
+        stream_fail(s, PSPEC_EXIT_LOG, ps_strdup("the log did not end"));
+    if (s->err) {
+        *errmsg = s->err;
+        s->err = NULL;
+    }
+    return s->status;
+}
+
+void pspec_stream_free(pspec_stream *s)
+{
+    if (!s)
+        return;
+    ps_engine_end(s->g);
+    if (s->r) {
+        passes_end(&s->pa);
+        plan_free(&s->pl);
+        runner_free(&s->rn);
+        log_reader_free(s->r);
+    }
+    free(s->pending);
+    free(s->logname);
+    free(s->err);
+    free(s);
+    pv_pools_trim();
 }
 
 /* ---- peval sessions ------------------------------------------------------------------ */

@@ -208,6 +208,36 @@ enum {
  * PSPEC_EXIT_LOG or _SPEC *errmsg gets a heap message. */
 PSPEC_API int pspec_check(pspec *ps, int fd, const char *logname, const pspec_check_options *opt, char **errmsg);
 
+/* ---- a continuous check fed by its caller ------------------------------------- */
+
+/* The check of `pcheck -cont` when the caller holds the log's bytes (a
+ * telemonitor checks many streams on one thread this way, without a pipe
+ * or a process each): the caller hands the bytes over as they come, and
+ * each call checks what they complete and reports, through opt->report,
+ * what became due; pspec_stream_end reports the rest as pspec_check does
+ * at end of log. The same reports in the same order as pspec_check with
+ * opt->continuous on the same bytes, however they are cut. Only specs of
+ * one pass (pspec_passes <= 1). Streams of the same pspec may be
+ * interleaved on one thread. */
+typedef struct pspec_stream pspec_stream;
+
+/* NULL with a heap message when nothing is loaded or the spec needs more
+ * than one pass. `opt` is copied (continuous is implied, idle unused);
+ * `ps` must outlive the stream. */
+PSPEC_API pspec_stream *pspec_stream_new(pspec *ps, const char *logname, const pspec_check_options *opt,
+                                         char **errmsg);
+/* The next bytes of the log (any cut: header, records, parts of them).
+ * True while the check wants more; false once it is over (an End record,
+ * a header that is not a log's): pspec_stream_end then says why. */
+PSPEC_API bool pspec_stream_feed(pspec_stream *s, const void *data, size_t len);
+/* Event records read so far (as report positions count them); every
+ * report about them has been made. */
+PSPEC_API uint64_t pspec_stream_records(const pspec_stream *s);
+/* The log ended: the remaining reports, and one of PSPEC_EXIT_* (on
+ * PSPEC_EXIT_LOG or _SPEC with a heap message in *errmsg). Once. */
+PSPEC_API int pspec_stream_end(pspec_stream *s, char **errmsg);
+PSPEC_API void pspec_stream_free(pspec_stream *s);      /* NULL ok */
+
 /* ---- estimating unknowns (psolve) ---------------------------------------------- */
 
 typedef struct pspec_solve_options {
