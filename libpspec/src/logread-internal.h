@@ -128,6 +128,8 @@ struct log_reader {
     uint64_t base;          /* stream offset of buf[0] */
     size_t scan;            /* ascii: bytes after start known to hold no newline */
     size_t complete;        /* ascii: buf[start..complete) holds whole lines only */
+    bool skipping;          /* ascii: the rest of a line too long is still to be discarded
+                               (a fed reader waits for its newline) */
 
     /* rewinding */
     off_t fd_origin;        /* file offset where the log starts; -1: not seekable */

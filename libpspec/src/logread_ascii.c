@@ -116,6 +116,28 @@ static void consume_line(log_reader *r, size_t le)
     r->lineno++;
 }
 
+/* Discard bytes up to and including the newline of the line being skipped.
+ * Returns 0 or a negative read error; -EAGAIN (a fed reader) leaves
+ * r->skipping set, to go on once more bytes come. */
+static int skip_rest(log_reader *r, char **errmsg)
+{
+    for (;;) {
+        const char *nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+        r->scan = 0;
+        if (nl) {
+            r->start = (size_t)(nl - r->buf) + 1;
+            r->skipping = false;
+            return 0;
+        }
+        r->start = r->end;
+        int rc = logr_fill(r, 1, errmsg);
+        if (rc <= 0) {
+            r->skipping = rc == -EAGAIN;
+            return rc;
+        }
+    }
+}
+
 /* Skip a line longer than LOG_MAX_LINE: report it, then discard bytes up to
  * and including its newline. Returns 0 or a negative read error. */
 static int skip_long_line(log_reader *r, char **errmsg)
@@ -124,18 +146,8 @@ static int skip_long_line(log_reader *r, char **errmsg)
     if (r->buf[r->start] != '#')
         r->pos++;
     logr_warn(r, line, "line longer than %u bytes skipped", LOG_MAX_LINE);
-    for (;;) {
-        const char *nl = memchr(r->buf + r->start, '\n', r->end - r->start);
-        r->scan = 0;
-        if (nl) {
-            r->start = (size_t)(nl - r->buf) + 1;
-            return 0;
-        }
-        r->start = r->end;
-        int rc = logr_fill(r, 1, errmsg);
-        if (rc <= 0)
-            return rc;
-    }
+    r->skipping = true;
+    return skip_rest(r, errmsg);
 }
 
 /* --- numbers ------------------------------------------------------------ */
@@ -1036,6 +1048,11 @@ static __attribute__((noinline)) int next_general(log_reader *r, log_record *rec
 /* logr_ops.next: the fast paths, then the general parser. */
 static int ascii_next(log_reader *r, log_record *rec, char **errmsg)
 {
+    if (PS_UNLIKELY(r->skipping)) {
+        int rc = skip_rest(r, errmsg);
+        if (rc < 0)
+            return rc;
+    }
     if (PS_LIKELY(r->fastpath && !r->ended)) {
         if (r->start >= r->complete)
             find_complete(r);

@@ -444,6 +444,9 @@ int log_reader_open_fed(log_reader **out, const void *data, size_t len, bool eof
 void log_reader_feed(log_reader *r, const void *data, size_t len)
 {
     size_t avail = r->end - r->start;
+    /* ascii: a fast path may take the line peek_line waited for without
+     * clearing what that scan found, which is then stale */
+    r->scan = 0;
     if (avail == 0 && r->start > 0) {
         r->base += r->start;
         r->start = r->end = 0;

@@ -872,7 +872,8 @@ bool pspec_stream_feed(pspec_stream *s, const void *data, size_t len)
             s->pending_cap = s->npending + len > 2 * s->pending_cap ? s->npending + len : 2 * s->pending_cap;
             s->pending = ps_realloc(s->pending, s->pending_cap);
         }
-        memcpy(s->pending + s->npending, data, len);
+        if (len > 0)        /* (no bytes yet: pending is NULL) */
+            memcpy(s->pending + s->npending, data, len);
         s->npending += len;
         stream_start(s, false);
     } else {
