@@ -14,13 +14,19 @@ struct ps_arena_chunk {
     _Alignas(16) char data[];
 };
 
-enum { CHUNK_MIN = 16 * 1024 };
+/* Chunks start small and double up to CHUNK_MAX: a stream's compiled
+ * expressions take a few hundred bytes, a large spec many chunks. */
+enum { CHUNK_FIRST = 1024, CHUNK_MAX = 16 * 1024 };
 
 void *ps_arena_alloc(ps_arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
     if (n > a->left) {
-        size_t size = n > CHUNK_MIN ? n : CHUNK_MIN;
+        size_t size = a->chunks ? a->chunks->size * 2 : CHUNK_FIRST;
+        if (size > CHUNK_MAX)
+            size = CHUNK_MAX;
+        if (size < n)
+            size = n;
         ps_arena_chunk *c = ps_malloc(sizeof *c + size);
         c->size = size;
         c->next = a->chunks;

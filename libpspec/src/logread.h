@@ -109,6 +109,9 @@ int log_reader_open_fed(log_reader **out, const void *data, size_t len, bool eof
                         log_warn_fn warn, void *warn_ctx, char **errmsg);
 void log_reader_feed(log_reader *r, const void *data, size_t len);
 void log_reader_feed_end(log_reader *r);
+/* Everything fed has been read: give the buffer back until the next feed
+ * (a caller with many streams keeps memory for the ones being fed only). */
+void log_reader_feed_idle(log_reader *r);
 /* Bytes handed over and not yet read. */
 size_t log_reader_unread(const log_reader *r);
 

@@ -443,6 +443,8 @@ int log_reader_open_fed(log_reader **out, const void *data, size_t len, bool eof
 
 void log_reader_feed(log_reader *r, const void *data, size_t len)
 {
+    if (len == 0)
+        return;
     size_t avail = r->end - r->start;
     /* ascii: a fast path may take the line peek_line waited for without
      * clearing what that scan found, which is then stale */
@@ -470,8 +472,23 @@ void log_reader_feed(log_reader *r, const void *data, size_t len)
     r->end += len;
 }
 
+void log_reader_feed_idle(log_reader *r)
+{
+    if (r->start != r->end || !r->buf)
+        return;
+    r->base += r->start;
+    r->start = r->end = 0;
+    r->scan = 0;
+    r->complete = 0;
+    free(r->buf);
+    r->buf = NULL;
+    r->cap = 0;
+}
+
 void log_reader_feed_end(log_reader *r)
 {
+    if (!r->buf)
+        buf_resize(r, LOG_BUF_PAD);     /* (the formats look at the buffer even when it is empty) */
     r->eof = true;
 }
 

@@ -305,13 +305,13 @@ static void summary_format(ps_buf *b, const pspec_report *r, bool json)
                   "\"unit\":\"ns\",\"sketch\":{\"gamma\":%.17g,\"zero\":%" PRIu64,
                   s->count, s->sum, s->sumsq, s->min, s->max, PS_SUMMARY_GAMMA, s->zero);
     for (int side = 0; side < 2; side++) {
-        const uint64_t *c = side ? s->neg : s->pos;
         bool first = true;
         ps_buf_puts(b, side ? ",\"neg\":{" : ",\"pos\":{");
         for (int k = s->lo[side]; k <= s->hi[side]; k++) {
-            if (!c[k])
+            uint64_t c = ps_summary_bucket(s, side, k);
+            if (!c)
                 continue;
-            ps_buf_printf(b, "%s\"%d\":%" PRIu64, first ? "" : ",", k - PS_SUMMARY_BUCKETS / 2, c[k]);
+            ps_buf_printf(b, "%s\"%d\":%" PRIu64, first ? "" : ",", k - PS_SUMMARY_BUCKETS / 2, c);
             first = false;
         }
         ps_buf_putc(b, '}');

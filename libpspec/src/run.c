@@ -850,8 +850,10 @@ static void stream_run(pspec_stream *s)
     if (!s->g || s->over)
         return;
     int rc = ps_engine_step(s->g, &msg);
-    if (rc == -EAGAIN)
+    if (rc == -EAGAIN) {
+        log_reader_feed_idle(s->r);
         return;
+    }
     if (rc < 0) {
         stream_fail(s, PSPEC_EXIT_LOG, msg ? msg : ps_asprintf("%s", strerror(-rc)));
         return;

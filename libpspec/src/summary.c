@@ -26,9 +26,8 @@ ps_summary *ps_summaries_new(const ps_program *prog, uint32_t *n, uint32_t **fir
             memset(&s[k], 0, sizeof s[k]);
             s[k].type = t;
             s[k].metric = m;
-            s[k].pos = ps_calloc(PS_SUMMARY_BUCKETS, sizeof(uint64_t));
-            s[k].neg = ps_calloc(PS_SUMMARY_BUCKETS, sizeof(uint64_t));
-            ps_summary_reset(&s[k]);
+            s[k].lo[0] = s[k].lo[1] = PS_SUMMARY_BUCKETS;      /* (nothing yet) */
+            s[k].hi[0] = s[k].hi[1] = -1;
             k++;
         }
     }
@@ -40,8 +39,8 @@ ps_summary *ps_summaries_new(const ps_program *prog, uint32_t *n, uint32_t **fir
 void ps_summaries_free(ps_summary *s, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        free(s[i].pos);
-        free(s[i].neg);
+        free(s[i].b[0]);
+        free(s[i].b[1]);
     }
     free(s);
 }
@@ -49,14 +48,41 @@ void ps_summaries_free(ps_summary *s, uint32_t n)
 void ps_summary_reset(ps_summary *s)
 {
     for (int side = 0; side < 2; side++) {
-        uint64_t *b = side ? s->neg : s->pos;
         if (s->lo[side] <= s->hi[side])
-            memset(b + s->lo[side], 0, (size_t)(s->hi[side] - s->lo[side] + 1) * sizeof *b);
+            memset(s->b[side] + (s->lo[side] - s->base[side]), 0,
+                   (size_t)(s->hi[side] - s->lo[side] + 1) * sizeof *s->b[side]);
         s->lo[side] = PS_SUMMARY_BUCKETS;
         s->hi[side] = -1;
     }
     s->count = s->zero = 0;
     s->sum = s->sumsq = s->min = s->max = 0;
+}
+
+/* Make the window of `side` hold bucket k: it grows by doubling, toward k. */
+static void window_take(ps_summary *s, int side, int k)
+{
+    int base = s->base[side], cap = s->cap[side];
+    if (cap && k >= base && k < base + cap)
+        return;
+    int lo = cap && base < k ? base : k, hi = cap && base + cap - 1 > k ? base + cap - 1 : k;
+    int want = hi - lo + 1, ncap = cap ? 2 * cap : 16;
+    while (ncap < want)
+        ncap *= 2;
+    if (ncap > PS_SUMMARY_BUCKETS)
+        ncap = PS_SUMMARY_BUCKETS;
+    /* centre the room left over on the range, inside [0, BUCKETS) */
+    int nbase = lo - (ncap - want) / 2;
+    if (nbase < 0)
+        nbase = 0;
+    if (nbase + ncap > PS_SUMMARY_BUCKETS)
+        nbase = PS_SUMMARY_BUCKETS - ncap;
+    uint64_t *b = ps_calloc((size_t)ncap, sizeof *b);
+    if (cap)
+        memcpy(b + (base - nbase), s->b[side], (size_t)cap * sizeof *b);
+    free(s->b[side]);
+    s->b[side] = b;
+    s->base[side] = nbase;
+    s->cap[side] = ncap;
 }
 
 void ps_summary_add(ps_summary *s, double x)
@@ -77,7 +103,8 @@ void ps_summary_add(ps_summary *s, double x)
     int side = x < 0;
     double i = ceil(log(fabs(x)) / log(PS_SUMMARY_GAMMA)) + PS_SUMMARY_BUCKETS / 2;
     int k = i < 0 ? 0 : i >= PS_SUMMARY_BUCKETS ? PS_SUMMARY_BUCKETS - 1 : (int)i;
-    (side ? s->neg : s->pos)[k]++;
+    window_take(s, side, k);
+    s->b[side][k - s->base[side]]++;
     if (k < s->lo[side])
         s->lo[side] = k;
     if (k > s->hi[side])

@@ -26,9 +26,20 @@ typedef struct ps_summary {
     uint32_t metric;            /* index in type->metrics */
     uint64_t count, zero;       /* values, and those exactly 0 */
     double sum, sumsq, min, max;
-    uint64_t *pos, *neg;        /* [PS_SUMMARY_BUCKETS] counts; bucket i at i + 2048 */
-    int lo[2], hi[2];           /* the used range of pos [0] and neg [1] (lo > hi: none) */
+    uint64_t *b[2];             /* the counts of positive [0] and negative [1] values: bucket i
+                                   (at i + 2048) is b[side][i + 2048 - base[side]], for the
+                                   buckets the window [base, base + cap) holds; NULL until the
+                                   first value of that side (a stream keeps one per metric, so
+                                   not 2 x 32 KiB each) */
+    int base[2], cap[2];
+    int lo[2], hi[2];           /* the used range of each side (lo > hi: none) */
 } ps_summary;
+
+/* The count of bucket k (0..PS_SUMMARY_BUCKETS-1) of a side, lo <= k <= hi. */
+static inline uint64_t ps_summary_bucket(const ps_summary *s, int side, int k)
+{
+    return s->b[side][k - s->base[side]];
+}
 
 /* The summaries of prog's duration metrics: *n of them (NULL when none),
  * grouped by interval type in type order; those of type i are
