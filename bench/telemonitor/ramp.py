@@ -4,7 +4,11 @@ second in ten writes a second (bench_tm_writer -rate 333 -every-ms 100
 -wall, a read every 100 slow), all through one telemonitor on sqlite. For
 each N of the ramp it runs two classes side by side, one after the other:
 
-  check  the class has a spec (a checker per stream): what production runs;
+  check  the class has a spec, checked in the telemonitor (a libpspec
+         stream per instance, the default -checker inproc): what
+         production runs;
+  pcheck the same class with -checker process: one pcheck -cont process
+         per stream, as before (optional: KINDS="check pcheck count");
   count  the class has only a tool that counts bytes (`wc -c`): the floor
          of moving the records through the telemonitor.
 
@@ -69,8 +73,10 @@ end ramp
 class Quiet(tt.Telemonitor):
     """The telemonitor without -debug (its log would cost CPU)."""
 
+    extra = []
+
     def argv(self):
-        return [a for a in super().argv() if a != "-debug"]
+        return [a for a in super().argv() if a != "-debug"] + self.extra
 
 
 def cpu(pid):
@@ -116,11 +122,13 @@ def run(n, kind):
         spec = env.path("ramp.pspec")
         with open(spec, "w") as f:
             f.write(SPEC)
-        if kind == "check":
+        checks = kind in ("check", "pcheck")
+        if checks:
             rc = tt.rc_class("ramp-*", spec=spec, block=True)
         else:
             rc = tt.rc_class("ramp-*", tool="exec wc -c > /dev/null", block=True)
         reg = env.registry()
+        Quiet.extra = ["-checker", "process"] if kind == "pcheck" else []
         tm = Quiet(env, reg, rc)
         pid = tm.proc.p.pid
         cpu0 = cpu(pid)
@@ -156,13 +164,13 @@ def run(n, kind):
         for i in rows:
             acct = i["records"] + i["lost"] + i["skipped"] + i.get("unchecked", 0)
             recs += i["records"]
-            want_f = READS // SLOW_EVERY if kind == "check" else 0
+            want_f = READS // SLOW_EVERY if checks else 0
             if acct != RECORDS or i["lost"] or i.get("unchecked", 0) or \
-                    (kind == "check" and i["failures"] != want_f):
+                    (checks and i["failures"] != want_f):
                 bad += 1
         tm.stop()
         lat = []
-        if kind == "check":
+        if checks:
             db = sqlite3.connect(glob.glob(os.path.join(tm.state, "telemonitor.db"))[0])
             lat = [r[0] for r in db.execute(
                 "SELECT time - start_wall FROM failures WHERE report = 0 AND start_wall > 0")]
@@ -181,7 +189,7 @@ def main():
     print("ramp: %s on %d CPUs (%s); %d s at %d records/s a program, ten writes a second; "
           "classes: %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.cpu_count(),
                             os.uname().nodename, SECS, 3 * READS_S, " ".join(KINDS)))
-    print("%6s %-5s %10s %7s %8s %8s %8s %8s %7s %7s %7s %9s %9s %8s %6s" %
+    print("%6s %-6s %10s %7s %8s %8s %8s %8s %7s %7s %7s %9s %9s %8s %6s" %
           ("N", "class", "records", "exact", "failures", "p50 ms", "p99 ms", "max ms", "CPU s",
            "us/rec", "tm only", "tm MiB", "kids MiB", "KiB/str", "tail"))
     knee = None
@@ -189,15 +197,15 @@ def main():
         res = {}
         for kind in KINDS:
             r = res[kind] = run(n, kind)
-            print("%6d %-5s %10d %4d/%-3d %8d %8.0f %8.0f %8.0f %7.1f %7.2f %7.2f %9.1f %9.1f %8.0f "
+            print("%6d %-6s %10d %4d/%-3d %8d %8.0f %8.0f %8.0f %7.1f %7.2f %7.2f %9.1f %9.1f %8.0f "
                   "%5.1fs" % (n, kind, r["records"], r["exact"], n, r["failures"],
                               r["p50"] * 1e3, r["p99"] * 1e3, r["max"] * 1e3, r["cpu"], r["us"],
                               r["us_tm"], r["own"] / 1024, r["kids"] / 1024, r["per"],
                               r["tail"]))
             sys.stdout.flush()
-        if "check" in res and "count" in res and res["count"]["us"] > 0:
-            print("%6d check/count CPU per record: %.2fx" %
-                  (n, res["check"]["us"] / res["count"]["us"]))
+        for k in ("check", "pcheck"):
+            if k in res and "count" in res and res["count"]["us"] > 0:
+                print("%6d %s/count CPU per record: %.2fx" % (n, k, res[k]["us"] / res["count"]["us"]))
         c = res.get("check")
         if knee is None and c and (c["exact"] < n or c["p99"] > 1.0):
             knee = n

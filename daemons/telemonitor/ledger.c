@@ -155,8 +155,18 @@ void ledger_run(struct ledger *l, pid_t pgid, Cmon__Format fmt)
 	l->f->nchunks = 0;
 	l->f->start_time = pgid > 0 ? ledger_proc_start(pgid) : 0;
 	l->f->pgid = pgid;
+	l->f->flags &= ~LEDGER_INPROC;
 	if (pgid > 0)
 		l->f->run_events = 0;
+}
+
+void ledger_run_inproc(struct ledger *l, Cmon__Format fmt)
+{
+	ledger_run(l, 0, fmt);
+	if (!l->f)
+		return;
+	l->f->flags |= LEDGER_INPROC;
+	l->f->run_events = 0;
 }
 
 void ledger_write(struct ledger *l, const struct cmon_tally *t, size_t bytes)
@@ -400,8 +410,9 @@ int ledger_finish_orphans(const char *state_dir, double wait_s,
 			continue;
 		}
 		close(fd);
-		if (l.f->pgid > 0)
+		if (l.f->pgid > 0 || (l.f->flags & LEDGER_INPROC))
 			l.f->flags |= LEDGER_ORPHANED;  /* its reports may be lost (settled on re-attach) */
+		l.f->flags &= ~LEDGER_INPROC;           /* (a checker inside it died with it) */
 		if (l.f->pgid <= 0 || !l.f->start_time ||
 		    ledger_proc_start(l.f->pgid) != l.f->start_time) {
 			l.f->pgid = 0;                  /* gone (and any pid reuse is not ours) */

@@ -64,6 +64,7 @@ struct ledger_file {
 };
 
 #define LEDGER_ORPHANED 1u           /* its run outlived a telemonitor (ledger_finish_orphans) */
+#define LEDGER_INPROC 2u             /* its run is a checker inside the telemonitor: it dies with it */
 
 /* An open ledger. */
 struct ledger {
@@ -91,6 +92,10 @@ uint64_t ledger_pos(const struct ledger *l);
 /* A new run of the tool (process group `pgid`) starts, on a log of format
  * `fmt`; with `pgid` 0 the run is over (its run_events stay until the next). */
 void ledger_run(struct ledger *l, pid_t pgid, Cmon__Format fmt);
+/* A new run of the checker inside the telemonitor (LEDGER_INPROC): a
+ * telemonitor killed during it takes its unreported records along, so the
+ * next one settles them as it does an orphan's. */
+void ledger_run_inproc(struct ledger *l, Cmon__Format fmt);
 
 /* About to write whole records `t` (`bytes` long): count them as delivered.
  * ledger_unwrite() puts them back if the write did not happen. */

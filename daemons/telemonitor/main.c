@@ -35,7 +35,7 @@
 
 static const char usage[] =
 	"Usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
-	"                   [-pcheck PATH] [-store URL] [-node NAME] [-store-backlog N]\n"
+	"                   [-pcheck PATH] [-checker inproc|process] [-store URL] [-node NAME] [-store-backlog N]\n"
 	"                   [-max-sessions N] [-http ADDR]\n"
 	"                   [-web DIR] [-check]\n"
 	"                   [-finish-tools]\n"
@@ -61,6 +61,13 @@ static const char usage[] =
 	"  -regname, --regname NAME   accepted for compatibility; has no effect\n"
 	"  -pcheck, --pcheck PATH     the checker (default: pcheck next to this program,\n"
 	"                             then in the build tree, then on $PATH)\n"
+	"  -checker, --checker inproc|process\n"
+	"                             where a class's spec is checked: in this process,\n"
+	"                             one libpspec stream per instance (inproc, the\n"
+	"                             default), or by one pcheck -cont process per\n"
+	"                             instance (process: a crash of the checker stays\n"
+	"                             its own); specs inproc cannot take (two passes,\n"
+	"                             unknowns, errors) always get a process\n"
 	"  -store, --store URL        keep failures, instances and mail in the\n"
 	"                             PostgreSQL database at URL (postgresql://...;\n"
 	"                             default: the configuration's store, else sqlite\n"
@@ -122,13 +129,14 @@ static const char usage[] =
 /* The command line: these options plus -h/--help and -V/--version. */
 enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_STORE, O_NODE, O_BACKLOG, O_HTTP, O_WEB,
        O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXSESS, O_TOKEN, O_HCERT, O_HKEY,
-       O_HCA, O_REGSECRET };
+       O_HCA, O_REGSECRET, O_CHECKER };
 static const struct option opts[] = {
 	{ "rc", required_argument, NULL, O_RC },
 	{ "state", required_argument, NULL, O_STATE },
 	{ "regmachine", required_argument, NULL, O_REG },
 	{ "regname", required_argument, NULL, O_REGNAME },
 	{ "pcheck", required_argument, NULL, O_PCHECK },
+	{ "checker", required_argument, NULL, O_CHECKER },
 	{ "store", required_argument, NULL, O_STORE },
 	{ "node", required_argument, NULL, O_NODE },
 	{ "store-backlog", required_argument, NULL, O_BACKLOG },
@@ -182,6 +190,12 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 		case O_REG: o->regmachine = optarg; break;
 		case O_REGNAME: break;
 		case O_PCHECK: o->pcheck = optarg; break;
+		case O_CHECKER:
+			if (strcmp(optarg, "inproc") && strcmp(optarg, "process"))
+				cmon_cmdline_fail(&cmdline, "bad value '%s' for -checker (inproc or "
+						  "process)", optarg);
+			o->checker_process = !strcmp(optarg, "process");
+			break;
 		case O_NODE:
 			if (!*optarg || strlen(optarg) > 200)
 				cmon_cmdline_fail(&cmdline, "bad value for -node (1 to 200 "

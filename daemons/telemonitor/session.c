@@ -256,7 +256,7 @@ static void end_runs(struct session *s)
 {
 	for (size_t i = 0; i < s->ntools; i++) {
 		struct tool *t = s->tools[i];
-		if (t->pid > 0 && !t->exited) {
+		if (tool_running(t)) {
 			tool_kill(t);
 			checker_run_over(s, t, false);
 		}
@@ -324,7 +324,10 @@ static void spawn_tool(struct session *s, struct tool *t)
 	t->fmt = s->fmt;
 	if (t->kind == TK_CHECKER)
 		s->origin_due = true;    /* its first record is the next one scanned */
-	if (tool_spawn(t, argv, env, err, sizeof err) < 0) {
+	if (t->kind == TK_CHECKER && !s->tm->opt.checker_process &&
+	    tool_start_inproc(t, s->cls.spec, !s->cls.allow_unbounded) == 0) {
+		/* checked in this process (a spec it cannot take gets pcheck) */
+	} else if (tool_spawn(t, argv, env, err, sizeof err) < 0) {
 		cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s", in->id, in->prog,
 			  in->machine, in->pid, err);
 		typescript_note(&s->ts, "%s", err);

@@ -96,6 +96,7 @@ struct tm_options {
 	const char *state;            /* -state DIR, or NULL */
 	const char *regmachine;       /* -regmachine HOST[:PORT] */
 	const char *pcheck;           /* -pcheck PATH, or NULL */
+	bool checker_process;         /* -checker process: every checker a pcheck process */
 	const char *http;             /* -http ADDR, or NULL (see http.h) */
 	const char *web;              /* -web DIR: the dashboard's files, or NULL (dashboard.h) */
 	size_t store_backlog;         /* -store-backlog N, or 0 */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cmon/log.h"
+#include "pspec/pspec.h"
 #include "tool.h"
 
 extern char **environ;
@@ -537,10 +538,193 @@ out_close:
 	return r;
 }
 
+/* --- the checker in this process ------------------------------------------ */
+
+/* A report, as pcheck -cont --json prints it (it asks for no interval or
+ * event lines), for the owner on the next turn. */
+static void inproc_report(void *ctx, const pspec_report *r)
+{
+	struct tool *t = ctx;
+	pspec_report_kind k = pspec_report_kind_of(r);
+	size_t len;
+
+	if (k == PSPEC_REPORT_INTERVAL || k == PSPEC_REPORT_EVENT)
+		return;
+	len = pspec_report_format_into(r, PSPEC_FORMAT_JSON, &t->line, &t->line_cap);
+	evbuffer_add(t->outq, t->line, len);
+	evbuffer_add(t->outq, "\n", 1);
+}
+
+/* A malformed record skipped, as pcheck says it on standard error. */
+static void inproc_warn(void *ctx, const char *logname, uint64_t where, const char *msg)
+{
+	struct tool *t = ctx;
+
+	if (where == 0)
+		evbuffer_add_printf(t->errq, "%s: warning: %s\n", logname, msg);
+	else
+		evbuffer_add_printf(t->errq, "%s:%" PRIu64 ": warning: %s\n", logname, where, msg);
+}
+
+/* Free the check (its run is over, or killed). */
+static void inproc_stop(struct tool *t)
+{
+	pspec_stream_free(t->stream);
+	t->stream = NULL;
+	pspec_free(t->ps);
+	t->ps = NULL;
+	if (t->out_ev)
+		event_del(t->out_ev);
+	if (t->outq)
+		evbuffer_drain(t->outq, evbuffer_get_length(t->outq));
+	if (t->errq)
+		evbuffer_drain(t->errq, evbuffer_get_length(t->errq));
+	t->inproc = false;
+	t->ending = false;
+}
+
+/* Hand the lines over, as out_read does a process's; once its input has
+ * ended and everything is handed over, it has "exited". */
+static void inproc_deliver(evutil_socket_t fd, short what, void *arg)
+{
+	struct tool *t = arg;
+	char buf[16384];
+	int n;
+
+	(void)fd;
+	(void)what;
+	while (t->inproc && (n = evbuffer_remove(t->errq, buf, sizeof buf)) > 0)
+		t->cbs->output(t->ctx, t, buf, (size_t)n);
+	while (t->inproc) {
+		size_t len;
+		char *line = evbuffer_readln(t->outq, &len, EVBUFFER_EOL_LF);
+		if (!line)
+			break;
+		t->cbs->line(t->ctx, t, line, len);
+		free(line);
+	}
+	if (t->inproc && t->ending) {
+		inproc_stop(t);
+		t->exited = true;
+		t->out_eof = t->err_eof = true;
+		check_done(t);
+	}
+}
+
+static void inproc_soon(struct tool *t)
+{
+	event_active(t->out_ev, EV_TIMEOUT, 0);     /* (once, however often asked) */
+}
+
+/* Say how far the check is, as pcheck --progress does when it waits. */
+static void inproc_progress(struct tool *t)
+{
+	uint64_t n = pspec_stream_records(t->stream);
+
+	if (n != t->said) {
+		t->said = n;
+		evbuffer_add_printf(t->outq, "{\"checked\":%" PRIu64 "}\n", n);
+	}
+}
+
+/* The end of its input: the verdicts, and pcheck's exit status. */
+static void inproc_end(struct tool *t)
+{
+	char *err = NULL;
+	int st;
+
+	if (!t->inproc || t->ending)
+		return;
+	st = pspec_stream_end(t->stream, &err);
+	if (err) {
+		if (st == PSPEC_EXIT_SPEC)
+			evbuffer_add_printf(t->errq, "%s\n", err);
+		else
+			evbuffer_add_printf(t->errq, "pcheck: <stdin>: %s\n", err);
+		free(err);
+	}
+	t->status = (st & 0xff) << 8;          /* as waitpid says "exited with status st" */
+	t->ending = true;
+	inproc_soon(t);
+}
+
+static int inproc_write(struct tool *t, const void *p, size_t n)
+{
+	struct cmon_tally tl = { 0 };
+
+	if (!t->stream || t->ending)
+		return -EPIPE;
+	cmon_log_tally(t->fmt, p, n, SIZE_MAX, &tl);
+	ledger_write(&t->led, &tl, n);
+	t->active_at = tm_now();
+	if (!pspec_stream_feed(t->stream, p, n)) {
+		inproc_end(t);                      /* an End record, or no log at all */
+		return 0;
+	}
+	inproc_progress(t);
+	inproc_soon(t);
+	return 0;
+}
+
+int tool_start_inproc(struct tool *t, const char *spec, bool bounded)
+{
+	pspec_check_options opt = {
+		.continuous = true, .explain = true, .summaries_s = atof(TM_SUMMARIES_S),
+		.threads = 1, .report = inproc_report, .warn = inproc_warn, .ctx = t,
+	};
+	struct pspec *ps = pspec_new();
+	char *why = NULL, *err = NULL;
+
+	if (!ps)
+		return -ENOMEM;
+	if (pspec_load_file(ps, spec) < 0 || pspec_passes(ps) > 1 || pspec_uses_unknowns(ps) ||
+	    (bounded && (why = pspec_unbounded(ps)))) {
+		free(why);
+		pspec_free(ps);
+		return -ENOTSUP;
+	}
+	if (!t->outq && !(t->outq = evbuffer_new()))
+		goto nomem;
+	if (!t->errq && !(t->errq = evbuffer_new()))
+		goto nomem;
+	if (!t->out_ev && !(t->out_ev = event_new(t->tm->base, -1, 0, inproc_deliver, t)))
+		goto nomem;
+	t->stream = pspec_stream_new(ps, "<stdin>", &opt, &err);
+	if (!t->stream) {
+		free(err);
+		pspec_free(ps);
+		return -ENOTSUP;
+	}
+	t->ps = ps;
+	t->inproc = true;
+	t->ending = false;
+	t->said = 0;
+	t->pid = 0;
+	t->exited = t->out_eof = t->err_eof = t->input_broken = t->closing_input = false;
+	t->status = 0;
+	t->written = 0;
+	t->run_checked = 0;
+	ledger_run_inproc(&t->led, t->fmt);
+	t->runs++;
+	t->started = t->active_at = tm_now();
+	t->state = TL_RUNNING;
+	return 0;
+nomem:
+	pspec_free(ps);
+	return -ENOMEM;
+}
+
+bool tool_running(const struct tool *t)
+{
+	return (t->pid > 0 && !t->exited) || t->inproc;
+}
+
 int tool_write(struct tool *t, const void *p, size_t n)
 {
 	bool idle;
 
+	if (t->inproc)
+		return inproc_write(t, p, n);
 	if (t->in_fd < 0 || t->closing_input)
 		return -EPIPE;
 	idle = evbuffer_get_length(t->inq) == 0;
@@ -566,6 +750,10 @@ size_t tool_queued(const struct tool *t)
 
 void tool_close_input(struct tool *t)
 {
+	if (t->inproc) {
+		inproc_end(t);
+		return;
+	}
 	if (t->in_fd < 0)
 		return;
 	t->closing_input = true;
@@ -575,6 +763,10 @@ void tool_close_input(struct tool *t)
 
 void tool_abandon_input(struct tool *t)
 {
+	if (t->inproc) {
+		inproc_end(t);       /* (as a process does at the end of its input) */
+		return;
+	}
 	input_close(t);
 }
 
@@ -604,6 +796,14 @@ void tool_reap(struct tmon *tm)
 
 void tool_kill(struct tool *t)
 {
+	if (t->inproc) {
+		/* killed: what it had not handed over is lost, as a process's
+		 * unread output would be */
+		inproc_stop(t);
+		t->exited = true;
+		t->status = SIGKILL;
+		t->out_eof = t->err_eof = true;
+	}
 	input_close(t);
 	if (t->pid > 0 && !t->exited) {
 		int st;
@@ -633,6 +833,13 @@ void tool_free(struct tool *t, bool forget)
 		return;
 	tool_kill(t);
 	ledger_close(&t->led, forget);
+	if (t->out_ev)
+		event_free(t->out_ev);
+	if (t->outq)
+		evbuffer_free(t->outq);
+	if (t->errq)
+		evbuffer_free(t->errq);
+	free(t->line);
 	evbuffer_free(t->inq);
 	event_free(t->timer);
 	free(t);

@@ -11,7 +11,14 @@
  * longer than PIPE_BUF aside), and the count of what it was given is right
  * even if the telemonitor is killed. We keep a second read end of the
  * tool's input pipe; when the tool ends, what it left unread is read back
- * from it and taken off the ledger. */
+ * from it and taken off the ledger.
+ *
+ * The checker may also run in the telemonitor itself (tool_start_inproc,
+ * the default; -checker process turns it off): a libpspec stream checks
+ * what tool_write gives it at once, and its report lines reach the owner
+ * on the next turn of the loop, as a process's would, followed by its
+ * progress ({"checked":N}); closing its input ends the check and "exits"
+ * with pcheck's status. No pipe, no process, no second parse elsewhere. */
 #ifndef TELEMON_TOOL_H
 #define TELEMON_TOOL_H
 
@@ -24,6 +31,9 @@
 #include "cmon/backoff.h"
 #include "ledger.h"
 #include "telemonitor.h"
+
+struct pspec;
+struct pspec_stream;
 
 /* What a tool is. */
 enum tool_kind {
@@ -96,6 +106,17 @@ struct tool {
 	double started;               /* when the current run started */
 	double active_at;             /* when it last took input or gave output */
 	struct cmon_backoff restart;  /* delays between restarts (session.c) */
+	/* the checker in this process (tool_start_inproc) */
+	struct pspec *ps;             /* its spec, while a run goes on */
+	struct pspec_stream *stream;  /* its check, until its input ends */
+	struct evbuffer *outq;        /* report lines not yet handed to the owner */
+	struct evbuffer *errq;        /* warnings, as pcheck prints them on stderr */
+	struct event *out_ev;         /* hands them over on the next turn of the loop */
+	char *line;                   /* the report being formatted */
+	size_t line_cap;
+	uint64_t said;                /* the records its last progress line said */
+	bool inproc;                  /* this run is in this process */
+	bool ending;                  /* its input ended: it "exits" once its lines are handed over */
 	double retry_at;              /* TL_DEAD: not before this time */
 };
 
@@ -107,6 +128,16 @@ struct tool *tool_new(struct tmon *tm, enum tool_kind kind, const struct tool_cb
  * environment (NULL-terminated "NAME=value" strings). 0, or a negative
  * errno with a message in `err`. */
 int tool_spawn(struct tool *t, char *const argv[], char *const env[], char *err, size_t errlen);
+
+/* Start the checker in this process, on spec file `spec` (with `bounded`,
+ * refusing a spec whose state grows with the log, as pcheck --bounded).
+ * 0; -ENOTSUP when the spec is for a pcheck process to run and explain
+ * (it does not load, is refused, needs two passes or has unknowns): the
+ * caller spawns pcheck instead, which says why. */
+int tool_start_inproc(struct tool *t, const char *spec, bool bounded);
+
+/* Does it have a run going on (a process not reaped, or a check here)? */
+bool tool_running(const struct tool *t);
 
 /* Queue log bytes (whole records, or header lines) for its standard input;
  * when nothing was queued they are written at once, as far as the pipe

@@ -87,6 +87,18 @@ int tool_spawn(struct tool *t, char *const argv[], char *const env[], char *err,
 	return -ENOSYS;
 }
 
+int tool_start_inproc(struct tool *t, const char *spec, bool bounded)
+{
+	(void)t, (void)spec, (void)bounded;
+	return -ENOTSUP;
+}
+
+bool tool_running(const struct tool *t)
+{
+	(void)t;
+	return false;
+}
+
 int tool_write(struct tool *t, const void *p, size_t n)
 {
 	(void)t, (void)p, (void)n;
