@@ -202,7 +202,9 @@ int window_set_header(struct window_ring *r, const char *hdr, size_t len, double
 
 static struct window_rec *rec_at(const struct window_ring *r, size_t i)
 {
-	return &r->recs[(r->head + i) % r->cap];
+	size_t k = r->head + i;         /* (head < cap and i < cap: no division) */
+
+	return &r->recs[k >= r->cap ? k - r->cap : k];
 }
 
 /* Ordinal of the oldest kept record (gap markers excluded), or 0. */
@@ -330,6 +332,8 @@ static void evict(struct window_ring *r, struct window_done *done, size_t max, s
 		before_evict(r, done, max, ndone);
 	if (!w->gap)
 		r->evicted_pos = w->pos;
+	if (!w->gap && w->off != NO_TEXT)
+		r->used -= w->len;
 	r->head = (r->head + 1) % r->cap;
 	r->n--;
 }
@@ -400,17 +404,11 @@ static int grow_bytes(struct window_ring *r, size_t need)
 	return resize_bytes(r, ncap);
 }
 
-/* Bytes the kept records occupy. */
+/* Bytes the kept records occupy (kept as they come and go: a release
+ * after every batch of a checker must not walk the ring). */
 static size_t used_bytes(const struct window_ring *r)
 {
-	size_t sum = 0;
-
-	for (size_t i = 0; i < r->n; i++) {
-		const struct window_rec *w = rec_at(r, i);
-		if (!w->gap && w->off != NO_TEXT)
-			sum += w->len;
-	}
-	return sum;
+	return r->used;
 }
 
 /* Give back what a ring holds beyond four times what it keeps (a burst, a
@@ -528,6 +526,7 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 		w->off = (uint32_t)r->w;
 		memcpy(r->bytes + r->w, text, len);
 		r->w += len;
+		r->used += len;
 	} else {
 		w->off = NO_TEXT;
 		w->len = 0;

@@ -99,6 +99,7 @@ struct window_ring {
 	size_t bcap;             /* its size */
 	size_t bmax;             /* its largest allowed size */
 	size_t w;                /* next write offset */
+	size_t used;             /* bytes the kept texts occupy */
 	uint64_t last_pos;       /* ordinal of the newest record */
 	uint64_t evicted_pos;    /* ordinal of the newest record dropped from the ring */
 	struct window_pending pend[WINDOW_PENDING_MAX]; /* waiting windows */

@@ -708,8 +708,11 @@ static inline __attribute__((always_inline)) size_t scan_uint(const char **pp, u
         *pp = p + 8 + n;
         return 8 + n;
     }
-    uint64_t x = 0;
-    size_t n = scan_digits(pp, &x);
+    /* 17 digits or more (a clock in ns since 1970 has 19): on from the 16th */
+    uint64_t x = digits_value(w, 8) * 100000000u + digits_value(w1, 8);
+    p += 16;
+    size_t n = 16 + scan_digits(&p, &x);     /* (beyond 19 digits x may wrap: the callers decline) */
+    *pp = p;
     *v = x;
     return n;
 }
@@ -951,7 +954,8 @@ static inline __attribute__((always_inline)) int fast_record(log_reader *r, cons
     const char *p = p0;
     uint64_t ts, th;
     size_t n = scan_uint(&p, &ts);
-    if (n == 0 || n > 18 || !is_sep(*p))
+    /* (19 digits fit in 64 bits; a timestamp is at most INT64_MAX) */
+    if (n == 0 || n > 19 || (n == 19 && ts > (uint64_t)INT64_MAX) || !is_sep(*p))
         return 0;
     do
         p++;

@@ -647,8 +647,13 @@ static void fast_path_agrees(void **state)
         "1 2 Abcdefghijklmno 12345678", "1 2 A 12345678 123456789 -5", "1 2 A +6 .5 7. 1e3 0x",
         "1 - A", "1 -x A", "1 2- A", "-1 2 A", "1\t2\tA\t\t3", "1 2 A 1x", "1 2 A 1 2 3 4 5 6 7 8 9 10 11",
         "1 2 A 1 2 3 4 5 6 7 8 9 10 11 12", "1 2 A 3\x0b", "1 2 Abcdefgh\xff 1",
+        /* timestamps of 17 to 20 digits (CLOCK_REALTIME in ns has 19),
+         * around INT64_MAX */
+        "12345678901234567 1 A 1", "123456789012345678 1 A 1", "1795935634718120187 1 A 1",
+        "9223372036854775807 1 A 1", "9223372036854775808 1 A 1", "9999999999999999999 1 A 1",
+        "18446744073709551616 1 A 1", "99999999999999999999 1 A 1", "1795935634718120187x 1 A 1",
     };
-    char *s = malloc(8192), *p = s;
+    char *s = malloc(16384), *p = s;
     p += sprintf(p, "#cmon-ascii 1\n");
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         p += sprintf(p, "%s\n", lines[i]);
