@@ -426,11 +426,11 @@ static void refresh_window_header(struct session *s)
 			  s->scan.tick_ns, label);
 }
 
-static void to_tools(struct session *s, const void *p, size_t n)
+static void to_tools(struct session *s, const void *p, size_t n, const struct cmon_tally *tl)
 {
 	for (size_t i = 0; i < s->ntools; i++)
 		if (s->tools[i]->state == TL_RUNNING)
-			tool_write(s->tools[i], p, n);
+			tool_write_counted(s->tools[i], p, n, tl);
 }
 
 /* The program's version, once its log header (the saved header, or the
@@ -457,7 +457,7 @@ static void on_data(struct session *s, const uint8_t *p, size_t n)
 	s->inst->dirty = true;
 	cmon_log_tally(s->fmt, p, n, SIZE_MAX, &t);
 	ledger_write(&s->led, &t, n);
-	to_tools(s, p, n);
+	to_tools(s, p, n, &t);
 	sync_counts(s);
 	if (s->ring.npend) {
 		nd = window_collect(&s->ring, tm_now(), false, done, WINDOW_PENDING_MAX);
@@ -478,7 +478,7 @@ static void mark_gap(struct session *s, uint64_t count)
 
 	ledger_write(&s->led, &t, len);
 	window_push_gap(&s->ring, s->scan.pos, count);
-	to_tools(s, marker, len);
+	to_tools(s, marker, len, NULL);
 	sync_counts(s);
 }
 
@@ -1317,13 +1317,15 @@ int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class
 	for (size_t i = 0; i < s->ntools; i++)
 		if (!s->tools[i])
 			goto out_free;
+	/* the typescript first: settling a run that died with the previous
+	 * telemonitor (ledgers_open) says so in it */
+	if (typescript_open(&s->ts, tm->state_dir, in->id) < 0)
+		cmon_warn("instance %" PRIu64 ": cannot open its typescript", in->id);
 	if (ledgers_open(s) < 0)
 		goto out_free;
 	if (!s->timer || !s->tool_timer || !s->reaper || (c->tool && !s->cls.tool) || (c->spec && !s->cls.spec) ||
 	    (c->mail && !s->cls.mail) || (c->alertmanager && !s->cls.alertmanager))
 		goto out_free;
-	if (typescript_open(&s->ts, tm->state_dir, in->id) < 0)
-		cmon_warn("instance %" PRIu64 ": cannot open its typescript", in->id);
 	in->sess = s;
 	in->state = IS_MONITORING;
 	in->dirty = true;

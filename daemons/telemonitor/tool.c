@@ -575,6 +575,7 @@ static void inproc_stop(struct tool *t)
 	t->ps = NULL;
 	if (t->out_ev)
 		event_del(t->out_ev);
+	evtimer_del(t->timer);
 	if (t->outq)
 		evbuffer_drain(t->outq, evbuffer_get_length(t->outq));
 	if (t->errq)
@@ -616,14 +617,40 @@ static void inproc_soon(struct tool *t)
 	event_active(t->out_ev, EV_TIMEOUT, 0);     /* (once, however often asked) */
 }
 
-/* Say how far the check is, as pcheck --progress does when it waits. */
+static void inproc_soon(struct tool *t);
+
+/* The progress due and not said yet: now. */
+static void inproc_progress_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct tool *t = arg;
+	uint64_t n;
+
+	(void)fd;
+	(void)what;
+	if (!t->stream || t->ending)
+		return;
+	n = pspec_stream_records(t->stream);
+	if (n == t->said)
+		return;
+	t->said = n;
+	t->said_at = tm_now();
+	evbuffer_add_printf(t->outq, "{\"checked\":%" PRIu64 "}\n", n);
+	inproc_soon(t);
+}
+
+/* Say how far the check is, as pcheck --progress TM_PROGRESS_S does: at
+ * most that often (each line saves the instance's `checked`), and what is
+ * not said yet when it is too soon is said once the time has come. */
 static void inproc_progress(struct tool *t)
 {
-	uint64_t n = pspec_stream_records(t->stream);
+	double wait = t->said_at + atof(TM_PROGRESS_S) - tm_now();
 
-	if (n != t->said) {
-		t->said = n;
-		evbuffer_add_printf(t->outq, "{\"checked\":%" PRIu64 "}\n", n);
+	if (wait <= 0) {
+		inproc_progress_due(-1, 0, t);
+	} else if (!evtimer_pending(t->timer, NULL)) {
+		struct timeval tv = { 0, (suseconds_t)(wait * 1e6) };
+		evtimer_assign(t->timer, t->tm->base, inproc_progress_due, t);
+		evtimer_add(t->timer, &tv);
 	}
 }
 
@@ -648,13 +675,16 @@ static void inproc_end(struct tool *t)
 	inproc_soon(t);
 }
 
-static int inproc_write(struct tool *t, const void *p, size_t n)
+static int inproc_write(struct tool *t, const void *p, size_t n, const struct cmon_tally *counted)
 {
 	struct cmon_tally tl = { 0 };
 
 	if (!t->stream || t->ending)
 		return -EPIPE;
-	cmon_log_tally(t->fmt, p, n, SIZE_MAX, &tl);
+	if (counted)
+		tl = *counted;
+	else
+		cmon_log_tally(t->fmt, p, n, SIZE_MAX, &tl);
 	ledger_write(&t->led, &tl, n);
 	t->active_at = tm_now();
 	if (!pspec_stream_feed(t->stream, p, n)) {
@@ -662,7 +692,8 @@ static int inproc_write(struct tool *t, const void *p, size_t n)
 		return 0;
 	}
 	inproc_progress(t);
-	inproc_soon(t);
+	if (evbuffer_get_length(t->outq) || evbuffer_get_length(t->errq))
+		inproc_soon(t);
 	return 0;
 }
 
@@ -699,6 +730,7 @@ int tool_start_inproc(struct tool *t, const char *spec, bool bounded)
 	t->inproc = true;
 	t->ending = false;
 	t->said = 0;
+	t->said_at = 0;
 	t->pid = 0;
 	t->exited = t->out_eof = t->err_eof = t->input_broken = t->closing_input = false;
 	t->status = 0;
@@ -719,12 +751,19 @@ bool tool_running(const struct tool *t)
 	return (t->pid > 0 && !t->exited) || t->inproc;
 }
 
+int tool_write_counted(struct tool *t, const void *p, size_t n, const struct cmon_tally *tl)
+{
+	if (t->inproc)
+		return inproc_write(t, p, n, tl);
+	return tool_write(t, p, n);
+}
+
 int tool_write(struct tool *t, const void *p, size_t n)
 {
 	bool idle;
 
 	if (t->inproc)
-		return inproc_write(t, p, n);
+		return inproc_write(t, p, n, NULL);
 	if (t->in_fd < 0 || t->closing_input)
 		return -EPIPE;
 	idle = evbuffer_get_length(t->inq) == 0;

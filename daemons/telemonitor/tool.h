@@ -115,6 +115,7 @@ struct tool {
 	char *line;                   /* the report being formatted */
 	size_t line_cap;
 	uint64_t said;                /* the records its last progress line said */
+	double said_at;               /* and when */
 	bool inproc;                  /* this run is in this process */
 	bool ending;                  /* its input ended: it "exits" once its lines are handed over */
 	double retry_at;              /* TL_DEAD: not before this time */
@@ -144,6 +145,11 @@ bool tool_running(const struct tool *t);
  * takes them (the `wrote` callback is not called then: the caller syncs
  * its counts). */
 int tool_write(struct tool *t, const void *p, size_t n);
+
+/* The same, for bytes whose records the caller has counted already (`tl`,
+ * cmon_log_tally of all of them): a checker in this process takes the
+ * count as it is rather than counting again. */
+int tool_write_counted(struct tool *t, const void *p, size_t n, const struct cmon_tally *tl);
 
 /* Bytes queued and not yet taken by the tool. */
 size_t tool_queued(const struct tool *t);
