@@ -174,12 +174,14 @@ static int ascii_record(struct logscan *s, const char *p, size_t n, logscan_cb c
 	s->seen_record = true;
 	s->pos++;
 	if (*q >= '0' && *q <= '9') {
-		int64_t ts = 0;
+		/* up to 19 digits (a CLOCK_REALTIME clock in ns has 19), at most
+		 * INT64_MAX, as pcheck reads a timestamp */
+		uint64_t ts = 0;
 		const char *d = q;
-		while (d < end && *d >= '0' && *d <= '9' && d - q < 18)
-			ts = ts * 10 + (*d++ - '0');
-		if (d < end && (*d == ' ' || *d == '\t'))
-			s->last_ts = ts;
+		while (d < end && *d >= '0' && *d <= '9' && d - q < 19)
+			ts = ts * 10 + (uint64_t)(*d++ - '0');
+		if (d < end && (*d == ' ' || *d == '\t') && ts <= (uint64_t)INT64_MAX)
+			s->last_ts = (int64_t)ts;
 	}
 	rec.pos = s->pos;
 	rec.ts = s->last_ts;

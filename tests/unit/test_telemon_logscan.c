@@ -68,6 +68,16 @@ static void ascii_records(void **state)
 	assert_string_equal(s.text[0], "300\t2 Ev 3");
 	assert_int_equal(ls.pos, 4);
 	assert_true(ls.ahlen == strlen(hdr) && !memcmp(ls.ascii_hdr, hdr, ls.ahlen));
+	/* timestamps of 19 digits (CLOCK_REALTIME in ns) are read, up to
+	 * INT64_MAX, as pcheck reads them; beyond, the last one stands */
+	s.n = 0;
+	feed(&ls, "1795935634718120187 1 Ev 1\n9223372036854775807 1 Ev 2\n"
+		  "9223372036854775808 1 Ev 3\n12345678901234567890 1 Ev 4\n", &s);
+	assert_int_equal(s.n, 4);
+	assert_true(s.ts[0] == 1795935634718120187LL);
+	assert_true(s.ts[1] == INT64_MAX);
+	assert_true(s.ts[2] == INT64_MAX);
+	assert_true(s.ts[3] == INT64_MAX);
 	logscan_free(&ls);
 }
 
