@@ -10,6 +10,7 @@
 #ifndef CMON_FUZZ_LOG_COMMON_H
 #define CMON_FUZZ_LOG_COMMON_H
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,48 +76,50 @@ static int next_record(log_reader *r, log_record *rec, char **err)
 /* Read every record, checking each, into d. Overhead records (only
  * returned when the reader was asked for them) are checked, not mixed in.
  * With WARNED, d also got the reader's warnings (one per malformed record). */
-static void read_all_ex(log_reader *r, digest *d, bool warned)
+/* Check one record and mix it into d (positions: the last ones seen). */
+static void mix_record(log_reader *r, digest *d, const log_record *rec, uint64_t *last_pos,
+                       uint64_t *last_event_pos)
+{
+    if (rec->kind == LOG_REC_OVERHEAD) {
+        CHECK(rec->ovh_ns > 0 && isfinite(rec->ovh_ns));
+        CHECK(rec->ovh_spread_ns >= 0 && isfinite(rec->ovh_spread_ns));
+        CHECK(rec->pos >= *last_pos && rec->pos >= *last_event_pos);   /* malformed events count too */
+        return;
+    }
+    d->nrec++;
+    mix(d, (uint64_t)rec->kind);
+    mix(d, rec->pos);
+    mix(d, rec->where);
+    mix(d, (uint64_t)rec->ts);
+    CHECK(rec->pos >= *last_pos);
+    *last_pos = rec->pos;
+    if (rec->kind == LOG_REC_GAP) {
+        mix(d, rec->gap);
+        return;
+    }
+    CHECK(rec->kind == LOG_REC_EVENT);
+    CHECK(rec->pos > *last_event_pos);
+    *last_event_pos = rec->pos;
+    CHECK(rec->ts >= 0);
+    CHECK(rec->name_id < log_reader_nnames(r));
+    CHECK(rec->name == log_reader_name(r, rec->name_id));
+    CHECK(log_name_valid(rec->name, strlen(rec->name)));
+    mix(d, (uint64_t)rec->thread);
+    mix(d, rec->name_id);
+    mix_str(d, rec->name);
+    mix(d, rec->nvalues);
+    for (uint32_t i = 0; i < rec->nvalues; i++) {
+        uint64_t bits;
+        CHECK(isfinite(rec->values[i]));
+        memcpy(&bits, &rec->values[i], 8);
+        mix(d, bits);
+    }
+}
+
+/* The end of a reading (rc: the last next_record's): mixed in and checked. */
+static void read_end(log_reader *r, digest *d, bool warned, int rc, char *err)
 {
     log_record rec;
-    char *err = NULL;
-    int rc;
-    uint64_t last_event_pos = 0, last_pos = 0;
-    while ((rc = next_record(r, &rec, &err)) == 1) {
-        if (rec.kind == LOG_REC_OVERHEAD) {
-            CHECK(rec.ovh_ns > 0 && isfinite(rec.ovh_ns));
-            CHECK(rec.ovh_spread_ns >= 0 && isfinite(rec.ovh_spread_ns));
-            CHECK(rec.pos >= last_pos && rec.pos >= last_event_pos);   /* malformed events count too */
-            continue;
-        }
-        d->nrec++;
-        mix(d, (uint64_t)rec.kind);
-        mix(d, rec.pos);
-        mix(d, rec.where);
-        mix(d, (uint64_t)rec.ts);
-        CHECK(rec.pos >= last_pos);
-        last_pos = rec.pos;
-        if (rec.kind == LOG_REC_GAP) {
-            mix(d, rec.gap);
-            continue;
-        }
-        CHECK(rec.kind == LOG_REC_EVENT);
-        CHECK(rec.pos > last_event_pos);
-        last_event_pos = rec.pos;
-        CHECK(rec.ts >= 0);
-        CHECK(rec.name_id < log_reader_nnames(r));
-        CHECK(rec.name == log_reader_name(r, rec.name_id));
-        CHECK(log_name_valid(rec.name, strlen(rec.name)));
-        mix(d, (uint64_t)rec.thread);
-        mix(d, rec.name_id);
-        mix_str(d, rec.name);
-        mix(d, rec.nvalues);
-        for (uint32_t i = 0; i < rec.nvalues; i++) {
-            uint64_t bits;
-            CHECK(isfinite(rec.values[i]));
-            memcpy(&bits, &rec.values[i], 8);
-            mix(d, bits);
-        }
-    }
     mix(d, (uint64_t)rc);
     CHECK(rc <= 0);
     CHECK((rc < 0) == (err != NULL));
@@ -129,6 +132,61 @@ static void read_all_ex(log_reader *r, digest *d, bool warned)
     /* Once at the end, the reader stays there. */
     if (rc == 0)
         CHECK(log_reader_next(r, &rec, NULL) == 0);
+}
+
+/* Read every record, checking each, into d. Overhead records (only
+ * returned when the reader was asked for them) are checked, not mixed in.
+ * With WARNED, d also got the reader's warnings (one per malformed record). */
+static void read_all_ex(log_reader *r, digest *d, bool warned)
+{
+    log_record rec;
+    char *err = NULL;
+    int rc;
+    uint64_t last_event_pos = 0, last_pos = 0;
+    while ((rc = next_record(r, &rec, &err)) == 1)
+        mix_record(r, d, &rec, &last_pos, &last_event_pos);
+    read_end(r, d, warned, rc, err);
+}
+
+/* Read `data` handed over `chunk` bytes at a time (log_reader_open_fed,
+ * log_reader_feed: a telemonitor's stream), into d. False, with the open's
+ * message in *open_err, when it is not a log. */
+static bool read_fed(const uint8_t *data, size_t size, size_t chunk, warn_sink *ws, digest *d,
+                     char **open_err)
+{
+    log_reader *r = NULL;
+    size_t fed = 0;
+    int rc;
+    for (;;) {          /* the header, from all the bytes so far */
+        fed = size - fed > chunk ? fed + chunk : size;
+        rc = log_reader_open_fed(&r, data, fed, fed == size, "fuzz", fuzz_warn, ws, open_err);
+        if (rc != -EAGAIN)
+            break;
+        CHECK(fed < size && !*open_err);
+    }
+    if (rc < 0) {
+        CHECK(!r && *open_err);
+        return false;
+    }
+    log_record rec;
+    char *err = NULL;
+    uint64_t last_event_pos = 0, last_pos = 0;
+    for (;;) {
+        while ((rc = next_record(r, &rec, &err)) == 1)
+            mix_record(r, d, &rec, &last_pos, &last_event_pos);
+        if (rc != -EAGAIN)
+            break;
+        CHECK(!err && fed < size + 1);
+        log_reader_feed_idle(r);        /* (gives the buffer back when all was read) */
+        size_t n = size - fed > chunk ? chunk : size - fed;
+        log_reader_feed(r, data + fed, n);
+        fed += n;
+        if (fed == size)
+            log_reader_feed_end(r);
+    }
+    read_end(r, d, true, rc, err);
+    log_reader_free(r);
+    return true;
 }
 
 static void read_all(log_reader *r, digest *d)
@@ -168,11 +226,19 @@ static void check_log(const uint8_t *data, size_t size, size_t chunk)
     log_reader *ra = log_reader_open_mem(data, size, "fuzz", fuzz_warn, &ws, &ea);
     log_reader *rc = open_chunked(data, size, chunk, &wc, &ec);
     CHECK(!ra == !rc);
+    /* handed over in pieces (a stream): the same, warnings in the same places */
+    digest fd_ = { 0 };
+    warn_sink wf = { &fd_ };
+    char *ef = NULL;
+    bool fed_ok = read_fed(data, size, chunk, &wf, &fd_, &ef);
+    CHECK(fed_ok == !!ra);
     if (!ra) {
         CHECK(ea && ec && strcmp(ea, ec) == 0);
+        CHECK(ef && strcmp(ea, ef) == 0);
         CHECK(a.nwarn == 0);
         free(ea);
         free(ec);
+        free(ef);
         return;
     }
     CHECK(!ea && !ec);
@@ -186,6 +252,7 @@ static void check_log(const uint8_t *data, size_t size, size_t chunk)
     }
 
     read_all(ra, &a);
+    CHECK(same(&a, &fd_));
     logr_test_read_max = chunk;
     read_all(rc, &c);
     logr_test_read_max = 0;
