@@ -73,10 +73,8 @@ end ramp
 class Quiet(tt.Telemonitor):
     """The telemonitor without -debug (its log would cost CPU)."""
 
-    extra = []
-
     def argv(self):
-        return [a for a in super().argv() if a != "-debug"] + self.extra
+        return [a for a in super().argv() if a != "-debug"]
 
 
 def cpu(pid):
@@ -128,8 +126,7 @@ def run(n, kind):
         else:
             rc = tt.rc_class("ramp-*", tool="exec wc -c > /dev/null", block=True)
         reg = env.registry()
-        Quiet.extra = ["-checker", "process"] if kind == "pcheck" else []
-        tm = Quiet(env, reg, rc)
+        tm = Quiet(env, reg, rc, extra=["-checker", "process"] if kind == "pcheck" else [])
         pid = tm.proc.p.pid
         cpu0 = cpu(pid)
         writer = ct.binary("bench_tm_writer")
