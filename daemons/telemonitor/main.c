@@ -552,8 +552,9 @@ int main(int argc, char **argv)
 		goto out_events;
 	watchdog = cmon_service_watchdog(tm.base);
 	cmon_service_ready("started");
-	cmon_notice("ready (version %s; %zu classes; state %s; registry %s; checker %s)",
-		    CMON_VERSION, tm.nclasses, tm.state_dir, tm.opt.regmachine, tm.pcheck);
+	cmon_notice("ready (version %s; %zu classes; state %s; registry %s; checker %s%s)",
+		    CMON_VERSION, tm.nclasses, tm.state_dir, tm.opt.regmachine,
+		    tm.opt.checker_process ? "" : "in this process, else ", tm.pcheck);
 	if (!tm.nclasses)
 		cmon_notice("no class configured: idle until one is added (%s class add, or a "
 			    "class in %s and a reload, SIGHUP)", tm.ctl_hint,
