@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -294,33 +293,6 @@ static void on_stop(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(tm->base, NULL);
 }
 
-/* The event loop, a turn at a time. A turn shorter than TM_TURN_US is
- * followed by a sleep for the rest of it, so that the streams' data
- * gathers meanwhile and the next turn takes many streams' batches at once:
- * at a thousand streams writing ten times a second each that is a wake-up
- * every 2 ms instead of one per batch, and bigger reads. A busy loop (turns
- * longer than that) never sleeps; an idle one waits in epoll as before.
- * Nothing waits longer than 2 ms more for it. */
-static void run_loop(struct tmon *tm)
-{
-	for (;;) {
-		struct timespec a, b;
-		long took_us;
-
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		if (event_base_loop(tm->base, EVLOOP_ONCE) != 0)
-			break;                  /* (no events at all) */
-		if (event_base_got_exit(tm->base) || event_base_got_break(tm->base))
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		took_us = (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
-		if (took_us < TM_TURN_US) {
-			struct timespec rest = { 0, (TM_TURN_US - took_us) * 1000L };
-			nanosleep(&rest, NULL);
-		}
-	}
-}
-
 static void on_child(evutil_socket_t sig, short what, void *arg)
 {
 	tool_reap(arg);
@@ -559,7 +531,7 @@ int main(int argc, char **argv)
 		cmon_notice("no class configured: idle until one is added (%s class add, or a "
 			    "class in %s and a reload, SIGHUP)", tm.ctl_hint,
 			    tm.rc_file && tm.rc_file->path ? tm.rc_file->path : "the telemonrc file");
-	run_loop(&tm);
+	event_base_dispatch(tm.base);
 	rc = 0;
 	tm.stopping = true;
 	instances_save(&tm);

@@ -69,8 +69,6 @@
 #define TM_FAILURE_SUBS_MAX 4           /* receivers of failures (failures.h) */
 
 /* Timing. */
-#define TM_TURN_US 2000                 /* a turn of the event loop lasts at least this long
-                                           (main.c run_loop: fewer wake-ups, bigger reads) */
 #define TM_FLUSH_MS 100                 /* store commit interval */
 #define TM_WINDOW_WAIT_S 30.0           /* longest wait for a window's AFTER part */
 #define TM_SUMMARIES_S "60"             /* the checker summarises interval durations every
