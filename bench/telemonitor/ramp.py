@@ -148,7 +148,8 @@ def run(n, kind):
         ended = time.monotonic()
 
         def all_ended():
-            rows = [i for i in tm.instances() if i["prog"].startswith("ramp-")]
+            rows = [i for i in tm.json("instances", "--all", "--limit", "100000")
+                    if i["prog"].startswith("ramp-")]      # (a listing stops at 1,000 rows unless told)
             done = [i for i in rows if i["state"] in ("ended", "gone")]
             return rows if len(done) == n else None
         rows = ct.wait_for(all_ended, 600, "every instance to end", interval=0.5)
