@@ -112,8 +112,6 @@ void log_reader_feed_end(log_reader *r);
 /* Everything fed has been read: give the buffer back until the next feed
  * (a caller with many streams keeps memory for the ones being fed only). */
 void log_reader_feed_idle(log_reader *r);
-/* Bytes handed over and not yet read. */
-size_t log_reader_unread(const log_reader *r);
 
 const log_header *log_reader_header(const log_reader *r);
 

@@ -147,6 +147,18 @@ static void buf_resize(log_reader *r, size_t cap)
     r->cap = cap;
 }
 
+/* Move the unread bytes to the front of the buffer (positions after start
+ * stay as they are; where whole lines end is found again). */
+static void buf_compact(log_reader *r)
+{
+    size_t avail = r->end - r->start;
+    memmove(r->buf, r->buf + r->start, avail);
+    r->base += r->start;
+    r->start = 0;
+    r->end = avail;
+    r->complete = 0;
+}
+
 int logr_fill(log_reader *r, size_t want, char **errmsg)
 {
     if (r->eof)
@@ -158,10 +170,7 @@ int logr_fill(log_reader *r, size_t want, char **errmsg)
     r->complete = 0;
     size_t low = (r->cap < LOG_READ_CHUNK ? r->cap : LOG_READ_CHUNK) / 4;
     if (r->start > 0 && (r->cap - r->end < low || r->cap - r->start < want)) {
-        memmove(r->buf, r->buf + r->start, avail);
-        r->base += r->start;
-        r->start = 0;
-        r->end = avail;
+        buf_compact(r);
         /* Give back memory a huge frame or line made us take. */
         if (r->cap > 4 * LOG_READ_CHUNK && avail < LOG_READ_CHUNK && want <= LOG_READ_CHUNK)
             buf_resize(r, LOG_READ_CHUNK);
@@ -445,25 +454,11 @@ void log_reader_feed(log_reader *r, const void *data, size_t len)
 {
     if (len == 0)
         return;
-    size_t avail = r->end - r->start;
     /* ascii: a fast path may take the line peek_line waited for without
      * clearing what that scan found, which is then stale */
     r->scan = 0;
-    if (avail == 0 && r->start > 0) {
-        r->base += r->start;
-        r->start = r->end = 0;
-        r->scan = 0;
-        r->complete = 0;
-        if (r->cap > LOG_READ_CHUNK && len <= LOG_READ_FIRST)
-            buf_resize(r, LOG_READ_FIRST);      /* a big batch went by: give it back */
-    }
-    if (r->cap - r->end < len && r->start > 0) {
-        memmove(r->buf, r->buf + r->start, avail);
-        r->base += r->start;
-        r->start = 0;
-        r->end = avail;
-        r->complete = 0;
-    }
+    if (r->start > 0 && (r->start == r->end || r->cap - r->end < len))
+        buf_compact(r);
     if (r->cap - r->end < len) {
         size_t cap = r->cap * 2;
         buf_resize(r, cap > r->end + len ? cap : r->end + len);
@@ -476,10 +471,8 @@ void log_reader_feed_idle(log_reader *r)
 {
     if (r->start != r->end || !r->buf)
         return;
-    r->base += r->start;
-    r->start = r->end = 0;
+    buf_compact(r);
     r->scan = 0;
-    r->complete = 0;
     free(r->buf);
     r->buf = NULL;
     r->cap = 0;
@@ -490,11 +483,6 @@ void log_reader_feed_end(log_reader *r)
     if (!r->buf)
         buf_resize(r, LOG_BUF_PAD);     /* (the formats look at the buffer even when it is empty) */
     r->eof = true;
-}
-
-size_t log_reader_unread(const log_reader *r)
-{
-    return r->end - r->start;
 }
 
 /* --- the rest of the public API ----------------------------------------- */

@@ -775,15 +775,13 @@ struct pspec_stream {
     pspec *ps;
     pspec_check_options opt;    /* the caller's, continuous */
     char *logname;
-    char *pending;              /* the bytes so far, while the header is not complete */
-    size_t npending, pending_cap;
+    ps_buf pending;             /* the bytes so far, while the header is not complete */
     log_reader *r;              /* once the header is read */
     runner rn;
     plan pl;
     passes pa;
     ps_engine *g;               /* the pass, while it goes on */
     bool over;                  /* the log ended, or the check cannot go on */
-    bool finished;              /* the verdicts were reported */
     int status;                 /* PSPEC_EXIT_* once over */
     char *err;                  /* its message, for pspec_stream_end */
 };
@@ -823,12 +821,12 @@ static void stream_fail(pspec_stream *s, int status, char *msg)
 static void stream_start(pspec_stream *s, bool eof)
 {
     char *msg = NULL;
-    int rc = log_reader_open_fed(&s->r, s->pending, s->npending, eof, s->logname, s->opt.warn, s->opt.ctx, &msg);
+    int rc = log_reader_open_fed(&s->r, s->pending.data, s->pending.len, eof, s->logname, s->opt.warn,
+                                 s->opt.ctx, &msg);
     if (rc == -EAGAIN)
         return;
-    free(s->pending);
-    s->pending = NULL;
-    s->npending = s->pending_cap = 0;
+    free(s->pending.data);
+    s->pending = (ps_buf){0};
     if (rc < 0) {
         stream_fail(s, PSPEC_EXIT_LOG, msg);
         return;
@@ -862,7 +860,6 @@ static void stream_run(pspec_stream *s)
     s->over = true;
     eval_consts(&s->rn, &s->pl, 1);
     s->status = check_finish(&s->rn, &s->opt, PSPEC_EXIT_OK);
-    s->finished = true;
 }
 
 bool pspec_stream_feed(pspec_stream *s, const void *data, size_t len)
@@ -870,13 +867,8 @@ bool pspec_stream_feed(pspec_stream *s, const void *data, size_t len)
     if (s->over)
         return false;
     if (!s->r) {
-        if (s->npending + len > s->pending_cap) {
-            s->pending_cap = s->npending + len > 2 * s->pending_cap ? s->npending + len : 2 * s->pending_cap;
-            s->pending = ps_realloc(s->pending, s->pending_cap);
-        }
-        if (len > 0)        /* (no bytes yet: pending is NULL) */
-            memcpy(s->pending + s->npending, data, len);
-        s->npending += len;
+        if (len)
+            ps_buf_put(&s->pending, data, len);
         stream_start(s, false);
     } else {
         log_reader_feed(s->r, data, len);
@@ -920,7 +912,7 @@ void pspec_stream_free(pspec_stream *s)
         runner_free(&s->rn);
         log_reader_free(s->r);
     }
-    free(s->pending);
+    free(s->pending.data);
     free(s->logname);
     free(s->err);
     free(s);
