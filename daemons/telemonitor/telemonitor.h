@@ -71,8 +71,11 @@
 /* Timing. */
 #define TM_FLUSH_MS 100                 /* store commit interval */
 #define TM_WINDOW_WAIT_S 30.0           /* longest wait for a window's AFTER part */
-#define TM_SUMMARIES_S "60"             /* the checker summarises interval durations every
+#define TM_STR_(x) #x
+#define TM_STR(x) TM_STR_(x)                /* a number as the text of a pcheck argument */
+#define TM_SUMMARIES 60                 /* the checker summarises interval durations every
                                            minute of the log (pcheck --summaries) */
+#define TM_SUMMARIES_S TM_STR(TM_SUMMARIES)
 #define TM_TOOL_BACKOFF_MIN_MS 500      /* first delay before restarting a tool */
 #define TM_TOOL_BACKOFF_MAX_MS 60000    /* longest delay */
 #define TM_TOOL_HEALTHY_S 60.0          /* a tool that ran this long resets the backoff */
@@ -84,7 +87,8 @@
 #define TM_UNPROVEN_MAX 3               /* attempts on an endpoint that does not prove
                                            it is the snarflog before giving up */
 #define TM_STOP_WAIT_S 5                /* wait for LogEnd after Stop */
-#define TM_PROGRESS_S "0.2"             /* pcheck --progress: how often it says how far it is */
+#define TM_PROGRESS 0.2                 /* pcheck --progress: how often it says how far it is */
+#define TM_PROGRESS_S TM_STR(TM_PROGRESS)
 #define TM_TOOL_EXIT_WAIT_S 10          /* wait for a tool to exit after end of log */
 #define TM_STALL_REPORT_S 5.0           /* a tool not reading this long is reported */
 #define TM_STALL_GONE_S 5.0             /* ...and given up once its instance is gone */

@@ -580,7 +580,6 @@ static void inproc_stop(struct tool *t)
 		evbuffer_drain(t->outq, evbuffer_get_length(t->outq));
 	if (t->errq)
 		evbuffer_drain(t->errq, evbuffer_get_length(t->errq));
-	t->inproc = false;
 	t->ending = false;
 }
 
@@ -594,9 +593,10 @@ static void inproc_deliver(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	while (t->inproc && (n = evbuffer_remove(t->errq, buf, sizeof buf)) > 0)
+	/* (the owner may kill it from a callback: t->stream goes) */
+	while (t->stream && (n = evbuffer_remove(t->errq, buf, sizeof buf)) > 0)
 		t->cbs->output(t->ctx, t, buf, (size_t)n);
-	while (t->inproc) {
+	while (t->stream) {
 		size_t len;
 		char *line = evbuffer_readln(t->outq, &len, EVBUFFER_EOL_LF);
 		if (!line)
@@ -604,7 +604,7 @@ static void inproc_deliver(evutil_socket_t fd, short what, void *arg)
 		t->cbs->line(t->ctx, t, line, len);
 		free(line);
 	}
-	if (t->inproc && t->ending) {
+	if (t->stream && t->ending) {
 		inproc_stop(t);
 		t->exited = true;
 		t->out_eof = t->err_eof = true;
@@ -616,8 +616,6 @@ static void inproc_soon(struct tool *t)
 {
 	event_active(t->out_ev, EV_TIMEOUT, 0);     /* (once, however often asked) */
 }
-
-static void inproc_soon(struct tool *t);
 
 /* The progress due and not said yet: now. */
 static void inproc_progress_due(evutil_socket_t fd, short what, void *arg)
@@ -638,12 +636,12 @@ static void inproc_progress_due(evutil_socket_t fd, short what, void *arg)
 	inproc_soon(t);
 }
 
-/* Say how far the check is, as pcheck --progress TM_PROGRESS_S does: at
+/* Say how far the check is, as pcheck --progress TM_PROGRESS does: at
  * most that often (each line saves the instance's `checked`), and what is
  * not said yet when it is too soon is said once the time has come. */
 static void inproc_progress(struct tool *t)
 {
-	double wait = t->said_at + atof(TM_PROGRESS_S) - tm_now();
+	double wait = t->said_at + TM_PROGRESS - tm_now();
 
 	if (wait <= 0) {
 		inproc_progress_due(-1, 0, t);
@@ -660,7 +658,7 @@ static void inproc_end(struct tool *t)
 	char *err = NULL;
 	int st;
 
-	if (!t->inproc || t->ending)
+	if (!t->stream || t->ending)
 		return;
 	st = pspec_stream_end(t->stream, &err);
 	if (err) {
@@ -700,7 +698,7 @@ static int inproc_write(struct tool *t, const void *p, size_t n, const struct cm
 int tool_start_inproc(struct tool *t, const char *spec, bool bounded)
 {
 	pspec_check_options opt = {
-		.continuous = true, .explain = true, .summaries_s = atof(TM_SUMMARIES_S),
+		.continuous = true, .explain = true, .summaries_s = TM_SUMMARIES,
 		.threads = 1, .report = inproc_report, .warn = inproc_warn, .ctx = t,
 	};
 	struct pspec *ps = pspec_new();
@@ -727,7 +725,6 @@ int tool_start_inproc(struct tool *t, const char *spec, bool bounded)
 		return -ENOTSUP;
 	}
 	t->ps = ps;
-	t->inproc = true;
 	t->ending = false;
 	t->said = 0;
 	t->said_at = 0;
@@ -748,12 +745,12 @@ nomem:
 
 bool tool_running(const struct tool *t)
 {
-	return (t->pid > 0 && !t->exited) || t->inproc;
+	return (t->pid > 0 && !t->exited) || t->stream;
 }
 
 int tool_write_counted(struct tool *t, const void *p, size_t n, const struct cmon_tally *tl)
 {
-	if (t->inproc)
+	if (t->stream)
 		return inproc_write(t, p, n, tl);
 	return tool_write(t, p, n);
 }
@@ -762,7 +759,7 @@ int tool_write(struct tool *t, const void *p, size_t n)
 {
 	bool idle;
 
-	if (t->inproc)
+	if (t->stream)
 		return inproc_write(t, p, n, NULL);
 	if (t->in_fd < 0 || t->closing_input)
 		return -EPIPE;
@@ -789,7 +786,7 @@ size_t tool_queued(const struct tool *t)
 
 void tool_close_input(struct tool *t)
 {
-	if (t->inproc) {
+	if (t->stream) {
 		inproc_end(t);
 		return;
 	}
@@ -802,7 +799,7 @@ void tool_close_input(struct tool *t)
 
 void tool_abandon_input(struct tool *t)
 {
-	if (t->inproc) {
+	if (t->stream) {
 		inproc_end(t);       /* (as a process does at the end of its input) */
 		return;
 	}
@@ -835,7 +832,7 @@ void tool_reap(struct tmon *tm)
 
 void tool_kill(struct tool *t)
 {
-	if (t->inproc) {
+	if (t->stream) {
 		/* killed: what it had not handed over is lost, as a process's
 		 * unread output would be */
 		inproc_stop(t);

@@ -108,7 +108,8 @@ struct tool {
 	struct cmon_backoff restart;  /* delays between restarts (session.c) */
 	/* the checker in this process (tool_start_inproc) */
 	struct pspec *ps;             /* its spec, while a run goes on */
-	struct pspec_stream *stream;  /* its check, until its input ends */
+	struct pspec_stream *stream;  /* its check, while the run goes on (its input may have
+	                                 ended: `ending`); NULL when the run is not here */
 	struct evbuffer *outq;        /* report lines not yet handed to the owner */
 	struct evbuffer *errq;        /* warnings, as pcheck prints them on stderr */
 	struct event *out_ev;         /* hands them over on the next turn of the loop */
@@ -116,7 +117,6 @@ struct tool {
 	size_t line_cap;
 	uint64_t said;                /* the records its last progress line said */
 	double said_at;               /* and when */
-	bool inproc;                  /* this run is in this process */
 	bool ending;                  /* its input ended: it "exits" once its lines are handed over */
 	double retry_at;              /* TL_DEAD: not before this time */
 };

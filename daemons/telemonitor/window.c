@@ -404,13 +404,6 @@ static int grow_bytes(struct window_ring *r, size_t need)
 	return resize_bytes(r, ncap);
 }
 
-/* Bytes the kept records occupy (kept as they come and go: a release
- * after every batch of a checker must not walk the ring). */
-static size_t used_bytes(const struct window_ring *r)
-{
-	return r->used;
-}
-
 /* Give back what a ring holds beyond four times what it keeps (a burst, a
  * checker that lagged), down to the minimum sizes. */
 static void shrink(struct window_ring *r)
@@ -423,7 +416,7 @@ static void shrink(struct window_ring *r)
 		if (want < r->cap)
 			resize_recs(r, want);   /* on ENOMEM keep the larger one */
 	}
-	if (r->bcap > WINDOW_RING_MIN_BYTES && (used = used_bytes(r)) * 4 < r->bcap) {
+	if (r->bcap > WINDOW_RING_MIN_BYTES && (used = r->used) * 4 < r->bcap) {
 		for (want = WINDOW_RING_MIN_BYTES; want < used + used / 3; want += want / 2)
 			;
 		if (want < r->bcap)
@@ -490,7 +483,7 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 	if ((rc = slot(r, done, max, ndone)) < 0)
 		return rc;
 	if (keep && r->w + len > r->bcap && r->bcap < r->bmax) {
-		size_t used = used_bytes(r);
+		size_t used = r->used;
 		if (used + len > r->bcap / 4 * 3 || r->bcap == 0) {
 			rc = grow_bytes(r, used + len);
 			if (rc == -ENOMEM)

@@ -99,7 +99,8 @@ struct window_ring {
 	size_t bcap;             /* its size */
 	size_t bmax;             /* its largest allowed size */
 	size_t w;                /* next write offset */
-	size_t used;             /* bytes the kept texts occupy */
+	size_t used;             /* bytes the kept texts occupy (counted as records come and
+				    go: a release after every batch must not walk the ring) */
 	uint64_t last_pos;       /* ordinal of the newest record */
 	uint64_t evicted_pos;    /* ordinal of the newest record dropped from the ring */
 	struct window_pending pend[WINDOW_PENDING_MAX]; /* waiting windows */
