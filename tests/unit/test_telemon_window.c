@@ -65,6 +65,19 @@ static void fill(struct window_ring *r, uint64_t from, uint64_t to)
 	}
 }
 
+/* The bytes the ring's kept texts occupy, walked: what r->used must say. */
+static size_t walked_bytes(const struct window_ring *r)
+{
+	size_t sum = 0;
+
+	for (size_t i = 0; i < r->n; i++) {
+		const struct window_rec *w = &r->recs[(r->head + i) % r->cap];
+		if (!w->gap && w->off != UINT32_MAX)
+			sum += w->len;
+	}
+	return sum;
+}
+
 static struct window_ring make(const char *spec)
 {
 	struct window_ring r;
@@ -235,6 +248,7 @@ static void gaps_and_truncation(void **state)
 		}
 	}
 	assert_int_equal(r.npend, 0);
+	assert_int_equal(r.used, walked_bytes(&r));   /* (texts evicted in the way of new ones) */
 	/* asking for records that have left: the window says so */
 	fill(&r, 200, 300);
 	assert_int_equal(window_request(&r, 150, 300, 3000, 3, 0, 30), 3);
@@ -270,8 +284,10 @@ static void release_after_progress(void **state)
 	cap = r.cap;
 	bcap = r.bcap;
 	assert_true(r.n > 8000);
+	assert_int_equal(r.used, walked_bytes(&r));
 	window_release(&r, 20000 - 600);
 	assert_int_equal(oldest_pos(&r), 20000 - 600 - 500);
+	assert_int_equal(r.used, walked_bytes(&r));
 	assert_true(r.cap < cap && r.cap >= r.n + 1);
 	assert_true(r.bcap < bcap);
 	/* a pending window holds its records back */
@@ -285,6 +301,7 @@ static void release_after_progress(void **state)
 	free(d[0].text);
 	window_release(&r, 19999);
 	assert_int_equal(oldest_pos(&r), 19999 - 500);
+	assert_int_equal(r.used, walked_bytes(&r));
 	/* the next failure (its end event after 19,999) still has its 500 */
 	assert_int_equal(window_request(&r, 19000, 20005, 200050, 4, 0, 30), 4);
 	assert_int_equal(window_collect(&r, 1, true, d, WINDOW_PENDING_MAX), 1);
