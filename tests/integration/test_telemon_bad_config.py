@@ -126,6 +126,16 @@ def main():
         p = subprocess.run([ct.binary("telemonitor"), "-nosuch"], stderr=subprocess.PIPE)
         check(p.returncode == 2 and p.stderr == b"telemonitor: unrecognized option '-nosuch'\n"
               b"Try 'telemonitor --help' for more information.\n", "bad option: %r", p.stderr)
+        # -checker takes inproc or process, and nothing else (exit 2, said)
+        p = subprocess.run([ct.binary("telemonitor"), "-checker", "threads"], stderr=subprocess.PIPE)
+        check(p.returncode == 2 and p.stderr.startswith(
+            b"telemonitor: bad value 'threads' for -checker (inproc or process)\n"),
+            "-checker threads: %d %r", p.returncode, p.stderr)
+        for mode in ("inproc", "process"):
+            p = subprocess.run([ct.binary("telemonitor"), "-rc", good, "-check", "-checker", mode,
+                                "-pcheck", ct.binary("pcheck")], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+            check(p.returncode == 0, "-checker %s -check: %d %r", mode, p.returncode, p.stderr)
         p = subprocess.run([ct.binary("telemonitor"), "--version"], stdout=subprocess.PIPE)
         check(p.returncode == 0 and p.stdout.startswith(b"telemonitor "), "--version")
 

@@ -15,6 +15,7 @@ written), as with an orphaned checker."""
 import os
 import re
 import sqlite3
+import time
 
 import cmontest as ct
 import telemontest as tt
@@ -164,6 +165,16 @@ def main():
         tm_p = tt.Telemonitor(env, reg_p, rc, name="proc", extra=["-checker", "process"])
         tm_i = tt.Telemonitor(env, reg_i, rc, name="inproc")
         tm_k = tt.Telemonitor(env, reg_k, rc, name="killed")
+        reg_q = env.registry()
+        tm_q = tt.Telemonitor(env, reg_q, rc, name="quiet")
+        # a stream that stops at a gate: the progress of its last batch,
+        # too soon after the one before to be said at once, is said once
+        # its time comes (the in-process checker's timer), so a kill -9
+        # after a quiet second leaves nothing unchecked
+        qgate = env.path("qgate")
+        qsnarf = env.snarflog("fsread", reg=reg_q, cmd=tt.writer_cmd(
+            "--reads", 400, "--slow", "5", "--batch", 10, "--pace", 0.03,
+            "--gate-after", 300, "--gate", qgate))
 
         # the kill -9 run first (it takes longest): 500 reads, paced, the
         # last 200 behind a gate, so the stream is flowing when it is killed
@@ -317,7 +328,23 @@ def main():
               kslow[2] in starts, "no failure twice, the one after the restart caught: %r", kf)
         check(not pcheck_children(tm_k), "inproc after the restart too")
 
-        for tm in (tm_p, tm_i, tm_k):
+        # 5. quiet at the gate, then kill -9: its last progress was said and
+        # stored, so nothing is unchecked and nothing lost
+        qinst = tm_q.instance(lambda i: i["prog"] == "fsread" and i["records"] == 900,
+                              timeout=20, what="the quiet run's first 300 reads")
+        time.sleep(1.5)     # > the progress interval (0.2 s) + a store flush (0.1 s)
+        tm_q.proc.kill()
+        tm_q.start()
+        tm_q.instance(lambda i: i["id"] == qinst["id"] and i["state"] == "monitoring",
+                      timeout=20, what="the quiet instance re-attached")
+        open(qgate, "w").close()
+        check(qsnarf.wait(30) == 0, "snarflog: %s", qsnarf.stderr())
+        qdone = tm_q.instance(lambda i: i["id"] == qinst["id"] and i["state"] == "ended",
+                              timeout=20, what="the quiet run to end")
+        check(qdone["records"] == 1200 and not qdone.get("unchecked") and not qdone["lost"],
+              "the last batch before the gate was checked and said so: %r", qdone)
+
+        for tm in (tm_p, tm_i, tm_k, tm_q):
             tm.stop()
 
 
