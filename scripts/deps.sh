@@ -8,7 +8,7 @@ set -eu
 
 BUILD="build-essential cmake pkg-config
 libevent-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libsqlite3-dev
-libsystemd-dev libcurl4-openssl-dev libedit-dev libcmocka-dev libpq-dev libelf-dev"
+libsystemd-dev libcurl4-openssl-dev libedit-dev libcmocka-dev libpq-dev libelf-dev libzstd-dev"
 TEST="python3 curl clang libclang-rt-14-dev openssl procps prometheus prometheus-alertmanager
 chromium libjs-chart.js debhelper dpkg-dev fakeroot lintian postgresql-15 faketime"
 BENCH="mawk socat rsyslog liblttng-ust-dev lttng-tools hyperfine time bc"

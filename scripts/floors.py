@@ -22,7 +22,7 @@ import sys
 # Lowest first. Read this with docs/HACKING.md ("Floors").
 FLOORS = [
     # F0 base: pure logic and plumbing that names no telemonitor part
-    ("base", "json compare backlog ledger logscan typescript window clock text html "
+    ("base", "json compare backlog ledger logscan typescript window wtext clock text html "
              "report sketch tool"),
     # F1 configuration and the database connection
     ("config and database", "rcfile setup db db_sqlite db_pg"),

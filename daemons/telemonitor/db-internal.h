@@ -25,6 +25,7 @@ struct db_ops {
 	double (*col_real)(struct db_stmt *q, int col);
 	const char *(*col_text)(struct db_stmt *q, int col);
 	const void *(*col_blob)(struct db_stmt *q, int col, size_t *len);
+	bool (*col_is_blob)(struct db_stmt *q, int col);
 	int64_t (*changes)(struct db_stmt *q);
 	bool (*in_transaction)(struct db *db);
 	void (*fault)(struct db *db, const char *what, char *reason, size_t rlen, char *detail,

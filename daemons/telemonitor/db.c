@@ -140,6 +140,11 @@ const void *db_col_blob(struct db_stmt *q, int col, size_t *len)
 	return q->db->ops->col_blob(q, col, len);
 }
 
+bool db_col_is_blob(struct db_stmt *q, int col)
+{
+	return q->db->ops->col_is_blob(q, col);
+}
+
 int64_t db_changes(struct db_stmt *q)
 {
 	return q->db->ops->changes(q);

@@ -138,6 +138,9 @@ double db_col_real(struct db_stmt *q, int col);
 const char *db_col_text(struct db_stmt *q, int col);
 /* A blob column and its length into *len (valid until the next step or reset). */
 const void *db_col_blob(struct db_stmt *q, int col, size_t *len);
+/* True if the column holds a blob (sqlite: the value's storage class, in
+ * any column; PostgreSQL: a bytea column). */
+bool db_col_is_blob(struct db_stmt *q, int col);
 
 /* Number of rows the last run of an UPDATE or DELETE changed. */
 int64_t db_changes(struct db_stmt *q);

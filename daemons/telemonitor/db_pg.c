@@ -411,6 +411,15 @@ static const char *pg_col_text(struct db_stmt *q, int col)
 	return cell(PGS(q), col);
 }
 
+#define PG_BYTEA_OID 17         /* pg_type.oid of bytea */
+
+static bool pg_col_is_blob(struct db_stmt *q, int col)
+{
+	struct pg_stmt *s = PGS(q);
+
+	return cell(s, col) && PQftype(s->res, col) == PG_BYTEA_OID;
+}
+
 static const void *pg_col_blob(struct db_stmt *q, int col, size_t *len)
 {
 	struct pg_stmt *s = PGS(q);
@@ -530,6 +539,7 @@ static const struct db_ops pg_ops = {
 	.col_real = pg_col_real,
 	.col_text = pg_col_text,
 	.col_blob = pg_col_blob,
+	.col_is_blob = pg_col_is_blob,
 	.changes = pg_changes,
 	.in_transaction = pg_in_transaction,
 	.fault = pg_fault,

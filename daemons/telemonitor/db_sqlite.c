@@ -233,6 +233,11 @@ static const void *sq_col_blob(struct db_stmt *q, int col, size_t *len)
 	return p;
 }
 
+static bool sq_col_is_blob(struct db_stmt *q, int col)
+{
+	return sqlite3_column_type(SQS(q)->q, col) == SQLITE_BLOB;
+}
+
 static int64_t sq_changes(struct db_stmt *q)
 {
 	return SQS(q)->changes;
@@ -409,6 +414,7 @@ static const struct db_ops sq_ops = {
 	.col_real = sq_col_real,
 	.col_text = sq_col_text,
 	.col_blob = sq_col_blob,
+	.col_is_blob = sq_col_is_blob,
 	.changes = sq_changes,
 	.in_transaction = sq_in_transaction,
 	.fault = sq_fault,

@@ -11,6 +11,7 @@
 #include "db.h"
 #include "store.h"
 #include "store_sql.h"
+#include "wtext.h"
 
 /* The store. */
 struct store {
@@ -53,6 +54,7 @@ struct store {
 	void *on_commit_arg;          /* its argument */
 	store_reopen_cb on_reopen;    /* called after a new database was opened */
 	void *on_reopen_arg;          /* its argument */
+	struct wtext *pack;           /* sqlite: packs windows' text (wtext.h); NULL: as text */
 };
 
 

@@ -97,6 +97,9 @@ struct store *store_open(const char *dir, const char *target, char *err, size_t 
 		return NULL;
 	}
 	init_ids(st);
+	/* without the memory for a packer, windows are stored as text */
+	if (db_engine(st->c.db) == DB_SQLITE)
+		st->pack = wtext_new();
 	return st;
 }
 
@@ -631,6 +634,7 @@ void store_close(struct store *st)
 	free_journal(st);
 	fleet_close(st);
 	conn_close(&st->c);
+	wtext_free(st->pack);
 	free(st);
 }
 
@@ -1015,6 +1019,8 @@ uint64_t store_next_window_id(struct store *st)
 	return new_id(st, &st->next_window);
 }
 
+/* A window's text is stored packed where the store packs (sqlite) and it
+ * gains; held while degraded, it is held packed. */
 int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64_t from,
 		     uint64_t to, bool truncated, const char *text, size_t len)
 {
@@ -1024,6 +1030,11 @@ int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64
 		{ .type = BV_TEXT, .s = text, .n = len > STORE_WINDOW_MAX ? STORE_WINDOW_MAX : len },
 		FENCE_SLOT, FENCE_SLOT,
 	};
+	const void *packed;
+	size_t plen;
+
+	if (st->pack && wtext_pack(st->pack, text, v[5].n, &packed, &plen) == 1)
+		v[5] = db_vblob(packed, plen);
 
 	fleet_fence(st, instance_id, &v[NV(v) - 2]);
 	return put(st, bl_item_new(BK_WINDOW, ST_WIN_INSERT, 0, v, NV(v)), "adding a window");

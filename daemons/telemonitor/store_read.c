@@ -6,10 +6,12 @@
  * read once, so no conversion invalidates a string handed out. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store-internal.h"
 #include "store_read.h"
+#include "wtext.h"
 #include "store_sql.h"
 
 #define NV(v) (sizeof(v) / sizeof((v)[0]))
@@ -427,24 +429,41 @@ struct window_found {
 	store_window_cb cb;       /* the caller's callback */
 	void *arg;                /* its argument */
 	bool failure;             /* the failure exists */
+	char *err;                /* where a damaged window is explained */
+	size_t errlen;
+	bool damaged;             /* its packed text does not unpack */
 };
 
+/* A window's text is packed (wtext.h) where it is a blob. */
 static int window_row(struct db_stmt *q, const struct to *to)
 {
 	struct window_found *w = to->arg;
 	struct store_window_row r = { 0 };
+	char *unpacked = NULL;
+	const void *p;
+	size_t n;
 
 	w->failure = true;
 	r.has_window = !is_null(q, 0);
 	r.stored = r.has_window && !is_null(q, 1);
 	if (r.stored) {
-		r.text = text(q, 1);
-		r.len = strlen(r.text);
+		if (db_col_is_blob(q, 1) && (p = db_col_blob(q, 1, &n)) && wtext_is_packed(p, n)) {
+			unpacked = wtext_unpack(p, n, STORE_WINDOW_MAX, &r.len, w->err, w->errlen);
+			if (!unpacked) {
+				w->damaged = true;
+				return 1;
+			}
+			r.text = unpacked;
+		} else {
+			r.text = text(q, 1);
+			r.len = strlen(r.text);
+		}
 		r.from_rec = db_col_int(q, 2);
 		r.to_rec = db_col_int(q, 3);
 		r.truncated = db_col_int(q, 4) != 0;
 	}
 	w->cb(w->arg, &r);
+	free(unpacked);
 	return 1;
 }
 
@@ -452,13 +471,13 @@ int store_failure_window(struct store *st, uint64_t id, store_window_cb cb, void
 			 size_t errlen)
 {
 	struct bl_value v[] = { db_vint((int64_t)id) };
-	struct window_found w = { cb, arg, false };
+	struct window_found w = { cb, arg, false, err, errlen, false };
 	struct to to = { .arg = &w };
 	int r = query(st, "SELECT f.window_id, w.text, w.from_rec, w.to_rec, w.truncated"
 		      " FROM failures f LEFT JOIN windows w ON w.id = f.window_id WHERE f.id = ?1",
 		      v, NV(v), window_row, &to, err, errlen);
 
-	return r < 0 ? r : w.failure ? 0 : -ENOENT;
+	return r < 0 ? r : w.damaged ? -EIO : w.failure ? 0 : -ENOENT;
 }
 
 /* --- statistics and /metrics ------------------------------------------------- */

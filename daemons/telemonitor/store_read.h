@@ -173,7 +173,9 @@ struct store_window_row {
 typedef int (*store_window_cb)(void *arg, const struct store_window_row *row);
 
 /* The log window of failure `id`: -ENOENT (no message) if there is no
- * such failure; else `cb` is called once, also when it has no window. */
+ * such failure; -EIO with a message if its stored text is damaged (a
+ * packed window that does not unpack: wtext.h); else `cb` is called
+ * once, also when it has no window. */
 int store_failure_window(struct store *st, uint64_t id, store_window_cb cb, void *arg, char *err,
 			 size_t errlen);
 

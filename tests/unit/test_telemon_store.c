@@ -1033,6 +1033,99 @@ static void texts_not_utf8(void **state)
 	store_close(st);
 }
 
+/* Windows at rest (wtext.h): on sqlite a window's text is one zstd frame
+ * (a BLOB) when that is smaller, a short one stays text, and both read
+ * back byte for byte; a frame that does not unpack is said, not shown.
+ * PostgreSQL keeps the text (the server packs large values itself). */
+static int on_window_copy(void *arg, const struct store_window_row *w)
+{
+	char **out = arg;
+
+	*out = w->stored ? strndup(w->text, w->len) : NULL;
+	return 0;
+}
+
+static uint64_t window_failure(struct store *st, const char *text, size_t len)
+{
+	struct store_failure f = { .instance_id = 1, .line = 1, .result = "fail", .uid = -1,
+				   .time = 5 };
+	uint64_t wid = store_next_window_id(st), fid = 0;
+
+	f.window_id = wid;
+	assert_int_equal(store_add_window(st, wid, 1, 1, 2, false, text, len), 0);
+	assert_int_equal(store_add_failure(st, &f, &fid), 0);
+	assert_int_equal(store_commit(st), 0);
+	return fid;
+}
+
+static void windows_packed(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "", *got = NULL, *big = malloc(64 * 1024), *text;
+	struct store *st = open_store(dir, err, sizeof err);
+	uint64_t fbig, fsmall;
+	size_t n = 0, len;
+	const char *small = "#cmon-ascii 1\n1 StartRead 1 8192\n";
+
+	assert_non_null(st);
+	assert_non_null(big);
+	n += (size_t)snprintf(big, 64, "#cmon-ascii 1\n#tick-ns 1\n");
+	for (int i = 0; n + 80 < 64 * 1024; i++)
+		n += (size_t)snprintf(big + n, 80, "1795944759%09d %d StartRead %d 8192\n",
+				      i * 1000, i % 7, i % 13);
+	fbig = window_failure(st, big, n);
+	fsmall = window_failure(st, small, strlen(small));
+
+	assert_int_equal(store_failure_window(st, fbig, on_window_copy, &got, err, sizeof err), 0);
+	assert_non_null(got);
+	assert_int_equal(strlen(got), n);
+	assert_memory_equal(got, big, n);
+	free(got);
+	assert_int_equal(store_failure_window(st, fsmall, on_window_copy, &got, err, sizeof err), 0);
+	assert_string_equal(got, small);
+	free(got);
+	if (pg_url()) {
+		assert_int_equal(count(st, "SELECT count(*) FROM windows WHERE length(text) > 60000"),
+				 1);
+		store_close(st);
+		free(big);
+		return;
+	}
+	/* packed where it gains, at least threefold for log text; text where not */
+	assert_int_equal(count(st, "SELECT count(*) FROM windows WHERE typeof(text) = 'blob'"
+			       " AND length(text) * 3 < 60000"), 1);
+	assert_int_equal(count(st, "SELECT count(*) FROM windows WHERE typeof(text) = 'text'"),
+			 1);
+
+	/* a damaged frame: the read says so */
+	exec_ok(st, "UPDATE windows SET text = x'28b52ffd2400ffffffff' WHERE typeof(text) = 'blob'");
+	err[0] = '\0';
+	assert_int_equal(store_failure_window(st, fbig, on_window_copy, &got, err, sizeof err),
+			 -EIO);
+	assert_non_null(strstr(err, "damaged"));
+	store_close(st);
+
+	/* the packer itself: a frame larger than a reader allows is refused */
+	struct wtext *w = wtext_new();
+	const void *p;
+	size_t plen;
+	assert_non_null(w);
+	assert_int_equal(wtext_pack(w, small, strlen(small), &p, &plen), 0);   /* too small */
+	assert_int_equal(wtext_pack(w, big, n, &p, &plen), 1);
+	assert_true(wtext_is_packed(p, plen));
+	assert_false(wtext_is_packed(big, n));
+	assert_null(wtext_unpack(p, plen, n - 1, &len, err, sizeof err));
+	assert_non_null(strstr(err, "more than"));
+	text = wtext_unpack(p, plen, n, &len, err, sizeof err);
+	assert_non_null(text);
+	assert_int_equal(len, n);
+	assert_memory_equal(text, big, n);
+	assert_null(wtext_unpack(p, plen / 2, n, &len, err, sizeof err));   /* cut short */
+	free(text);
+	wtext_free(w);
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1049,6 +1142,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(typed_reads, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(shared_store, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(texts_not_utf8, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(windows_packed, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(id_lists, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
