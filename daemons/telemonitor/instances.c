@@ -724,10 +724,12 @@ void instances_save(struct tmon *tm)
 void instances_save_checked(struct tmon *tm)
 {
 	struct tm_instance *in;
+	double now = tm_now();
 
 	TAILQ_FOREACH(in, &tm->instances, link)
-		if (in->checked_dirty && !in->lease_lost) {
+		if (in->checked_dirty && !in->lease_lost && now - in->checked_saved >= TM_CHECKED_SAVE) {
 			in->checked_dirty = in->dirty = false;
+			in->checked_saved = now;
 			store_instance_save(tm->store, in);
 		}
 }
