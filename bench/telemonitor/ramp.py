@@ -16,7 +16,11 @@ and prints, per row: whether every stream is exact (records + lost +
 skipped + unchecked = written, and for `check` every slow read stored as a
 failure), the failures' latency (store time minus the failing read's
 start, which is wall-clock time: p50 / p99 / max), the CPU of the
-telemonitor and everything it ran (its checkers or tools), per record, the
+telemonitor and everything it ran (its checkers or tools), per record
+(over the whole run, starting and ending 1,000 instances included; "tm
+only" without the children; "steady" while every program writes, from a
+second after the last one started to three seconds before the first
+ends, children counted live), the
 memory per stream (the telemonitor's RSS plus its children's PSS, sampled
 mid-run, divided by N), and how long after the last program ended its
 results were all in ("tail").
@@ -85,6 +89,18 @@ def cpu(pid):
     return (int(w[11]) + int(w[12])) / TICK, (int(w[13]) + int(w[14])) / TICK
 
 
+def busy(pid):
+    """The CPU seconds of pid and of its live children (a tool runs as long
+    as its stream: its CPU reaches cutime only when it is reaped), by pid."""
+    out = {pid: sum(cpu(pid))}
+    for c in children(pid):
+        try:
+            out[c] = cpu(c)[0]
+        except OSError:
+            pass
+    return out
+
+
 def children(pid):
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
     return [int(x) for x in out.split()]
@@ -140,8 +156,16 @@ def run(n, kind):
                               "-prog", prog])
             progs.append(prog)
         started = time.monotonic() - t0
-        time.sleep(max(1.0, SECS / 2 - started))
+        # steady state: every program writing, none ended (each writes
+        # 999 records a second, paced by the wall clock), sampled from a
+        # second after the last one started to three before the first ends
+        time.sleep(1.0)
+        a, ta = busy(pid), time.monotonic()
+        time.sleep(max(1.0, SECS / 2 - started - 1.0))
         own, kids = memory(pid)
+        time.sleep(max(1.0, SECS - 3.0 - (time.monotonic() - t0)))
+        b, tb = busy(pid), time.monotonic()
+        steady = sum(v - a.get(k, 0) for k, v in b.items()) / (n * 3 * READS_S * (tb - ta))
         for p in env.procs:
             if p.name == "snarflog":
                 p.p.wait(SECS * 10 + 120)
@@ -179,6 +203,7 @@ def run(n, kind):
             "max": max(lat) if lat else float("nan"), "cpu": used,
             "us": used / recs * 1e6 if recs else float("nan"),
             "us_tm": own_cpu / recs * 1e6 if recs else float("nan"),
+            "steady": steady * 1e6, "started": started,
             "own": own, "kids": kids, "per": (own + kids) / n, "tail": tail,
         }
 
@@ -187,23 +212,25 @@ def main():
     print("ramp: %s on %d CPUs (%s); %d s at %d records/s a program, ten writes a second; "
           "classes: %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.cpu_count(),
                             os.uname().nodename, SECS, 3 * READS_S, " ".join(KINDS)))
-    print("%6s %-6s %10s %7s %8s %8s %8s %8s %7s %7s %7s %9s %9s %8s %6s" %
+    print("%6s %-6s %10s %7s %8s %8s %8s %8s %7s %7s %7s %7s %9s %9s %8s %6s" %
           ("N", "class", "records", "exact", "failures", "p50 ms", "p99 ms", "max ms", "CPU s",
-           "us/rec", "tm only", "tm MiB", "kids MiB", "KiB/str", "tail"))
+           "us/rec", "tm only", "steady", "tm MiB", "kids MiB", "KiB/str", "tail"))
     knee = None
     for n in RAMP:
         res = {}
         for kind in KINDS:
             r = res[kind] = run(n, kind)
-            print("%6d %-6s %10d %4d/%-3d %8d %8.0f %8.0f %8.0f %7.1f %7.2f %7.2f %9.1f %9.1f %8.0f "
-                  "%5.1fs" % (n, kind, r["records"], r["exact"], n, r["failures"],
-                              r["p50"] * 1e3, r["p99"] * 1e3, r["max"] * 1e3, r["cpu"], r["us"],
-                              r["us_tm"], r["own"] / 1024, r["kids"] / 1024, r["per"],
-                              r["tail"]))
+            print("%6d %-6s %10d %4d/%-3d %8d %8.0f %8.0f %8.0f %7.1f %7.2f %7.2f %7.2f %9.1f %9.1f "
+                  "%8.0f %5.1fs" % (n, kind, r["records"], r["exact"], n, r["failures"],
+                                   r["p50"] * 1e3, r["p99"] * 1e3, r["max"] * 1e3, r["cpu"],
+                                   r["us"], r["us_tm"], r["steady"], r["own"] / 1024,
+                                   r["kids"] / 1024, r["per"], r["tail"]))
             sys.stdout.flush()
         for k in ("check", "pcheck"):
             if k in res and "count" in res and res["count"]["us"] > 0:
-                print("%6d %s/count CPU per record: %.2fx" % (n, k, res[k]["us"] / res["count"]["us"]))
+                print("%6d %s/count CPU per record: %.2fx (steady %.2fx); programs started in %.1f s"
+                      % (n, k, res[k]["us"] / res["count"]["us"],
+                         res[k]["steady"] / res["count"]["steady"], res[k]["started"]))
         c = res.get("check")
         if knee is None and c and (c["exact"] < n or c["p99"] > 1.0):
             knee = n
