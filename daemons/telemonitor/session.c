@@ -730,7 +730,9 @@ static void data_read(struct bufferevent *bev, void *arg)
 	if (s->lease_wait)
 		return;
 
-	if (!s->paused)
+	/* (a program writing ten times a second sends less than
+	 * CMON_LIBEVENT_READ a write: no readv that says EAGAIN) */
+	if (!s->paused && evbuffer_get_length(in) >= CMON_LIBEVENT_READ)
 		cmon_bev_read_more(bev, CMON_READ_MORE);
 	while (s->data == bev && !s->paused) {
 		if (!s->held) {

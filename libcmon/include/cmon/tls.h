@@ -71,6 +71,10 @@ double cmon_tls_cert_expiry(SSL_CTX *ctx);
  * reading, or one without a socket. Returns the bytes read; end of stream
  * and errors are left for the bufferevent to find on its next read. */
 size_t cmon_bev_read_more(struct bufferevent *bev, size_t most);
+/* EVBUFFER_MAX_READ of libevent 2.1: an input holding less than this after
+ * libevent's read got all the socket had, and a read more would only say
+ * EAGAIN. */
+#define CMON_LIBEVENT_READ 4096u
 #define CMON_READ_MORE (256u << 10)  /* what a log stream's read callback asks for */
 
 /* Send the bytes of iov[0..n) through `bev`, copying only what the kernel
