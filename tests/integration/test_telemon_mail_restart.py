@@ -42,7 +42,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 15       # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 16       # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
