@@ -1122,6 +1122,14 @@ static void windows_packed(void **state)
 	assert_memory_equal(text, big, n);
 	assert_null(wtext_unpack(p, plen / 2, n, &len, err, sizeof err));   /* cut short */
 	free(text);
+	/* a window the size of most (2-3 KiB) */
+	assert_int_equal(wtext_pack(w, big, 3000, &p, &plen), 1);
+	assert_true(plen * 2 < 3000);
+	text = wtext_unpack(p, plen, n, &len, err, sizeof err);
+	assert_non_null(text);
+	assert_int_equal(len, 3000);
+	assert_memory_equal(text, big, 3000);
+	free(text);
 	wtext_free(w);
 	free(big);
 }
