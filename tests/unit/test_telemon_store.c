@@ -1134,6 +1134,40 @@ static void windows_packed(void **state)
 	free(big);
 }
 
+/* Schema 16 dropped failures_instance (both engines); on sqlite a lookup
+ * of an instance's failures still goes by an index, failures_series. */
+static void failures_by_instance_indexed(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "", plan[2000] = "";
+	struct store *st = open_store(dir, err, sizeof err);
+	sqlite3_stmt *q;
+	sqlite3 *db;
+
+	assert_non_null(st);
+	if (pg_url()) {
+		assert_int_equal(count(st, "SELECT count(*) FROM pg_indexes"
+				       " WHERE indexname = 'failures_instance'"), 0);
+		assert_int_equal(count(st, "SELECT count(*) FROM pg_indexes"
+				       " WHERE indexname = 'failures_series'"), 1);
+		store_close(st);
+		return;
+	}
+	assert_int_equal(count(st, "SELECT count(*) FROM sqlite_master"
+			       " WHERE name = 'failures_instance'"), 0);
+	store_close(st);
+	db = raw_open(dir);
+	assert_int_equal(sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN SELECT count(*) FROM failures"
+					 " WHERE instance_id = 7", -1, &q, NULL), SQLITE_OK);
+	while (sqlite3_step(q) == SQLITE_ROW)
+		snprintf(plan + strlen(plan), sizeof plan - strlen(plan), "%s; ",
+			 (const char *)sqlite3_column_text(q, 3));
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	print_message("# plan: %s\n", plan);
+	assert_non_null(strstr(plan, "USING COVERING INDEX failures_series (instance_id=?)"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1151,6 +1185,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(shared_store, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(texts_not_utf8, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(windows_packed, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(failures_by_instance_indexed, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(id_lists, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
