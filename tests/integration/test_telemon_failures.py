@@ -7,6 +7,7 @@ failure (assertion, interval type, timestamps, metrics). A window waits
 for its AFTER records; until then telemonctl says so. A binary log gets
 ascii windows too."""
 import os
+import sqlite3
 import subprocess
 import time
 
@@ -122,7 +123,18 @@ def main():
         check("#program binread" in text, "header carried over: %r", text[:200])
 
         # state is in DIR/telemonitor.db, readable by anyone with sqlite
-        check(os.path.exists(os.path.join(tm.state, "telemonitor.db")), "database file")
+        path = os.path.join(tm.state, "telemonitor.db")
+        check(os.path.exists(path), "database file")
+        # windows at rest: a zstd frame (a BLOB) where that is smaller, the
+        # text itself where it is short (wtext.h); both came back above
+        db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+        rows = db.execute("SELECT typeof(text), text FROM windows").fetchall()
+        db.close()
+        packed = [t for k, t in rows if k == "blob"]
+        check(len(rows) == 3 and packed, "windows stored: %r", [(k, len(t)) for k, t in rows])
+        check(all(t[:4] == b"\x28\xb5\x2f\xfd" for t in packed), "zstd frames: %r",
+              [t[:8] for t in packed])
+        check(all(len(t) < 256 for k, t in rows if k == "text"), "short windows as text")
         tm.stop()
 
 
