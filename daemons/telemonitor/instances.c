@@ -707,6 +707,7 @@ void instances_save_all(struct tmon *tm)
 void instances_save(struct tmon *tm)
 {
 	struct tm_instance *in;
+	double now = tm_now();
 
 	if (tm->nforget && !store_degraded(tm->store)) {
 		for (size_t i = 0; i < tm->nforget; i++)
@@ -717,6 +718,7 @@ void instances_save(struct tmon *tm)
 	TAILQ_FOREACH(in, &tm->instances, link)
 		if (in->dirty && !in->lease_lost) {
 			in->dirty = in->checked_dirty = false;
+			in->checked_saved = now;       /* (its `checked` went with the row) */
 			store_instance_save(tm->store, in);
 		}
 }
