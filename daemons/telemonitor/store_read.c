@@ -260,11 +260,6 @@ bool store_instance_exists(struct store *st, uint64_t id)
 	"SELECT id FROM instances ORDER BY (ended IS NULL) DESC, coalesce(ended, 0) DESC,"   \
 	" id DESC LIMIT ?1"
 
-/* An assertion's name in labels: its label, or "line N". The store's
- * indexes failures_series and failures_reports are on this expression
- * (store_sql.c: sqlite's migration 7 -> 8, and PostgreSQL's schema):
- * change them together. */
-#define ASSERT_NAME "coalesce(assert, 'line ' || CAST(line AS TEXT))"
 
 static int metrics_instance_row(struct db_stmt *q, const struct to *to)
 {
@@ -525,11 +520,10 @@ int store_failure_counts(struct store *st, int limit, store_failure_count_cb cb,
 	struct bl_value v[] = { db_vint(limit) };
 	struct to to = { .cb.failure_count = cb, .arg = arg };
 
-	return query(st, "SELECT instance_id, " ASSERT_NAME ", count(*), report FROM failures"
-		     " WHERE instance_id IN (" SHOWN_INSTANCES ")"
-		     " AND (result IS NULL OR result <> 'inconclusive')"
-		     " GROUP BY instance_id, " ASSERT_NAME ", report", v, NV(v),
-		     failure_count_row, &to, err, errlen);
+	return query(st, "SELECT instance_id, name, count, report FROM failure_counts"
+		     " WHERE instance_id IN (" SHOWN_INSTANCES ") AND count > 0"
+		     " ORDER BY instance_id, name, report", v, NV(v), failure_count_row, &to, err,
+		     errlen);
 }
 
 static int report_row(struct db_stmt *q, const struct to *to)
@@ -549,11 +543,13 @@ int store_newest_reports(struct store *st, int limit, store_report_row_cb cb, vo
 	struct bl_value v[] = { db_vint(limit) };
 	struct to to = { .cb.report = cb, .arg = arg };
 
-	return query(st, "SELECT instance_id, " ASSERT_NAME ", metrics FROM failures"
-		     " WHERE id IN (SELECT max(id) FROM failures WHERE instance_id IN ("
-		     SHOWN_INSTANCES ") AND metrics IS NOT NULL"
-		     " GROUP BY instance_id, " ASSERT_NAME ")"
-		     " ORDER BY instance_id, " ASSERT_NAME, v, NV(v), report_row, &to, err, errlen);
+	/* the newest report of each name, whatever its report flag; one
+	 * pruned by retention leaves its name without one until the next */
+	return query(st, "SELECT f.instance_id, n.name, f.metrics FROM failures f JOIN"
+		     " (SELECT instance_id, name, max(newest) AS id FROM failure_counts"
+		     " WHERE instance_id IN (" SHOWN_INSTANCES ") AND newest IS NOT NULL"
+		     " GROUP BY instance_id, name) n ON f.id = n.id"
+		     " ORDER BY f.instance_id, n.name", v, NV(v), report_row, &to, err, errlen);
 }
 
 /* --- silences ---------------------------------------------------------------- */

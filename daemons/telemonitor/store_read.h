@@ -38,7 +38,7 @@ struct store_instance_row {
 	int64_t lost;            /* records lost */
 	int64_t gaps;            /* gaps in the stream */
 	int64_t skipped;         /* records skipped */
-	int64_t failures;        /* failures stored (counted from their rows) */
+	int64_t failures;        /* failures stored (failure_counts: pruned ones too) */
 	int64_t unchecked;       /* records the checker was given but did not report on */
 	int64_t tool_restarts;   /* tool restarts */
 	bool has_first_seen;     /* first_seen is known */
@@ -209,8 +209,9 @@ struct store_failure_count {
 typedef int (*store_failure_count_cb)(void *arg, const struct store_failure_count *row);
 
 /* Count the failures of the instances store_metrics_instances(`limit`)
- * shows, per instance and assertion name, reports apart (in no particular
- * order). */
+ * shows, per instance and assertion name, reports apart (by instance,
+ * then name): every failure ever stored, those pruned by retention
+ * included, so that the counts only grow. */
 int store_failure_counts(struct store *st, int limit, store_failure_count_cb cb, void *arg,
 			 char *err, size_t errlen);
 

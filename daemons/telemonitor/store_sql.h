@@ -16,12 +16,13 @@
 #define MINE(n) "(CAST(?" #n " AS TEXT) IS NULL OR node IS NULL OR node = ?" #n ")"
 #define MINE_O(n) "(CAST(?" #n " AS TEXT) IS NULL OR o.node IS NULL OR o.node = ?" #n ")"
 
-/* An instance's failures, counted from its failure rows (inconclusive ones
- * are stored apart and not counted): what every listing and a re-attach
- * read, so that the count and the rows agree after any fault. */
+/* An instance's failures (inconclusive ones are stored apart and not
+ * counted): what every listing and a re-attach read. failure_counts is
+ * kept by a trigger in the transaction of each failure row, so that the
+ * count and the rows agree after any fault (store_sql.c, 16 -> 17). */
 #define FAILURES_OF(tbl)                                                                     \
-	"(SELECT count(*) FROM failures WHERE failures.instance_id = " tbl ".id"              \
-	" AND coalesce(failures.result, '') <> 'inconclusive')"
+	"(SELECT CAST(coalesce(sum(c.count), 0) AS BIGINT) FROM failure_counts c"             \
+	" WHERE c.instance_id = " tbl ".id)"
 
 /* An instance by its key: the columns store_lookup_row() reads. */
 #define INST_LOOKUP_SQL                                                                      \

@@ -42,7 +42,7 @@ def unsent(state):
     return queued, waiting
 
 
-SCHEMA = 16       # the telemonitor's store schema (daemons/telemonitor/store.h)
+SCHEMA = 17       # the telemonitor's store schema (daemons/telemonitor/store.h)
 
 
 def mail_status(tm):
@@ -78,7 +78,8 @@ def main():
                          "ALTER TABLE instances DROP COLUMN token; DROP TABLE store_outages;"
                          "DROP INDEX verdicts_time; DROP TABLE silences;"
                          "DROP TABLE alert_outbox; DROP TABLE alerts_open;"
-                         "DROP INDEX failures_series; DROP INDEX failures_reports;"
+                         "DROP TRIGGER failures_counted; DROP TABLE failure_counts;"
+                         "DROP INDEX failures_report_rows;"
                          "ALTER TABLE failures DROP COLUMN report;"
                          "ALTER TABLE failures DROP COLUMN silence_id;"
                          "ALTER TABLE failures DROP COLUMN acked;"

@@ -1134,38 +1134,105 @@ static void windows_packed(void **state)
 	free(big);
 }
 
-/* Schema 16 dropped failures_instance (both engines); on sqlite a lookup
- * of an instance's failures still goes by an index, failures_series. */
-static void failures_by_instance_indexed(void **state)
+static int on_report(void *arg, const struct store_report_row *r)
+{
+	return seen(arg, r->instance_id, true, r->metrics);
+}
+
+static int on_instance_failures(void *arg, const struct store_instance_row *r)
+{
+	*(int64_t *)arg = r->failures;
+	return 0;
+}
+
+/* The rows of sqlite's query plan of `sql`, "; "-separated. */
+static void sqlite_plan(const char *dir, const char *sql, char *plan, size_t size)
+{
+	sqlite3 *db = raw_open(dir);
+	char *x = NULL;
+	sqlite3_stmt *q;
+
+	assert_true(asprintf(&x, "EXPLAIN QUERY PLAN %s", sql) > 0);
+	assert_int_equal(sqlite3_prepare_v2(db, x, -1, &q, NULL), SQLITE_OK);
+	plan[0] = '\0';
+	while (sqlite3_step(q) == SQLITE_ROW)
+		snprintf(plan + strlen(plan), size - strlen(plan), "%s; ",
+			 (const char *)sqlite3_column_text(q, 3));
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	free(x);
+	print_message("# plan: %s\n", plan);
+}
+
+/* Schema 17 (both engines): failures are counted per instance, assertion
+ * name and report flag in failure_counts by a trigger, inconclusive ones
+ * not, a replayed row (same id) once, and rows pruned by retention stay
+ * counted; the newest report of each name is found from it; no index of
+ * failures leads with the instance but the one on report rows. */
+static void failures_counted(void **state)
 {
 	const char *dir = *state;
 	char err[300] = "", plan[2000] = "";
 	struct store *st = open_store(dir, err, sizeof err);
-	sqlite3_stmt *q;
-	sqlite3 *db;
+	struct reads_seen s = { 0 };
+	const char *master = pg_url() ? "SELECT count(*) FROM pg_indexes WHERE indexname = "
+				      : "SELECT count(*) FROM sqlite_master WHERE name = ";
+	char sql[200];
+	int64_t n = -1;
 
 	assert_non_null(st);
-	if (pg_url()) {
-		assert_int_equal(count(st, "SELECT count(*) FROM pg_indexes"
-				       " WHERE indexname = 'failures_instance'"), 0);
-		assert_int_equal(count(st, "SELECT count(*) FROM pg_indexes"
-				       " WHERE indexname = 'failures_series'"), 1);
-		store_close(st);
-		return;
+	for (int i = 0; i < 4; i++) {
+		static const char *const gone[] = { "'failures_instance'", "'failures_series'",
+						    "'failures_reports'" };
+		snprintf(sql, sizeof sql, "%s%s", master, i < 3 ? gone[i] : "'failures_report_rows'");
+		assert_int_equal(count(st, sql), i < 3 ? 0 : 1);
 	}
-	assert_int_equal(count(st, "SELECT count(*) FROM sqlite_master"
-			       " WHERE name = 'failures_instance'"), 0);
+	exec_ok(st,
+		"INSERT INTO instances (id, prog, machine, pid, start_ns, first_seen)"
+		" VALUES (1, 'fs', 'ws1', 10, 1, 100), (2, 'fs', 'ws2', 11, 1, 150);"
+		"INSERT INTO failures (id, instance_id, assert, line, time, result, metrics,"
+		" report) VALUES"
+		" (1, 1, 'read', 3, 1000, 'fail', '{\"n\":1}', 0),"
+		" (2, 1, NULL, 4, 1001, 'fail', NULL, 0),"
+		" (3, 1, 'read', 3, 1002, 'inconclusive', '{\"n\":3}', 0),"
+		" (4, 2, 'stats', 5, 1003, 'fail', '{\"n\":4}', 1),"
+		" (5, 1, 'read', 3, 1004, 'fail', NULL, 0);"
+		/* a batch replayed after a fault: nothing counted twice */
+		"INSERT INTO failures (id, instance_id, assert, line, time, result, metrics)"
+		" VALUES (1, 1, 'read', 3, 1000, 'fail', '{\"n\":1}') ON CONFLICT (id) DO NOTHING;");
+	assert_int_equal(store_failure_counts(st, 10, on_count, &s, err, sizeof err), 0);
+	assert_int_equal(s.n, 3);
+	assert_true(s.ids[0] == 101 && s.ids[1] == 102 && s.ids[2] == 201);
+	assert_string_equal(s.text[0], "line 4");
+	assert_string_equal(s.text[1], "read");
+	assert_string_equal(s.text[2], "stats");
+	assert_int_equal(store_instance_read(st, 1, on_instance_failures, &n, err, sizeof err), 0);
+	assert_int_equal(n, 3);
+	/* the newest with metrics, inconclusive or not, report or not */
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_newest_reports(st, 10, on_report, &s, err, sizeof err), 0);
+	assert_int_equal(s.n, 2);
+	assert_true(s.ids[0] == 1 && s.ids[1] == 2);
+	assert_string_equal(s.text[0], "{\"n\":3}");
+	assert_string_equal(s.text[1], "{\"n\":4}");
+	/* pruned by retention: still counted; its report gone with it */
+	exec_ok(st, "DELETE FROM failures WHERE id IN (3, 4)");
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_failure_counts(st, 10, on_count, &s, err, sizeof err), 0);
+	assert_true(s.n == 3 && s.ids[1] == 102 && s.ids[2] == 201);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(store_newest_reports(st, 10, on_report, &s, err, sizeof err), 0);
+	assert_int_equal(s.n, 0);
 	store_close(st);
-	db = raw_open(dir);
-	assert_int_equal(sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN SELECT count(*) FROM failures"
-					 " WHERE instance_id = 7", -1, &q, NULL), SQLITE_OK);
-	while (sqlite3_step(q) == SQLITE_ROW)
-		snprintf(plan + strlen(plan), sizeof plan - strlen(plan), "%s; ",
-			 (const char *)sqlite3_column_text(q, 3));
-	sqlite3_finalize(q);
-	sqlite3_close(db);
-	print_message("# plan: %s\n", plan);
-	assert_non_null(strstr(plan, "USING COVERING INDEX failures_series (instance_id=?)"));
+	if (pg_url())
+		return;
+	/* an instance's count is a lookup, not a scan of its failures */
+	sqlite_plan(dir, "SELECT sum(count) FROM failure_counts WHERE instance_id = 7", plan,
+		    sizeof plan);
+	assert_non_null(strstr(plan, "SEARCH failure_counts USING PRIMARY KEY (instance_id=?)"));
+	sqlite_plan(dir, "SELECT id FROM failures WHERE instance_id = 7 AND report = 1"
+		    " ORDER BY id DESC", plan, sizeof plan);
+	assert_non_null(strstr(plan, "failures_report_rows (instance_id=?)"));
 }
 
 int main(void)
@@ -1185,7 +1252,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(shared_store, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(texts_not_utf8, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(windows_packed, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(failures_by_instance_indexed, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(failures_counted, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(id_lists, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(alert_outbox_and_open_alerts, setup_dir,
 						teardown_dir),
