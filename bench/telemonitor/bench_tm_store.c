@@ -10,6 +10,10 @@
  *   naive       what one would write first: a fresh sqlite database with its
  *               default settings (rollback journal, synchronous=FULL) and a
  *               plain INSERT per failure
+ *   ramp        the store's load in bench/telemonitor/ramp.py at 1,000
+ *               streams: failures spread over 1,000 instances, each with
+ *               its window (53 records of log, 2.1 KB), a commit every 330
+ *               failures (3,300 a second, committed every 100 ms)
  * Prints "MODE N SECONDS FAILURES_PER_SECOND". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,9 +53,29 @@ static int line_for(char *buf, size_t size, long i)
 			512L << (i % 8), i % 4 ? "true" : "false");
 }
 
-/* The service's path: parse the report, add, commit. */
-static int run_store(const char *dir, long n, bool batched)
+enum { RAMP_INSTANCES = 1000, RAMP_PER_COMMIT = 330, RAMP_WINDOW_RECORDS = 53 };
+
+/* A failure's window as the ramp's programs write it: ascii records. */
+static size_t window_for(char *buf, size_t size, long i)
 {
+	size_t n = 0;
+
+	for (long k = 0; k < RAMP_WINDOW_RECORDS && n < size; k++) {
+		long ts = 1700000000000000000L + (i * RAMP_WINDOW_RECORDS + k) * 1001003L;
+		int w = snprintf(buf + n, size - n, "%s %ld.%09ld %ld\n",
+				 k % 3 == 0 ? "ReadStart" : k % 3 == 1 ? "ReadEnd" : "Tick",
+				 ts / 1000000000L, ts % 1000000000L, 4096 + (i + k) % 97);
+		if (w < 0 || (size_t)w >= size - n)
+			break;
+		n += (size_t)w;
+	}
+	return n;
+}
+
+/* The service's path: parse the report, add, commit. */
+static int run_store(const char *dir, long n, bool batched, bool ramp)
+{
+	static char window[8192];
 	char err[300], line[1024];
 	struct store *st = store_open(dir, NULL, err, sizeof err);
 	double last = mono();
@@ -69,7 +93,7 @@ static int run_store(const char *dir, long n, bool batched)
 			fprintf(stderr, "bench_tm_store: report not parsed\n");
 			return -1;
 		}
-		f.instance_id = 1;
+		f.instance_id = ramp ? 1 + (uint64_t)(i % RAMP_INSTANCES) : 1;
 		f.spec = r.spec;
 		f.assertion = r.assertion;
 		f.line = r.line;
@@ -92,6 +116,16 @@ static int run_store(const char *dir, long n, bool batched)
 			return -1;
 		}
 		report_free(&r);
+		if (ramp) {
+			size_t wl = window_for(window, sizeof window, i);
+
+			if (store_add_window(st, f.window_id, f.instance_id, f.start_pos,
+					     f.end_pos, false, window, wl) < 0)
+				return -1;
+			if ((i + 1) % RAMP_PER_COMMIT == 0)
+				store_commit(st);
+			continue;
+		}
 		if (!batched || mono() - last >= 0.1) {
 			store_commit(st);
 			last = mono();
@@ -150,7 +184,7 @@ int main(int argc, char **argv)
 	int r;
 
 	if (argc != 4) {
-		fprintf(stderr, "usage: bench_tm_store DIR batched|autocommit|naive N\n");
+		fprintf(stderr, "usage: bench_tm_store DIR batched|autocommit|naive|ramp N\n");
 		return 2;
 	}
 	n = atol(argv[3]);
@@ -158,7 +192,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[2], "naive"))
 		r = run_naive(argv[1], n);
 	else
-		r = run_store(argv[1], n, !strcmp(argv[2], "batched"));
+		r = run_store(argv[1], n, !strcmp(argv[2], "batched"), !strcmp(argv[2], "ramp"));
 	dt = mono() - t0;
 	if (r < 0)
 		return 1;
