@@ -275,6 +275,48 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 	}
 }
 
+/* Several telemonitors: an instance that ended before any of them
+ * monitored it (none had room when it started, and the lease scan had not
+ * given it to one yet) is known to this node by its row only. Left live,
+ * the node that claimed it next would find its snarflog gone and end it
+ * with nothing counted, not knowing the length the registry tells once,
+ * here. So whoever hears first claims it and ends it, its log counted as
+ * lost; a node that cannot claim it leaves it to its holder, which hears
+ * of the end itself. */
+static void gone_unmonitored(struct tmon *tm, const Cmon__Instance *a, uint64_t length)
+{
+	struct tm_instance row = { 0 };
+	uint64_t epoch, had, n;
+
+	snprintf(row.prog, sizeof row.prog, "%s", a->program);
+	snprintf(row.machine, sizeof row.machine, "%s", a->machine);
+	row.pid = a->pid;
+	row.start_ns = a->start_unix_ns;
+	/* (a node that monitored it ends it itself, and its lease may be
+	 * free once it has: not claimed again, then) */
+	if (store_instance_lookup(tm->store, &row) != 1 || !row.want ||
+	    store_instance_get(tm->store, row.id, &row) != 1 || row.state == IS_ENDED ||
+	    row.state == IS_GONE)
+		return;
+	if (store_instance_claim(tm->store, row.id, &epoch) != 1)
+		return;
+	if (store_instance_get(tm->store, row.id, &row) != 1 || row.state == IS_ENDED ||
+	    row.state == IS_GONE) {
+		store_lease_release(tm->store, row.id);
+		return;
+	}
+	row.epoch = epoch;
+	had = row.records + row.lost + row.skipped + row.unchecked;
+	n = length > had ? length - had : 0;
+	row.lost += n;
+	instances_set_status(&row, "the program ended before any telemonitor monitored it: its "
+			     "%" PRIu64 " records counted as lost", n);
+	store_instance_end(tm->store, &row, IS_GONE, tm_now());
+	store_commit(tm->store);      /* (as any end: its lease is left to run out) */
+	cmon_warn("instance %" PRIu64 " (%s on %s pid %" PRId64 "): %s", row.id, row.prog,
+		  row.machine, row.pid, row.status);
+}
+
 void instances_gone(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g)
 {
 	const Cmon__Instance *a = g->instance;
@@ -284,8 +326,11 @@ void instances_gone(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g)
 	if (!a || !a->program || !a->machine)
 		return;
 	in = find_key(tm, a->program, a->machine, a->pid, a->start_unix_ns);
-	if (!in)
+	if (!in) {
+		if (store_shared(tm->store) && g->has_records)
+			gone_unmonitored(tm, a, g->records);
 		return;
+	}
 	if (g->has_records) {
 		in->has_length = true;
 		in->length = g->records;

@@ -28,6 +28,11 @@ it for its whole life).
   pgrestart  the server killed and restarted: no instance changes hands
   join       a third node joins two busy ones and gets its share, handed
              over at a record boundary with nothing lost
+  unmonitored  past capacity (max-sessions 1 on two busy nodes), programs
+             that end before any node had room for them: each is ended by
+             the node that hears of its end first, its whole log counted
+             as lost, and nobody claims it afterwards for a stream that
+             is gone
 """
 import glob
 import os
@@ -56,8 +61,9 @@ end fleet
 class Fleet:
     """N telemonitors on one new database, a registry, programs."""
 
-    def __init__(self, env, srv, name, nodes=("n1", "n2", "n3"), wrap=None):
+    def __init__(self, env, srv, name, nodes=("n1", "n2", "n3"), wrap=None, extra=()):
         self.env, self.srv, self.name = env, srv, name
+        self.extra = list(extra)
         self.db = name
         self.url = srv.createdb(name)
         self.reg = env.registry()
@@ -75,7 +81,8 @@ class Fleet:
         """Start these nodes at the same moment; wait until each answers."""
         for n in nodes:
             self.tms[n] = tt.Telemonitor(self.env, self.reg, self.rc, name="%s-%s" % (self.name, n),
-                                         extra=["-store", self.url, "-node", n], wait=False,
+                                         extra=["-store", self.url, "-node", n] + self.extra,
+                                         wait=False,
                                          prefix=(wrap or {}).get(n, ()))
         for n in nodes:
             self.tms[n].wait_ready(timeout=30)
@@ -367,6 +374,42 @@ def scenario_join(env, srv):
     fl.stop()
 
 
+def scenario_unmonitored(env, srv):
+    fl = Fleet(env, srv, "full", nodes=("n1", "n2"), extra=["-max-sessions", "1"])
+    busy = [fl.program(k, 1500, pace=0.2, batch=30) for k in range(2)]
+    held = ct.wait_for(lambda: (lambda r: r if all(holder(fl, p) for p in busy) and
+                                len({r[p]["owner"] for p in busy}) == 2 else None)(
+                                    fl.instance_rows()), 30, "one busy program on each node")
+    for k in range(2, 6):
+        # -hold 0: at the end of its log the snarflog does not wait for a
+        # subscriber to connect (it says the log's length as it leaves)
+        prog = "%s-%03d" % (fl.name, k)
+        fl.progs[prog] = (50, env.snarflog(prog, "-hold", "0", "-drain", "2", reg=fl.reg,
+                                           wait_port=False, cmd=ct.logwriter_cmd(
+                                               "--count", "50", "--batch", "50", "--pace", "0")))
+
+    def short_ended():
+        rows = fl.instance_rows()
+        short = [rows.get("%s-%03d" % (fl.name, k)) for k in range(2, 6)]
+        return rows if all(r and r["state"] == "gone" for r in short) else None
+    rows = ct.wait_for(short_ended, 30, "the short programs' instances to end")
+    check(all(rows[p]["state"] == "monitoring" for p in busy),
+          "the busy ones still held: %r", {p: rows[p] for p in busy})
+    rows = fl.wait_ended()
+    for k in range(2, 6):
+        r = rows["%s-%03d" % (fl.name, k)]
+        check(r["records"] == 0 and r["lost"] == 50 and r["skipped"] == 0,
+              "an instance nobody had room for: %r", r)
+    fl.check_streams(rows)
+    log = fl.logs()
+    check(log.count("before any telemonitor monitored it: its 50 records counted as "
+                    "lost") == 4, "said once each: %s", log[-3000:])
+    print("unmonitored: 4 programs ended past capacity, each counted lost once; held %r" %
+          {p: held[p]["owner"] for p in busy})
+    fl.no_noise()
+    fl.stop()
+
+
 def scenario_measure(env, srv, programs, seconds):
     """What the fleet costs the server: statements and WAL bytes per
     monitored instance per second, in the steady state (bench/fleet)."""
@@ -401,7 +444,8 @@ def scenario_measure(env, srv, programs, seconds):
 
 def main():
     with ct.Env("fleet") as env:
-        which = _E("CMON_FLEET_ONLY", "start,kill,stop,skew,pgrestart,join").split(",")
+        which = _E("CMON_FLEET_ONLY",
+                   "start,kill,stop,skew,pgrestart,join,unmonitored").split(",")
         if "measure" in which:
             srv = pgserver.start(env, ["-c", "shared_preload_libraries=pg_stat_statements"])
             scenario_measure(env, srv, PROGRAMS, float(_E("CMON_FLEET_SECONDS", 20)))
@@ -419,6 +463,8 @@ def main():
             scenario_join(env, srv)
         if "skew" in which:
             scenario_skew(env, srv)
+        if "unmonitored" in which:
+            scenario_unmonitored(env, srv)
 
 
 ct.run_test(main)
