@@ -260,7 +260,6 @@ bool store_instance_exists(struct store *st, uint64_t id)
 	"SELECT id FROM instances ORDER BY (ended IS NULL) DESC, coalesce(ended, 0) DESC,"   \
 	" id DESC LIMIT ?1"
 
-
 static int metrics_instance_row(struct db_stmt *q, const struct to *to)
 {
 	struct store_instance_row r = {

@@ -52,10 +52,11 @@
  * count (FAILURES_OF) and /metrics read it, a row per series, where they
  * read every failure of the instances shown; the two indexes that
  * served them led with the instance, so each failure dirtied two pages
- * of its own in every commit (6 of its 31 us at 1,000 streams,
- * bench_tm_store ramp). Rows pruned by retention stay counted: the counts
- * are of failures ever stored, as a Prometheus counter must be. An
- * instance's reports are still found by an index, on report rows only.
+ * of its own in every commit (10 of its 31 us at 1,000 streams,
+ * bench_tm_store ramp; the trigger costs 5). Rows pruned by retention
+ * stay counted: the counts are of failures ever stored, as a Prometheus
+ * counter must be. An instance's reports are still found by an index, on
+ * report rows only.
  * The name is the label, or "line N" ("" for a row with neither), as
  * /metrics shows it. */
 #define COUNT_NAME(row) "coalesce(" row ".assert, 'line ' || CAST(" row ".line AS TEXT), '')"
