@@ -6,6 +6,6 @@ if(TARGET telemonitor)
   add_executable(bench_tm_store ${CMAKE_CURRENT_LIST_DIR}/bench_tm_store.c ${tmdir}/store.c ${tmdir}/backlog.c
                  ${tmdir}/report.c ${tmdir}/json.c)
   target_include_directories(bench_tm_store PRIVATE ${tmdir})
-  target_link_libraries(bench_tm_store PRIVATE tmdb)
+  target_link_libraries(bench_tm_store PRIVATE tmdb pspec)
   add_executable(bench_tm_writer ${CMAKE_CURRENT_LIST_DIR}/bench_tm_writer.c)
 endif()

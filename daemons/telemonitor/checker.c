@@ -136,10 +136,31 @@ static bool partial(const struct session *s, const struct tool *t)
 		s->end_state != IS_STOPPED);
 }
 
+/* An offender: a failure, unless it is not one after all. */
+static bool offender(struct session *s, struct tool *t, const struct checker_report *r)
+{
+	const char *result = r->result, *kind = r->kind;
+
+	if (!(result && (!strcmp(result, "fail") || !strcmp(result, "undefined") ||
+			 !strcmp(result, "inconclusive")) && kind &&
+	      (!strcmp(kind, "interval") || !strcmp(kind, "event") || !strcmp(kind, "overdue"))))
+		return false;
+	failure(s, t, r, false);
+	return true;
+}
+
+void checker_report(struct session *s, struct tool *t, const struct checker_report *r)
+{
+	if (!offender(s, t, r))
+		typescript_note(&s->ts, "%s:%d: a report the telemonitor does not take: result %s, "
+				"kind %s", r->spec ? r->spec : "?", r->line,
+				r->result ? r->result : "?", r->kind ? r->kind : "?");
+}
+
 void checker_line(struct session *s, struct tool *t, const char *line, size_t len)
 {
 	struct checker_report r;
-	const char *result, *kind;
+	const char *result;
 
 	if (progress_line(s, t, line, len))
 		return;
@@ -151,7 +172,6 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 		return;
 	}
 	result = r.result;
-	kind = r.kind;
 	if (r.has_summary) {
 		/* durations of an interval type since the last summary: kept for
 		 * telemonctl compare */
@@ -180,11 +200,7 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 				r.type);
 		store_add_verdict(s->tm->store, s->inst->id, r.spec, r.type, r.line, "unclosed", n,
 				  tm_now(), t->log_base + 1, ledger_pos(&t->led), partial(s, t));
-	} else if (result && (!strcmp(result, "fail") || !strcmp(result, "undefined") ||
-			      !strcmp(result, "inconclusive")) && kind &&
-		   (!strcmp(kind, "interval") || !strcmp(kind, "event") || !strcmp(kind, "overdue"))) {
-		failure(s, t, &r, false);
-	} else {
+	} else if (!offender(s, t, &r)) {
 		typescript_write(&s->ts, line, len);
 		typescript_write(&s->ts, "\n", 1);
 	}

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pspec/pspec.h>
+
 #include "report.h"
 
 /* A NUL-terminated copy of v's source text, kept in r->owned; NULL on
@@ -103,6 +105,82 @@ int report_parse(const char *line, size_t len, struct checker_report *r)
 out_nomem:
 	report_free(r);
 	return -ENOMEM;
+}
+
+/* pcheck --json's word for a result (libpspec's report.c). */
+static const char *result_word(pspec_result res)
+{
+	switch (res) {
+	case PSPEC_PASS:
+		return "pass";
+	case PSPEC_FAIL:
+		return "fail";
+	case PSPEC_INCONCLUSIVE:
+		return "inconclusive";
+	default:
+		return "undefined";
+	}
+}
+
+int report_of_offender(const pspec_report *pr, char **scratch, size_t *cap,
+		       struct checker_report *r)
+{
+	char start[PSPEC_POSITION_MAX], end[PSPEC_POSITION_MAX];
+	const char *file = pspec_report_file(pr), *label = pspec_report_label(pr);
+	const char *type = pspec_report_type(pr);
+	size_t nfile, nlabel, ntype, nstart, nend, nmetrics;
+	char *p;
+
+	memset(r, 0, sizeof *r);
+	if (pspec_report_kind_of(pr) != PSPEC_REPORT_OFFENDER)
+		return -EINVAL;
+	nstart = pspec_report_position(pr, false, start, sizeof start);
+	nend = pspec_report_position(pr, true, end, sizeof end);
+	nmetrics = pspec_report_metrics_into(pr, scratch, cap);
+	nfile = file ? strlen(file) + 1 : 0;
+	nlabel = label ? strlen(label) + 1 : 0;
+	ntype = type ? strlen(type) + 1 : 0;
+	/* every text in one block, kept in owned[0] */
+	p = malloc(nfile + nlabel + ntype + nstart + 1 + nend + 1 + nmetrics + 1);
+	if (!p)
+		return -ENOMEM;
+	r->owned[0] = p;
+#define OWN(field, text, n)                  \
+	do {                                 \
+		memcpy(p, (text), (n));      \
+		(field) = p;                 \
+		p += (n);                    \
+	} while (0)
+	if (file)
+		OWN(r->spec, file, nfile);
+	if (label)
+		OWN(r->assertion, label, nlabel);
+	if (type)
+		OWN(r->type, type, ntype);
+	OWN(r->start, start, nstart + 1);
+	OWN(r->end, end, nend + 1);
+	OWN(r->metrics, *scratch, nmetrics);
+	*p = '\0';
+#undef OWN
+	r->metrics_len = nmetrics;
+	r->has_metrics = true;
+	r->line = (int)pspec_report_line(pr);
+	r->result = result_word(pspec_report_result(pr));
+	r->report = pspec_report_is_stats(pr);
+	r->has_ts = true;
+	r->start_ts_kind = JSON_NUMBER;
+	r->start_ts = pspec_report_start_ts(pr);
+	r->end_ts = pspec_report_end_ts(pr);
+	r->has_uid = true;
+	if (pspec_report_is_interval(pr)) {
+		uint64_t uid = pspec_report_uid(pr);
+		r->kind = "interval";
+		r->uid = uid > INT64_MAX ? INT64_MAX : (int64_t)uid;
+	} else {
+		r->kind = "event";
+		r->uid = strtoll(start, NULL, 10);       /* "uid":"R.S", read as R */
+	}
+	return 0;
 }
 
 void report_free(struct checker_report *r)

@@ -7,8 +7,9 @@
  * string's leading integer (json_as_int). A member that is absent reads as
  * NULL / 0 / false; the has_* flags tell absent (and null) from zero.
  *
- * Ownership: report_parse() fills a struct that owns its tree; every
- * pointer in it is valid until report_free(). Pure data: no I/O. */
+ * Ownership: report_parse() fills a struct that owns its tree (and
+ * report_of_offender one that owns a copy of its texts); every pointer in
+ * it is valid until report_free(). Pure data: no I/O. */
 #ifndef TELEMON_REPORT_H
 #define TELEMON_REPORT_H
 
@@ -68,6 +69,17 @@ struct checker_report {
  * with report_free), REPORT_NOT_A_REPORT when the line is not a JSON
  * object (`r` is left empty: nothing to free), -ENOMEM. */
 int report_parse(const char *line, size_t len, struct checker_report *r);
+
+/* The same struct for an offender of a checker in this process (libpspec's
+ * report of kind PSPEC_REPORT_OFFENDER, during its callback), field for
+ * field as report_parse fills it from the report's pcheck --json line,
+ * without writing and reading the line (metrics_tree is NULL: the metrics'
+ * text is there). `scratch` is a buffer the caller reuses (NULL or from
+ * malloc, *cap bytes). 0 with `r` filled (free it with report_free),
+ * -EINVAL when it is not an offender, -ENOMEM. */
+struct pspec_report;
+int report_of_offender(const struct pspec_report *pr, char **scratch, size_t *cap,
+		       struct checker_report *r);
 
 /* Free what report_parse kept; `r` is emptied (an empty one is fine). */
 void report_free(struct checker_report *r);

@@ -1165,6 +1165,12 @@ static void checker_output_line(void *ctx, struct tool *t, const char *line, siz
 	checker_line(ctx, t, line, len);
 }
 
+/* An offender of the checker in this process, taken apart already. */
+static void checker_output_report(void *ctx, struct tool *t, const struct checker_report *r)
+{
+	checker_report(ctx, t, r);
+}
+
 /* A tool took enough of its input: maybe read again. */
 static void tool_drained(void *ctx, struct tool *t)
 {
@@ -1230,7 +1236,8 @@ static void tool_wrote(void *ctx, struct tool *t)
 /* What a session hears from its tools: the checker's output is JSON lines,
  * a shell tool's is the typescript. */
 static const struct tool_cbs checker_cbs = {
-	.line = checker_output_line, .output = tool_output, .wrote = tool_wrote,
+	.line = checker_output_line, .report = checker_output_report, .output = tool_output,
+	.wrote = tool_wrote,
 	.drained = tool_drained, .done = tool_done,
 };
 static const struct tool_cbs shell_cbs = {

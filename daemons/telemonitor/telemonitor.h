@@ -450,6 +450,10 @@ const char *session_state_name(const struct session *s);
 /* checker.c */
 /* One line of the checker's JSON output. */
 void checker_line(struct session *s, struct tool *t, const char *line, size_t len);
+/* An offender of the checker in this process, taken apart already
+ * (report_of_offender): what checker_line does with its line. */
+struct checker_report;
+void checker_report(struct session *s, struct tool *t, const struct checker_report *r);
 
 /* notify.c */
 /* The mail as a receiver of failures (failures.h; main.c subscribes it):

@@ -43,6 +43,7 @@ struct tool *tool_new(struct tmon *tm, enum tool_kind kind, const struct tool_cb
 	t->restart = (struct cmon_backoff){ .min_ms = TM_TOOL_BACKOFF_MIN_MS,
 					    .max_ms = TM_TOOL_BACKOFF_MAX_MS };
 	t->in_fd = t->peek_fd = -1;
+	t->reports_tail = &t->reports;
 	t->timer = evtimer_new(tm->base, NULL, NULL);
 	t->inq = evbuffer_new();
 	if (!t->timer || !t->inq) {
@@ -540,6 +541,50 @@ out_close:
 
 /* --- the checker in this process ------------------------------------------ */
 
+/* An offender taken apart (report_of_offender), queued among the lines. */
+struct tool_report {
+	struct tool_report *next;
+	struct checker_report r;
+};
+
+/* The line that stands for the next queued offender: no JSON line starts
+ * with a control character. */
+#define TOOL_REPORT_MARK "\001"
+
+static void reports_drop(struct tool *t)
+{
+	struct tool_report *q;
+
+	while ((q = t->reports)) {
+		t->reports = q->next;
+		report_free(&q->r);
+		free(q);
+	}
+	t->reports_tail = &t->reports;
+}
+
+/* An offender for an owner that takes them apart (cbs->report): no JSON
+ * line is written and read again, the commonest report at a failure's
+ * rate. False when it is not one (or on ENOMEM: it goes as a line). */
+static bool inproc_offender(struct tool *t, const pspec_report *r)
+{
+	struct tool_report *q;
+
+	if (!t->cbs->report || pspec_report_kind_of(r) != PSPEC_REPORT_OFFENDER ||
+	    pspec_report_result(r) == PSPEC_PASS)
+		return false;
+	if (!(q = calloc(1, sizeof *q)))
+		return false;
+	if (report_of_offender(r, &t->line, &t->line_cap, &q->r) != 0) {
+		free(q);
+		return false;
+	}
+	*t->reports_tail = q;
+	t->reports_tail = &q->next;
+	evbuffer_add(t->outq, TOOL_REPORT_MARK "\n", 2);
+	return true;
+}
+
 /* A report, as pcheck -cont --json prints it (it asks for no interval or
  * event lines), for the owner on the next turn. */
 static void inproc_report(void *ctx, const pspec_report *r)
@@ -548,7 +593,7 @@ static void inproc_report(void *ctx, const pspec_report *r)
 	pspec_report_kind k = pspec_report_kind_of(r);
 	size_t len;
 
-	if (k == PSPEC_REPORT_INTERVAL || k == PSPEC_REPORT_EVENT)
+	if (k == PSPEC_REPORT_INTERVAL || k == PSPEC_REPORT_EVENT || inproc_offender(t, r))
 		return;
 	len = pspec_report_format_into(r, PSPEC_FORMAT_JSON, &t->line, &t->line_cap);
 	evbuffer_add(t->outq, t->line, len);
@@ -580,6 +625,7 @@ static void inproc_stop(struct tool *t)
 		evbuffer_drain(t->outq, evbuffer_get_length(t->outq));
 	if (t->errq)
 		evbuffer_drain(t->errq, evbuffer_get_length(t->errq));
+	reports_drop(t);
 	t->ending = false;
 }
 
@@ -601,7 +647,16 @@ static void inproc_deliver(evutil_socket_t fd, short what, void *arg)
 		char *line = evbuffer_readln(t->outq, &len, EVBUFFER_EOL_LF);
 		if (!line)
 			break;
-		t->cbs->line(t->ctx, t, line, len);
+		if (len == 1 && line[0] == TOOL_REPORT_MARK[0] && t->reports) {
+			struct tool_report *q = t->reports;
+			if (!(t->reports = q->next))
+				t->reports_tail = &t->reports;
+			t->cbs->report(t->ctx, t, &q->r);
+			report_free(&q->r);
+			free(q);
+		} else {
+			t->cbs->line(t->ctx, t, line, len);
+		}
 		free(line);
 	}
 	if (t->stream && t->ending) {
@@ -875,6 +930,7 @@ void tool_free(struct tool *t, bool forget)
 		evbuffer_free(t->outq);
 	if (t->errq)
 		evbuffer_free(t->errq);
+	reports_drop(t);
 	free(t->line);
 	evbuffer_free(t->inq);
 	event_free(t->timer);

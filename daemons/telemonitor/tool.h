@@ -30,6 +30,7 @@
 
 #include "cmon/backoff.h"
 #include "ledger.h"
+#include "report.h"
 #include "telemonitor.h"
 
 struct pspec;
@@ -60,6 +61,10 @@ struct tool_cbs {
 	 * than TM_LINE_MAX are skipped with a warning). NULL: standard output
 	 * goes to `output` as it comes. */
 	void (*line)(void *ctx, struct tool *t, const char *line, size_t len);
+	/* An offender of the checker in this process, taken apart already
+	 * (report_of_offender), in its place among the lines: what `line`
+	 * would have been given as its JSON line. NULL: it comes as a line. */
+	void (*report)(void *ctx, struct tool *t, const struct checker_report *r);
 	/* Bytes of standard error, and of standard output when `line` is NULL. */
 	void (*output)(void *ctx, struct tool *t, const char *p, size_t n);
 	/* It took some of its queued input (its ledger's counts moved). */
@@ -110,7 +115,10 @@ struct tool {
 	struct pspec *ps;             /* its spec, while a run goes on */
 	struct pspec_stream *stream;  /* its check, while the run goes on (its input may have
 	                                 ended: `ending`); NULL when the run is not here */
-	struct evbuffer *outq;        /* report lines not yet handed to the owner */
+	struct evbuffer *outq;        /* report lines not yet handed to the owner (a line
+	                                 TOOL_REPORT_MARK stands for the next of `reports`) */
+	struct tool_report *reports;  /* offenders taken apart, not yet handed over (FIFO) */
+	struct tool_report **reports_tail;
 	struct evbuffer *errq;        /* warnings, as pcheck prints them on stderr */
 	struct event *out_ev;         /* hands them over on the next turn of the loop */
 	char *line;                   /* the report being formatted */

@@ -334,7 +334,8 @@ static void evict(struct window_ring *r, struct window_done *done, size_t max, s
 		r->evicted_pos = w->pos;
 	if (!w->gap && w->off != NO_TEXT)
 		r->used -= w->len;
-	r->head = (r->head + 1) % r->cap;
+	if (++r->head == r->cap)        /* (no division: one a record) */
+		r->head = 0;
 	r->n--;
 }
 
@@ -510,7 +511,7 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 				evict(r, done, max, ndone);
 		}
 	}
-	w = &r->recs[(r->head + r->n) % r->cap];
+	w = rec_at(r, r->n);            /* (slot left n + 1 < cap) */
 	w->pos = pos;
 	w->ts = ts;
 	w->gap = 0;

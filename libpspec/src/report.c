@@ -236,6 +236,46 @@ static void element_json(ps_buf *b, const pv *elem)
     units_json(b, elem);
 }
 
+bool pspec_report_is_interval(const pspec_report *r)
+{
+    return r->elem && r->elem->kind == PV_INTERVAL;
+}
+
+size_t pspec_report_position(const pspec_report *r, bool end, char *buf, size_t size)
+{
+    const pv_event *e;
+    ps_buf b = {0};
+    size_t n;
+
+    if (!r->elem || (r->elem->kind != PV_INTERVAL && r->elem->kind != PV_EVENT)) {
+        if (size)
+            buf[0] = '\0';
+        return 0;
+    }
+    e = r->elem->kind == PV_EVENT ? r->elem->ev : end ? r->elem->iv->end : r->elem->iv->start;
+    pv_format_pos(&b, e);
+    n = b.len < size ? b.len : size ? size - 1 : 0;
+    if (size) {
+        memcpy(buf, b.data, n);
+        buf[n] = '\0';
+    }
+    free(b.data);
+    return n;
+}
+
+size_t pspec_report_metrics_into(const pspec_report *r, char **buf, size_t *cap)
+{
+    ps_buf b = {.data = *buf, .len = 0, .cap = *buf ? *cap : 0};
+    ps_buf_reset(&b);
+    if (r->elem && (r->elem->kind == PV_INTERVAL || r->elem->kind == PV_EVENT))
+        fields_json(&b, r->elem);
+    else
+        ps_buf_puts(&b, "{}");
+    *buf = b.data;
+    *cap = b.cap;
+    return b.len;
+}
+
 /* "FILE:LINE: " plus the label, for assertion-related lines. */
 static void where_text(ps_buf *b, const pspec_report *r)
 {

@@ -4,7 +4,9 @@
  * by their value v with p and m, mappings read entry by entry with the
  * same rule, null as UNDEFINED, anything else without a value but with
  * its node; the walk in the order written, stopped by the callback; text
- * that is not a JSON object refused. */
+ * that is not a JSON object refused. And report_of_offender: every
+ * offender of every language test's check, taken apart in the process,
+ * equals its JSON line as report_parse reads it, field for field. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -14,7 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include "pspec/pspec.h"
 #include "../../daemons/telemonitor/json.c"
 #include "../../daemons/telemonitor/report.c"
 
@@ -183,6 +189,154 @@ static void from_a_report(void **state)
 	report_free(&r);
 }
 
+/* --- an offender taken apart in the process (report_of_offender) ---------- */
+
+/* What the comparison saw over the language tests. */
+static struct {
+	unsigned offenders, intervals, events, reports, labelled, unlabelled, inconclusive,
+		undefined;
+	const char *what;             /* the spec being checked */
+	char *scratch;                /* report_of_offender's buffer */
+	size_t scratch_cap;
+} cmp;
+
+#define SAME_TEXT(field)                                                                    \
+	do {                                                                                \
+		if (!a.field || !b.field)                                                   \
+			assert_true(!a.field == !b.field);                                  \
+		else                                                                        \
+			assert_string_equal(a.field, b.field);                              \
+	} while (0)
+
+/* Each offender: the struct taken apart equals its JSON line parsed,
+ * field for field. */
+static void compare_offender(void *ctx, const pspec_report *pr)
+{
+	struct checker_report a, b;
+	char *line;
+
+	(void)ctx;
+	if (pspec_report_kind_of(pr) != PSPEC_REPORT_OFFENDER) {
+		assert_int_equal(report_of_offender(pr, &cmp.scratch, &cmp.scratch_cap, &a), -EINVAL);
+		return;
+	}
+	assert_int_equal(report_of_offender(pr, &cmp.scratch, &cmp.scratch_cap, &a), 0);
+	line = pspec_report_format(pr, PSPEC_FORMAT_JSON);
+	assert_non_null(line);
+	assert_int_equal(report_parse(line, strlen(line), &b), 0);
+	if (!b.metrics) {
+		print_error("%s: %s\n", cmp.what, line);
+		fail();
+	}
+	SAME_TEXT(spec);
+	SAME_TEXT(assertion);
+	SAME_TEXT(result);
+	SAME_TEXT(note);
+	SAME_TEXT(kind);
+	SAME_TEXT(type);
+	SAME_TEXT(start);
+	SAME_TEXT(end);
+	SAME_TEXT(metrics);
+	SAME_TEXT(witness);
+	SAME_TEXT(print);
+	assert_int_equal(a.line, b.line);
+	assert_int_equal(a.has_uid, b.has_uid);
+	assert_int_equal(a.uid, b.uid);
+	assert_int_equal(a.has_ts, b.has_ts);
+	assert_int_equal(a.start_ts_kind, b.start_ts_kind);
+	assert_int_equal(a.start_ts, b.start_ts);
+	assert_int_equal(a.end_ts, b.end_ts);
+	assert_int_equal(a.report, b.report);
+	assert_int_equal(a.has_metrics, b.has_metrics);
+	assert_int_equal(a.metrics_len, b.metrics_len);
+	assert_int_equal(a.has_offenders, b.has_offenders);
+	assert_int_equal(a.has_print, b.has_print);
+	assert_int_equal(a.has_summary, b.has_summary);
+	assert_int_equal(a.count, b.count);
+	cmp.offenders++;
+	cmp.intervals += !strcmp(a.kind, "interval");
+	cmp.events += !strcmp(a.kind, "event");
+	cmp.reports += a.report;
+	cmp.labelled += a.assertion != NULL;
+	cmp.unlabelled += a.assertion == NULL;
+	cmp.inconclusive += !strcmp(a.result, "inconclusive");
+	cmp.undefined += !strcmp(a.result, "undefined");
+	report_free(&a);
+	report_free(&b);
+	free(line);
+}
+
+/* The log a language test runs on: NAME.log, or its "% log:" directive. */
+static void log_of(const char *spec, const char *name, char *log, size_t size)
+{
+	FILE *f = fopen(spec, "r");
+	char line[512], v[256];
+
+	snprintf(log, size, "%s/%s.log", PSPEC_LANG_DIR, name);
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		const char *l = line + strspn(line, " \t");
+		if (*l == '\n' || !*l)
+			continue;
+		if (*l != '%')
+			break;
+		l += 1 + strspn(l + 1, " \t");
+		if (sscanf(l, "log: %255s", v) == 1)
+			snprintf(log, size, "%s/%s", PSPEC_LANG_DIR, strcmp(v, "none") ? v : "empty.log");
+	}
+	fclose(f);
+}
+
+/* Every offender of every language test's check (continuous, --explain,
+ * as the telemonitor runs it) taken apart both ways. */
+static void offenders_taken_apart(void **state)
+{
+	DIR *dir = opendir(PSPEC_LANG_DIR);
+	struct dirent *e;
+
+	(void)state;
+	assert_non_null(dir);
+	while ((e = readdir(dir))) {
+		size_t n = strlen(e->d_name);
+		char spec[600], name[300], log[900];
+		pspec_check_options opt = {
+			.continuous = true, .explain = true, .threads = 1,
+			.report = compare_offender,
+		};
+		pspec *ps;
+		char *err = NULL;
+		int fd;
+
+		if (n <= 6 || strcmp(e->d_name + n - 6, ".pspec") || n - 6 >= sizeof name)
+			continue;
+		snprintf(name, sizeof name, "%.*s", (int)(n - 6), e->d_name);
+		snprintf(spec, sizeof spec, "%s/%s", PSPEC_LANG_DIR, e->d_name);
+		log_of(spec, name, log, sizeof log);
+		ps = pspec_new();
+		assert_non_null(ps);
+		pspec_set_search_path(ps, PSPEC_LANG_DIR);
+		if (pspec_load_file(ps, spec) != 0 || (fd = open(log, O_RDONLY)) < 0) {
+			pspec_free(ps);
+			continue;
+		}
+		cmp.what = e->d_name;
+		pspec_check(ps, fd, log, &opt, &err);
+		free(err);
+		close(fd);
+		pspec_free(ps);
+	}
+	closedir(dir);
+	free(cmp.scratch);
+	print_message("%u offenders: %u intervals, %u events; %u of report assertions; %u labelled, "
+		      "%u unlabelled; %u inconclusive, %u undefined\n", cmp.offenders, cmp.intervals,
+		      cmp.events, cmp.reports, cmp.labelled, cmp.unlabelled, cmp.inconclusive,
+		      cmp.undefined);
+	assert_true(cmp.intervals >= 20 && cmp.events >= 5 && cmp.reports >= 1 &&
+		    cmp.labelled >= 5 && cmp.unlabelled >= 5 && cmp.inconclusive >= 1 &&
+		    cmp.undefined >= 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +345,7 @@ int main(void)
 		cmocka_unit_test(stopped),
 		cmocka_unit_test(refused),
 		cmocka_unit_test(from_a_report),
+		cmocka_unit_test(offenders_taken_apart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,6 +144,21 @@ PSPEC_API const char *pspec_report_type(const pspec_report *r);
 PSPEC_API uint64_t pspec_report_uid(const pspec_report *r);
 PSPEC_API int64_t pspec_report_start_ts(const pspec_report *r);
 PSPEC_API int64_t pspec_report_end_ts(const pspec_report *r);
+/* OFFENDER/INTERVAL/EVENT: whether the element is an interval (else an
+ * event; false when the report has none). */
+PSPEC_API bool pspec_report_is_interval(const pspec_report *r);
+/* OFFENDER/INTERVAL/EVENT: the position "pos.sub" of the element's first
+ * record (end false) or last (end true; an event's is its own), as the JSON
+ * line's "start" and "end" say it, into buf (NUL-terminated, cut to size;
+ * PSPEC_POSITION_MAX is enough). Returns its length; 0 when there is no
+ * element. */
+#define PSPEC_POSITION_MAX 48
+PSPEC_API size_t pspec_report_position(const pspec_report *r, bool end, char *buf, size_t size);
+/* OFFENDER/INTERVAL/EVENT: the element's metrics (an interval's) or
+ * attributes (an event's) as the JSON line's "metrics" object says them,
+ * into a buffer the caller reuses, as pspec_report_format_into does.
+ * Returns its length; "{}" when there is no element. */
+PSPEC_API size_t pspec_report_metrics_into(const pspec_report *r, char **buf, size_t *cap);
 
 typedef enum pspec_format {
     PSPEC_FORMAT_TEXT,          /* human-readable, the reference's value notation */
