@@ -177,6 +177,7 @@ void window_ring_free(struct window_ring *r)
 	r->bytes = NULL;
 	r->header = r->label = NULL;
 	r->n = r->cap = r->bcap = 0;
+	r->oldest_known = false;
 }
 
 int window_set_header(struct window_ring *r, const char *hdr, size_t len, double tick_ns,
@@ -332,8 +333,10 @@ static void evict(struct window_ring *r, struct window_done *done, size_t max, s
 		before_evict(r, done, max, ndone);
 	if (!w->gap)
 		r->evicted_pos = w->pos;
-	if (!w->gap && w->off != NO_TEXT)
+	if (!w->gap && w->off != NO_TEXT && w->len > 0) {
 		r->used -= w->len;
+		r->oldest_known = false;
+	}
 	if (++r->head == r->cap)        /* (no division: one a record) */
 		r->head = 0;
 	r->n--;
@@ -371,6 +374,7 @@ static int grow_recs(struct window_ring *r)
  * (at least what they occupy). */
 static int resize_bytes(struct window_ring *r, size_t ncap)
 {
+	r->oldest_known = false;         /* (the texts move) */
 	size_t off = 0;
 	char *g = malloc(ncap);
 
@@ -492,19 +496,41 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 		}
 	}
 	if (keep) {
-		if (r->w + len > r->bcap)
+		if (r->w + len > r->bcap) {
+			size_t tail = r->w;
+			/* Back to the start: the texts between the write position
+			 * and the end are the oldest, older than any from the start
+			 * on; they go first, or the new text would be written over
+			 * younger ones while the oldest seemed out of its way. */
 			r->w = 0;
+			while (r->n > 0) {
+				size_t k = 0;
+				const struct window_rec *o;
+				while (k < r->n && (rec_at(r, k)->gap || rec_at(r, k)->off == NO_TEXT ||
+						    rec_at(r, k)->len == 0))
+					k++;
+				if (k == r->n || (o = rec_at(r, k))->off < tail)
+					break;
+				for (size_t j = 0; j <= k; j++)
+					evict(r, done, max, ndone);
+			}
+		}
 		/* The oldest record with text is the one right after the write
 		 * position; drop it (and the markers before it) while it is in
-		 * the way of the new text. */
-		while (r->n > 0) {
+		 * the way of the new text. (An empty text is in nobody's way.) */
+		while (!(r->oldest_known &&
+			 (r->oldest_off >= r->w + len || r->oldest_end <= r->w))) {
 			size_t k = 0;
 			const struct window_rec *o;
-			while (k < r->n && (rec_at(r, k)->gap || rec_at(r, k)->off == NO_TEXT))
+			while (k < r->n && (rec_at(r, k)->gap || rec_at(r, k)->off == NO_TEXT ||
+					    rec_at(r, k)->len == 0))
 				k++;
 			if (k == r->n)
-				break;
+				break;          /* no text kept: the new one is the oldest */
 			o = rec_at(r, k);
+			r->oldest_known = true;
+			r->oldest_off = o->off;
+			r->oldest_end = o->off + o->len;
 			if (o->off >= r->w + len || o->off + o->len <= r->w)
 				break;
 			for (size_t j = 0; j <= k; j++)
@@ -518,6 +544,11 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 	w->len = (uint32_t)len;
 	if (keep) {
 		w->off = (uint32_t)r->w;
+		if (!r->oldest_known && len > 0) {
+			r->oldest_known = true;      /* the only text kept */
+			r->oldest_off = w->off;
+			r->oldest_end = w->off + (uint32_t)len;
+		}
 		memcpy(r->bytes + r->w, text, len);
 		r->w += len;
 		r->used += len;

@@ -101,6 +101,12 @@ struct window_ring {
 	size_t w;                /* next write offset */
 	size_t used;             /* bytes the kept texts occupy (counted as records come and
 				    go: a release after every batch must not walk the ring) */
+	bool oldest_known;       /* oldest_off..oldest_end is the text of the oldest kept record
+				    whose text is not empty (kept as records come: a push need
+				    not read that record, long out of the cache, to see it is
+				    not in the way; dropping a text or moving the texts
+				    forgets it) */
+	uint32_t oldest_off, oldest_end;
 	uint64_t last_pos;       /* ordinal of the newest record */
 	uint64_t evicted_pos;    /* ordinal of the newest record dropped from the ring */
 	struct window_pending pend[WINDOW_PENDING_MAX]; /* waiting windows */

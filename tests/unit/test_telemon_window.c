@@ -323,6 +323,114 @@ static void release_by_time(void **state)
 	window_ring_free(&r);
 }
 
+/* The text of record `pos` in random_ops: its length varies with pos,
+ * now and then past a quarter of the ring (kept without text). */
+static size_t random_text(uint64_t pos, unsigned seed, char *buf, size_t size)
+{
+	unsigned x = (unsigned)pos * 2654435761u ^ seed;
+	size_t len = x % 7 == 0 ? 0 : x % 53 == 0 ? 20000 : x % 400;
+	size_t n = (size_t)snprintf(buf, size, "Read %llu.000000000 %u", (unsigned long long)pos, x);
+
+	/* (a length under the prefix's keeps the prefix's first bytes) */
+
+	if (len > size - 1)
+		len = size - 1;
+	for (size_t i = n; i < len; i++)
+		buf[i] = (char)('a' + (pos + i) % 26);
+	return len;
+}
+
+static unsigned long long lines_checked;
+
+/* Each line of a record in finished windows is that record's text
+ * (random_text); the windows are freed. */
+static void windows_hold_their_records(struct window_done *done, size_t nd, unsigned seed)
+{
+	static char want[20001];
+
+	for (size_t i = 0; i < nd; i++) {
+		const char *p = done[i].text, *end = p + done[i].len;
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+			unsigned long long pos;
+			/* (a line shorter than its record's "Read P.000000000 X"
+			 * may be a shorter record's: not compared) */
+			if (n > 5 && !strncmp(p, "Read ", 5) && sscanf(p + 5, "%llu", &pos) == 1) {
+				size_t len = random_text(pos, seed, want, sizeof want);
+				char prefix[64];
+				int np = snprintf(prefix, sizeof prefix, "Read %llu.000000000 %u", pos,
+						  (unsigned)pos * 2654435761u ^ seed);
+				if (n >= (size_t)np && !memcmp(p, prefix, (size_t)np)) {
+					assert_int_equal(n, len);
+					assert_memory_equal(p, want, len);
+					lines_checked++;
+				}
+			}
+			p += n + 1;
+		}
+		free(done[i].text);
+	}
+}
+
+/* Random pushes, gaps, windows and releases on a small ring (its texts
+ * wrap and grow often): after every step each kept record's text is the
+ * one pushed, and `used` is what they occupy. A push that wrote over a
+ * text still kept (window_push's oldest_off..oldest_end wrong) fails here. */
+static void random_ops(void **state)
+{
+	static char text[20001];
+	char t2[20001];
+
+	unsigned long long windows = 0;
+
+	(void)state;
+	for (unsigned seed = 1; seed <= 40; seed++) {
+		struct window_ring r = make(seed % 2 ? "40" : "30 ms after 5");
+		struct window_done done[WINDOW_PENDING_MAX];
+		uint64_t pos = 0, id = 0;
+		unsigned x = seed;
+
+		r.bmax = 16384 * (1 + seed % 3);
+		for (int step = 0; step < 6000; step++) {
+			size_t nd = 0;
+			x = x * 1103515245u + 12345u;
+			if ((x >> 8) % 97 == 0) {
+				assert_int_equal(window_push_gap(&r, pos, 1 + (x >> 16) % 5), 0);
+			} else if ((x >> 8) % 89 == 0 && pos > 10) {
+				window_request(&r, pos - 10, pos - 2, (int64_t)pos * 1000000, ++id, step, 30);
+			} else if ((x >> 8) % 13 == 0) {
+				window_release(&r, pos > 30 ? pos - (x >> 16) % 30 : 0);
+			} else {
+				size_t len = random_text(++pos, seed, text, sizeof text);
+				assert_int_equal(window_push(&r, pos, (int64_t)pos * 1000000, text, len,
+							     done, WINDOW_PENDING_MAX, &nd), 0);
+			}
+			windows_hold_their_records(done, nd, seed);
+			nd = window_collect(&r, step, false, done, WINDOW_PENDING_MAX);
+			windows_hold_their_records(done, nd, seed);
+			for (size_t i = 0; i < r.n; i++) {
+				const struct window_rec *w = rec_at(&r, i);
+				size_t len;
+				if (w->gap || w->off == NO_TEXT)
+					continue;
+				len = random_text(w->pos, seed, t2, sizeof t2);
+				assert_int_equal(w->len, len);
+				assert_true(w->off + len <= r.bcap);
+				assert_memory_equal(r.bytes + w->off, t2, len);
+			}
+			assert_int_equal(r.used, walked_bytes(&r));
+		}
+		windows_hold_their_records(done, window_collect(&r, 1e9, true, done,
+								WINDOW_PENDING_MAX), seed);
+		windows += id;
+		window_ring_free(&r);
+	}
+	print_message("%llu windows finished; their %llu lines of records were the records' "
+		      "texts\n", windows, lines_checked);
+	assert_true(windows > 1000 && lines_checked > 10000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +444,7 @@ int main(void)
 		cmocka_unit_test(pending_limit),
 		cmocka_unit_test(release_after_progress),
 		cmocka_unit_test(release_by_time),
+		cmocka_unit_test(random_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
