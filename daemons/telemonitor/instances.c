@@ -536,7 +536,7 @@ static void session_ended(struct tmon *tm, struct tm_instance *in, enum inst_sta
 		 * its ledgers are no longer needed (while the store is degraded,
 		 * they go once it has stored the instance's end) */
 		if (store_commit(tm->store) == 0 || !later_forget(tm, in->id))
-			ledger_forget(tm->state_dir, in->id);
+			ledger_forget(tm->state_dir, &tm->ledgers, in->id);
 	}
 	if (st == IS_ENDED || st == IS_GONE)
 		drop(tm, in);
@@ -674,7 +674,7 @@ static void handed_over(struct tmon *tm, struct tm_instance *in)
 	store_instance_save(tm->store, in);
 	if (store_commit(tm->store) == 0) {
 		store_lease_release(tm->store, in->id);
-		ledger_forget(tm->state_dir, in->id);
+		ledger_forget(tm->state_dir, &tm->ledgers, in->id);
 	} else {
 		store_lease_forget(tm->store, in->id);   /* its lease runs out instead */
 	}
@@ -756,7 +756,7 @@ void instances_save(struct tmon *tm)
 
 	if (tm->nforget && !store_degraded(tm->store)) {
 		for (size_t i = 0; i < tm->nforget; i++)
-			ledger_forget(tm->state_dir, tm->forget[i]);
+			ledger_forget(tm->state_dir, &tm->ledgers, tm->forget[i]);
 		tm->nforget = 0;
 	}
 

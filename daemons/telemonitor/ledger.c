@@ -64,8 +64,103 @@ static bool storage_fault(int r)
 	return r == -ENOSPC || r == -EDQUOT || r == -EROFS || r == -EPERM || r == -EACCES;
 }
 
-int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledger_kind kind,
-		bool *existed)
+/* --- the pool of files ---------------------------------------------------------- */
+
+/* Room for one more name in the pool's list. */
+static bool room(struct ledger_pool *p)
+{
+	size_t cap = p->cap ? p->cap * 2 : 64;
+	uint64_t *m;
+
+	if (p->n < p->cap)
+		return true;
+	if (!(m = realloc(p->names, cap * sizeof *m)))
+		return false;
+	p->names = m;
+	p->cap = cap;
+	return true;
+}
+
+int ledger_pool_open(struct ledger_pool *p, const char *state_dir)
+{
+	char dir[3800];
+	struct dirent *d;
+	DIR *dp;
+
+	memset(p, 0, sizeof *p);
+	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", state_dir, LEDGER_DIR) >= sizeof dir)
+		return -ENAMETOOLONG;
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	if (asprintf(&p->dir, "%s/free", dir) < 0) {
+		p->dir = NULL;
+		return -ENOMEM;
+	}
+	if (mkdir(p->dir, 0750) < 0 && errno != EEXIST)
+		goto fail;
+	if (!(dp = opendir(p->dir)))
+		goto fail;
+	while ((d = readdir(dp))) {
+		char *end;
+		uint64_t k = strtoull(d->d_name, &end, 10);
+		if (end == d->d_name || strcmp(end, ".ledger"))
+			continue;
+		if (k >= p->next)
+			p->next = k + 1;
+		if (!room(p))
+			break;
+		p->names[p->n++] = k;
+	}
+	closedir(dp);
+	return 0;
+fail:;
+	int r = -errno;
+	ledger_pool_close(p);
+	return r;
+}
+
+void ledger_pool_close(struct ledger_pool *p)
+{
+	free(p->dir);
+	free(p->names);
+	memset(p, 0, sizeof *p);
+}
+
+/* Move the file at `path` into the pool; deleted when there is no room. */
+static void retire(struct ledger_pool *p, const char *path)
+{
+	char to[4200];
+
+	if (p && p->dir && p->n < LEDGER_POOL_MAX && room(p)) {
+		snprintf(to, sizeof to, "%s/%" PRIu64 ".ledger", p->dir, p->next);
+		if (rename(path, to) == 0) {
+			p->names[p->n++] = p->next++;
+			return;
+		}
+		if (errno == ENOENT)
+			return;
+	}
+	unlink(path);
+}
+
+/* Put a file of the pool at `path` (where none is). False when it has
+ * none left (or the rename fails: the file is dropped from the pool). */
+static bool take(struct ledger_pool *p, const char *path)
+{
+	char from[4200];
+
+	while (p && p->dir && p->n > 0) {
+		snprintf(from, sizeof from, "%s/%" PRIu64 ".ledger", p->dir, p->names[--p->n]);
+		if (rename(from, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* --- ledgers ------------------------------------------------------------------------ */
+
+int ledger_open(struct ledger *l, const char *state_dir, struct ledger_pool *pool, uint64_t id,
+		enum ledger_kind kind, bool *existed)
 {
 	static const char *const names[] = { "checker", "tool", "session" };
 	char dir[3800];
@@ -83,7 +178,11 @@ int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledge
 	}
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
 		r = -errno;
-	fd = r < 0 ? -1 : open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	fd = r < 0 ? -1 : open(l->path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 && r == 0 && errno == ENOENT && take(pool, l->path))
+		fd = open(l->path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 && r == 0)
+		fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
 	if (r == 0 && fd < 0)
 		r = -errno;
 	if (fd >= 0) {
@@ -91,6 +190,10 @@ int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledge
 		close(fd);
 		if (r < 0 && fresh)
 			unlink(l->path);            /* made just now, and useless */
+	}
+	if (r == 0 && !fresh && (l->f->instance != id || l->f->kind != (uint32_t)kind)) {
+		memset(l->f, 0, sizeof *l->f);      /* a pooled file: another instance's counts */
+		fresh = true;
 	}
 	if (storage_fault(r)) {
 		r = map_memory(l);
@@ -111,7 +214,7 @@ int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledge
 	return 0;
 }
 
-void ledger_forget(const char *state_dir, uint64_t id)
+void ledger_forget(const char *state_dir, struct ledger_pool *pool, uint64_t id)
 {
 	static const char *const names[] = { "checker", "tool", "session" };
 	char path[4200];
@@ -119,17 +222,17 @@ void ledger_forget(const char *state_dir, uint64_t id)
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		snprintf(path, sizeof path, "%s/%s/%" PRIu64 "-%s.ledger", state_dir, LEDGER_DIR, id,
 			 names[i]);
-		unlink(path);
+		retire(pool, path);
 	}
 }
 
-void ledger_close(struct ledger *l, bool remove)
+void ledger_close(struct ledger *l, struct ledger_pool *pool, bool remove)
 {
 	if (l->f) {
 		munmap(l->f, sizeof *l->f);
 		l->f = NULL;
 		if (remove && l->path)
-			unlink(l->path);
+			retire(pool, l->path);
 	}
 	free(l->path);
 	l->path = NULL;
@@ -401,12 +504,12 @@ int ledger_finish_orphans(const char *state_dir, double wait_s,
 			break;
 		fd = open(l.path, O_RDWR | O_CLOEXEC);
 		if (fd < 0) {
-			ledger_close(&l, false);
+			ledger_close(&l, NULL, false);
 			continue;
 		}
 		if (map_file(&l, fd, &existed) < 0 || existed) {   /* existed = fresh here */
 			close(fd);
-			ledger_close(&l, false);
+			ledger_close(&l, NULL, false);
 			continue;
 		}
 		close(fd);
@@ -416,13 +519,13 @@ int ledger_finish_orphans(const char *state_dir, double wait_s,
 		if (l.f->pgid <= 0 || !l.f->start_time ||
 		    ledger_proc_start(l.f->pgid) != l.f->start_time) {
 			l.f->pgid = 0;                  /* gone (and any pid reuse is not ours) */
-			ledger_close(&l, false);
+			ledger_close(&l, NULL, false);
 			continue;
 		}
 		if (n == cap) {
 			struct orphan *m = realloc(o, (cap = cap ? cap * 2 : 8) * sizeof *o);
 			if (!m) {
-				ledger_close(&l, false);
+				ledger_close(&l, NULL, false);
 				break;
 			}
 			o = m;
@@ -463,7 +566,7 @@ int ledger_finish_orphans(const char *state_dir, double wait_s,
 		f->pgid = 0;
 		if (note)
 			note(arg, f->instance, text);
-		ledger_close(&o[i].l, false);
+		ledger_close(&o[i].l, NULL, false);
 	}
 	free(o);
 	return (int)n;

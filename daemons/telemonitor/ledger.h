@@ -73,18 +73,47 @@ struct ledger {
 	char *path;                  /* its file (allocated; NULL when in memory) */
 };
 
+/* Ledger files no instance needs any more, kept under LEDGER_DIR/free
+ * (named N.ledger) for the next ones: a new ledger renames one into place
+ * rather than creating a file, and a forgotten one is renamed there rather
+ * than deleted. Creating a file costs an inode, and on ext4 without a
+ * journal a scan past every inode freed in the last minute: with
+ * instances starting and ending all the time, most of a start's cost
+ * (docs/PERFORMANCE.md). A file taken from the pool still holds its last
+ * instance's counts; ledger_open sees they are not its own and starts
+ * afresh, so a crash between the rename and the first write is harmless. */
+struct ledger_pool {
+	char *dir;                   /* STATE/LEDGER_DIR/free (allocated), NULL: no pool */
+	uint64_t *names;             /* the N of each file there */
+	size_t n, cap;
+	uint64_t next;               /* the N of the next file put there */
+};
+
+#define LEDGER_POOL_MAX 4096         /* files kept for reuse; more are deleted */
+
+/* Set up the pool of STATE (making LEDGER_DIR/free, and taking the files
+ * already there). 0, or a negative errno: the pool is then empty and off,
+ * and ledgers are created and deleted as files. */
+int ledger_pool_open(struct ledger_pool *p, const char *state_dir);
+
+/* Free it (the files stay for the next telemonitor). Accepts an empty one. */
+void ledger_pool_close(struct ledger_pool *p);
+
 /* Open the ledger of tool `kind` of instance `id`, creating it if needed
- * (*existed says which). When the state directory cannot take the file
- * (full, read-only) the ledger is kept in memory (l->in_memory): counts
- * go on, a crash loses them. 0 or a negative errno. */
-int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledger_kind kind,
-		bool *existed);
+ * (*existed says which; a new one is taken from `pool` when it has one).
+ * When the state directory cannot take the file (full, read-only) the
+ * ledger is kept in memory (l->in_memory): counts go on, a crash loses
+ * them. 0 or a negative errno. */
+int ledger_open(struct ledger *l, const char *state_dir, struct ledger_pool *pool, uint64_t id,
+		enum ledger_kind kind, bool *existed);
 
-/* Remove every ledger file of instance `id` (its end is stored). */
-void ledger_forget(const char *state_dir, uint64_t id);
+/* Remove every ledger file of instance `id` (its end is stored): into
+ * `pool` (NULL: deleted). */
+void ledger_forget(const char *state_dir, struct ledger_pool *pool, uint64_t id);
 
-/* Unmap it; with `remove`, delete the file too. Accepts a closed ledger. */
-void ledger_close(struct ledger *l, bool remove);
+/* Unmap it; with `remove`, remove the file too (into `pool`; NULL:
+ * deleted). Accepts a closed ledger. */
+void ledger_close(struct ledger *l, struct ledger_pool *pool, bool remove);
 
 /* Position in the log through which everything was delivered or reported. */
 uint64_t ledger_pos(const struct ledger *l);

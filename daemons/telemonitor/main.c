@@ -456,6 +456,10 @@ int main(int argc, char **argv)
 	/* before anything is written to a tool: the tools a killed
 	 * telemonitor left behind finish, and their ledgers are made right */
 	ledger_finish_orphans(tm.state_dir, TM_ORPHAN_WAIT_S, orphan_note, NULL);
+	if ((rc = ledger_pool_open(&tm.ledgers, tm.state_dir)) < 0)
+		cmon_warn("no pool of ledger files under %s/%s: %s (each is created and deleted)",
+			  tm.state_dir, LEDGER_DIR, strerror(-rc));
+	rc = 1;
 	tm.store = store_open(tm.state_dir,
 			      tm.opt.store ? tm.opt.store : rc_text(tm.rc, NULL, RC_STORE), err,
 			      sizeof err);
@@ -543,6 +547,7 @@ out_control:
 	control_close(&tm);
 	reg_free(&tm);
 	instances_free(&tm);
+	ledger_pool_close(&tm.ledgers);
 	if (watchdog)
 		event_free(watchdog);
 	for (int i = 0; i < 8; i++)

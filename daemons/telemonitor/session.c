@@ -1251,7 +1251,8 @@ static const struct tool_cbs shell_cbs = {
 static int ledgers_open(struct session *s)
 {
 	bool existed = false, all = true;
-	int r = ledger_open(&s->led, s->tm->state_dir, s->inst->id, LK_SESSION, &existed);
+	int r = ledger_open(&s->led, s->tm->state_dir, &s->tm->ledgers, s->inst->id, LK_SESSION,
+			    &existed);
 
 	if (r < 0) {
 		cmon_err("instance %" PRIu64 ": cannot keep its ledger under %s/%s: %s", s->inst->id,
@@ -1261,7 +1262,7 @@ static int ledgers_open(struct session *s)
 	all = existed;
 	for (size_t i = 0; i < s->ntools; i++) {
 		struct tool *t = s->tools[i];
-		r = ledger_open(&t->led, s->tm->state_dir, s->inst->id,
+		r = ledger_open(&t->led, s->tm->state_dir, &s->tm->ledgers, s->inst->id,
 				t->kind == TK_CHECKER ? LK_CHECKER : LK_SHELL, &existed);
 		if (r < 0)
 			return r;
@@ -1423,7 +1424,7 @@ void session_free(struct session *s)
 	sync_counts(s);
 	for (size_t i = 0; i < s->ntools; i++)
 		tool_free(s->tools[i], false);
-	ledger_close(&s->led, false);
+	ledger_close(&s->led, NULL, false);
 	if (s->timer)
 		event_free(s->timer);
 	if (s->tool_timer)

@@ -52,6 +52,7 @@
 #include "cmon/tls.h"
 #include "cmon/token.h"
 #include "clock.h"
+#include "ledger.h"
 #include "logscan.h"
 #include "rcfile.h"
 #include "window.h"
@@ -254,6 +255,7 @@ struct tmon {
 	struct rc_config *rc_file;    /* the telemonrc file as read (never written) */
 	char classes_rc[PATH_MAX + 16]; /* STATE/classes.rc: the classes changed with telemonctl */
 	char state_dir[PATH_MAX];     /* -state DIR */
+	struct ledger_pool ledgers;   /* ledger files kept for reuse (ledger.h) */
 	int lock_fd;                  /* DIR/telemonitor.lock, held while we run, or -1 */
 	char pcheck[PATH_MAX];        /* the checker binary */
 	size_t max_sessions;          /* instances monitored at once at most (max-sessions) */

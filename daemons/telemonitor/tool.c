@@ -923,7 +923,7 @@ void tool_free(struct tool *t, bool forget)
 	if (!t)
 		return;
 	tool_kill(t);
-	ledger_close(&t->led, forget);
+	ledger_close(&t->led, &t->tm->ledgers, forget);
 	if (t->out_ev)
 		event_free(t->out_ev);
 	if (t->outq)

@@ -214,6 +214,15 @@ def disk_full(env, reg):
     before = tm.failures()
     check(len(before) == 2, "2 failures before the fault: %r", before)
 
+    # the ended instance's ledger files went to the pool (ledger.h), for
+    # the next instance to take rather than create; a pooled file needs no
+    # new space, so with them there the next ledger would not fail: they
+    # are taken away, and the next one must be counted in memory
+    free = os.path.join(state, "tools", "free")
+    ct.wait_for(lambda: len(os.listdir(free)) == 2, 10,
+                "the ended instance's 2 ledger files in the pool (%s)" % free)
+    for f in os.listdir(free):
+        os.unlink(os.path.join(free, f))
     filler = os.path.join(state, "filler")
     fill(filler)
     k = 6

@@ -23,17 +23,17 @@
 
 /* --- the floors below, stubbed --------------------------------------------- */
 
-int ledger_open(struct ledger *l, const char *state_dir, uint64_t id, enum ledger_kind kind,
-		bool *existed)
+int ledger_open(struct ledger *l, const char *state_dir, struct ledger_pool *pool, uint64_t id,
+		enum ledger_kind kind, bool *existed)
 {
-	(void)l, (void)state_dir, (void)id, (void)kind;
+	(void)l, (void)state_dir, (void)pool, (void)id, (void)kind;
 	*existed = false;
 	return 0;
 }
 
-void ledger_close(struct ledger *l, bool remove)
+void ledger_close(struct ledger *l, struct ledger_pool *pool, bool remove)
 {
-	(void)l, (void)remove;
+	(void)l, (void)pool, (void)remove;
 }
 
 void ledger_write(struct ledger *l, const struct cmon_tally *t, size_t bytes)

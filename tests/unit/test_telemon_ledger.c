@@ -1,0 +1,185 @@
+/* Unit tests for the pool of ledger files (daemons/telemonitor/ledger.c,
+ * struct ledger_pool): a forgotten ledger's file goes into STATE/tools/free
+ * and the next new ledger takes it rather than creating a file; a file
+ * taken from the pool starts afresh, whatever counts it held (also when a
+ * crash left it in place before its first write); the pool is found again
+ * by the next telemonitor; without a pool, files are created and deleted
+ * as before. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../daemons/telemonitor/ledger.c"
+
+static char state[64];
+
+static int make_state(void **st)
+{
+	(void)st;
+	snprintf(state, sizeof state, "/tmp/cmon-ledger-XXXXXX");
+	return mkdtemp(state) ? 0 : -1;
+}
+
+static int drop_state(void **st)
+{
+	char cmd[128];
+
+	(void)st;
+	snprintf(cmd, sizeof cmd, "rm -rf %s", state);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static bool exists(const char *fmt, ...)
+{
+	char path[512], rel[256];
+	struct stat sb;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rel, sizeof rel, fmt, ap);
+	va_end(ap);
+	snprintf(path, sizeof path, "%s/%s", state, rel);
+	return stat(path, &sb) == 0;
+}
+
+static ino_t inode_of(const char *rel)
+{
+	char path[512];
+	struct stat sb;
+
+	snprintf(path, sizeof path, "%s/%s", state, rel);
+	assert_int_equal(stat(path, &sb), 0);
+	return sb.st_ino;
+}
+
+static void reused(void **st)
+{
+	struct ledger_pool pool;
+	struct ledger l;
+	bool existed = true;
+	ino_t ino;
+
+	(void)st;
+	assert_int_equal(ledger_pool_open(&pool, state), 0);
+	assert_true(exists("tools/free"));
+	assert_int_equal(pool.n, 0);
+
+	/* a new ledger, counted in, found again */
+	assert_int_equal(ledger_open(&l, state, &pool, 1, LK_SESSION, &existed), 0);
+	assert_false(existed);
+	l.f->events = 5;
+	l.f->gap = 2;
+	ledger_close(&l, &pool, false);
+	assert_int_equal(ledger_open(&l, state, &pool, 1, LK_SESSION, &existed), 0);
+	assert_true(existed);
+	assert_int_equal(l.f->events, 5);
+	ledger_close(&l, &pool, false);
+	ino = inode_of("tools/1-session.ledger");
+
+	/* forgotten: into the pool (kinds it never had are no files) */
+	ledger_forget(state, &pool, 1);
+	assert_false(exists("tools/1-session.ledger"));
+	assert_int_equal(pool.n, 1);
+	assert_true(exists("tools/free/0.ledger"));
+
+	/* the next new ledger is that file, fresh */
+	assert_int_equal(ledger_open(&l, state, &pool, 2, LK_CHECKER, &existed), 0);
+	assert_false(existed);
+	assert_int_equal(pool.n, 0);
+	assert_false(exists("tools/free/0.ledger"));
+	assert_int_equal(inode_of("tools/2-checker.ledger"), ino);
+	assert_int_equal(l.f->events, 0);
+	assert_int_equal(l.f->gap, 0);
+	assert_int_equal(l.f->instance, 2);
+	assert_int_equal(l.f->kind, LK_CHECKER);
+
+	/* removed on close: into the pool too */
+	l.f->events = 9;
+	ledger_close(&l, &pool, true);
+	assert_false(exists("tools/2-checker.ledger"));
+	assert_int_equal(pool.n, 1);
+	assert_true(exists("tools/free/1.ledger"));
+
+	/* the pool is found again, and goes on numbering after it */
+	ledger_pool_close(&pool);
+	assert_int_equal(ledger_pool_open(&pool, state), 0);
+	assert_int_equal(pool.n, 1);
+	assert_int_equal(pool.next, 2);
+
+	/* empty: a file is created */
+	assert_int_equal(ledger_open(&l, state, &pool, 3, LK_SESSION, &existed), 0);
+	assert_false(existed);
+	ledger_close(&l, &pool, false);
+	assert_int_equal(ledger_open(&l, state, &pool, 4, LK_SESSION, &existed), 0);
+	assert_false(existed);
+	assert_int_equal(pool.n, 0);
+	assert_int_not_equal(inode_of("tools/4-session.ledger"), inode_of("tools/3-session.ledger"));
+	ledger_close(&l, &pool, false);
+	ledger_pool_close(&pool);
+}
+
+/* A crash right after a pooled file was renamed into place: the file holds
+ * another instance's counts, and is read as new. */
+static void crash_after_take(void **st)
+{
+	struct ledger_pool pool;
+	struct ledger l;
+	bool existed = false;
+	char from[512], to[512];
+
+	(void)st;
+	assert_int_equal(ledger_pool_open(&pool, state), 0);
+	assert_int_equal(ledger_open(&l, state, &pool, 10, LK_SESSION, &existed), 0);
+	l.f->events = 77;
+	ledger_close(&l, &pool, false);
+	snprintf(from, sizeof from, "%s/tools/10-session.ledger", state);
+	snprintf(to, sizeof to, "%s/tools/11-session.ledger", state);
+	assert_int_equal(rename(from, to), 0);
+	assert_int_equal(ledger_open(&l, state, &pool, 11, LK_SESSION, &existed), 0);
+	assert_false(existed);
+	assert_int_equal(l.f->events, 0);
+	assert_int_equal(l.f->instance, 11);
+	ledger_close(&l, &pool, false);
+	/* the same file under the right name but another kind: new too */
+	snprintf(from, sizeof from, "%s/tools/11-checker.ledger", state);
+	assert_int_equal(rename(to, from), 0);
+	assert_int_equal(ledger_open(&l, state, &pool, 11, LK_CHECKER, &existed), 0);
+	assert_false(existed);
+	ledger_close(&l, &pool, false);
+	ledger_pool_close(&pool);
+}
+
+/* No pool: files are created and deleted. */
+static void without_pool(void **st)
+{
+	struct ledger l;
+	bool existed = true;
+
+	(void)st;
+	assert_int_equal(ledger_open(&l, state, NULL, 20, LK_SHELL, &existed), 0);
+	assert_false(existed);
+	ledger_close(&l, NULL, false);
+	assert_true(exists("tools/20-tool.ledger"));
+	ledger_forget(state, NULL, 20);
+	assert_false(exists("tools/20-tool.ledger"));
+	assert_int_equal(ledger_open(&l, state, NULL, 21, LK_SHELL, &existed), 0);
+	ledger_close(&l, NULL, true);
+	assert_false(exists("tools/21-tool.ledger"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(reused, make_state, drop_state),
+		cmocka_unit_test_setup_teardown(crash_after_take, make_state, drop_state),
+		cmocka_unit_test_setup_teardown(without_pool, make_state, drop_state),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
