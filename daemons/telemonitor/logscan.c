@@ -218,6 +218,18 @@ static int ascii_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb 
 			p = nl + 1;
 			continue;
 		}
+		if (s->clen + (size_t)(nl - p) > LOGSCAN_RECORD_MAX) {
+			/* too long, however it came (whole, or its start carried
+			 * from earlier chunks): counted as the skipping above
+			 * counts it, and not handed on */
+			const uint8_t *first = s->clen ? s->carry : p;
+			if (*first != '#')
+				s->pos++;
+			s->malformed++;
+			s->clen = 0;
+			p = nl + 1;
+			continue;
+		}
 		if (s->clen) {
 			r = append(&s->carry, &s->clen, p, (size_t)(nl - p), LOGSCAN_RECORD_MAX + 1);
 			if (r < 0)

@@ -213,6 +213,138 @@ static void over_long_line(void **state)
 	logscan_free(&ls);
 }
 
+/* --- any cut gives the same records ------------------------------------------ */
+
+#define CUT_RECS 4000
+
+/* Every record seen, as one list. */
+struct all {
+	size_t n;
+	uint64_t pos[CUT_RECS];
+	int64_t ts[CUT_RECS];
+	uint64_t gap[CUT_RECS];
+	uint64_t hash[CUT_RECS];   /* FNV-1a of the text, and its length */
+	size_t len[CUT_RECS];
+};
+
+static void collect_all(void *arg, const struct logscan_rec *r)
+{
+	struct all *a = arg;
+	uint64_t h = 1469598103934665603u;
+
+	assert_true(a->n < CUT_RECS);
+	for (size_t i = 0; i < r->len; i++)
+		h = (h ^ (uint8_t)r->text[i]) * 1099511628211u;
+	a->pos[a->n] = r->pos;
+	a->ts[a->n] = r->ts;
+	a->gap[a->n] = r->is_gap ? r->gap : 0;
+	a->hash[a->n] = h;
+	a->len[a->n] = r->len;
+	a->n++;
+}
+
+/* A log of every kind of line: records short and long (some longer than
+ * LOGSCAN_RECORD_MAX), blank lines, comments, gap markers, CRLF endings,
+ * malformed lines, an unterminated last one. */
+static char *random_log(unsigned seed, size_t *len)
+{
+	size_t cap = 1u << 23, n = 0;
+	char *p = malloc(cap);
+	unsigned x = seed;
+
+	assert_non_null(p);
+	n += (size_t)snprintf(p, cap, "#cmon-ascii 1\n#program cut\n#tick-ns 1000\n");
+	for (int i = 0; i < 2500 && n < cap - LOGSCAN_RECORD_MAX - 200; i++) {
+		x = x * 1103515245u + 12345u;
+		switch ((x >> 8) % 16) {
+		case 0:
+			p[n++] = '\n';
+			break;
+		case 1:
+			n += (size_t)snprintf(p + n, cap - n, "# a comment %u\n", x);
+			break;
+		case 2:
+			n += (size_t)snprintf(p + n, cap - n, "#cmon-gap %u\n", 1 + (x >> 12) % 9);
+			break;
+		case 3:
+			n += (size_t)snprintf(p + n, cap - n, "not a record %u\r\n", x);
+			break;
+		case 4:
+			if (i == 700 || i == 1800) {    /* longer than a record may be */
+				size_t k = LOGSCAN_RECORD_MAX + (x >> 16) % 300;
+				memset(p + n, '7', k);
+				n += k;
+				p[n++] = '\n';
+				break;
+			}
+			/* fall through */
+		default: {
+			size_t k = (x >> 12) % 600;
+			n += (size_t)snprintf(p + n, cap - n, "%d %u Ev%u", 1000 * i, x % 4, x % 3);
+			for (size_t j = 0; j < k; j++)
+				p[n++] = (char)('a' + (i + j) % 26);
+			if ((x >> 20) % 5 == 0)
+				p[n++] = '\r';
+			p[n++] = '\n';
+		}
+		}
+	}
+	n += (size_t)snprintf(p + n, cap - n, "999999 1 Last");    /* no newline */
+	*len = n;
+	return p;
+}
+
+/* The log fed whole, then in random cuts of 1..4096 bytes and of 1..16:
+ * the same records, the same texts, the same count. */
+static void any_cut(void **state)
+{
+	static struct all whole, cut;
+	size_t bytes = 0, records = 0;
+
+	(void)state;
+	for (unsigned seed = 1; seed <= 12; seed++) {
+		size_t len;
+		char *log = random_log(seed, &len);
+		struct logscan ls;
+		unsigned x = seed * 7919u;
+
+		memset(&whole, 0, sizeof whole);
+		logscan_init(&ls, CMON__FORMAT__FORMAT_ASCII);
+		assert_int_equal(logscan_data(&ls, (const uint8_t *)log, len, collect_all, &whole), 0);
+		logscan_free(&ls);
+		assert_true(whole.n > 1500);
+		for (int way = 0; way < 2; way++) {
+			size_t at = 0, most = way ? 16 : 4096;
+			memset(&cut, 0, sizeof cut);
+			logscan_init(&ls, CMON__FORMAT__FORMAT_ASCII);
+			while (at < len) {
+				size_t k;
+				x = x * 1103515245u + 12345u;
+				k = 1 + (x >> 8) % most;
+				if (k > len - at)
+					k = len - at;
+				assert_int_equal(logscan_data(&ls, (const uint8_t *)log + at, k,
+							      collect_all, &cut), 0);
+				at += k;
+			}
+			assert_int_equal(cut.n, whole.n);
+			for (size_t i = 0; i < whole.n; i++) {
+				assert_int_equal(cut.pos[i], whole.pos[i]);
+				assert_int_equal(cut.ts[i], whole.ts[i]);
+				assert_int_equal(cut.gap[i], whole.gap[i]);
+				assert_int_equal(cut.len[i], whole.len[i]);
+				assert_int_equal(cut.hash[i], whole.hash[i]);
+			}
+			logscan_free(&ls);
+		}
+		bytes += len;
+		records += whole.n;
+		free(log);
+	}
+	print_message("%zu bytes, %zu records and gaps, each log fed whole and in two ways of "
+		      "random cuts: the same\n", bytes, records);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -220,6 +352,7 @@ int main(void)
 		cmocka_unit_test(ascii_header_in_data),
 		cmocka_unit_test(binary_records),
 		cmocka_unit_test(over_long_line),
+		cmocka_unit_test(any_cut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
