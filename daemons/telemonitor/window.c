@@ -285,7 +285,8 @@ int window_render(const struct window_ring *r, const struct window_pending *pw, 
 			truncated = true;
 			continue;
 		}
-		memcpy(p, r->bytes + w->off, w->len);
+		if (w->len)                  /* (an empty text may have no buffer yet) */
+			memcpy(p, r->bytes + w->off, w->len);
 		p += w->len;
 		*p++ = '\n';
 	}
@@ -374,17 +375,18 @@ static int grow_recs(struct window_ring *r)
  * (at least what they occupy). */
 static int resize_bytes(struct window_ring *r, size_t ncap)
 {
-	r->oldest_known = false;         /* (the texts move) */
 	size_t off = 0;
 	char *g = malloc(ncap);
 
 	if (!g)
 		return -ENOMEM;
+	r->oldest_known = false;         /* (the texts move) */
 	for (size_t i = 0; i < r->n; i++) {
 		struct window_rec *w = rec_at(r, i);
 		if (w->gap || w->off == NO_TEXT)
 			continue;
-		memcpy(g + off, r->bytes + w->off, w->len);
+		if (w->len)                  /* (an empty text may have no buffer yet) */
+			memcpy(g + off, r->bytes + w->off, w->len);
 		w->off = (uint32_t)off;
 		off += w->len;
 	}
@@ -549,7 +551,8 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 			r->oldest_off = w->off;
 			r->oldest_end = w->off + (uint32_t)len;
 		}
-		memcpy(r->bytes + r->w, text, len);
+		if (len)                         /* (no buffer yet for an empty first text) */
+			memcpy(r->bytes + r->w, text, len);
 		r->w += len;
 		r->used += len;
 	} else {

@@ -345,6 +345,127 @@ static void any_cut(void **state)
 		      "random cuts: the same\n", bytes, records);
 }
 
+/* A cmon-bin log's records after its header: events of defined and
+ * undefined types, with timestamps and deltas, float and integer values,
+ * gaps, and TypeDefs on the way. */
+static uint8_t *random_bin(unsigned seed, size_t *len)
+{
+	size_t cap = 1u << 20, n = 0;
+	uint8_t *p = malloc(cap);
+	unsigned x = seed;
+	char name[32];
+
+	assert_non_null(p);
+	for (int i = 0; i < 3000; i++) {
+		Cmonlog__Record r = CMONLOG__RECORD__INIT;
+		Cmonlog__TypeDef td = CMONLOG__TYPE_DEF__INIT;
+		Cmonlog__Event ev = CMONLOG__EVENT__INIT;
+		Cmonlog__Gap gap = CMONLOG__GAP__INIT;
+		double vals[3] = { 1.5 * i, -2, 0.125 };
+		int64_t ivals[2] = { i, -i };
+
+		x = x * 1103515245u + 12345u;
+		if ((x >> 8) % 29 == 0) {
+			td.has_id = true;
+			td.id = 1 + (x >> 12) % 6;
+			snprintf(name, sizeof name, "T%u_%d", td.id, i);
+			td.name = name;
+			r.kind_case = CMONLOG__RECORD__KIND_TYPEDEF;
+			r.typedef_ = &td;
+		} else if ((x >> 8) % 23 == 0) {
+			gap.has_count = true;
+			gap.count = 1 + (x >> 12) % 7;
+			r.kind_case = CMONLOG__RECORD__KIND_GAP;
+			r.gap = &gap;
+		} else {
+			ev.has_type = (x >> 12) % 9 != 0;
+			ev.type = (x >> 14) % 8;
+			ev.has_thread = true;
+			ev.thread = (x >> 16) % 4;
+			if ((x >> 18) % 2) {
+				ev.has_ts = true;
+				ev.ts = 1000000 + 1000 * i;
+			} else {
+				ev.has_ts_delta = true;
+				ev.ts_delta = 1000;
+			}
+			if ((x >> 19) % 2) {
+				ev.n_values = (x >> 20) % 4;
+				ev.values = vals;
+			} else {
+				ev.n_ivalues = (x >> 20) % 3;
+				ev.ivalues = ivals;
+			}
+			r.kind_case = CMONLOG__RECORD__KIND_EVENT;
+			r.event = &ev;
+		}
+		n += frame(p + n, &r);
+	}
+	*len = n;
+	return p;
+}
+
+/* The same for cmon-bin: fed whole, and in random cuts of 1..64 and 1..3
+ * bytes (inside the length and the body of a frame). */
+static void any_cut_binary(void **state)
+{
+	static struct all whole, cut;
+	Cmonlog__Record r = CMONLOG__RECORD__INIT;
+	Cmonlog__Header h = CMONLOG__HEADER__INIT;
+	uint8_t hdr[128];
+	size_t hlen, records = 0;
+
+	(void)state;
+	h.magic = "cmon-bin";
+	h.program = "cut";
+	h.has_tick_ns = true;
+	h.tick_ns = 1;
+	r.kind_case = CMONLOG__RECORD__KIND_HEADER;
+	r.header = &h;
+	hlen = frame(hdr, &r);
+	for (unsigned seed = 1; seed <= 12; seed++) {
+		size_t len;
+		uint8_t *log = random_bin(seed, &len);
+		struct logscan ls;
+		unsigned x = seed * 104729u;
+
+		memset(&whole, 0, sizeof whole);
+		logscan_init(&ls, CMON__FORMAT__FORMAT_BINARY);
+		assert_int_equal(logscan_header(&ls, hdr, hlen), 0);
+		assert_int_equal(logscan_data(&ls, log, len, collect_all, &whole), 0);
+		logscan_free(&ls);
+		assert_true(whole.n > 2500);
+		for (int way = 0; way < 2; way++) {
+			size_t at = 0, most = way ? 3 : 64;
+			memset(&cut, 0, sizeof cut);
+			logscan_init(&ls, CMON__FORMAT__FORMAT_BINARY);
+			assert_int_equal(logscan_header(&ls, hdr, hlen), 0);
+			while (at < len) {
+				size_t k;
+				x = x * 1103515245u + 12345u;
+				k = 1 + (x >> 8) % most;
+				if (k > len - at)
+					k = len - at;
+				assert_int_equal(logscan_data(&ls, log + at, k, collect_all, &cut), 0);
+				at += k;
+			}
+			assert_int_equal(cut.n, whole.n);
+			for (size_t i = 0; i < whole.n; i++) {
+				assert_int_equal(cut.pos[i], whole.pos[i]);
+				assert_int_equal(cut.ts[i], whole.ts[i]);
+				assert_int_equal(cut.gap[i], whole.gap[i]);
+				assert_int_equal(cut.len[i], whole.len[i]);
+				assert_int_equal(cut.hash[i], whole.hash[i]);
+			}
+			logscan_free(&ls);
+		}
+		records += whole.n;
+		free(log);
+	}
+	print_message("%zu cmon-bin records and gaps fed whole and in random cuts: the same\n",
+		      records);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +474,7 @@ int main(void)
 		cmocka_unit_test(binary_records),
 		cmocka_unit_test(over_long_line),
 		cmocka_unit_test(any_cut),
+		cmocka_unit_test(any_cut_binary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
