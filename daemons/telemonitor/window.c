@@ -479,6 +479,16 @@ static int slot(struct window_ring *r, struct window_done *done, size_t max, siz
 	return 0;
 }
 
+/* The index of the oldest kept record whose text takes bytes (r->n: none). */
+static size_t oldest_text(const struct window_ring *r)
+{
+	size_t k = 0;
+
+	while (k < r->n && (rec_at(r, k)->gap || rec_at(r, k)->off == NO_TEXT || !rec_at(r, k)->len))
+		k++;
+	return k;
+}
+
 int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *text, size_t len,
 		struct window_done *done, size_t max, size_t *ndone)
 {
@@ -506,12 +516,8 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 			 * younger ones while the oldest seemed out of its way. */
 			r->w = 0;
 			while (r->n > 0) {
-				size_t k = 0;
-				const struct window_rec *o;
-				while (k < r->n && (rec_at(r, k)->gap || rec_at(r, k)->off == NO_TEXT ||
-						    rec_at(r, k)->len == 0))
-					k++;
-				if (k == r->n || (o = rec_at(r, k))->off < tail)
+				size_t k = oldest_text(r);
+				if (k == r->n || rec_at(r, k)->off < tail)
 					break;
 				for (size_t j = 0; j <= k; j++)
 					evict(r, done, max, ndone);
@@ -522,11 +528,8 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 		 * the way of the new text. (An empty text is in nobody's way.) */
 		while (!(r->oldest_known &&
 			 (r->oldest_off >= r->w + len || r->oldest_end <= r->w))) {
-			size_t k = 0;
+			size_t k = oldest_text(r);
 			const struct window_rec *o;
-			while (k < r->n && (rec_at(r, k)->gap || rec_at(r, k)->off == NO_TEXT ||
-					    rec_at(r, k)->len == 0))
-				k++;
 			if (k == r->n)
 				break;          /* no text kept: the new one is the oldest */
 			o = rec_at(r, k);

@@ -294,11 +294,44 @@ static char *random_log(unsigned seed, size_t *len)
 	return p;
 }
 
+/* Feed `log` to a fresh follower of `fmt` (after `hdr`, if any) in random
+ * cuts of 1..most bytes, and check it gives what `whole` saw. */
+static void same_in_cuts(Cmon__Format fmt, const uint8_t *hdr, size_t hlen, const uint8_t *log,
+			 size_t len, size_t most, unsigned *x, const struct all *whole)
+{
+	static struct all cut;
+	struct logscan ls;
+	size_t at = 0;
+
+	memset(&cut, 0, sizeof cut);
+	logscan_init(&ls, fmt);
+	if (hdr)
+		assert_int_equal(logscan_header(&ls, hdr, hlen), 0);
+	while (at < len) {
+		size_t k;
+		*x = *x * 1103515245u + 12345u;
+		k = 1 + (*x >> 8) % most;
+		if (k > len - at)
+			k = len - at;
+		assert_int_equal(logscan_data(&ls, log + at, k, collect_all, &cut), 0);
+		at += k;
+	}
+	assert_int_equal(cut.n, whole->n);
+	for (size_t i = 0; i < whole->n; i++) {
+		assert_int_equal(cut.pos[i], whole->pos[i]);
+		assert_int_equal(cut.ts[i], whole->ts[i]);
+		assert_int_equal(cut.gap[i], whole->gap[i]);
+		assert_int_equal(cut.len[i], whole->len[i]);
+		assert_int_equal(cut.hash[i], whole->hash[i]);
+	}
+	logscan_free(&ls);
+}
+
 /* The log fed whole, then in random cuts of 1..4096 bytes and of 1..16:
  * the same records, the same texts, the same count. */
 static void any_cut(void **state)
 {
-	static struct all whole, cut;
+	static struct all whole;
 	size_t bytes = 0, records = 0;
 
 	(void)state;
@@ -313,30 +346,10 @@ static void any_cut(void **state)
 		assert_int_equal(logscan_data(&ls, (const uint8_t *)log, len, collect_all, &whole), 0);
 		logscan_free(&ls);
 		assert_true(whole.n > 1500);
-		for (int way = 0; way < 2; way++) {
-			size_t at = 0, most = way ? 16 : 4096;
-			memset(&cut, 0, sizeof cut);
-			logscan_init(&ls, CMON__FORMAT__FORMAT_ASCII);
-			while (at < len) {
-				size_t k;
-				x = x * 1103515245u + 12345u;
-				k = 1 + (x >> 8) % most;
-				if (k > len - at)
-					k = len - at;
-				assert_int_equal(logscan_data(&ls, (const uint8_t *)log + at, k,
-							      collect_all, &cut), 0);
-				at += k;
-			}
-			assert_int_equal(cut.n, whole.n);
-			for (size_t i = 0; i < whole.n; i++) {
-				assert_int_equal(cut.pos[i], whole.pos[i]);
-				assert_int_equal(cut.ts[i], whole.ts[i]);
-				assert_int_equal(cut.gap[i], whole.gap[i]);
-				assert_int_equal(cut.len[i], whole.len[i]);
-				assert_int_equal(cut.hash[i], whole.hash[i]);
-			}
-			logscan_free(&ls);
-		}
+		same_in_cuts(CMON__FORMAT__FORMAT_ASCII, NULL, 0, (const uint8_t *)log, len, 4096, &x,
+			     &whole);
+		same_in_cuts(CMON__FORMAT__FORMAT_ASCII, NULL, 0, (const uint8_t *)log, len, 16, &x,
+			     &whole);
 		bytes += len;
 		records += whole.n;
 		free(log);
@@ -409,7 +422,7 @@ static uint8_t *random_bin(unsigned seed, size_t *len)
  * bytes (inside the length and the body of a frame). */
 static void any_cut_binary(void **state)
 {
-	static struct all whole, cut;
+	static struct all whole;
 	Cmonlog__Record r = CMONLOG__RECORD__INIT;
 	Cmonlog__Header h = CMONLOG__HEADER__INIT;
 	uint8_t hdr[128];
@@ -435,30 +448,8 @@ static void any_cut_binary(void **state)
 		assert_int_equal(logscan_data(&ls, log, len, collect_all, &whole), 0);
 		logscan_free(&ls);
 		assert_true(whole.n > 2500);
-		for (int way = 0; way < 2; way++) {
-			size_t at = 0, most = way ? 3 : 64;
-			memset(&cut, 0, sizeof cut);
-			logscan_init(&ls, CMON__FORMAT__FORMAT_BINARY);
-			assert_int_equal(logscan_header(&ls, hdr, hlen), 0);
-			while (at < len) {
-				size_t k;
-				x = x * 1103515245u + 12345u;
-				k = 1 + (x >> 8) % most;
-				if (k > len - at)
-					k = len - at;
-				assert_int_equal(logscan_data(&ls, log + at, k, collect_all, &cut), 0);
-				at += k;
-			}
-			assert_int_equal(cut.n, whole.n);
-			for (size_t i = 0; i < whole.n; i++) {
-				assert_int_equal(cut.pos[i], whole.pos[i]);
-				assert_int_equal(cut.ts[i], whole.ts[i]);
-				assert_int_equal(cut.gap[i], whole.gap[i]);
-				assert_int_equal(cut.len[i], whole.len[i]);
-				assert_int_equal(cut.hash[i], whole.hash[i]);
-			}
-			logscan_free(&ls);
-		}
+		same_in_cuts(CMON__FORMAT__FORMAT_BINARY, hdr, hlen, log, len, 64, &x, &whole);
+		same_in_cuts(CMON__FORMAT__FORMAT_BINARY, hdr, hlen, log, len, 3, &x, &whole);
 		records += whole.n;
 		free(log);
 	}
