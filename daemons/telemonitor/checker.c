@@ -105,7 +105,6 @@ static void failure(struct session *s, struct tool *t, const struct checker_repo
 static bool progress_line(struct session *s, struct tool *t, const char *line, size_t len)
 {
 	static const char head[] = "{\"checked\":";
-	const struct ledger_file *f = t->led.f;
 	uint64_t n = 0;
 	size_t i = sizeof head - 1;
 
@@ -115,6 +114,14 @@ static bool progress_line(struct session *s, struct tool *t, const char *line, s
 		n = n * 10 + (uint64_t)(line[i] - '0');
 	if (i + 1 != len || line[i] != '}')
 		return false;
+	checker_progress(s, t, n);
+	return true;
+}
+
+void checker_progress(struct session *s, struct tool *t, uint64_t n)
+{
+	const struct ledger_file *f = t->led.f;
+
 	t->run_checked = n;
 	window_release(&s->ring, t->base + n);
 	if (f) {
@@ -122,7 +129,6 @@ static bool progress_line(struct session *s, struct tool *t, const char *line, s
 		s->inst->checked = f->events - run + (n < run ? n : run);
 		s->inst->checked_dirty = true;
 	}
-	return true;
 }
 
 /* A verdict of this run covers less than the whole log: the run started

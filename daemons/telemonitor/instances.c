@@ -596,6 +596,10 @@ static void take_over(void *arg, uint64_t id, const char *owner, uint64_t last_e
 		return;
 	*in = row;
 	in->epoch = epoch;
+	/* Ledgers this node kept of it are from an earlier hold (a node
+	 * never takes over its own lease: those it loads at start): the row
+	 * is newer than they are, and the session starts from the row. */
+	ledger_forget(tm->state_dir, &tm->ledgers, id);
 	c = classes_find(tm, in->class_id);
 	if (!c && (c = classes_match(tm, in->prog, in->machine, in->pid)))
 		in->class_id = c->id;
@@ -606,6 +610,7 @@ static void take_over(void *arg, uint64_t id, const char *owner, uint64_t last_e
 			    "whose lease ran out (epoch %" PRIu64 ")", in->id, in->prog, in->machine,
 			    in->pid, was, epoch);
 		failures_adopt(tm, was);      /* the mail and alerts it did not deliver */
+		in->taken_over = true;
 	} else {
 		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): claimed (nobody held it; "
 			  "epoch %" PRIu64 ")", in->id, in->prog, in->machine, in->pid, epoch);
@@ -762,6 +767,8 @@ void instances_save(struct tmon *tm)
 
 	TAILQ_FOREACH(in, &tm->instances, link)
 		if (in->dirty && !in->lease_lost) {
+			if (in->sess)
+				session_settle_checked(in->sess);
 			in->dirty = in->checked_dirty = false;
 			in->checked_saved = now;       /* (its `checked` went with the row) */
 			store_instance_save(tm->store, in);
@@ -775,6 +782,8 @@ void instances_save_checked(struct tmon *tm)
 
 	TAILQ_FOREACH(in, &tm->instances, link)
 		if (in->checked_dirty && !in->lease_lost && now - in->checked_saved >= TM_CHECKED_SAVE) {
+			if (in->sess)
+				session_settle_checked(in->sess);
 			in->checked_dirty = in->dirty = false;
 			in->checked_saved = now;
 			store_instance_save(tm->store, in);

@@ -126,19 +126,46 @@ void ledger_pool_close(struct ledger_pool *p)
 	memset(p, 0, sizeof *p);
 }
 
-/* Move the file at `path` into the pool; deleted when there is no room. */
-static void retire(struct ledger_pool *p, const char *path)
+/* Clear the magic of the ledger file at `path`: 0, or a negative errno. */
+static int unmark(const char *path)
+{
+	static const uint32_t none = 0;
+	int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (pwrite(fd, &none, sizeof none, offsetof(struct ledger_file, magic)) != sizeof none)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+/* Move the file at `path` into the pool; deleted when there is no room.
+ * Its magic is cleared first (through `f`, its mapping, if given): the
+ * counts it holds are of a hold that is over, and whoever gets the file
+ * (this very instance and kind come back to this node included, even
+ * when a crash left the file in place during the take) reads it as new. */
+static void retire(struct ledger_pool *p, const char *path, struct ledger_file *f)
 {
 	char to[4200];
 
 	if (p && p->dir && p->n < LEDGER_POOL_MAX && room(p)) {
-		snprintf(to, sizeof to, "%s/%" PRIu64 ".ledger", p->dir, p->next);
-		if (rename(path, to) == 0) {
-			p->names[p->n++] = p->next++;
+		int r = 0;
+		if (f)
+			f->magic = 0;
+		else
+			r = unmark(path);
+		if (r == -ENOENT)
 			return;
+		if (r == 0) {
+			snprintf(to, sizeof to, "%s/%" PRIu64 ".ledger", p->dir, p->next);
+			if (rename(path, to) == 0) {
+				p->names[p->n++] = p->next++;
+				return;
+			}
+			if (errno == ENOENT)
+				return;
 		}
-		if (errno == ENOENT)
-			return;
 	}
 	unlink(path);
 }
@@ -164,7 +191,7 @@ int ledger_open(struct ledger *l, const char *state_dir, struct ledger_pool *poo
 {
 	static const char *const names[] = { "checker", "tool", "session" };
 	char dir[3800];
-	bool fresh = false;
+	bool fresh = false, pooled = false;
 	int fd, r = 0;
 
 	l->f = NULL;
@@ -179,8 +206,10 @@ int ledger_open(struct ledger *l, const char *state_dir, struct ledger_pool *poo
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
 		r = -errno;
 	fd = r < 0 ? -1 : open(l->path, O_RDWR | O_CLOEXEC);
-	if (fd < 0 && r == 0 && errno == ENOENT && take(pool, l->path))
+	if (fd < 0 && r == 0 && errno == ENOENT && take(pool, l->path)) {
 		fd = open(l->path, O_RDWR | O_CLOEXEC);
+		pooled = true;
+	}
 	if (fd < 0 && r == 0)
 		fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
 	if (r == 0 && fd < 0)
@@ -191,8 +220,9 @@ int ledger_open(struct ledger *l, const char *state_dir, struct ledger_pool *poo
 		if (r < 0 && fresh)
 			unlink(l->path);            /* made just now, and useless */
 	}
-	if (r == 0 && !fresh && (l->f->instance != id || l->f->kind != (uint32_t)kind)) {
-		memset(l->f, 0, sizeof *l->f);      /* a pooled file: another instance's counts */
+	if (r == 0 && !fresh &&
+	    (pooled || l->f->instance != id || l->f->kind != (uint32_t)kind)) {
+		memset(l->f, 0, sizeof *l->f);      /* a pooled file: the counts of a hold that is over */
 		fresh = true;
 	}
 	if (storage_fault(r)) {
@@ -222,17 +252,17 @@ void ledger_forget(const char *state_dir, struct ledger_pool *pool, uint64_t id)
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		snprintf(path, sizeof path, "%s/%s/%" PRIu64 "-%s.ledger", state_dir, LEDGER_DIR, id,
 			 names[i]);
-		retire(pool, path);
+		retire(pool, path, NULL);
 	}
 }
 
 void ledger_close(struct ledger *l, struct ledger_pool *pool, bool remove)
 {
 	if (l->f) {
+		if (remove && l->path)
+			retire(pool, l->path, l->f);
 		munmap(l->f, sizeof *l->f);
 		l->f = NULL;
-		if (remove && l->path)
-			retire(pool, l->path);
 	}
 	free(l->path);
 	l->path = NULL;

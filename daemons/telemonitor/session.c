@@ -509,6 +509,29 @@ static bool same_instance(const struct tm_instance *in, const Cmon__Instance *a)
 	       (!a->has_start_unix_ns || a->start_unix_ns == in->start_ns);
 }
 
+/* An instance taken over from a node whose lease ran out (killed, hung):
+ * its row counts as `records` everything that node's checker was given,
+ * but the reports stored with it cover the records up to its `checked`
+ * only. Those past it were reported on to that node alone, or not yet:
+ * unchecked (the new checker starts where the row's counts stop). */
+static void taken_over_settle(struct session *s, struct ledger_file *ck)
+{
+	struct tm_instance *in = s->inst;
+	uint64_t at = in->records + in->unchecked, n;
+
+	if (!in->taken_over || in->checked >= at)
+		return;
+	n = at - in->checked;
+	if (n > in->records)
+		n = in->records;
+	ck->unchecked += n;
+	in->checked = at;
+	typescript_note(&s->ts, "taken over: the last %" PRIu64 " records the previous holder "
+			"took in may have been reported on to it alone; counted as unchecked", n);
+	cmon_info("instance %" PRIu64 ": taken over with its last %" PRIu64 " records not known "
+		  "to be checked (counted as unchecked)", in->id, n);
+}
+
 /* Set where freshly created ledgers start counting: `base` records of the
  * log came before (skipped), and the instance's earlier counts (a session
  * started again after telemonctl stop) carry on. */
@@ -526,9 +549,12 @@ static void ledgers_begin(struct session *s, uint64_t base)
 		ls[i]->f->events = in->records + in->unchecked;   /* (records exclude unchecked) */
 		ls[i]->f->gap = in->lost;
 		ls[i]->f->markers = in->gaps;
-		if (i > 0 && s->tools[i - 1]->kind == TK_CHECKER)
+		if (i > 0 && s->tools[i - 1]->kind == TK_CHECKER) {
 			ls[i]->f->unchecked = in->unchecked;
+			taken_over_settle(s, ls[i]->f);
+		}
 	}
+	in->taken_over = false;
 	s->led_fresh = false;
 }
 
@@ -1370,6 +1396,15 @@ void session_stop(struct session *s, const char *why)
 	default:
 		return;
 	}
+}
+
+void session_settle_checked(struct session *s)
+{
+	struct tool *ck = checker_of(s);
+	uint64_t n;
+
+	if (ck && tool_settled(ck, &n) && n > ck->run_checked)
+		checker_progress(s, ck, n);
 }
 
 void session_tick(struct session *s, double now)

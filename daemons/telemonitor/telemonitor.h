@@ -209,6 +209,8 @@ struct tm_instance {
 	bool checked_dirty;           /* `checked` moved: saved at a commit after the failures
 	                                 it covers, at most every TM_CHECKED_SAVE */
 	double checked_saved;         /* when the row was last saved for `checked` */
+	bool taken_over;              /* claimed after its holder's lease ran out: the records
+	                                 its row has past `checked` are unchecked here */
 	bool lease_lost;              /* shared store: another telemonitor holds it now, so
 	                                 its row is not ours to write (store.h, leases) */
 	bool lease_seen;              /* set by the renewal that lists it */
@@ -444,6 +446,12 @@ int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class
 void session_stop(struct session *s, const char *why);
 /* Once a second: window deadlines, stalled tools. */
 void session_tick(struct session *s, double now);
+/* Before its row is saved: a checker in this process with nothing left
+ * to hand over has reported on every record it was given, so `checked`
+ * moves up to them (between its progress lines, which come at most every
+ * TM_PROGRESS). What a row's `checked` leaves behind its `records` is
+ * unchecked for a node that takes the instance over. */
+void session_settle_checked(struct session *s);
 /* Free a session (tools killed, pending windows stored); accepts NULL. */
 void session_free(struct session *s);
 /* Name of the session's state, for logs. */
@@ -456,6 +464,10 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
  * (report_of_offender): what checker_line does with its line. */
 struct checker_report;
 void checker_report(struct session *s, struct tool *t, const struct checker_report *r);
+/* Every report of checker `t` on the first `n` records of its run has
+ * been handled: the instance's `checked` moves there (a progress line,
+ * or session_settle_checked). */
+void checker_progress(struct session *s, struct tool *t, uint64_t n);
 
 /* notify.c */
 /* The mail as a receiver of failures (failures.h; main.c subscribes it):

@@ -728,6 +728,15 @@ static void inproc_end(struct tool *t)
 	inproc_soon(t);
 }
 
+bool tool_settled(const struct tool *t, uint64_t *n)
+{
+	if (!t->stream || t->ending || t->reports || evbuffer_get_length(t->outq) ||
+	    evbuffer_get_length(t->errq))
+		return false;
+	*n = pspec_stream_records(t->stream);
+	return true;
+}
+
 static int inproc_write(struct tool *t, const void *p, size_t n, const struct cmon_tally *counted)
 {
 	struct cmon_tally tl = { 0 };

@@ -145,6 +145,11 @@ int tool_spawn(struct tool *t, char *const argv[], char *const env[], char *err,
  * caller spawns pcheck instead, which says why. */
 int tool_start_inproc(struct tool *t, const char *spec, bool bounded);
 
+/* A check in this process with nothing queued for its owner (no report,
+ * progress or warning line): *n is the records of its run it has checked
+ * and reported on. False for a process, or while anything is queued. */
+bool tool_settled(const struct tool *t, uint64_t *n);
+
 /* Does it have a run going on (a process not reaped, or a check here)? */
 bool tool_running(const struct tool *t);
 

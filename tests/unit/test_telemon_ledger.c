@@ -2,7 +2,8 @@
  * struct ledger_pool): a forgotten ledger's file goes into STATE/tools/free
  * and the next new ledger takes it rather than creating a file; a file
  * taken from the pool starts afresh, whatever counts it held (also when a
- * crash left it in place before its first write); the pool is found again
+ * crash left it in place before its first write), also when it was this
+ * instance's own; the pool is found again
  * by the next telemonitor; without a pool, files are created and deleted
  * as before. */
 #include <stdarg.h>
@@ -156,6 +157,60 @@ static void crash_after_take(void **st)
 	ledger_pool_close(&pool);
 }
 
+/* The same instance again on this node (a telemonctl stop and start; an
+ * instance handed over or taken over, then taken back): its forgotten
+ * files hold the counts of the earlier hold, and the store's row is newer
+ * than they are. Whichever file it gets (its own from the pool, or one
+ * left in place by a crash during the take), it starts afresh. */
+static void same_instance_again(void **st)
+{
+	struct ledger_pool pool;
+	struct ledger l, c;
+	bool existed = true;
+	char from[512], to[512];
+
+	(void)st;
+	assert_int_equal(ledger_pool_open(&pool, state), 0);
+	/* forgotten by id (the instance ended, or was taken over) */
+	assert_int_equal(ledger_open(&l, state, &pool, 30, LK_SESSION, &existed), 0);
+	assert_int_equal(ledger_open(&c, state, &pool, 30, LK_CHECKER, &existed), 0);
+	l.f->events = c.f->events = 330;
+	c.f->unchecked = 7;
+	ledger_close(&l, &pool, false);
+	ledger_close(&c, &pool, false);
+	ledger_forget(state, &pool, 30);
+	assert_int_equal(pool.n, 2);
+	assert_int_equal(ledger_open(&c, state, &pool, 30, LK_CHECKER, &existed), 0);
+	assert_false(existed);
+	assert_int_equal(c.f->events, 0);
+	assert_int_equal(c.f->unchecked, 0);
+	assert_int_equal(ledger_open(&l, state, &pool, 30, LK_SESSION, &existed), 0);
+	assert_false(existed);
+	assert_int_equal(l.f->events, 0);
+	/* removed on close */
+	l.f->events = 12;
+	ledger_close(&l, &pool, true);
+	assert_int_equal(ledger_open(&l, state, &pool, 30, LK_SESSION, &existed), 0);
+	assert_false(existed);
+	assert_int_equal(l.f->events, 0);
+	ledger_close(&c, &pool, false);
+	/* a crash between the take's rename and its first write: the file
+	 * is in place, under its own old name */
+	l.f->events = 44;
+	ledger_close(&l, &pool, false);
+	ledger_forget(state, &pool, 30);
+	snprintf(from, sizeof from, "%s/tools/free/%" PRIu64 ".ledger", state,
+		 pool.names[pool.n - 1]);
+	snprintf(to, sizeof to, "%s/tools/30-session.ledger", state);
+	assert_int_equal(rename(from, to), 0);
+	pool.n--;
+	assert_int_equal(ledger_open(&l, state, &pool, 30, LK_SESSION, &existed), 0);
+	assert_false(existed);
+	assert_int_equal(l.f->events, 0);
+	ledger_close(&l, &pool, false);
+	ledger_pool_close(&pool);
+}
+
 /* No pool: files are created and deleted. */
 static void without_pool(void **st)
 {
@@ -179,6 +234,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(reused, make_state, drop_state),
 		cmocka_unit_test_setup_teardown(crash_after_take, make_state, drop_state),
+		cmocka_unit_test_setup_teardown(same_instance_again, make_state, drop_state),
 		cmocka_unit_test_setup_teardown(without_pool, make_state, drop_state),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

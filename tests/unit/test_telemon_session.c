@@ -99,6 +99,12 @@ bool tool_running(const struct tool *t)
 	return false;
 }
 
+bool tool_settled(const struct tool *t, uint64_t *n)
+{
+	(void)t, (void)n;
+	return false;
+}
+
 int tool_write_counted(struct tool *t, const void *p, size_t n, const struct cmon_tally *tl)
 {
 	(void)t, (void)p, (void)n, (void)tl;
@@ -237,6 +243,12 @@ void checker_line(struct session *s, struct tool *t, const char *line, size_t le
 void checker_report(struct session *s, struct tool *t, const struct checker_report *r)
 {
 	(void)s, (void)t, (void)r;
+	fail_msg("no checker is configured");
+}
+
+void checker_progress(struct session *s, struct tool *t, uint64_t n)
+{
+	(void)s, (void)t, (void)n;
 	fail_msg("no checker is configured");
 }
 
