@@ -349,7 +349,7 @@ static uint64_t boundary_after(const struct ledger_file *f, uint64_t at)
 	return best;
 }
 
-uint64_t ledger_unread(struct ledger *l, const uint8_t *p, size_t n)
+uint64_t ledger_unread(struct ledger *l, const uint8_t *p, size_t n, uint64_t body, size_t *whole)
 {
 	struct ledger_file *f = l->f;
 	Cmon__Format fmt;
@@ -357,16 +357,26 @@ uint64_t ledger_unread(struct ledger *l, const uint8_t *p, size_t n)
 	uint64_t start, b;
 	size_t lead;
 
+	if (whole)
+		*whole = n;
 	if (!f || n == 0)
 		return 0;
 	if (n > f->run_bytes)
-		n = (size_t)f->run_bytes;
+		n = (size_t)f->run_bytes;       /* (more than was counted: none is whole) */
+	else if (whole)
+		*whole = 0;
 	fmt = (Cmon__Format)f->format;
 	start = f->run_bytes - n;
 	b = boundary_after(f, start);
 	lead = (size_t)(b - start);            /* the tail of a write the tool had begun */
 	if (lead > n)
 		lead = n;
+	if (whole && *whole == 0) {
+		/* whole writes from the first boundary on, past the run's header */
+		*whole = lead;
+		if (body > start && body - start > *whole)
+			*whole = body - start < n ? (size_t)(body - start) : n;
+	}
 	cmon_log_tally(fmt, p + lead, n - lead, SIZE_MAX, &t);
 	if (lead) {
 		if (fmt == CMON__FORMAT__FORMAT_BINARY) {
@@ -582,7 +592,7 @@ int ledger_finish_orphans(const char *state_dir, double wait_s,
 		if (group_alive(o[i].pgid)) {
 			size_t len;
 			uint8_t *back = read_back(o[i].pgid, &len);
-			uint64_t lost = back ? ledger_unread(&o[i].l, back, len) : 0;
+			uint64_t lost = back ? ledger_unread(&o[i].l, back, len, 0, NULL) : 0;
 			free(back);
 			kill(-o[i].pgid, SIGKILL);
 			snprintf(text, sizeof text, "the %s left running by the previous telemonitor "

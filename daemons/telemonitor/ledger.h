@@ -139,8 +139,10 @@ void ledger_lose(struct ledger *l, uint64_t n);
  * back from its pipe) unread: take the records that ended in them off.
  * Exact when the tool stopped at a write boundary or (ascii) at a line;
  * otherwise the part of one write it had begun is estimated. Returns how
- * many records were taken off. */
-uint64_t ledger_unread(struct ledger *l, const uint8_t *p, size_t n);
+ * many records were taken off. With `whole`, *whole is where in `p` the
+ * whole writes begin that come after byte `body` of the run (its header's
+ * end): p[*whole..n) are whole records, fit to be given again (n: none). */
+uint64_t ledger_unread(struct ledger *l, const uint8_t *p, size_t n, uint64_t body, size_t *whole);
 
 /* Tools a previous telemonitor left running: let each finish its input
  * (SIGCONT; its input is at end of file) for up to `wait_s` seconds, then

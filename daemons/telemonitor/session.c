@@ -263,19 +263,56 @@ static void end_runs(struct session *s)
 	}
 }
 
+/* A shell tool starting again gets, right after the header, the whole
+ * records its last run left unread (in its pipe, or queued for it),
+ * behind a gap marker for the part of a write that run had begun: when
+ * they reach up to where the session is (nothing went by meanwhile: the
+ * session waits for the restart). True if it did. */
+static bool tool_replay_to(struct session *s, struct tool *t, uint64_t have, uint64_t at)
+{
+	uint8_t marker[CMON_GAP_MARKER_MAX];
+	struct cmon_tally k = { 0 };
+	struct evbuffer *rb;
+	const uint8_t *p;
+	uint64_t lead;
+	size_t n;
+
+	if (!(rb = tool_replay(t, &lead)) || s->discard)
+		return false;
+	n = evbuffer_get_length(rb);
+	if (!(p = evbuffer_pullup(rb, -1)))
+		return false;
+	cmon_log_tally(s->fmt, p, n, SIZE_MAX, &k);
+	if (have + lead + k.events + k.gap != at)
+		return false;
+	if (lead) {
+		tool_write(t, marker, cmon_log_gap_marker(s->fmt, lead, marker));
+		typescript_note(&s->ts, "the tool missed %" PRIu64 " records (of a write its last "
+				"run had begun to read); marked as a gap", lead);
+	}
+	tool_write(t, p, n);
+	t->base -= k.events < t->base ? k.events : t->base;
+	typescript_note(&s->ts, "the tool's last run left %" PRIu64 " records unread; given to "
+			"this run", k.events + k.gap);
+	return true;
+}
+
 /* A tool starting (again) gets, right after the header, a gap marker for
  * whatever of the log it missed: the records it was given but never read
- * in an earlier run, and what went by while it was not running. */
+ * in an earlier run (unless they are given again), and what went by while
+ * it was not running. */
 static void tool_catch_up(struct session *s, struct tool *t)
 {
 	uint64_t have = ledger_pos(&t->led), at = ledger_pos(&s->led);
 	uint8_t marker[CMON_GAP_MARKER_MAX];
+	bool again = at > have && tool_replay_to(s, t, have, at);
 
-	if (at <= have)
+	tool_replay_drop(t);
+	if (again || at <= have)
 		return;
 	tool_write(t, marker, cmon_log_gap_marker(s->fmt, at - have, marker));
 	typescript_note(&s->ts, "the %s missed %" PRIu64 " records; marked as a gap",
-				t->kind == TK_CHECKER ? "checker" : "tool", at - have);
+			t->kind == TK_CHECKER ? "checker" : "tool", at - have);
 }
 
 static void spawn_tool(struct session *s, struct tool *t)
@@ -336,9 +373,6 @@ static void spawn_tool(struct session *s, struct tool *t)
 		t->retry_at = tm_now() + cmon_backoff_next(&t->restart) / 1000.0;
 		return;
 	}
-	if (t->runs > 1)
-		typescript_note(&s->ts, "%s restarted (run %u); it sees the log from record %" PRIu64,
-				t->kind == TK_CHECKER ? "checker" : "tool", t->runs, t->base + 1);
 	/* the replayable header first, so the tool sees a complete-looking log */
 	if (s->fmt == CMON__FORMAT__FORMAT_BINARY) {
 		hdr = s->scan.replay;
@@ -351,7 +385,11 @@ static void spawn_tool(struct session *s, struct tool *t)
 		tool_write(t, hdr, hlen);
 	else if (s->fmt != CMON__FORMAT__FORMAT_BINARY && s->scan.seen_record)
 		tool_write(t, "#cmon-ascii 1\n", 14);   /* the log had no header at all */
+	tool_body_begins(t);
 	tool_catch_up(s, t);
+	if (t->runs > 1)
+		typescript_note(&s->ts, "%s restarted (run %u); it sees the log from record %" PRIu64,
+				t->kind == TK_CHECKER ? "checker" : "tool", t->runs, t->base + 1);
 }
 
 /* Before taking more data: start tools that are due. False (and paused,

@@ -46,11 +46,14 @@ struct tool *tool_new(struct tmon *tm, enum tool_kind kind, const struct tool_cb
 	t->reports_tail = &t->reports;
 	t->timer = evtimer_new(tm->base, NULL, NULL);
 	t->inq = evbuffer_new();
-	if (!t->timer || !t->inq) {
+	t->replay = evbuffer_new();
+	if (!t->timer || !t->inq || !t->replay) {
 		if (t->timer)
 			event_free(t->timer);
 		if (t->inq)
 			evbuffer_free(t->inq);
+		if (t->replay)
+			evbuffer_free(t->replay);
 		free(t);
 		return NULL;
 	}
@@ -77,8 +80,9 @@ static void free_bev(struct bufferevent **b)
 	}
 }
 
-/* Stop writing to the tool: close our end of its input, forget what was
- * not written (it was never counted as given). */
+/* Stop writing to the tool: close our end of its input. What was not
+ * written (never counted as given) is kept for a shell tool's next run,
+ * unless a record longer than PIPE_BUF was cut in the middle. */
 static void input_close(struct tool *t)
 {
 	if (t->in_ev) {
@@ -89,12 +93,18 @@ static void input_close(struct tool *t)
 		close(t->in_fd);
 		t->in_fd = -1;
 	}
+	if (t->big_done)
+		t->replay_broken = true;
+	if (t->kind == TK_SHELL && !t->replay_broken)
+		evbuffer_add_buffer(t->replay, t->inq);
 	evbuffer_drain(t->inq, evbuffer_get_length(t->inq));
 	t->big_done = 0;
 }
 
 /* The run is over: what is still in its pipe never reached it. Read it
- * back through our second read end and take it off the ledger. */
+ * back through our second read end and take it off the ledger; a shell
+ * tool's next run gets its whole records (before what was still queued),
+ * and only the part of a write it had begun is lost. */
 static void account_unread(struct tool *t)
 {
 	int avail = 0;
@@ -105,17 +115,48 @@ static void account_unread(struct tool *t)
 		uint8_t *buf = malloc((size_t)avail);
 		ssize_t n = buf ? read(t->peek_fd, buf, (size_t)avail) : -1;
 		if (n > 0) {
-			uint64_t lost = ledger_unread(&t->led, buf, (size_t)n);
-			t->unread_lost += lost;
+			size_t whole = (size_t)n;
+			uint64_t lost = ledger_unread(&t->led, buf, (size_t)n, t->body_from, &whole);
+			uint64_t again = 0;
+			if (t->kind == TK_SHELL && !t->replay_broken && whole < (size_t)n) {
+				struct cmon_tally k = { 0 };
+				cmon_log_tally(t->fmt, buf + whole, (size_t)n - whole, SIZE_MAX, &k);
+				again = k.events + k.gap < lost ? k.events + k.gap : lost;
+				if (evbuffer_prepend(t->replay, buf + whole, (size_t)n - whole) < 0) {
+					again = 0;
+					t->replay_broken = true;   /* (the rest would follow a hole) */
+				}
+			}
+			t->replay_lead += lost - again;
+			t->unread_lost += lost - again;
 			if (lost)
-				cmon_debug("%s (pid %ld) left %zd bytes (%llu records) unread",
+				cmon_debug("%s (pid %ld) left %zd bytes (%llu records) unread; %llu of "
+					   "them go to its next run",
 					   t->kind == TK_CHECKER ? "checker" : "tool", (long)t->pid, n,
-					   (unsigned long long)lost);
+					   (unsigned long long)lost, (unsigned long long)again);
 		}
 		free(buf);
 	}
 	close(t->peek_fd);
 	t->peek_fd = -1;
+}
+
+void tool_body_begins(struct tool *t)
+{
+	t->body_from = (t->led.f ? t->led.f->run_bytes : 0) + evbuffer_get_length(t->inq);
+}
+
+struct evbuffer *tool_replay(struct tool *t, uint64_t *lead)
+{
+	*lead = t->replay_lead;
+	return !t->replay_broken && evbuffer_get_length(t->replay) ? t->replay : NULL;
+}
+
+void tool_replay_drop(struct tool *t)
+{
+	evbuffer_drain(t->replay, evbuffer_get_length(t->replay));
+	t->replay_lead = 0;
+	t->replay_broken = false;
 }
 
 /* The length of the first record in the queue (0 if incomplete). */
@@ -942,6 +983,7 @@ void tool_free(struct tool *t, bool forget)
 	reports_drop(t);
 	free(t->line);
 	evbuffer_free(t->inq);
+	evbuffer_free(t->replay);
 	event_free(t->timer);
 	free(t);
 }

@@ -99,6 +99,13 @@ struct tool {
 	struct event *in_ev;          /* in_fd writable */
 	size_t big_done;              /* bytes of a record longer than PIPE_BUF already written */
 	uint64_t unread_lost;         /* records it left unread, over every run */
+	uint64_t body_from;           /* byte of the run where its log's body begins (after
+	                                 the replayed header) */
+	struct evbuffer *replay;      /* shell tool: whole records its last run was given or
+	                                 queued and never read, for the next run */
+	uint64_t replay_lead;         /* records before them that no run will get (the part
+	                                 of a write the dead run had begun) */
+	bool replay_broken;           /* a record longer than PIPE_BUF was cut: nothing to replay */
 	struct bufferevent *out;      /* its standard output */
 	struct bufferevent *err;      /* its standard error */
 	struct event *timer;          /* EOF wait after exit; kill escalation */
@@ -144,6 +151,17 @@ int tool_spawn(struct tool *t, char *const argv[], char *const env[], char *err,
  * (it does not load, is refused, needs two passes or has unknowns): the
  * caller spawns pcheck instead, which says why. */
 int tool_start_inproc(struct tool *t, const char *spec, bool bounded);
+
+/* Call once the header of a new run is queued: what follows is the log's
+ * body (only whole records of it are ever given again). */
+void tool_body_begins(struct tool *t);
+
+/* What the last run of a shell tool left unread (in its pipe, or queued
+ * for it), to be given to the next run after a gap marker for *lead
+ * records: whole records, NULL if none. Taken: the caller writes them or
+ * lets them go (tool_replay_drop). */
+struct evbuffer *tool_replay(struct tool *t, uint64_t *lead);
+void tool_replay_drop(struct tool *t);
 
 /* A check in this process with nothing queued for its owner (no report,
  * progress or warning line): *n is the records of its run it has checked
