@@ -47,6 +47,9 @@ struct store {
 	                                 epochs (store_fleet.c) */
 	struct bl_list pending;       /* shared: writes to make at the next commit, all in one
 	                                 transaction (none stays open across loop turns) */
+	struct bl_list to_pack;       /* sqlite: windows whose text is packed at the next
+	                                 commit, one after the other (zstd's tables and code
+	                                 stay warm: 7-8 us a window packed alone) */
 	const char *forced_reason;    /* the next degrade's reason, when not the engine's */
 	uint64_t block_next;          /* shared: the next id of this telemonitor's block */
 	uint64_t block_end;           /* ... and the end of the block */

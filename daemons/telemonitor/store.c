@@ -82,6 +82,7 @@ struct store *store_open(const char *dir, const char *target, char *err, size_t 
 	}
 	TAILQ_INIT(&st->journal);
 	TAILQ_INIT(&st->pending);
+	TAILQ_INIT(&st->to_pack);
 	backlog_init(&st->bl, STORE_BACKLOG_DEFAULT, STORE_BACKLOG_BYTES);
 	if (target && *target)
 		n = snprintf(st->path, sizeof st->path, "%s", target);
@@ -120,7 +121,7 @@ int store_version(struct store *st)
 
 bool store_pending(const struct store *st)
 {
-	return st->in_batch || !TAILQ_EMPTY(&st->pending);
+	return st->in_batch || !TAILQ_EMPTY(&st->pending) || !TAILQ_EMPTY(&st->to_pack);
 }
 
 bool store_degraded(const struct store *st)
@@ -384,8 +385,11 @@ static bool leases_unsure(struct store *st)
 	return st->shared && fleet_holds(st) && !store_lease_safe(st);
 }
 
+static void pack_windows(struct store *st);
+
 int store_commit(struct store *st)
 {
+	pack_windows(st);
 	if (!TAILQ_EMPTY(&st->pending) && leases_unsure(st)) {
 		st->forced_reason = "leases not renewed";
 		degrade(st, NULL, "renewing the leases");
@@ -1021,6 +1025,30 @@ uint64_t store_next_window_id(struct store *st)
 
 /* A window's text is stored packed where the store packs (sqlite) and it
  * gains; held while degraded, it is held packed. */
+#define WINDOW_VALUES 8           /* store_add_window's values */
+
+/* The windows added since the last commit, packed and written. */
+static void pack_windows(struct store *st)
+{
+	struct bl_item *it;
+
+	while ((it = TAILQ_FIRST(&st->to_pack))) {
+		struct bl_value v[WINDOW_VALUES];
+		const void *packed;
+		size_t plen;
+		TAILQ_REMOVE(&st->to_pack, it, link);
+		if (it->nvals != WINDOW_VALUES ||
+		    wtext_pack(st->pack, it->v[5].s, it->v[5].n, &packed, &plen) != 1) {
+			put(st, it, "adding a window");       /* as text */
+			continue;
+		}
+		memcpy(v, it->v, sizeof v);
+		v[5] = db_vblob(packed, plen);
+		put(st, bl_item_new(BK_WINDOW, ST_WIN_INSERT, 0, v, NV(v)), "adding a window");
+		bl_item_free(it);
+	}
+}
+
 int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64_t from,
 		     uint64_t to, bool truncated, const char *text, size_t len)
 {
@@ -1030,14 +1058,16 @@ int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64
 		{ .type = BV_TEXT, .s = text, .n = len > STORE_WINDOW_MAX ? STORE_WINDOW_MAX : len },
 		FENCE_SLOT, FENCE_SLOT,
 	};
-	const void *packed;
-	size_t plen;
+	struct bl_item *it;
 
-	if (st->pack && wtext_pack(st->pack, text, v[5].n, &packed, &plen) == 1)
-		v[5] = db_vblob(packed, plen);
-
+	_Static_assert(NV(v) == WINDOW_VALUES, "pack_windows copies them");
 	fleet_fence(st, instance_id, &v[NV(v) - 2]);
-	return put(st, bl_item_new(BK_WINDOW, ST_WIN_INSERT, 0, v, NV(v)), "adding a window");
+	it = bl_item_new(BK_WINDOW, ST_WIN_INSERT, 0, v, NV(v));
+	if (it && st->pack && v[5].n >= WTEXT_MIN) {
+		TAILQ_INSERT_TAIL(&st->to_pack, it, link);     /* packed at the commit */
+		return 0;
+	}
+	return put(st, it, "adding a window");
 }
 
 int store_add_verdict(struct store *st, uint64_t instance_id, const char *spec,
