@@ -1441,7 +1441,7 @@ void session_settle_checked(struct session *s)
 	struct tool *ck = checker_of(s);
 	uint64_t n;
 
-	if (ck && tool_settled(ck, &n) && n > ck->run_checked)
+	if (ck && tool_settle(ck, &n) && n > ck->run_checked)
 		checker_progress(s, ck, n);
 }
 

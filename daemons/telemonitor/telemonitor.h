@@ -446,11 +446,12 @@ int session_start(struct tmon *tm, struct tm_instance *in, const struct tm_class
 void session_stop(struct session *s, const char *why);
 /* Once a second: window deadlines, stalled tools. */
 void session_tick(struct session *s, double now);
-/* Before its row is saved: a checker in this process with nothing left
- * to hand over has reported on every record it was given, so `checked`
- * moves up to them (between its progress lines, which come at most every
- * TM_PROGRESS). What a row's `checked` leaves behind its `records` is
- * unchecked for a node that takes the instance over. */
+/* Before its row is saved: a checker in this process hands over what it
+ * has queued (its reports become failures in this batch), and then it has
+ * reported on every record it was given, so `checked` moves up to them
+ * (between its progress lines, which come at most every TM_PROGRESS).
+ * What a row's `checked` leaves behind its `records` is unchecked for a
+ * node that takes the instance over. */
 void session_settle_checked(struct session *s);
 /* Free a session (tools killed, pending windows stored); accepts NULL. */
 void session_free(struct session *s);

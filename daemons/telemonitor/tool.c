@@ -670,16 +670,12 @@ static void inproc_stop(struct tool *t)
 	t->ending = false;
 }
 
-/* Hand the lines over, as out_read does a process's; once its input has
- * ended and everything is handed over, it has "exited". */
-static void inproc_deliver(evutil_socket_t fd, short what, void *arg)
+/* Hand the lines over, as out_read does a process's. */
+static void inproc_hand_over(struct tool *t)
 {
-	struct tool *t = arg;
 	char buf[16384];
 	int n;
 
-	(void)fd;
-	(void)what;
 	/* (the owner may kill it from a callback: t->stream goes) */
 	while (t->stream && (n = evbuffer_remove(t->errq, buf, sizeof buf)) > 0)
 		t->cbs->output(t->ctx, t, buf, (size_t)n);
@@ -700,6 +696,17 @@ static void inproc_deliver(evutil_socket_t fd, short what, void *arg)
 		}
 		free(line);
 	}
+}
+
+/* On the next turn of the loop: the lines; once its input has ended and
+ * everything is handed over, it has "exited". */
+static void inproc_deliver(evutil_socket_t fd, short what, void *arg)
+{
+	struct tool *t = arg;
+
+	(void)fd;
+	(void)what;
+	inproc_hand_over(t);
 	if (t->stream && t->ending) {
 		inproc_stop(t);
 		t->exited = true;
@@ -769,10 +776,12 @@ static void inproc_end(struct tool *t)
 	inproc_soon(t);
 }
 
-bool tool_settled(const struct tool *t, uint64_t *n)
+bool tool_settle(struct tool *t, uint64_t *n)
 {
-	if (!t->stream || t->ending || t->reports || evbuffer_get_length(t->outq) ||
-	    evbuffer_get_length(t->errq))
+	if (!t->stream || t->ending)
+		return false;
+	inproc_hand_over(t);
+	if (!t->stream || t->reports || evbuffer_get_length(t->outq) || evbuffer_get_length(t->errq))
 		return false;
 	*n = pspec_stream_records(t->stream);
 	return true;

@@ -163,10 +163,12 @@ void tool_body_begins(struct tool *t);
 struct evbuffer *tool_replay(struct tool *t, uint64_t *lead);
 void tool_replay_drop(struct tool *t);
 
-/* A check in this process with nothing queued for its owner (no report,
- * progress or warning line): *n is the records of its run it has checked
- * and reported on. False for a process, or while anything is queued. */
-bool tool_settled(const struct tool *t, uint64_t *n);
+/* A check in this process: hand over now what is queued for its owner
+ * (reports, progress and warning lines, as the next turn of the loop
+ * would); then *n is the records of its run it has checked and reported
+ * on. False for a process, a run whose input has ended, or one killed by
+ * its owner meanwhile. */
+bool tool_settle(struct tool *t, uint64_t *n);
 
 /* Does it have a run going on (a process not reaped, or a check here)? */
 bool tool_running(const struct tool *t);

@@ -99,7 +99,7 @@ bool tool_running(const struct tool *t)
 	return false;
 }
 
-bool tool_settled(const struct tool *t, uint64_t *n)
+bool tool_settle(struct tool *t, uint64_t *n)
 {
 	(void)t, (void)n;
 	return false;
