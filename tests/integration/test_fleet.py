@@ -335,10 +335,11 @@ def scenario_stop(env, srv, pause):
                    (cont - 1, 1 << 20, 1 << 20, cont - pause, rows[prog]["id"], cont - pause))
     check(int(stale[0][0]) == 0, "the stale owner wrote %s failures after it lost the instance",
           stale[0][0])
+    check(rows[prog]["unchecked"] == 0, "unchecked after the takeover: %r", rows[prog])
     fl.check_streams(rows, slack=60)
     print("stop %.0f s: taken over after %.1f s (the new holder had %d records by then);"
-          " %d failures before the continue, no write from the stale owner after" %
-          (pause, took, taken, before))
+          " %d failures before the continue, no write from the stale owner after;"
+          " %d unchecked" % (pause, took, taken, before, rows[prog]["unchecked"]))
     fl.no_noise()
     fl.stop()
 
