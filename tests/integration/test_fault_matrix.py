@@ -20,7 +20,11 @@ class block setting (FALSE, TRUE). In each row one part is broken mid-stream:
   reg_stop       SIGSTOP of the registry for 1.5 s
   reg_stop_early the registry stopped before the programs start (their
                  announces wait), continued 1.5 s later
-  no_consumer    no telemonitor while the programs start (snarflog drops)
+  no_consumer    no telemonitor while the programs start (snarflog drops);
+                 the programs end only once the restarted telemonitor
+                 knows them (a program that ends before any subscriber
+                 came is gone unseen, and a loaded sanitizer build once
+                 took that long to start)
 
 Every row, every stream, exactly: the records in FILE (all tool runs
 appended) plus the counts of the gap markers in FILE equal the records
@@ -88,6 +92,11 @@ def write_main(argv):
             time.sleep(delay)
     with open(report, "w") as f:
         json.dump({"worst_write_s": worst, "writes_over_50ms": slow}, f)
+    gate = os.environ.get("CMON_MATRIX_GATE")     # end only once it exists
+    for _ in range(6000):
+        if not gate or os.path.exists(gate):
+            break
+        time.sleep(0.01)
     return 0
 
 
@@ -126,6 +135,7 @@ class Row:
     def __init__(self, env, name):
         self.env, self.name = env, name
         self.progs = {}
+        self.gate = None        # with a path: the programs end once it exists
 
     def start_programs(self, reg):
         for fmt, blk in COMBOS:
@@ -136,7 +146,8 @@ class Row:
             # take longer than the default 5 s to come back for the rest)
             snarf = self.env.snarflog(
                 prog, "-buffer", "256K", "-maxblock", str(MAXBLOCK), "-drain", "15", reg=reg,
-                cmd=[sys.executable, os.path.abspath(__file__), "write", fmt, report])
+                cmd=[sys.executable, os.path.abspath(__file__), "write", fmt, report],
+                env={"CMON_MATRIX_GATE": self.gate} if self.gate else None)
             self.progs[prog] = (fmt, blk, snarf, report)
         # The control: the same program writing into `cat >/dev/null`, as
         # it would without CMon; its longest write() is the machine's own
@@ -314,6 +325,8 @@ def main():
         def row(name, fault, tm_up=True, before=None):
             r = Row(env, name)
             if not tm_up:
+                r.gate = env.path(name + ".gate")
+            if not tm_up:
                 tm.proc.kill()
                 tm.proc.wait()
             if before:
@@ -373,6 +386,11 @@ def main():
         def no_consumer(r):
             time.sleep(1.2)
             tm.start()
+            ct.wait_for(lambda: all(any(i["prog"] == p for i in tm.instances())
+                                    for p in r.progs), 60,
+                        "the restarted telemonitor to know the programs")
+            with open(r.gate, "w"):
+                pass
 
         for k in range(ROUNDS):
             n = "#%d" % k if ROUNDS > 1 else ""
