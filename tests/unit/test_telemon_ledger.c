@@ -211,75 +211,65 @@ static void same_instance_again(void **st)
 	ledger_pool_close(&pool);
 }
 
+static const char unread_hdr[] = "#cmon-ascii 1\n#fsread header\n";
+static const char *const unread_w[] = { "1 A 1\n2 B 1\n", "3 A 2\n", "4 B 2\n5 A 3\n6 B 3\n" };
+
+/* A new ledger `id` with one run given the header, then each write of
+ * unread_w, counted as the tool is given them; the bytes into `all`. */
+static size_t run_of(struct ledger *l, uint64_t id, char *all)
+{
+	size_t len = 0;
+	bool existed;
+
+	assert_int_equal(ledger_open(l, state, NULL, id, LK_SHELL, &existed), 0);
+	ledger_run(l, 0, CMON__FORMAT__FORMAT_ASCII);
+	for (int i = -1; i < 3; i++) {
+		const char *p = i < 0 ? unread_hdr : unread_w[i];
+		struct cmon_tally t = { 0 };
+		cmon_log_tally(CMON__FORMAT__FORMAT_ASCII, (const uint8_t *)p, strlen(p), SIZE_MAX, &t);
+		ledger_write(l, &t, strlen(p));
+		memcpy(all + len, p, strlen(p));
+		len += strlen(p);
+	}
+	assert_int_equal(l->f->events, 6);
+	return len;
+}
+
 /* A run's last bytes read back unread (ledger_unread): the records taken
  * off, and where whole writes of the log's body begin, fit to be given
  * to the next run (never the header, never the part of a write the tool
  * had begun). */
 static void unread_whole(void **st)
 {
-	static const char hdr[] = "#cmon-ascii 1\n#fsread header\n";
-	static const char *const w[] = { "1 A 1\n2 B 1\n", "3 A 2\n", "4 B 2\n5 A 3\n6 B 3\n" };
 	char all[256];
-	size_t len = 0, h = sizeof hdr - 1, whole;
+	size_t len, h = sizeof unread_hdr - 1, whole, at;
 	struct ledger l;
-	bool existed;
 
 	(void)st;
-	assert_int_equal(ledger_open(&l, state, NULL, 40, LK_SHELL, &existed), 0);
-	ledger_run(&l, 0, CMON__FORMAT__FORMAT_ASCII);
-	for (int i = -1; i < 3; i++) {
-		const char *p = i < 0 ? hdr : w[i];
-		struct cmon_tally t = { 0 };
-		cmon_log_tally(CMON__FORMAT__FORMAT_ASCII, (const uint8_t *)p, strlen(p), SIZE_MAX, &t);
-		ledger_write(&l, &t, strlen(p));
-		memcpy(all + len, p, strlen(p));
-		len += strlen(p);
-	}
-	assert_int_equal(l.f->events, 6);
-
 	/* it read one line of the header: the body is whole, from its start */
+	len = run_of(&l, 40, all);
 	assert_int_equal(ledger_unread(&l, (const uint8_t *)all + 14, len - 14, h, &whole), 6);
 	assert_int_equal(whole, h - 14);
 	assert_int_equal(l.f->events, 0);
 	assert_int_equal(l.f->run_bytes, 14);
 	ledger_close(&l, NULL, true);
 
-	/* it stopped inside the third write: the rest of its line is lost,
-	 * the lines after it are whole */
-	assert_int_equal(ledger_open(&l, state, NULL, 41, LK_SHELL, &existed), 0);
-	ledger_run(&l, 0, CMON__FORMAT__FORMAT_ASCII);
-	len = 0;
-	for (int i = -1; i < 3; i++) {
-		const char *p = i < 0 ? hdr : w[i];
-		struct cmon_tally t = { 0 };
-		cmon_log_tally(CMON__FORMAT__FORMAT_ASCII, (const uint8_t *)p, strlen(p), SIZE_MAX, &t);
-		ledger_write(&l, &t, strlen(p));
-		len += strlen(p);
-	}
-	{
-		size_t at = len - strlen(w[2]) + 2;   /* two bytes into "4 B 2" */
-		assert_int_equal(ledger_unread(&l, (const uint8_t *)all + at, len - at, h, &whole), 3);
-		assert_int_equal(whole, len - at);   /* the write was begun: nothing whole */
-		assert_int_equal(l.f->events, 3);
-	}
+	/* it stopped inside the third write: the rest of that write is lost
+	 * (its line begun, and the lines after it in the same write) */
+	len = run_of(&l, 41, all);
+	at = len - strlen(unread_w[2]) + 2;     /* two bytes into "4 B 2" */
+	assert_int_equal(ledger_unread(&l, (const uint8_t *)all + at, len - at, h, &whole), 3);
+	assert_int_equal(whole, len - at);      /* the write was begun: nothing whole */
+	assert_int_equal(l.f->events, 3);
 	ledger_close(&l, NULL, true);
 
 	/* it stopped right after the first write: all the rest is whole */
-	assert_int_equal(ledger_open(&l, state, NULL, 42, LK_SHELL, &existed), 0);
-	ledger_run(&l, 0, CMON__FORMAT__FORMAT_ASCII);
-	for (int i = -1; i < 3; i++) {
-		const char *p = i < 0 ? hdr : w[i];
-		struct cmon_tally t = { 0 };
-		cmon_log_tally(CMON__FORMAT__FORMAT_ASCII, (const uint8_t *)p, strlen(p), SIZE_MAX, &t);
-		ledger_write(&l, &t, strlen(p));
-	}
-	{
-		size_t at = h + strlen(w[0]);
-		assert_int_equal(ledger_unread(&l, (const uint8_t *)all + at, len - at, h, &whole), 4);
-		assert_int_equal(l.f->run_bytes, at);
-		assert_int_equal(whole, 0);
-		assert_int_equal(l.f->events, 2);
-	}
+	len = run_of(&l, 42, all);
+	at = h + strlen(unread_w[0]);
+	assert_int_equal(ledger_unread(&l, (const uint8_t *)all + at, len - at, h, &whole), 4);
+	assert_int_equal(l.f->run_bytes, at);
+	assert_int_equal(whole, 0);
+	assert_int_equal(l.f->events, 2);
 	ledger_close(&l, NULL, true);
 }
 
