@@ -1023,8 +1023,6 @@ uint64_t store_next_window_id(struct store *st)
 	return new_id(st, &st->next_window);
 }
 
-/* A window's text is stored packed where the store packs (sqlite) and it
- * gains; held while degraded, it is held packed. */
 #define WINDOW_VALUES 8           /* store_add_window's values */
 
 /* The windows added since the last commit, packed and written. */
@@ -1037,8 +1035,7 @@ static void pack_windows(struct store *st)
 		const void *packed;
 		size_t plen;
 		TAILQ_REMOVE(&st->to_pack, it, link);
-		if (it->nvals != WINDOW_VALUES ||
-		    wtext_pack(st->pack, it->v[5].s, it->v[5].n, &packed, &plen) != 1) {
+		if (wtext_pack(st->pack, it->v[5].s, it->v[5].n, &packed, &plen) != 1) {
 			put(st, it, "adding a window");       /* as text */
 			continue;
 		}
@@ -1049,6 +1046,9 @@ static void pack_windows(struct store *st)
 	}
 }
 
+/* A window's text is stored packed where the store packs (sqlite) and it
+ * gains: packed at the next commit, with the other windows of the batch
+ * (pack_windows); held while degraded, it is held packed. */
 int store_add_window(struct store *st, uint64_t id, uint64_t instance_id, uint64_t from,
 		     uint64_t to, bool truncated, const char *text, size_t len)
 {
