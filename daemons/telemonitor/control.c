@@ -107,6 +107,7 @@ static void answer(struct ctl_conn *cc, struct evbuffer *in, size_t len)
 	/* read-your-writes is given (one connection); commit so other
 	 * readers of the database see the same */
 	instances_save(tm);
+	store_flush(tm->store);
 	if (commands_run(tm, &r, body, err, sizeof err) < 0) {
 		reply_error(cc, err[0] ? err : "failed");
 		goto out;

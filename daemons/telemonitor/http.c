@@ -393,6 +393,7 @@ static void serve_metrics(struct http *h, struct evhttp_request *req)
 		return;
 	}
 	instances_save(h->tm);
+	store_flush(h->tm->store);
 	if (metrics_write(h->tm, &mh, body, err, sizeof err) < 0)
 		reply_error(req, 500, err[0] ? err : "failed");
 	else
@@ -418,6 +419,7 @@ static void serve_dash(struct http *h, struct evhttp_request *req, const char *p
 		return;
 	}
 	instances_save(h->tm);
+	store_flush(h->tm->store);
 	rc = dash_serve(h->tm, h->webdir, path, query, body, &type, err, sizeof err);
 	if (rc < 0) {
 		if (rc != -ENOENT && rc != -EINVAL)
@@ -610,6 +612,7 @@ static void serve_api(struct http *h, struct evhttp_request *req, const char *pa
 	r.argv = a->argv;
 	/* as for telemonctl: the counters of live instances are saved first */
 	instances_save(tm);
+	store_flush(tm->store);
 	rc = commands_run(tm, &r, body, err, sizeof err);
 	if (rc < 0)     /* "--limit: ..." names telemonctl's option: say "limit" */
 		reply_error(req, status_of(rc), !err[0] ? "failed" :

@@ -45,8 +45,11 @@ struct store {
 	bool shared;                  /* PostgreSQL: ids from blocks, instances leased */
 	struct fleet *fleet;          /* shared: the coordination connection and this node's
 	                                 epochs (store_fleet.c) */
-	struct bl_list pending;       /* shared: writes to make at the next commit, all in one
-	                                 transaction (none stays open across loop turns) */
+	struct bl_list pending;       /* writes to make at the next commit: shared, all of them,
+	                                 in one transaction (none stays open across loop
+	                                 turns); sqlite, the failures, one after the other
+	                                 (a row made alone between records found the b-trees
+	                                 of the table, its indexes and its counts cold) */
 	struct bl_list to_pack;       /* sqlite: windows whose text is packed at the next
 	                                 commit, one after the other (zstd's tables and code
 	                                 stay warm: 7-8 us a window packed alone) */

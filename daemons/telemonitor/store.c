@@ -306,10 +306,12 @@ static int put(struct store *st, struct bl_item *it, const char *what)
 		hold(st, it);
 		return 0;
 	}
-	if (st->shared) {
-		/* made at the commit, in one transaction that no loop turn
-		 * leaves open: a node stopped or starved between two turns holds
-		 * no lock another node's claim would wait for */
+	if (st->shared || it->kind == BK_FAILURE) {
+		/* made at the commit. Shared: in one transaction that no loop
+		 * turn leaves open, so a node stopped or starved between two
+		 * turns holds no lock another node's claim would wait for.
+		 * Failures: one after the other, while the b-trees of the
+		 * table, its indexes and its counts stay warm */
 		TAILQ_INSERT_TAIL(&st->pending, it, link);
 		return 0;
 	}
@@ -344,7 +346,7 @@ static void free_journal(struct store *st)
 	}
 }
 
-/* Shared store: make the pending writes in the open batch (opening it).
+/* Make the pending writes in the open batch (opening it).
  * A write refused for a reason of its own is dropped (logged), the batch
  * begun again with what went in before. 0, or -EAGAIN (degraded: all of
  * them held). */
@@ -413,6 +415,14 @@ int store_commit(struct store *st)
 	if (st->on_commit)
 		st->on_commit(st->on_commit_arg, true);
 	return 0;
+}
+
+int store_flush(struct store *st)
+{
+	if (st->shared || st->degraded)
+		return 0;
+	pack_windows(st);
+	return flush_pending(st);
 }
 
 /* The next retry: STORE_RETRY_MIN_S doubling to STORE_RETRY_MAX_S with

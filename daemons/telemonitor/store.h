@@ -117,6 +117,12 @@ void store_close(struct store *st);
  * -EAGAIN: the store is degraded and the writes are held in memory. */
 int store_commit(struct store *st);
 
+/* Make the writes that wait for the commit (failures and windows,
+ * store_add_failure) in the open batch, so that reads on this connection
+ * see them. A shared store makes its writes at the commit only (its
+ * reads see what is committed). 0, or -EAGAIN (degraded: held). */
+int store_flush(struct store *st);
+
 /* Called when a batch ends: `committed` is true if it is on disk, false
  * if the store became degraded and holds its writes in memory (they are
  * stored, in order, when it recovers, unless the backlog's bounds drop
@@ -219,7 +225,9 @@ int store_instance_end(struct store *st, const struct tm_instance *in, enum inst
 /* Mark every not-ended instance whose id is not in `live` ended ("gone"). */
 int store_instances_reap(struct store *st, const uint64_t *live, size_t n, double when);
 
-/* Add a failure; *id gets its id. */
+/* Add a failure; *id gets its id. Its row is made at the next commit
+ * (or store_flush), with the other failures of the batch; a row the
+ * database refuses then is logged, dropped and counted (`rejected`). */
 int store_add_failure(struct store *st, const struct store_failure *f, uint64_t *id);
 
 /* A fresh window id (windows are numbered before they are stored). */

@@ -368,6 +368,45 @@ static void instance_token_kept(void **state)
 	store_close(st);
 }
 
+/* Failure rows are made at the commit, one after the other; store_flush
+ * makes them sooner for a read on the same connection, and a row the
+ * database refuses then is dropped and counted, the others kept. */
+static void failures_made_at_commit(void **state)
+{
+	const char *dir = *state;
+	char err[300] = "";
+	struct store *st;
+	struct store_failure f = { .instance_id = 1, .assertion = "read at most 10 ms", .line = 27,
+				   .result = "fail", .uid = -1, .time = 5 };
+	struct store_health h;
+	uint64_t id1 = 0, id2 = 0, id3 = 0;
+
+	SQLITE_ONLY();
+	st = open_store(dir, err, sizeof err);
+	assert_non_null(st);
+	exec_ok(st, "CREATE TRIGGER refuse BEFORE INSERT ON failures WHEN NEW.line = 99"
+		    " BEGIN SELECT RAISE(ABORT, 'refused'); END");
+	assert_int_equal(store_add_failure(st, &f, &id1), 0);
+	assert_true(store_pending(st));
+	assert_false(store_failure_exists(st, id1));           /* not made yet */
+	assert_int_equal(store_flush(st), 0);
+	assert_true(store_failure_exists(st, id1));
+	f.line = 99;
+	assert_int_equal(store_add_failure(st, &f, &id2), 0);  /* refused at the commit */
+	f.line = 28;
+	assert_int_equal(store_add_failure(st, &f, &id3), 0);
+	assert_true(id1 < id2 && id2 < id3);
+	assert_int_equal(store_commit(st), 0);
+	assert_false(store_failure_exists(st, id2));
+	assert_true(store_failure_exists(st, id3));
+	assert_int_equal(count(st, "SELECT count(*) FROM failures"), 2);
+	assert_int_equal(count(st, "SELECT count FROM failure_counts"), 2);
+	store_health(st, &h);
+	assert_int_equal(h.rejected, 1);
+	assert_false(store_degraded(st));
+	store_close(st);
+}
+
 static void count_reopen(void *arg)
 {
 	(*(int *)arg)++;
@@ -1246,6 +1285,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(commit_callback, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(instance_token_kept, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(deleted_database_replaced, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(failures_made_at_commit, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(prune_in_small_batches, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(silences_and_acks, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(typed_reads, setup_dir, teardown_dir),
