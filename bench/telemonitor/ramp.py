@@ -35,8 +35,13 @@ its instances start, for the thousands of files the run before it deleted
 (12.6% of the telemonitor's samples in the first 14 s of a 1,000-stream
 run right after another; 1.2% with the removal deferred).
 
+With REPEAT=k (default 1) each N runs its classes k times, alternated
+(check, count, check, count, ...), and the ratios are printed for each
+pair, then their median: on a shared machine one pair's steady ratio
+moves by 0.1 from run to run.
+
 Environment: RAMP (default "100 300 500 1000"), SECS (20), KINDS ("check
-count"), SLOW_EVERY (100). Run on a Release build (cmake -DCMAKE_BUILD_TYPE=
+count"), SLOW_EVERY (100), REPEAT (1). Run on a Release build (cmake -DCMAKE_BUILD_TYPE=
 Release); the programs and snarflogs share the machine with the
 telemonitor, as they would on a busy host.
 """
@@ -63,6 +68,7 @@ RAMP = [int(x) for x in _E("RAMP", "100 300 500 1000").split()]
 SECS = int(_E("SECS", 20))
 KINDS = _E("KINDS", "check count").split()
 SLOW_EVERY = int(_E("SLOW_EVERY", 100))
+REPEAT = max(1, int(_E("REPEAT", 1)))
 READS_S = 333                       # 999 records a second
 READS = READS_S * SECS
 RECORDS = 3 * READS
@@ -137,6 +143,12 @@ def pct(v, p):
         return float("nan")
     v = sorted(v)
     return v[min(len(v) - 1, int(p * len(v)))]
+
+
+def median(v):
+    v = sorted(v)
+    h = len(v) // 2
+    return v[h] if len(v) % 2 else (v[h - 1] + v[h]) / 2
 
 
 def run(n, kind):
@@ -238,23 +250,32 @@ def ramp():
            "us/rec", "tm only", "steady", "tm MiB", "kids MiB", "KiB/str", "tail"))
     knee = None
     for n in RAMP:
-        res = {}
-        for kind in KINDS:
-            r = res[kind] = run(n, kind)
-            print("%6d %-6s %10d %4d/%-3d %8d %8.0f %8.0f %8.0f %7.1f %7.2f %7.2f %7.2f %9.1f %9.1f "
-                  "%8.0f %5.1fs" % (n, kind, r["records"], r["exact"], n, r["failures"],
-                                   r["p50"] * 1e3, r["p99"] * 1e3, r["max"] * 1e3, r["cpu"],
-                                   r["us"], r["us_tm"], r["steady"], r["own"] / 1024,
-                                   r["kids"] / 1024, r["per"], r["tail"]))
-            sys.stdout.flush()
-        for k in ("check", "pcheck"):
-            if k in res and "count" in res and res["count"]["us"] > 0:
-                print("%6d %s/count CPU per record: %.2fx (steady %.2fx); programs started in %.1f s"
-                      % (n, k, res[k]["us"] / res["count"]["us"],
-                         res[k]["steady"] / res["count"]["steady"], res[k]["started"]))
-        c = res.get("check")
-        if knee is None and c and (c["exact"] < n or c["p99"] > 1.0):
-            knee = n
+        ratios = {}
+        for rep in range(REPEAT):
+            res = {}
+            for kind in KINDS:
+                r = res[kind] = run(n, kind)
+                print("%6d %-6s %10d %4d/%-3d %8d %8.0f %8.0f %8.0f %7.1f %7.2f %7.2f %7.2f "
+                      "%9.1f %9.1f %8.0f %5.1fs"
+                      % (n, kind, r["records"], r["exact"], n, r["failures"], r["p50"] * 1e3,
+                         r["p99"] * 1e3, r["max"] * 1e3, r["cpu"], r["us"], r["us_tm"],
+                         r["steady"], r["own"] / 1024, r["kids"] / 1024, r["per"], r["tail"]))
+                sys.stdout.flush()
+            for k in ("check", "pcheck"):
+                if k in res and "count" in res and res["count"]["us"] > 0:
+                    whole = res[k]["us"] / res["count"]["us"]
+                    steady = res[k]["steady"] / res["count"]["steady"]
+                    ratios.setdefault(k, []).append((whole, steady))
+                    print("%6d %s/count CPU per record: %.2fx (steady %.2fx); programs started "
+                          "in %.1f s" % (n, k, whole, steady, res[k]["started"]))
+            c = res.get("check")
+            if knee is None and c and (c["exact"] < n or c["p99"] > 1.0):
+                knee = n
+        for k, v in ratios.items():
+            if len(v) > 1:
+                print("%6d %s/count median of %d pairs: %.2fx (steady %.2fx)"
+                      % (n, k, len(v), median([w for w, _ in v]),
+                         median([st for _, st in v])))
     print("knee: %s" % ("none up to %d streams" % RAMP[-1] if knee is None else
                         "%d streams (first row not exact or p99 > 1 s)" % knee))
 
