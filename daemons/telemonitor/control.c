@@ -104,8 +104,9 @@ static void answer(struct ctl_conn *cc, struct evbuffer *in, size_t len)
 		reply_error(cc, "no command");
 		goto out;
 	}
-	/* read-your-writes is given (one connection); commit so other
-	 * readers of the database see the same */
+	/* read-your-writes: one connection, and the rows waiting for the
+	 * commit made first; commit so other readers of the database see
+	 * the same */
 	instances_save(tm);
 	store_flush(tm->store);
 	if (commands_run(tm, &r, body, err, sizeof err) < 0) {

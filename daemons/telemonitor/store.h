@@ -120,7 +120,8 @@ int store_commit(struct store *st);
 /* Make the writes that wait for the commit (failures and windows,
  * store_add_failure) in the open batch, so that reads on this connection
  * see them. A shared store makes its writes at the commit only (its
- * reads see what is committed). 0, or -EAGAIN (degraded: held). */
+ * reads see what is committed). 0, or -EAGAIN if the store became
+ * degraded (the writes are held). */
 int store_flush(struct store *st);
 
 /* Called when a batch ends: `committed` is true if it is on disk, false
