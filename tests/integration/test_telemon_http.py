@@ -1,6 +1,7 @@
 """telemonitor -http: the JSON API answers what telemonctl --json answers
 (instances, classes, failures, status, stats: one formatter, so the same
-keys and values), failures newest first with filters and paging, a
+keys and values), a read sees every failure reported before it (scraped
+again and again while failures come), failures newest first with filters and paging, a
 failure's log window as text/plain, JSON errors with 400/404/405, HEAD;
 /healthz is 200 while the registry link is up and 503 "registry link
 down" once the registry is killed; plain HTTP on a non-loopback address is
@@ -48,6 +49,18 @@ def error(tm, path, code, method="GET"):
     msg = json.loads(body)["error"]
     check(isinstance(msg, str) and msg, "error message: %r", body)
     return msg, hd
+
+
+def stored_and_reported(metrics):
+    """(failures and reports in the failure counts, cmon_failures_reported_total)
+    of a /metrics exposition."""
+    stored = reported = 0
+    for line in metrics.decode().splitlines():
+        if line.startswith(("cmon_failures_total{", "cmon_reports_total{")):
+            stored += int(float(line.rsplit(" ", 1)[1]))
+        elif line.startswith("cmon_failures_reported_total "):
+            reported = int(float(line.rsplit(" ", 1)[1]))
+    return stored, reported
 
 
 def raw_request(host, port, data, timeout=3.0):
@@ -180,6 +193,28 @@ def main():
         want = ('cmon_records_total{prog="fsread",machine="%s",pid="%d",instance_id="%d",'
                 'class="%d"} 180' % (inst["machine"], inst["pid"], inst["id"], inst["class"]))
         check(want in body.decode(), "records of the instance: %s", body.decode()[:3000])
+
+        # read-your-writes while failures arrive: a failure counted as
+        # reported is in the failure counts of the same scrape (the rows
+        # waiting for the store's commit are made before any read), at
+        # every scrape of a stream failing every 10 reads
+        base = stored_and_reported(tm.http("/metrics")[2])
+        slow = ",".join(str(k) for k in range(5, 3000, 10))
+        s = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd(
+            "--reads", 3000, "--slow", slow, "--batch", 10, "--pace", 0.005))
+        scrapes = moving = 0
+        while s.alive():
+            stored, reported = stored_and_reported(tm.http("/metrics")[2])
+            check(stored - base[0] == reported - base[1],
+                  "scrape %d: %d failures reported, %d in the counts", scrapes,
+                  reported - base[1], stored - base[0])
+            scrapes += 1
+            moving += 0 < reported - base[1] < 300
+        check(s.wait(30) == 0, "snarflog: %s", s.stderr())
+        ct.wait_for(lambda: stored_and_reported(tm.http("/metrics")[2]) ==
+                    (base[0] + 300, base[1] + 300), 20, "all 300 failures, stored")
+        check(moving >= 10, "only %d of %d scrapes while failures came", moving, scrapes)
+        print("read-your-writes: %d scrapes, %d while the failures came" % (scrapes, moving))
 
         # an oversized header is refused
         big = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
