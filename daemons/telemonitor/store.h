@@ -133,7 +133,7 @@ typedef void (*store_commit_cb)(void *arg, bool committed);
 /* Set (or clear, with NULL) the commit callback. */
 void store_set_commit_cb(struct store *st, store_commit_cb cb, void *arg);
 
-/* True if a batch is open. */
+/* True if a batch is open, or writes wait for the next commit. */
 bool store_pending(const struct store *st);
 
 /* Hold at most `max_failures` failures while degraded (1..STORE_BACKLOG_MAX). */

@@ -326,7 +326,6 @@ def main():
             r = Row(env, name)
             if not tm_up:
                 r.gate = env.path(name + ".gate")
-            if not tm_up:
                 tm.proc.kill()
                 tm.proc.wait()
             if before:
