@@ -419,7 +419,9 @@ int store_commit(struct store *st)
 
 int store_flush(struct store *st)
 {
-	if (st->shared || st->degraded)
+	if (st->shared)
+		return store_commit(st);        /* its writes are made at a commit only */
+	if (st->degraded)
 		return 0;
 	pack_windows(st);
 	return flush_pending(st);

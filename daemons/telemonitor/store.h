@@ -118,10 +118,10 @@ void store_close(struct store *st);
 int store_commit(struct store *st);
 
 /* Make the writes that wait for the commit (failures and windows,
- * store_add_failure) in the open batch, so that reads on this connection
- * see them. A shared store makes its writes at the commit only (its
- * reads see what is committed). 0, or -EAGAIN if the store became
- * degraded (the writes are held). */
+ * store_add_failure) so that reads on this connection see them: in the
+ * open batch, or, on a shared store (whose writes are made at a commit
+ * only, in a transaction no loop turn leaves open), by committing. 0, or
+ * -EAGAIN if the store became degraded (the writes are held). */
 int store_flush(struct store *st);
 
 /* Called when a batch ends: `committed` is true if it is on disk, false
