@@ -129,11 +129,23 @@ static void loaded(void *arg, struct tm_instance *saved)
 	struct tm_instance *in;
 
 	uint64_t epoch = 0;
+	int r;
 
 	if (tm->ninstances >= TM_INSTANCES_MAX)
 		return;
-	if (store_shared(tm->store) && store_instance_claim(tm->store, saved->id, &epoch) != 1)
-		return;                 /* another telemonitor took it while we were away */
+	if (store_shared(tm->store) && (r = store_instance_claim(tm->store, saved->id, &epoch)) != 1) {
+		/* another telemonitor took it while we were away, or a
+		 * transaction still holds its lease (our last run's, which the
+		 * server has not ended yet): not renewed by us, the lease runs
+		 * out, and the lease scan takes it back (take_over) */
+		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): not re-attached: %s",
+			  saved->id, saved->prog, saved->machine, saved->pid,
+			  r < 0 ? "the store cannot be reached to claim it; claimed once its lease "
+				  "runs out" :
+				  "another telemonitor holds it, or its lease is busy; claimed if its "
+				  "lease runs out");
+		return;
+	}
 	in = malloc(sizeof *in);
 	if (!in)
 		return;
@@ -186,6 +198,26 @@ static void take_token(struct tm_instance *in, const Cmon__InstanceUp *up)
 		in->dirty = true;
 	in->has_token = true;
 	memcpy(in->token, up->token.data, CMON_TOKEN_LEN);
+}
+
+/* Several telemonitors: remember an instance the registry listed and
+ * this node left to the fleet, until the first lists are in (it is live:
+ * instances_synced reaps only what nobody listed). */
+static void pass_on(struct tmon *tm, uint64_t id)
+{
+	if (tm->synced || tm->passed_short)
+		return;
+	if (tm->npassed == tm->passed_cap) {
+		size_t cap = tm->passed_cap ? tm->passed_cap * 2 : 64;
+		uint64_t *m = realloc(tm->passed, cap * sizeof *m);
+		if (!m) {
+			tm->passed_short = true;    /* (not all known: nothing is reaped) */
+			return;
+		}
+		tm->passed = m;
+		tm->passed_cap = cap;
+	}
+	tm->passed[tm->npassed++] = id;
 }
 
 void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
@@ -241,9 +273,14 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 		 * lease scan, every second) */
 		if (store_shared(tm->store) &&
 		    ((c->autostart && !fleet_room(tm)) ||
-		     store_instance_claim(tm->store, in->id, &in->epoch) != 1)) {
+		     (r = store_instance_claim(tm->store, in->id, &in->epoch)) != 1)) {
 			cmon_debug("instance %" PRIu64 ": %s on %s pid %" PRId64 " is not ours to "
-				   "monitor", in->id, in->prog, in->machine, in->pid);
+				   "monitor: %s", in->id, in->prog, in->machine, in->pid,
+				   c->autostart && !fleet_room(tm) ? "no room here (max-sessions, "
+				   "the fleet's share, or just started)" :
+				   r < 0 ? "the store cannot be reached to claim it" :
+				   "another telemonitor holds it, or its lease is busy");
+			pass_on(tm, in->id);
 			free(in);
 			return;
 		}
@@ -391,14 +428,21 @@ void instances_synced(struct tmon *tm)
 			  "away", in->id, in->prog, in->machine, in->pid);
 		drop(tm, in);
 	}
-	/* whatever the store still lists as running and we do not know is gone */
-	live = calloc(tm->ninstances + 1, sizeof *live);
-	if (!live)
-		return;
-	TAILQ_FOREACH(in, &tm->instances, link)
-		live[n++] = in->id;
-	store_instances_reap(tm->store, live, n, tm_now());
-	free(live);
+	/* whatever the store still lists as running and nobody listed is
+	 * gone (on a shared store, unless another node holds it) */
+	tm->synced = true;
+	live = tm->passed_short ? NULL : calloc(tm->ninstances + tm->npassed + 1, sizeof *live);
+	if (live) {
+		TAILQ_FOREACH(in, &tm->instances, link)
+			live[n++] = in->id;
+		for (size_t i = 0; i < tm->npassed; i++)
+			live[n++] = tm->passed[i];
+		store_instances_reap(tm->store, live, n, tm_now());
+		free(live);
+	}
+	free(tm->passed);
+	tm->passed = NULL;
+	tm->npassed = tm->passed_cap = 0;
 }
 
 int instances_start(struct tmon *tm, uint64_t id, char *err, size_t errlen)
@@ -579,6 +623,9 @@ static void take_over(void *arg, uint64_t id, const char *owner, uint64_t last_e
 	struct tm_class *c;
 	uint64_t epoch;
 	char was[256];
+	/* a lease in our own name that we do not hold: an earlier run of this
+	 * node held it and could not claim it back at start (loaded) */
+	bool ours = owner && strcmp(owner, store_node(tm->store)) == 0;
 
 	snprintf(was, sizeof was, "%s", owner ? owner : "nobody");
 	if (!last_epoch)
@@ -596,16 +643,25 @@ static void take_over(void *arg, uint64_t id, const char *owner, uint64_t last_e
 		return;
 	*in = row;
 	in->epoch = epoch;
-	/* Ledgers this node kept of it are from an earlier hold (a node
-	 * never takes over its own lease: those it loads at start): the row
-	 * is newer than they are, and the session starts from the row. */
-	ledger_forget(tm->state_dir, &tm->ledgers, id);
+	/* Ledgers this node kept of it are from an earlier hold: after
+	 * another node's, the row is newer than they are, and the session
+	 * starts from the row; after our own last run's, they go together,
+	 * as at a restart. */
+	if (!ours)
+		ledger_forget(tm->state_dir, &tm->ledgers, id);
 	c = classes_find(tm, in->class_id);
 	if (!c && (c = classes_match(tm, in->prog, in->machine, in->pid)))
 		in->class_id = c->id;
 	TAILQ_INSERT_TAIL(&tm->instances, in, link);
 	tm->ninstances++;
-	if (owner) {
+	if (ours) {
+		/* (its mail and alerts are ours already; the row's counts are
+		 * settled as after any holder, where no ledger says more) */
+		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): taken back: its "
+			    "lease, in this node's name from an earlier run, ran out (epoch %" PRIu64
+			    ")", in->id, in->prog, in->machine, in->pid, epoch);
+		in->taken_over = true;
+	} else if (owner) {
 		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): taken over from %s, "
 			    "whose lease ran out (epoch %" PRIu64 ")", in->id, in->prog, in->machine,
 			    in->pid, was, epoch);
@@ -615,7 +671,10 @@ static void take_over(void *arg, uint64_t id, const char *owner, uint64_t last_e
 		cmon_info("instance %" PRIu64 " (%s on %s pid %" PRId64 "): claimed (nobody held it; "
 			  "epoch %" PRIu64 ")", in->id, in->prog, in->machine, in->pid, epoch);
 	}
-	instances_set_status(in, "taken over from %s", was);
+	if (ours)
+		instances_set_status(in, "taken back after a restart");
+	else
+		instances_set_status(in, "taken over from %s", was);
 	in->dirty = true;
 	if (c && in->want && in->state != IS_STOPPED)
 		monitor(tm, in, c, c->autostart);
@@ -800,6 +859,8 @@ void instances_free(struct tmon *tm)
 		drop(tm, in);
 	}
 	free(tm->forget);
+	free(tm->passed);
+	tm->passed = NULL;
 	tm->forget = NULL;
 	tm->nforget = tm->forget_cap = 0;
 }

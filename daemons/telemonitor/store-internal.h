@@ -84,6 +84,11 @@ uint64_t fleet_epoch(const struct store *st, uint64_t id);
  * this node's name and its epoch (NULL and 0 on sqlite). */
 void fleet_fence(const struct store *st, uint64_t id, struct bl_value out[2]);
 
+/* A JSON array text of ids ("[1,2,3]"), from 64- or 32-bit ids (the other
+ * NULL), read by each engine's own JSON function; NULL on ENOMEM. Pure:
+ * the lease keeper's thread calls it too. */
+char *store_id_list(const uint64_t *ids64, const uint32_t *ids32, size_t n);
+
 /* The instance in the current row of an INST_LOOKUP_SQL query. */
 void store_lookup_row(struct db_stmt *q, struct tm_instance *in);
 

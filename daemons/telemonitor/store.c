@@ -775,9 +775,9 @@ int store_class_save(struct store *st, struct tm_class *c)
 	return put(st, bl_item_new(BK_CLASS, ST_CLASS_PUT, c->id, v, NV(v)), "saving a class");
 }
 
-/* A JSON array of ids, read by each engine's own JSON function (store_sql.c:
- * sqlite's json_each, PostgreSQL's json_array_elements_text); NULL on ENOMEM. */
-static char *id_list(const uint64_t *ids64, const uint32_t *ids32, size_t n)
+/* (sqlite reads the list with json_each, PostgreSQL with
+ * json_array_elements_text: store_sql.c) */
+char *store_id_list(const uint64_t *ids64, const uint32_t *ids32, size_t n)
 {
 	char *s = malloc(n * 21 + 3), *p = s;
 
@@ -793,7 +793,7 @@ static char *id_list(const uint64_t *ids64, const uint32_t *ids32, size_t n)
 
 int store_classes_keep(struct store *st, const uint32_t *keep, size_t n)
 {
-	char *list = id_list(NULL, keep, n);
+	char *list = store_id_list(NULL, keep, n);
 	struct bl_value v[] = { db_vtext(list) };
 	int r;
 
@@ -952,7 +952,7 @@ int store_instances_open(struct store *st, store_instance_cb cb, void *arg)
 
 int store_instances_reap(struct store *st, const uint64_t *live, size_t n, double when)
 {
-	char *list = id_list(live, NULL, n);
+	char *list = store_id_list(live, NULL, n);
 	struct bl_value v[] = { db_vreal(when), db_vtext(list),
 				st->shared ? db_vtext(st->node) : db_vnull() };
 	int r;

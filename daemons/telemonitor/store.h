@@ -360,7 +360,10 @@ int store_alerts_live(struct store *st, size_t limit, store_open_alert_cb cb, vo
  * the server's clock. New instances are added once (ON CONFLICT DO
  * NOTHING, the row read back by the others); store_instance_claim() takes
  * a lease nobody holds, or one whose end has passed, FOR UPDATE SKIP
- * LOCKED; the holder renews all its leases in one statement a second.
+ * LOCKED; the holder renews the leases it holds in one statement a second,
+ * and only those: a lease in its name it no longer holds (one an earlier
+ * run of it held, or one it let go of without a word to the server) runs
+ * out, and is taken over like any other.
  * Claims and renewals run on a connection of their own, in autocommit,
  * never behind a batch. Every write that belongs to an instance (its row,
  * failures, windows, verdicts, summaries, digests, open alerts) carries
@@ -399,9 +402,10 @@ int store_instance_claim(struct store *st, uint64_t id, uint64_t *epoch);
 /* Called with an instance id and this node's epoch on it. */
 typedef void (*store_lease_cb)(void *arg, uint64_t id, uint64_t epoch);
 
-/* Renew every lease of this node in one statement; `cb` gets each it
- * still holds with the epoch it claimed (another epoch: lost). 0, or
- * -EAGAIN when the server cannot be reached. */
+/* Take in the keeper's last renewal of the leases this node holds (one
+ * statement a second, on its own thread); `cb` gets each it still holds
+ * with the epoch it claimed (another epoch: lost). 0, or -EAGAIN when the
+ * server cannot be reached. */
 int store_lease_renew(struct store *st, store_lease_cb cb, void *arg);
 
 /* True while this node's leases surely hold: less than a lease (less a
@@ -428,14 +432,16 @@ enum store_lease_state store_lease_state(const struct store *st);
 typedef void (*store_id_cb)(void *arg, uint64_t id, const char *owner, uint64_t epoch);
 
 /* At most `limit` (64) live instances nobody holds: never claimed, let go,
- * or whose holder's lease ended (server time). */
+ * or whose holder's lease ended (server time), this node's name among the
+ * holders (a lease an earlier run of it held). */
 int store_leases_expired(struct store *st, size_t limit, store_id_cb cb, void *arg);
 
 /* Let instance `id` go (handed over, or ended): its lease has no owner,
  * and this node's epoch on it is forgotten. */
 int store_lease_release(struct store *st, uint64_t id);
 
-/* Forget this node's epoch on `id` (lost to another node). */
+/* Forget this node's epoch on `id` (lost to another node, or its lease
+ * left to run out: it is no longer renewed). */
 void store_lease_forget(struct store *st, uint64_t id);
 
 /* (struct store_fleet: telemonitor.h) */

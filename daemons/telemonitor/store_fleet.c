@@ -60,12 +60,13 @@
 	  " FROM c WHERE l.instance_id = c.instance_id RETURNING l.epoch")                  \
 	X(RENEW,                                                                             \
 	  "UPDATE leases SET lease_until = now() + make_interval(secs => CAST(?2 AS double"  \
-	  " precision)) WHERE owner = ?1 RETURNING instance_id, epoch")                      \
+	  " precision)) WHERE owner = ?1 AND instance_id IN (SELECT CAST(value AS BIGINT)"   \
+	  " FROM json_array_elements_text(CAST(?3 AS json))) RETURNING instance_id, epoch")  \
 	X(EXPIRED,                                                                           \
 	  "SELECT i.id, l.owner, coalesce(l.epoch, 0) FROM instances i"                      \
 	  " LEFT JOIN leases l ON l.instance_id = i.id"                                      \
 	  " WHERE i.ended IS NULL AND (l.instance_id IS NULL OR l.owner IS NULL"             \
-	  " OR (l.owner <> ?1 AND l.lease_until < now())) ORDER BY i.id LIMIT ?2")           \
+	  " OR l.lease_until < now()) ORDER BY i.id LIMIT ?1")                               \
 	X(RELEASE,                                                                           \
 	  "UPDATE leases SET owner = NULL, lease_until = NULL"                               \
 	  " WHERE instance_id = ?1 AND owner = ?2 AND epoch = ?3")                           \
@@ -113,6 +114,11 @@ struct keeper {
 	bool started;                /* pthread_create succeeded */
 	char url[PATH_MAX];          /* the server */
 	char node[256];              /* this node */
+	uint64_t *ids;               /* the instances the loop holds (its `held`): the
+	                                renewal renews these, and no other lease in
+	                                this node's name (one it lost track of, or one
+	                                an earlier run of it held, runs out) */
+	size_t nids, capids;
 	/* the last renewal */
 	uint64_t gen;                /* renewals done (successful or not) */
 	bool ok;                     /* the last one went through */
@@ -164,9 +170,14 @@ static struct held *find(const struct fleet *f, uint64_t id)
 	return NULL;
 }
 
+/* Hold instance `id` at `epoch`, and tell the keeper. The time of the
+ * claim is read under the keeper's lock: a renewal whose list was taken
+ * before it was sent before it too, and judges nothing of it. */
 static void hold_epoch(struct fleet *f, uint64_t id, uint64_t epoch)
 {
+	struct keeper *k = &f->k;
 	struct held *h = find(f, id);
+	bool listed = h != NULL;
 
 	if (!h && (h = calloc(1, sizeof *h))) {
 		h->id = id;
@@ -174,14 +185,27 @@ static void hold_epoch(struct fleet *f, uint64_t id, uint64_t epoch)
 		f->map[bucket(id)] = h;
 		f->nheld++;
 	}
-	if (h) {
-		h->epoch = epoch;
-		h->claimed = mono();
+	if (!h)
+		return;
+	h->epoch = epoch;
+	pthread_mutex_lock(&k->lock);
+	if (!listed && k->nids == k->capids) {
+		size_t cap = k->capids ? k->capids * 2 : 64;
+		uint64_t *m = realloc(k->ids, cap * sizeof *m);
+		if (m) {
+			k->ids = m;
+			k->capids = cap;
+		}
 	}
+	if (!listed && k->nids < k->capids)
+		k->ids[k->nids++] = id;
+	h->claimed = mono();
+	pthread_mutex_unlock(&k->lock);
 }
 
 static void drop_epoch(struct fleet *f, uint64_t id)
 {
+	struct keeper *k = &f->k;
 	struct held **p = &f->map[bucket(id)];
 
 	while (*p && (*p)->id != id)
@@ -191,6 +215,13 @@ static void drop_epoch(struct fleet *f, uint64_t id)
 		*p = h->next;
 		free(h);
 		f->nheld--;
+		pthread_mutex_lock(&k->lock);
+		for (size_t i = 0; i < k->nids; i++)
+			if (k->ids[i] == id) {
+				k->ids[i] = k->ids[--k->nids];
+				break;
+			}
+		pthread_mutex_unlock(&k->lock);
 	}
 }
 
@@ -239,14 +270,14 @@ static int connect_db(struct store *st, char *err, size_t errlen)
 static void keep_once(struct keeper *k, struct db **db, struct db_stmt **renew,
 		      struct db_stmt **beat, struct db_stmt **count)
 {
-	struct bl_value rv[] = { db_vtext(k->node), db_vreal(STORE_LEASE_S) };
+	struct bl_value rv[3];
 	struct bl_value cv[] = { db_vreal(NODE_ALIVE_S), db_vreal(NODE_JOINING_S),
 				 db_vreal(NODE_TOGETHER_S) };
 	struct bl_value bv[4];
 	struct store_fleet fl = { 0 };
 	uint64_t *rows = NULL;
 	size_t n = 0, cap = 0;
-	char err[600] = "";
+	char err[600] = "", *held = NULL;
 	double sent;
 	enum db_rc rc;
 	bool ok = false, fl_ok = false;
@@ -267,9 +298,18 @@ static void keep_once(struct keeper *k, struct db **db, struct db_stmt **renew,
 			*db = NULL;
 		}
 	}
+	/* (sent before the list is taken: a claim the list misses is younger) */
 	sent = mono();
-	if (*db) {
-		rc = db_run(*renew, rv, 2);
+	pthread_mutex_lock(&k->lock);
+	held = store_id_list(k->ids, NULL, k->nids);
+	pthread_mutex_unlock(&k->lock);
+	if (!held)
+		snprintf(err, sizeof err, "out of memory");
+	if (*db && held) {
+		rv[0] = db_vtext(k->node);
+		rv[1] = db_vreal(STORE_LEASE_S);
+		rv[2] = db_vtext(held);
+		rc = db_run(*renew, rv, 3);
 		for (; rc == DB_ROW; rc = db_next(*renew)) {
 			if (n + 2 > cap) {
 				uint64_t *m = realloc(rows, (cap = cap ? cap * 2 : 64) * sizeof *rows);
@@ -330,6 +370,7 @@ static void keep_once(struct keeper *k, struct db **db, struct db_stmt **renew,
 	}
 	pthread_mutex_unlock(&k->lock);
 	free(rows);
+	free(held);
 }
 
 static void *keeper_main(void *arg)
@@ -369,7 +410,6 @@ static int keeper_start(struct store *st, char *err, size_t errlen)
 
 	snprintf(k->url, sizeof k->url, "%s", st->path);
 	snprintf(k->node, sizeof k->node, "%s", st->node);
-	pthread_mutex_init(&k->lock, NULL);
 	k->run = true;
 	if (pthread_create(&k->thread, NULL, keeper_main, k) != 0) {
 		snprintf(err, errlen, "cannot start the lease keeper thread");
@@ -391,7 +431,6 @@ static void keeper_stop(struct keeper *k)
 	k->started = false;
 	free(k->rows);
 	k->rows = NULL;
-	pthread_mutex_destroy(&k->lock);
 }
 
 int fleet_open(struct store *st, char *err, size_t errlen)
@@ -403,6 +442,7 @@ int fleet_open(struct store *st, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&st->fleet->k.lock, NULL);
 	if (connect_db(st, err, errlen) < 0 || keeper_start(st, err, errlen) < 0)
 		return -EIO;
 	return 0;
@@ -419,6 +459,8 @@ void fleet_close(struct store *st)
 	for (size_t i = 0; i < EPOCH_BUCKETS; i++)
 		while (f->map[i])
 			drop_epoch(f, f->map[i]->id);
+	free(f->k.ids);
+	pthread_mutex_destroy(&f->k.lock);
 	free(f);
 	st->fleet = NULL;
 }
@@ -630,7 +672,7 @@ enum store_lease_state store_lease_state(const struct store *st)
 
 int store_leases_expired(struct store *st, size_t limit, store_id_cb cb, void *arg)
 {
-	struct bl_value v[] = { db_vtext(st->node), db_vint((int64_t)limit) };
+	struct bl_value v[] = { db_vint((int64_t)(limit > 64 ? 64 : limit)) };
 	uint64_t ids[64], epochs[64];
 	char owners[64][256];
 	size_t n = 0;
@@ -641,7 +683,7 @@ int store_leases_expired(struct store *st, size_t limit, store_id_cb cb, void *a
 		return 0;
 	if (limit > 64)
 		limit = 64;
-	rc = run(st, FL_EXPIRED, v, 2, "looking for instances nobody holds");
+	rc = run(st, FL_EXPIRED, v, 1, "looking for instances nobody holds");
 	q = st->fleet->stmt[FL_EXPIRED];
 	for (; rc == DB_ROW && n < limit; rc = db_next(q)) {
 		const char *o = db_col_text(q, 1);

@@ -254,6 +254,12 @@ struct tmon {
 	unsigned short_beats;         /* counts in a row showing such a node */
 	uint64_t handed_id;           /* the instance this node handed over last... */
 	double handed_until;          /* ...not to be taken back before then */
+	uint64_t *passed;             /* until the registries' first lists are in: the
+	                                 instances they listed that this node left to
+	                                 the fleet (live, so not reaped then) */
+	size_t npassed, passed_cap;   /* how many, and room */
+	bool passed_short;            /* out of memory for one: nothing is reaped */
+	bool synced;                  /* those first lists are in */
 	struct rc_config *rc_file;    /* the telemonrc file as read (never written) */
 	char classes_rc[PATH_MAX + 16]; /* STATE/classes.rc: the classes changed with telemonctl */
 	char state_dir[PATH_MAX];     /* -state DIR */

@@ -259,6 +259,22 @@ def fsread_records(reads, slow=(), start=1000000, slow_ms=20, size=8192):
     return lines, bad
 
 
+def check_fsread_failures(fails, reads, slow, after):
+    """The failures `fails` (telemonctl failures --json) of an fsread log of
+    `reads` reads, `slow` of them slow: each stored at most once, each one
+    the log has, and every slow read at index `after` or later among them.
+    Returns the (start_ts, end_ts) spans stored."""
+    _, bad = fsread_records(reads, slow)
+    spans = [(f["start_ts"], f["end_ts"]) for f in fails if f["start_ts"] is not None]
+    ct.check(len(spans) == len(set(spans)), "a failure stored twice: %r", spans)
+    ct.check(set(spans) <= set(bad), "failures the log does not have: %r",
+             sorted(set(spans) - set(bad)))
+    later = [b for i, b in zip(slow, bad) if i >= after]
+    ct.check(set(later) <= set(spans), "failures from read %d on missing: %r", after,
+             sorted(set(later) - set(spans)))
+    return spans
+
+
 FSREAD_HEADER = "#cmon-ascii 1\n#program fsread\n#tick-ns 1\n"
 
 
