@@ -73,6 +73,16 @@ int fleet_open(struct store *st, char *err, size_t errlen);
 /* Close it and forget the epochs; accepts a store without one. */
 void fleet_close(struct store *st);
 
+/* The end of instance `id` is written (made at a commit to come): once
+ * that commit is in (fleet_ended), its lease is no longer renewed. It
+ * runs out, and nobody claims an instance that has ended; until then the
+ * fence needs it. */
+void fleet_ending(struct store *st, uint64_t id);
+
+/* Every write made so far is committed: forget the epochs of the ended
+ * instances (fleet_ending). */
+void fleet_ended(struct store *st);
+
 /* True if this node holds any lease. */
 bool fleet_holds(const struct store *st);
 

@@ -412,6 +412,8 @@ int store_commit(struct store *st)
 		return -EAGAIN;
 	}
 	free_journal(st);
+	if (st->shared)
+		fleet_ended(st);
 	if (st->on_commit)
 		st->on_commit(st->on_commit_arg, true);
 	return 0;
@@ -573,6 +575,8 @@ int store_retry(struct store *st, double now)
 		}
 		free_journal(st);
 	}
+	if (st->shared)
+		fleet_ended(st);
 	recovered(st, now);
 	compact(st, now);        /* the held writes' WAL must not fill a small disk again */
 	return 0;
@@ -887,7 +891,11 @@ int store_instance_save(struct store *st, const struct tm_instance *in)
 int store_instance_end(struct store *st, const struct tm_instance *in, enum inst_state state,
 		       double when)
 {
-	return instance_put(st, in, state, when, "ending an instance");
+	int r = instance_put(st, in, state, when, "ending an instance");
+
+	if (st->shared)
+		fleet_ending(st, in->id);
+	return r;
 }
 
 static void copy_col(char *dst, size_t size, struct db_stmt *q, int col)

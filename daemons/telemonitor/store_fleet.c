@@ -143,6 +143,9 @@ struct fleet {
 	size_t nheld;                /* claims held */
 	double retry_at;             /* monotonic: when to open the connection again */
 	uint64_t seen_gen;           /* the keeper's last renewal the loop took in */
+	uint64_t *ending;            /* instances whose end is written but not yet known
+	                                to be committed: held (renewed) until it is */
+	size_t nending, capending;
 	double safe_until;           /* monotonic: what that renewal makes safe (the loop's
 	                                view: a renewal it has not taken in, with the
 	                                instances it no longer lists, makes nothing safe) */
@@ -460,9 +463,38 @@ void fleet_close(struct store *st)
 		while (f->map[i])
 			drop_epoch(f, f->map[i]->id);
 	free(f->k.ids);
+	free(f->ending);
 	pthread_mutex_destroy(&f->k.lock);
 	free(f);
 	st->fleet = NULL;
+}
+
+void fleet_ending(struct store *st, uint64_t id)
+{
+	struct fleet *f = st->fleet;
+
+	if (!f || !find(f, id))
+		return;
+	if (f->nending == f->capending) {
+		size_t cap = f->capending ? f->capending * 2 : 16;
+		uint64_t *m = realloc(f->ending, cap * sizeof *m);
+		if (!m)
+			return;                 /* (renewed on, as before: nothing is lost) */
+		f->ending = m;
+		f->capending = cap;
+	}
+	f->ending[f->nending++] = id;
+}
+
+void fleet_ended(struct store *st)
+{
+	struct fleet *f = st->fleet;
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->nending; i++)
+		drop_epoch(f, f->ending[i]);
+	f->nending = 0;
 }
 
 bool fleet_holds(const struct store *st)

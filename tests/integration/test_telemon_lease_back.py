@@ -17,7 +17,10 @@ node's name, but the node does not hold it.
              was monitored by nobody, for good;
   counted    every record is counted across the kill and the wait:
              records + lost == written, each failure stored at most once,
-             and those after the instance was taken back are all there.
+             and those after the instance was taken back are all there;
+  ended      once the instance's end is committed, its lease is renewed
+             no more and runs out (a node renewed every lease it had ever
+             held, every second, for as long as it ran).
 """
 import subprocess
 import time
@@ -100,6 +103,16 @@ def main():
         records, lost = int(done[3]), int(done[4])
         check(records + lost == READS * 3, "records %d + lost %d == %d written", records, lost,
               READS * 3)
+
+        # an ended instance's lease is renewed no more: it runs out (no
+        # node claims an ended instance), where before every lease a node
+        # ever held was renewed every second for as long as it ran
+        def ran_out():
+            out = srv.sql("fleet", "SELECT lease_until < now() FROM leases"
+                                   " WHERE instance_id = %d" % iid).strip()
+            return out == "t" or None
+        ct.wait_for(ran_out, 15, "the ended instance's lease to run out")
+        check(tm.proc.alive(), "the node runs on")
 
         fails = tm.failures("--limit", "1000")
         tt.check_fsread_failures(fails, READS, SLOW, GATE + 20)
