@@ -39,16 +39,22 @@ struct tm_instance *instances_find(struct tmon *tm, uint64_t id)
 	return NULL;
 }
 
-static struct tm_instance *find_key(struct tmon *tm, const char *prog, const char *machine,
-				    int64_t pid, int64_t start_ns)
+static struct tm_instance *find_in(struct tm_instance_list *list, const char *prog,
+				   const char *machine, int64_t pid, int64_t start_ns)
 {
 	struct tm_instance *in;
 
-	TAILQ_FOREACH(in, &tm->instances, link)
+	TAILQ_FOREACH(in, list, link)
 		if (in->pid == pid && in->start_ns == start_ns && !strcmp(in->prog, prog) &&
 		    !strcmp(in->machine, machine))
 			return in;
 	return NULL;
+}
+
+static struct tm_instance *find_key(struct tmon *tm, const char *prog, const char *machine,
+				    int64_t pid, int64_t start_ns)
+{
+	return find_in(&tm->instances, prog, machine, pid, start_ns);
 }
 
 static void handed_over(struct tmon *tm, struct tm_instance *in);
@@ -220,6 +226,77 @@ static void pass_on(struct tmon *tm, uint64_t id)
 	tm->passed[tm->npassed++] = id;
 }
 
+/* A new instance has its row: ours to monitor (in tm->instances now), or,
+ * on a shared store, left to the fleet (freed). True if ours. */
+static bool adopt(struct tmon *tm, struct tm_instance *in, const struct tm_class *c)
+{
+	int r = 1;
+
+	/* several telemonitors: a node takes a new instance only while it is
+	 * under its share of the fleet and under max-sessions; one that
+	 * nobody takes at once goes to whichever has room first (the lease
+	 * scan, every second) */
+	if (store_shared(tm->store) &&
+	    ((c->autostart && !fleet_room(tm)) ||
+	     (r = store_instance_claim(tm->store, in->id, &in->epoch)) != 1)) {
+		cmon_debug("instance %" PRIu64 ": %s on %s pid %" PRId64 " is not ours to monitor: "
+			   "%s", in->id, in->prog, in->machine, in->pid,
+			   r == 1 ? "no room here (max-sessions, the fleet's share, or just started)" :
+			   r < 0 ? "the store cannot be reached to claim it" :
+			   "another telemonitor holds it, or its lease is busy");
+		pass_on(tm, in->id);
+		free(in);
+		return false;
+	}
+	in->class_id = c->id;
+	TAILQ_INSERT_TAIL(&tm->instances, in, link);
+	tm->ninstances++;
+	cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " (class %u%s)", in->id, in->prog,
+		  in->machine, in->pid, c->id, c->autostart ? ", auto" : "");
+	return true;
+}
+
+/* A registry lists `in` (bits `links` of the list): monitor it if its
+ * class wants it. */
+static void listed(struct tmon *tm, struct tm_instance *in, const struct tm_class *c,
+		   uint32_t links, bool is_new)
+{
+	in->up = true;
+	in->listed_by |= links;
+	in->confirmed = true;
+	in->dirty = true;
+	if (in->sess || !c)
+		return;
+	if (c->autostart || (in->want && in->state != IS_STOPPED)) {
+		/* an auto class wants every record: what went before us is a gap */
+		monitor(tm, in, c, is_new || c->autostart);
+	} else if (in->state != IS_STOPPED) {
+		in->state = IS_LISTED;
+		instances_set_status(in, "listed; start it with telemonctl start %" PRIu64, in->id);
+	}
+}
+
+/* A new instance the store cannot record now (no row, so no id to claim
+ * it by, nor anywhere to count its records): kept, and tried again every
+ * second (instances_retry_unstored). Its log waits in its snarflog. */
+static void wait_for_store(struct tmon *tm, struct tm_instance *in, bool is_new)
+{
+	if (tm->nunstored >= TM_INSTANCES_MAX) {
+		cmon_err("instance %s on %s pid %" PRId64 ": cannot be recorded in the store, and "
+			 "%d others wait for it already; not monitored", in->prog, in->machine,
+			 in->pid, TM_INSTANCES_MAX);
+		free(in);
+		return;
+	}
+	cmon_warn("instance %s on %s pid %" PRId64 ": cannot be recorded in the store now; tried "
+		  "again every second (its log waits in its snarflog)", in->prog, in->machine,
+		  in->pid);
+	in->announced_new = is_new;
+	in->up = true;
+	TAILQ_INSERT_TAIL(&tm->unstored, in, link);
+	tm->nunstored++;
+}
+
 void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 {
 	const Cmon__Instance *a = up->instance;
@@ -228,13 +305,22 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 	struct tm_instance *in;
 	struct tm_class *c;
 	char why[200];
-	int r;
 
 	if (!cmon_instance_ok(a, why, sizeof why) || !a->data_endpoint || !a->has_pid) {
 		cmon_warn("registry: ignoring a bad instance: %s", why);
 		return;
 	}
 	in = find_key(tm, a->program, a->machine, a->pid, a->start_unix_ns);
+	if (!in && (in = find_in(&tm->unstored, a->program, a->machine, a->pid,
+				 a->start_unix_ns))) {
+		/* listed again while it waits for the store */
+		snprintf(in->endpoint, sizeof in->endpoint, "%s", a->data_endpoint);
+		in->tls = a->has_tls && a->tls;
+		take_token(in, up);
+		in->listed_by |= 1u << link;
+		in->up = true;
+		return;
+	}
 	if (!in) {
 		c = classes_match(tm, a->program, a->machine, a->pid);
 		if (!c)
@@ -262,33 +348,13 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 						   of the fleet monitors it) */
 		if (store_shared(tm->store))
 			tm->ups_since_beat++;
-		r = store_instance_add(tm->store, in);
-		if (r < 0) {
-			free(in);
+		if (store_instance_add(tm->store, in) < 0) {
+			in->listed_by = 1u << link;
+			wait_for_store(tm, in, is_new);
 			return;
 		}
-		/* several telemonitors: a node takes a new instance only while it
-		 * is under its share of the fleet and under max-sessions; one that
-		 * nobody takes at once goes to whichever has room first (the
-		 * lease scan, every second) */
-		if (store_shared(tm->store) &&
-		    ((c->autostart && !fleet_room(tm)) ||
-		     (r = store_instance_claim(tm->store, in->id, &in->epoch)) != 1)) {
-			cmon_debug("instance %" PRIu64 ": %s on %s pid %" PRId64 " is not ours to "
-				   "monitor: %s", in->id, in->prog, in->machine, in->pid,
-				   c->autostart && !fleet_room(tm) ? "no room here (max-sessions, "
-				   "the fleet's share, or just started)" :
-				   r < 0 ? "the store cannot be reached to claim it" :
-				   "another telemonitor holds it, or its lease is busy");
-			pass_on(tm, in->id);
-			free(in);
+		if (!adopt(tm, in, c))
 			return;
-		}
-		in->class_id = c->id;
-		TAILQ_INSERT_TAIL(&tm->instances, in, link);
-		tm->ninstances++;
-		cmon_info("instance %" PRIu64 ": %s on %s pid %" PRId64 " (class %u%s)", in->id,
-			  in->prog, in->machine, in->pid, c->id, c->autostart ? ", auto" : "");
 	} else {
 		c = classes_find(tm, in->class_id);
 		if (!c && (c = classes_match(tm, in->prog, in->machine, in->pid)))
@@ -297,19 +363,7 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 		in->tls = a->has_tls && a->tls;
 		take_token(in, up);
 	}
-	in->up = true;
-	in->listed_by |= 1u << link;
-	in->confirmed = true;
-	in->dirty = true;
-	if (in->sess || !c)
-		return;
-	if (c->autostart || (in->want && in->state != IS_STOPPED)) {
-		/* an auto class wants every record: what went before us is a gap */
-		monitor(tm, in, c, is_new || c->autostart);
-	} else if (in->state != IS_STOPPED) {
-		in->state = IS_LISTED;
-		instances_set_status(in, "listed; start it with telemonctl start %" PRIu64, in->id);
-	}
+	listed(tm, in, c, 1u << link, is_new);
 }
 
 /* Several telemonitors: an instance that ended before any of them
@@ -320,15 +374,16 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
  * here. So whoever hears first claims it and ends it, its log counted as
  * lost; a node that cannot claim it leaves it to its holder, which hears
  * of the end itself. */
-static void gone_unmonitored(struct tmon *tm, const Cmon__Instance *a, uint64_t length)
+static void gone_unmonitored(struct tmon *tm, const char *prog, const char *machine, int64_t pid,
+			     int64_t start_ns, uint64_t length)
 {
 	struct tm_instance row = { 0 };
 	uint64_t epoch, had, n;
 
-	snprintf(row.prog, sizeof row.prog, "%s", a->program);
-	snprintf(row.machine, sizeof row.machine, "%s", a->machine);
-	row.pid = a->pid;
-	row.start_ns = a->start_unix_ns;
+	snprintf(row.prog, sizeof row.prog, "%s", prog);
+	snprintf(row.machine, sizeof row.machine, "%s", machine);
+	row.pid = pid;
+	row.start_ns = start_ns;
 	/* (a node that monitored it ends it itself, and its lease may be
 	 * free once it has: not claimed again, then) */
 	if (store_instance_lookup(tm->store, &row) != 1 || !row.want ||
@@ -354,35 +409,9 @@ static void gone_unmonitored(struct tmon *tm, const Cmon__Instance *a, uint64_t 
 		  row.machine, row.pid, row.status);
 }
 
-void instances_gone(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g)
+/* `in`, known here and not monitored, is gone: ended, its log counted. */
+static void gone_here(struct tmon *tm, struct tm_instance *in, bool clean)
 {
-	const Cmon__Instance *a = g->instance;
-	bool clean = g->has_clean && g->clean;
-	struct tm_instance *in;
-
-	if (!a || !a->program || !a->machine)
-		return;
-	in = find_key(tm, a->program, a->machine, a->pid, a->start_unix_ns);
-	if (!in) {
-		if (store_shared(tm->store) && g->has_records)
-			gone_unmonitored(tm, a, g->records);
-		return;
-	}
-	if (g->has_records) {
-		in->has_length = true;
-		in->length = g->records;
-	}
-	in->listed_by &= ~(1u << link);
-	if (in->listed_by)
-		return;                 /* another registry still lists it */
-	in->up = false;
-	if (in->sess) {
-		/* a streaming session ends with the log itself (LogEnd); one
-		 * that is waiting to reconnect has nothing left to wait for */
-		if (in->sess->state == SS_WAITING || in->sess->state == SS_CONNECTING)
-			session_stop(in->sess, "the instance is gone");
-		return;
-	}
 	in->state = IS_GONE;
 	if (in->want && in->has_length && in->length > in->records + in->lost + in->skipped) {
 		/* wanted, but never monitored (refused past capacity, say): its
@@ -403,11 +432,94 @@ void instances_gone(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g)
 	drop(tm, in);
 }
 
+void instances_gone(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g)
+{
+	const Cmon__Instance *a = g->instance;
+	bool clean = g->has_clean && g->clean;
+	struct tm_instance *in;
+
+	if (!a || !a->program || !a->machine)
+		return;
+	in = find_key(tm, a->program, a->machine, a->pid, a->start_unix_ns);
+	if (!in && (in = find_in(&tm->unstored, a->program, a->machine, a->pid,
+				 a->start_unix_ns))) {
+		/* (it waits for the store: ended once it has its row) */
+		if (g->has_records) {
+			in->has_length = true;
+			in->length = g->records;
+		}
+		in->listed_by &= ~(1u << link);
+		in->up = in->listed_by != 0;
+		return;
+	}
+	if (!in) {
+		if (store_shared(tm->store) && g->has_records)
+			gone_unmonitored(tm, a->program, a->machine, a->pid, a->start_unix_ns,
+					 g->records);
+		return;
+	}
+	if (g->has_records) {
+		in->has_length = true;
+		in->length = g->records;
+	}
+	in->listed_by &= ~(1u << link);
+	if (in->listed_by)
+		return;                 /* another registry still lists it */
+	in->up = false;
+	if (in->sess) {
+		/* a streaming session ends with the log itself (LogEnd); one
+		 * that is waiting to reconnect has nothing left to wait for */
+		if (in->sess->state == SS_WAITING || in->sess->state == SS_CONNECTING)
+			session_stop(in->sess, "the instance is gone");
+		return;
+	}
+	gone_here(tm, in, clean);
+}
+
+void instances_retry_unstored(struct tmon *tm)
+{
+	struct tm_instance *in, *next;
+
+	for (in = TAILQ_FIRST(&tm->unstored); in; in = next) {
+		struct tm_class *c = classes_find(tm, in->class_id);
+		uint32_t links = in->listed_by;
+
+		next = TAILQ_NEXT(in, link);
+		if (c && store_instance_add(tm->store, in) < 0)
+			continue;                 /* (said when it came) */
+		TAILQ_REMOVE(&tm->unstored, in, link);
+		tm->nunstored--;
+		if (!c) {
+			free(in);                 /* its class was removed meanwhile */
+			continue;
+		}
+		cmon_notice("instance %" PRIu64 " (%s on %s pid %" PRId64 "): recorded in the store%s",
+			    in->id, in->prog, in->machine, in->pid,
+			    in->up ? "" : "; the program ended meanwhile");
+		if (!in->up && store_shared(tm->store)) {
+			/* (whoever holds it ends it, its whole log counted as lost) */
+			if (in->has_length)
+				gone_unmonitored(tm, in->prog, in->machine, in->pid, in->start_ns,
+						 in->length);
+			free(in);
+			continue;
+		}
+		if (!adopt(tm, in, c))
+			continue;
+		if (in->up)
+			listed(tm, in, c, links, in->announced_new);
+		else
+			gone_here(tm, in, in->has_length);
+	}
+}
+
 void instances_reg_lost(struct tmon *tm, unsigned link)
 {
 	struct tm_instance *in;
 
 	TAILQ_FOREACH(in, &tm->instances, link)
+		in->listed_by &= ~(1u << link);
+	TAILQ_FOREACH(in, &tm->unstored, link)
 		in->listed_by &= ~(1u << link);
 }
 
@@ -861,6 +973,11 @@ void instances_free(struct tmon *tm)
 	free(tm->forget);
 	free(tm->passed);
 	tm->passed = NULL;
+	while ((in = TAILQ_FIRST(&tm->unstored))) {
+		TAILQ_REMOVE(&tm->unstored, in, link);
+		free(in);
+	}
+	tm->nunstored = 0;
 	tm->forget = NULL;
 	tm->nforget = tm->forget_cap = 0;
 }

@@ -397,6 +397,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	TAILQ_FOREACH(in, &tm->instances, link)
 		if (in->sess)
 			session_tick(in->sess, now);
+	if (!TAILQ_EMPTY(&tm->unstored))
+		instances_retry_unstored(tm);
 	instances_leases(tm);
 	instances_save(tm);
 	tell_status(tm);
@@ -427,6 +429,7 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	TAILQ_INIT(&tm.classes);
 	TAILQ_INIT(&tm.instances);
+	TAILQ_INIT(&tm.unstored);
 	TAILQ_INIT(&tm.tools);
 	tm.started = tm_now();
 	setup_pcheck(&tm);

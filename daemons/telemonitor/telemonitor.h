@@ -220,6 +220,8 @@ struct tm_instance {
 	                                 its session stops, then its lease is let go */
 	bool waiting;                 /* wanted, but max-sessions were monitored: it starts
 	                                 when one ends (oldest first) */
+	bool announced_new;           /* in tm.unstored: the registry said it had just
+	                                 started */
 };
 TAILQ_HEAD(tm_instance_list, tm_instance);
 
@@ -283,6 +285,9 @@ struct tmon {
 	size_t nclasses;              /* how many */
 	struct tm_instance_list instances; /* live instances */
 	size_t ninstances;            /* how many */
+	struct tm_instance_list unstored; /* new instances the store could not record yet
+	                                 (no row, no id): tried again every second */
+	size_t nunstored;             /* how many */
 	size_t nsessions;             /* sessions alive */
 	struct tool_list tools;       /* running tool processes (for SIGCHLD) */
 	struct event *flush_timer;    /* store commits */
@@ -394,6 +399,9 @@ void instances_gone(struct tmon *tm, unsigned link, const Cmon__InstanceGone *g)
 void instances_reg_lost(struct tmon *tm, unsigned link);
 /* The registries have listed every running instance: forget those they did not. */
 void instances_synced(struct tmon *tm);
+/* Record the new instances the store could not take when they came
+ * (tm.unstored), and monitor them as they would have been then. */
+void instances_retry_unstored(struct tmon *tm);
 /* The live instance with id `id`, or NULL. */
 struct tm_instance *instances_find(struct tmon *tm, uint64_t id);
 /* telemonctl start: monitor listed instance `id`. */
