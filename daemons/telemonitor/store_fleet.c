@@ -104,6 +104,7 @@ struct held {
 	uint64_t id;                 /* the instance */
 	uint64_t epoch;              /* the epoch of our claim */
 	double claimed;              /* monotonic: when */
+	size_t ix;                   /* its place in the keeper's `ids` (SIZE_MAX: none) */
 };
 
 /* The renewing thread and what it shares with the loop (under `lock`). */
@@ -184,6 +185,7 @@ static void hold_epoch(struct fleet *f, uint64_t id, uint64_t epoch)
 
 	if (!h && (h = calloc(1, sizeof *h))) {
 		h->id = id;
+		h->ix = SIZE_MAX;
 		h->next = f->map[bucket(id)];
 		f->map[bucket(id)] = h;
 		f->nheld++;
@@ -200,8 +202,10 @@ static void hold_epoch(struct fleet *f, uint64_t id, uint64_t epoch)
 			k->capids = cap;
 		}
 	}
-	if (!listed && k->nids < k->capids)
+	if (!listed && k->nids < k->capids) {
+		h->ix = k->nids;
 		k->ids[k->nids++] = id;
+	}
 	h->claimed = mono();
 	pthread_mutex_unlock(&k->lock);
 }
@@ -216,15 +220,19 @@ static void drop_epoch(struct fleet *f, uint64_t id)
 	if (*p) {
 		struct held *h = *p;
 		*p = h->next;
-		free(h);
 		f->nheld--;
-		pthread_mutex_lock(&k->lock);
-		for (size_t i = 0; i < k->nids; i++)
-			if (k->ids[i] == id) {
-				k->ids[i] = k->ids[--k->nids];
-				break;
+		if (h->ix != SIZE_MAX) {
+			/* (the last id takes its place) */
+			struct held *moved;
+			pthread_mutex_lock(&k->lock);
+			k->nids--;
+			if (h->ix < k->nids && (moved = find(f, k->ids[k->nids]))) {
+				k->ids[h->ix] = moved->id;
+				moved->ix = h->ix;
 			}
-		pthread_mutex_unlock(&k->lock);
+			pthread_mutex_unlock(&k->lock);
+		}
+		free(h);
 	}
 }
 
