@@ -336,14 +336,19 @@ static int put(struct store *st, struct bl_item *it, const char *what)
 	return -EIO;
 }
 
-static void free_journal(struct store *st)
+static void free_items(struct bl_list *l)
 {
 	struct bl_item *j;
 
-	while ((j = TAILQ_FIRST(&st->journal))) {
-		TAILQ_REMOVE(&st->journal, j, link);
+	while ((j = TAILQ_FIRST(l))) {
+		TAILQ_REMOVE(l, j, link);
 		bl_item_free(j);
 	}
+}
+
+static void free_journal(struct store *st)
+{
+	free_items(&st->journal);
 }
 
 /* Make the pending writes in the open batch (opening it).
@@ -645,13 +650,16 @@ void store_close(struct store *st)
 		return;
 	if (store_pending(st))
 		store_commit(st);
-	if (st->degraded)
-		store_retry(st, tm_now());
+	/* (a recovery writes the outage's row: committed too) */
+	if (st->degraded && store_retry(st, tm_now()) == 0 && store_pending(st))
+		store_commit(st);
 	if (st->degraded && st->bl.total)
 		cmon_err("store still degraded at exit (%s): %zu held writes (%zu failures) are lost",
 			 st->reason, st->bl.total, st->bl.count[BK_FAILURE]);
 	backlog_clear(&st->bl);
 	free_journal(st);
+	free_items(&st->pending);
+	free_items(&st->to_pack);
 	fleet_close(st);
 	conn_close(&st->c);
 	wtext_free(st->pack);
