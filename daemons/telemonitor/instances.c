@@ -206,6 +206,14 @@ static void take_token(struct tm_instance *in, const Cmon__InstanceUp *up)
 	memcpy(in->token, up->token.data, CMON_TOKEN_LEN);
 }
 
+/* Where to reach its snarflog, and its token, as the registry lists it. */
+static void take_endpoint(struct tm_instance *in, const Cmon__InstanceUp *up)
+{
+	snprintf(in->endpoint, sizeof in->endpoint, "%s", up->instance->data_endpoint);
+	in->tls = up->instance->has_tls && up->instance->tls;
+	take_token(in, up);
+}
+
 /* Several telemonitors: remember an instance the registry listed and
  * this node left to the fleet, until the first lists are in (it is live:
  * instances_synced reaps only what nobody listed). */
@@ -314,9 +322,7 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 	if (!in && (in = find_in(&tm->unstored, a->program, a->machine, a->pid,
 				 a->start_unix_ns))) {
 		/* listed again while it waits for the store */
-		snprintf(in->endpoint, sizeof in->endpoint, "%s", a->data_endpoint);
-		in->tls = a->has_tls && a->tls;
-		take_token(in, up);
+		take_endpoint(in, up);
 		in->listed_by |= 1u << link;
 		in->up = true;
 		return;
@@ -340,9 +346,7 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 		in->pid = a->pid;
 		in->start_ns = a->start_unix_ns;
 		in->class_id = c->id;
-		snprintf(in->endpoint, sizeof in->endpoint, "%s", a->data_endpoint);
-		in->tls = a->has_tls && a->tls;
-		take_token(in, up);
+		take_endpoint(in, up);
 		in->state = IS_LISTED;
 		in->want = c->autostart;        /* (an auto class wants it from its start, whoever
 						   of the fleet monitors it) */
@@ -359,9 +363,7 @@ void instances_up(struct tmon *tm, unsigned link, const Cmon__InstanceUp *up)
 		c = classes_find(tm, in->class_id);
 		if (!c && (c = classes_match(tm, in->prog, in->machine, in->pid)))
 			in->class_id = c->id;
-		snprintf(in->endpoint, sizeof in->endpoint, "%s", a->data_endpoint);
-		in->tls = a->has_tls && a->tls;
-		take_token(in, up);
+		take_endpoint(in, up);
 	}
 	listed(tm, in, c, 1u << link, is_new);
 }
