@@ -30,6 +30,12 @@ it for its whole life).
              nothing for the instance (the fence) and lets it go
   skew       a node whose clock is 10 s ahead (faketime) takes nothing over
   pgrestart  the server killed and restarted: no instance changes hands
+  outage     OUTAGE_PROGRAMS (100) programs start together, unpaced, while
+             the server is down (kill -9): no node can record them; each
+             keeps the announcements and tries again every second, and once
+             the server is back every instance is claimed once (epoch 1),
+             monitored to its end, every record and failure exact (the
+             snarflogs hold the logs meanwhile: -drain)
   join       a third node joins two busy ones and gets its share, handed
              over at a record boundary with nothing lost
   unmonitored  past capacity (max-sessions 1 on two busy nodes), programs
@@ -52,6 +58,7 @@ from cmontest import check
 
 _E = os.environ.get
 PROGRAMS = int(_E("CMON_FLEET_PROGRAMS", 100))
+OUTAGE_PROGRAMS = int(_E("CMON_FLEET_OUTAGE_PROGRAMS", 100))
 EVERY = 100
 LEASE = 3.0                     # STORE_LEASE_S
 
@@ -94,9 +101,9 @@ class Fleet:
     def sql(self, q):
         return [ln.split("|") for ln in self.srv.sql(self.db, q).strip().splitlines() if ln]
 
-    def program(self, k, count, pace=0.2, batch=30):
+    def program(self, k, count, pace=0.2, batch=30, drain=15):
         prog = "%s-%03d" % (self.name, k)
-        snarf = self.env.snarflog(prog, "-drain", "15", reg=self.reg, wait_port=False,
+        snarf = self.env.snarflog(prog, "-drain", str(drain), reg=self.reg, wait_port=False,
                                   cmd=ct.logwriter_cmd("--count", str(count), "--batch", str(batch),
                                                        "--pace", str(pace)))
         self.progs[prog] = (count, snarf)
@@ -392,6 +399,38 @@ def scenario_pgrestart(env, srv):
     fl.stop()
 
 
+def scenario_outage(env, srv, programs=OUTAGE_PROGRAMS, count=3000):
+    fl = Fleet(env, srv, "out")
+    srv.sql("postgres", "ALTER DATABASE out SET synchronous_commit = on")
+    time.sleep(2.5)                     # (every node has counted the fleet twice)
+    srv.kill()
+    for tm in fl.tms.values():
+        ct.wait_for(lambda: tm.json("status")["store"]["state"] != "ok", 20,
+                    "every node to notice the store is gone")
+    down = time.monotonic()
+    for k in range(programs):
+        fl.program(k, count, pace=0, batch=100, drain=120)
+
+    def waiting(tm):
+        return len(re.findall(r"out-\d+.*cannot be recorded in the store", tm.stderr()))
+    ct.wait_for(lambda: all(waiting(tm) == programs for tm in fl.tms.values()), 60,
+                "every node to keep every new instance for the store")
+    srv.restart()
+    back = time.monotonic()
+    rows = fl.wait_ended(timeout=180)
+    moved = [(p, r["epoch"], r["owner"]) for p, r in rows.items() if r["epoch"] != 1]
+    check(not moved, "instances claimed more than once: %r", moved[:20])
+    fl.check_streams(rows)
+    fl.no_noise()
+    per = {}
+    for r in rows.values():
+        per[r["owner"] or "?"] = per.get(r["owner"] or "?", 0) + 1
+    print("outage: %d programs x %d records started while the server was down (%.1f s); after it"
+          " came back every one claimed once, held by %r; all ended %.1f s later, exact" %
+          (programs, count, back - down, per, time.monotonic() - back))
+    fl.stop()
+
+
 def scenario_join(env, srv):
     fl = Fleet(env, srv, "join", nodes=("n1", "n2"))
     n = 18
@@ -505,7 +544,8 @@ def scenario_measure(env, srv, programs, seconds):
 def main():
     with ct.Env("fleet") as env:
         which = _E("CMON_FLEET_ONLY",
-                   "start,kill,killback,stop,skew,pgrestart,join,unmonitored").split(",")
+                   "start,kill,killback,stop,skew,pgrestart,outage,join,"
+                   "unmonitored").split(",")
         if "measure" in which:
             srv = pgserver.start(env, ["-c", "shared_preload_libraries=pg_stat_statements"])
             scenario_measure(env, srv, PROGRAMS, float(_E("CMON_FLEET_SECONDS", 20)))
@@ -521,6 +561,8 @@ def main():
             scenario_stop(env, srv, float(_E("CMON_FLEET_STOP_S", 8)))
         if "pgrestart" in which:
             scenario_pgrestart(env, srv)
+        if "outage" in which:
+            scenario_outage(env, srv)
         if "join" in which:
             scenario_join(env, srv)
         if "skew" in which:
