@@ -313,8 +313,15 @@ void ledger_write(struct ledger *l, const struct cmon_tally *t, size_t bytes)
 	f->gap += t->gap;
 	f->markers += t->markers;
 	f->run_bytes += bytes;
-	f->chunk_end[f->nchunks % LEDGER_CHUNKS] = f->run_bytes;
-	f->nchunks++;
+	if (f->pgid > 0) {
+		/* Write boundaries matter only for what a process's pipe may
+		 * hold back (ledger_unread). A session's or an in-process
+		 * checker's ledger never writes past its first page: the
+		 * other pages of its file stay out of memory (16 KiB a
+		 * ledger, two a checked stream). */
+		f->chunk_end[f->nchunks % LEDGER_CHUNKS] = f->run_bytes;
+		f->nchunks++;
+	}
 }
 
 void ledger_unwrite(struct ledger *l, const struct cmon_tally *t, size_t bytes)
@@ -323,7 +330,8 @@ void ledger_unwrite(struct ledger *l, const struct cmon_tally *t, size_t bytes)
 
 	if (!f)
 		return;
-	f->nchunks--;
+	if (f->pgid > 0)
+		f->nchunks--;
 	f->run_bytes -= bytes;
 	f->markers -= t->markers;
 	f->gap -= t->gap;

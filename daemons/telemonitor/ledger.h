@@ -55,7 +55,8 @@ struct ledger_file {
 	uint64_t markers;            /* gap markers delivered */
 	uint64_t run_bytes;          /* bytes written to the current run */
 	uint64_t nchunks;            /* writes made to the current run */
-	uint64_t chunk_end[LEDGER_CHUNKS]; /* run_bytes after each of the last writes */
+	uint64_t chunk_end[LEDGER_CHUNKS]; /* run_bytes after each of the last writes (kept
+	                                      while a process runs: pgid > 0) */
 	/* (version 1 files end here; what follows reads as 0 in them) */
 	uint64_t run_events;         /* event records given to the current (or last) run and
 	                                not read back */

@@ -212,7 +212,7 @@ static struct window_rec *rec_at(const struct window_ring *r, size_t i)
 static uint64_t oldest_pos(const struct window_ring *r)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (!rec_at(r, i)->gap)
+		if (!window_rec_gap(rec_at(r, i)))
 			return rec_at(r, i)->pos;
 	return 0;
 }
@@ -274,9 +274,9 @@ int window_render(const struct window_ring *r, const struct window_pending *pw, 
 		p += sprintf(p, "#time-origin %lld\n", (long long)pw->origin);
 	for (size_t i = lo; i < hi; i++) {
 		const struct window_rec *w = rec_at(r, i);
-		if (w->gap) {
+		if (window_rec_gap(w)) {
 			if (w->pos >= from && w->pos < to)
-				p += sprintf(p, "#cmon-gap %llu\n", (unsigned long long)w->gap);
+				p += sprintf(p, "#cmon-gap %llu\n", (unsigned long long)window_rec_gap(w));
 			continue;
 		}
 		if (w->pos < from || w->pos > to)
@@ -332,9 +332,9 @@ static void evict(struct window_ring *r, struct window_done *done, size_t max, s
 
 	if (r->npend)
 		before_evict(r, done, max, ndone);
-	if (!w->gap)
+	if (!window_rec_gap(w))
 		r->evicted_pos = w->pos;
-	if (!w->gap && w->off != NO_TEXT && w->len > 0) {
+	if (!window_rec_gap(w) && w->off != NO_TEXT && w->len > 0) {
 		r->used -= w->len;
 		r->oldest_known = false;
 	}
@@ -383,7 +383,7 @@ static int resize_bytes(struct window_ring *r, size_t ncap)
 	r->oldest_known = false;         /* (the texts move) */
 	for (size_t i = 0; i < r->n; i++) {
 		struct window_rec *w = rec_at(r, i);
-		if (w->gap || w->off == NO_TEXT)
+		if (window_rec_gap(w) || w->off == NO_TEXT)
 			continue;
 		if (w->len)                  /* (an empty text may have no buffer yet) */
 			memcpy(g + off, r->bytes + w->off, w->len);
@@ -448,12 +448,12 @@ void window_release(struct window_ring *r, uint64_t upto_pos)
 		 * checked record */
 		int64_t ts = 0;
 		for (size_t i = r->n; i-- > 0;)
-			if (!rec_at(r, i)->gap && rec_at(r, i)->pos <= upto_pos) {
+			if (!window_rec_gap(rec_at(r, i)) && rec_at(r, i)->pos <= upto_pos) {
 				ts = rec_at(r, i)->ts;
 				break;
 			}
 		while (r->n > 0 && rec_at(r, 0)->pos < upto_pos && rec_at(r, 0)->pos < keep &&
-		       (rec_at(r, 0)->gap ||
+		       (window_rec_gap(rec_at(r, 0)) ||
 			(double)(ts - rec_at(r, 0)->ts) * r->tick_ns > (double)r->spec.before_ns))
 			evict(r, NULL, 0, NULL);
 		goto done;
@@ -484,7 +484,8 @@ static size_t oldest_text(const struct window_ring *r)
 {
 	size_t k = 0;
 
-	while (k < r->n && (rec_at(r, k)->gap || rec_at(r, k)->off == NO_TEXT || !rec_at(r, k)->len))
+	while (k < r->n && (window_rec_gap(rec_at(r, k)) || rec_at(r, k)->off == NO_TEXT ||
+			    !rec_at(r, k)->len))
 		k++;
 	return k;
 }
@@ -545,7 +546,6 @@ int window_push(struct window_ring *r, uint64_t pos, int64_t ts, const char *tex
 	w = rec_at(r, r->n);            /* (slot left n + 1 < cap) */
 	w->pos = pos;
 	w->ts = ts;
-	w->gap = 0;
 	w->len = (uint32_t)len;
 	if (keep) {
 		w->off = (uint32_t)r->w;
@@ -574,6 +574,8 @@ int window_push_gap(struct window_ring *r, uint64_t pos, uint64_t count)
 	struct window_rec *w;
 	int rc;
 
+	if (count == 0 || count > INT64_MAX)
+		return 0;               /* (nothing lost; the count is kept in `ts`) */
 	if (r->n + 1 >= r->cap) {
 		rc = grow_recs(r);
 		if (rc == -ENOMEM)
@@ -586,9 +588,8 @@ int window_push_gap(struct window_ring *r, uint64_t pos, uint64_t count)
 	}
 	w = &r->recs[(r->head + r->n) % r->cap];
 	w->pos = pos;
-	w->ts = 0;
-	w->gap = count;
-	w->off = 0;
+	w->ts = (int64_t)count;
+	w->off = WINDOW_REC_GAP;
 	w->len = 0;
 	r->n++;
 	return 0;
@@ -598,7 +599,7 @@ int window_push_gap(struct window_ring *r, uint64_t pos, uint64_t count)
 static const struct window_rec *newest(const struct window_ring *r)
 {
 	for (size_t i = r->n; i-- > 0;)
-		if (!rec_at(r, i)->gap)
+		if (!window_rec_gap(rec_at(r, i)))
 			return rec_at(r, i);
 	return NULL;
 }
@@ -616,7 +617,7 @@ static uint64_t window_from(const struct window_ring *r, uint64_t start_pos, uin
 		lo = end_pos;
 		for (size_t i = r->n; i-- > 0;) {
 			const struct window_rec *w = rec_at(r, i);
-			if (w->gap || w->pos > end_pos)
+			if (window_rec_gap(w) || w->pos > end_pos)
 				continue;
 			if (w->ts < end_ts - span || (start_pos && w->pos < start_pos))
 				break;
@@ -685,7 +686,7 @@ static uint64_t window_to(const struct window_ring *r, const struct window_pendi
 			return 0;
 		for (size_t i = 0; i < r->n; i++) {
 			const struct window_rec *w = rec_at(r, i);
-			if (!w->gap && w->pos > pw->end_pos && w->ts <= limit && w->pos > to)
+			if (!window_rec_gap(w) && w->pos > pw->end_pos && w->ts <= limit && w->pos > to)
 				to = w->pos;
 		}
 		return to;

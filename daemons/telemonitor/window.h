@@ -50,15 +50,24 @@ int window_spec_parse(const char *text, struct window_spec *out, char *err, size
  * day(s)) into seconds. 0 or -EINVAL. */
 int window_parse_duration(const char *text, double *seconds);
 
-/* One kept record. */
+/* One kept record, or a gap marker (24 bytes: a ring of a thousand
+ * records is most of a stream's memory). */
 struct window_rec {
 	uint64_t pos;            /* 1-based ordinal of the record in the stream
 	                            (gap markers: ordinal of the record before) */
-	int64_t ts;              /* its timestamp in ticks */
-	uint64_t gap;            /* > 0: a gap marker for this many lost records */
-	uint32_t off;            /* where its text starts in the byte ring */
+	int64_t ts;              /* its timestamp in ticks (a gap marker: how many
+	                            records were lost) */
+	uint32_t off;            /* where its text starts in the byte ring, or
+	                            WINDOW_REC_GAP for a gap marker */
 	uint32_t len;            /* text length without the newline */
 };
+#define WINDOW_REC_GAP (UINT32_MAX - 1)
+
+/* The number of lost records a gap marker stands for; 0 for a record. */
+static inline uint64_t window_rec_gap(const struct window_rec *w)
+{
+	return w->off == WINDOW_REC_GAP ? (uint64_t)w->ts : 0;
+}
 
 /* A window waiting for its AFTER part. */
 struct window_pending {

@@ -50,6 +50,14 @@ def main():
         replayed = env.snarflog("replayed", reg=reg, cmd=tt.writer_cmd(
             "--reads", 200, "--batch", 10, "--pace", 0.1))
 
+        # the stall is said while it lasts: from 6 s after the tool stopped
+        # reading until the snarflog gives up the end of the log (5 s after
+        # the program's end) and the instance is gone. Waited for first,
+        # not after the other programs' checks, which on a loaded machine
+        # could take past its end
+        st = tm.instance(lambda i: i["id"] == sinst["id"] and i["status"].startswith("stalled"),
+                         timeout=30, what="the stall to be reported")
+        check(st["records"] < 600000, "it did not take the whole log: %r", st)
         check(stuck.wait(60) == 0, "the program is not held up: %s", stuck.stderr())
         check(good.wait(30) == 0, "snarflog: %s", good.stderr())
         g = tm.instance(lambda i: i["prog"] == "fsread" and i["state"] == "ended",
@@ -58,9 +66,6 @@ def main():
         check(len(tm.failures("--prog", "fsread")) == 1, "its failure is stored")
         check(tm.json("status")["monitored"] >= 1, "telemonctl answers meanwhile")
 
-        st = tm.instance(lambda i: i["id"] == sinst["id"] and i["status"].startswith("stalled"),
-                         timeout=20, what="the stall to be reported")
-        check(st["records"] < 600000, "it did not take the whole log: %r", st)
         check("has not read its input" in tm.stderr(), "logged: %s", tm.stderr())
         ended = tm.instance(lambda i: i["id"] == sinst["id"] and i["state"] == "ended",
                             timeout=30, what="the stuck tool to be given up")

@@ -222,7 +222,9 @@ static size_t run_of(struct ledger *l, uint64_t id, char *all)
 	bool existed;
 
 	assert_int_equal(ledger_open(l, state, NULL, id, LK_SHELL, &existed), 0);
-	ledger_run(l, 0, CMON__FORMAT__FORMAT_ASCII);
+	/* a run of a process (its group: ours here), whose pipe may hold
+	 * writes back: the ledger keeps their boundaries */
+	ledger_run(l, getpgrp(), CMON__FORMAT__FORMAT_ASCII);
 	for (int i = -1; i < 3; i++) {
 		const char *p = i < 0 ? unread_hdr : unread_w[i];
 		struct cmon_tally t = { 0 };
@@ -273,6 +275,34 @@ static void unread_whole(void **st)
 	ledger_close(&l, NULL, true);
 }
 
+/* A session's ledger and an in-process checker's are given thousands of
+ * writes but keep no write boundaries: nothing can be held back in a pipe
+ * for them, and the pages of the file that hold the boundaries are never
+ * written, so never in memory (16 KiB a ledger). */
+static void no_boundaries_without_pipe(void **st)
+{
+	struct ledger l[2];
+	struct cmon_tally t = { .events = 100 };
+	bool existed;
+
+	(void)st;
+	assert_int_equal(ledger_open(&l[0], state, NULL, 50, LK_SESSION, &existed), 0);
+	assert_int_equal(ledger_open(&l[1], state, NULL, 50, LK_CHECKER, &existed), 0);
+	ledger_run(&l[0], 0, CMON__FORMAT__FORMAT_ASCII);
+	ledger_run_inproc(&l[1], CMON__FORMAT__FORMAT_ASCII);
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 3 * LEDGER_CHUNKS; i++)
+			ledger_write(&l[k], &t, 3500);
+		ledger_unwrite(&l[k], &t, 3500);
+		assert_int_equal(l[k].f->events, (3 * LEDGER_CHUNKS - 1) * 100);
+		assert_int_equal(l[k].f->run_bytes, (3 * LEDGER_CHUNKS - 1) * 3500ull);
+		assert_int_equal(l[k].f->nchunks, 0);
+		for (int i = 0; i < LEDGER_CHUNKS; i++)
+			assert_int_equal(l[k].f->chunk_end[i], 0);
+		ledger_close(&l[k], NULL, true);
+	}
+}
+
 /* No pool: files are created and deleted. */
 static void without_pool(void **st)
 {
@@ -298,6 +328,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(crash_after_take, make_state, drop_state),
 		cmocka_unit_test_setup_teardown(same_instance_again, make_state, drop_state),
 		cmocka_unit_test_setup_teardown(unread_whole, make_state, drop_state),
+		cmocka_unit_test_setup_teardown(no_boundaries_without_pipe, make_state, drop_state),
 		cmocka_unit_test_setup_teardown(without_pool, make_state, drop_state),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

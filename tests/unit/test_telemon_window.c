@@ -72,7 +72,7 @@ static size_t walked_bytes(const struct window_ring *r)
 
 	for (size_t i = 0; i < r->n; i++) {
 		const struct window_rec *w = &r->recs[(r->head + i) % r->cap];
-		if (!w->gap && w->off != UINT32_MAX)
+		if (!window_rec_gap(w) && w->off != UINT32_MAX)
 			sum += w->len;
 	}
 	return sum;
@@ -412,7 +412,7 @@ static void random_ops(void **state)
 			for (size_t i = 0; i < r.n; i++) {
 				const struct window_rec *w = rec_at(&r, i);
 				size_t len;
-				if (w->gap || w->off == NO_TEXT)
+				if (window_rec_gap(w) || w->off == NO_TEXT)
 					continue;
 				len = random_text(w->pos, seed, t2, sizeof t2);
 				assert_int_equal(w->len, len);
