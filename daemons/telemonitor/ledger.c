@@ -19,6 +19,16 @@
 #define LEDGER_MAGIC 0x4c6d6f43u    /* "ComL" */
 #define READBACK_MAX (1u << 20)      /* most unread bytes read back from a pipe */
 
+/* Zero a ledger's counts: all but the write boundaries, which no one reads
+ * past nchunks (0 now). Their pages, three of the file's five, are written
+ * only while a process runs (ledger_write), so a session's or an
+ * in-process checker's ledger keeps them out of memory. */
+static void clear(struct ledger_file *f)
+{
+	memset(f, 0, offsetof(struct ledger_file, chunk_end));
+	memset(&f->run_events, 0, sizeof *f - offsetof(struct ledger_file, run_events));
+}
+
 static int map_file(struct ledger *l, int fd, bool *fresh)
 {
 	struct stat st;
@@ -36,11 +46,11 @@ static int map_file(struct ledger *l, int fd, bool *fresh)
 	if (m == MAP_FAILED)
 		return -errno;
 	l->f = m;
-	if (l->f->magic != LEDGER_MAGIC || l->f->version != 1) {
-		memset(l->f, 0, sizeof *l->f);
+	if (st.st_size > 0 && (l->f->magic != LEDGER_MAGIC || l->f->version != 1)) {
+		clear(l->f);
 		*fresh = true;
 	}
-	return 0;
+	return 0;                       /* (an empty file was extended with zeros) */
 }
 
 /* The state directory cannot take a ledger file (full, read-only): the
@@ -141,20 +151,23 @@ static int unmark(const char *path)
 }
 
 /* Move the file at `path` into the pool; deleted when there is no room.
- * Its magic is cleared first (through `f`, its mapping, if given): the
- * counts it holds are of a hold that is over, and whoever gets the file
- * (this very instance and kind come back to this node included, even
- * when a crash left the file in place during the take) reads it as new. */
+ * It is emptied first (its mapping `f`, if given, is not touched again):
+ * the counts it holds are of a hold that is over, and whoever gets the
+ * file (this very instance and kind come back to this node included, even
+ * when a crash left the file in place during the take) reads it as new.
+ * Emptied, not only unmarked: its pages leave the page cache, and the
+ * next holder's mapping does not bring in the pages it never writes. */
 static void retire(struct ledger_pool *p, const char *path, struct ledger_file *f)
 {
 	char to[4200];
 
 	if (p && p->dir && p->n < LEDGER_POOL_MAX && room(p)) {
-		int r = 0;
-		if (f)
-			f->magic = 0;
-		else
-			r = unmark(path);
+		int r = truncate(path, 0) < 0 ? -errno : 0;
+		if (r < 0 && r != -ENOENT) {
+			if (f)
+				f->magic = 0;
+			r = f ? 0 : unmark(path);
+		}
 		if (r == -ENOENT)
 			return;
 		if (r == 0) {
@@ -222,7 +235,7 @@ int ledger_open(struct ledger *l, const char *state_dir, struct ledger_pool *poo
 	}
 	if (r == 0 && !fresh &&
 	    (pooled || l->f->instance != id || l->f->kind != (uint32_t)kind)) {
-		memset(l->f, 0, sizeof *l->f);      /* a pooled file: the counts of a hold that is over */
+		clear(l->f);                        /* a pooled file: the counts of a hold that is over */
 		fresh = true;
 	}
 	if (storage_fault(r)) {

@@ -402,6 +402,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	instances_leases(tm);
 	instances_save(tm);
 	tell_status(tm);
+	if (now - tm->heap_given_at >= TM_HEAP_GIVE_BACK_S) {
+		tm->heap_given_at = now;
+		cmon_heap_give_back();
+	}
 }
 
 /* The registry links report to the instance table. */

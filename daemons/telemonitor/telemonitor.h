@@ -75,6 +75,8 @@
                                            progress at most this often (a restart counts
                                            the records checked since as unchecked) */
 #define TM_WINDOW_WAIT_S 30.0           /* longest wait for a window's AFTER part */
+#define TM_HEAP_GIVE_BACK_S 10.0        /* free heap pages go back to the system this often
+                                           (what a burst left behind: cmon_heap_give_back) */
 #define TM_STR_(x) #x
 #define TM_STR(x) TM_STR_(x)                /* a number as the text of a pcheck argument */
 #define TM_SUMMARIES 60                 /* the checker summarises interval durations every
@@ -249,6 +251,7 @@ struct tmon {
 	                                 owners renew theirs first after an outage) */
 	struct store_fleet fleet;     /* shared store: the fleet at the last beat */
 	size_t ups_since_beat;        /* new instances heard of since then */
+	double heap_given_at;         /* when free heap pages last went back to the system */
 	unsigned quiet_beats;         /* beats in a row with no new instance */
 	unsigned beats;               /* fleet counts taken in since the start */
 	size_t unowned_seen;          /* instances nobody held at the last scan */

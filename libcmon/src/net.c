@@ -343,3 +343,12 @@ void cmon_heap_for_streams(void)
 	mallopt(M_MMAP_THRESHOLD, (int)CMON_HEAP_MMAP_MAX);
 	mallopt(M_TRIM_THRESHOLD, (int)CMON_HEAP_KEEP);
 }
+
+bool cmon_heap_give_back(void)
+{
+#ifdef __GLIBC__
+	return malloc_trim(CMON_HEAP_KEEP) != 0;
+#else
+	return false;
+#endif
+}

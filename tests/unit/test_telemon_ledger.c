@@ -50,6 +50,16 @@ static bool exists(const char *fmt, ...)
 	return stat(path, &sb) == 0;
 }
 
+static off_t size_of(const char *rel)
+{
+	char path[512];
+	struct stat sb;
+
+	snprintf(path, sizeof path, "%s/%s", state, rel);
+	assert_int_equal(stat(path, &sb), 0);
+	return sb.st_size;
+}
+
 static ino_t inode_of(const char *rel)
 {
 	char path[512];
@@ -89,6 +99,7 @@ static void reused(void **st)
 	assert_false(exists("tools/1-session.ledger"));
 	assert_int_equal(pool.n, 1);
 	assert_true(exists("tools/free/0.ledger"));
+	assert_int_equal(size_of("tools/free/0.ledger"), 0);     /* (emptied: out of the cache) */
 
 	/* the next new ledger is that file, fresh */
 	assert_int_equal(ledger_open(&l, state, &pool, 2, LK_CHECKER, &existed), 0);
@@ -107,6 +118,7 @@ static void reused(void **st)
 	assert_false(exists("tools/2-checker.ledger"));
 	assert_int_equal(pool.n, 1);
 	assert_true(exists("tools/free/1.ledger"));
+	assert_int_equal(size_of("tools/free/1.ledger"), 0);
 
 	/* the pool is found again, and goes on numbering after it */
 	ledger_pool_close(&pool);

@@ -95,6 +95,16 @@ void cmon_socket_tune(int fd);
 #define CMON_HEAP_KEEP (16u << 20)
 void cmon_heap_for_streams(void);
 
+/* Give back to the system the whole free pages inside the heap (not only
+ * at its top), keeping CMON_HEAP_KEEP at the top: after a burst (many
+ * streams starting with a backlog, a checker that lagged) the blocks
+ * freed in the middle of the heap would otherwise stay resident for the
+ * process's life. A walk of the heap's free lists (about a millisecond for
+ * a heap of 200 MiB); pages given back fault in again when used, so call
+ * it every few seconds, not per event. True if any memory was given back
+ * (false, too, where the C library cannot do it). */
+bool cmon_heap_give_back(void);
+
 /* Who is at the other end of a connection (peercred.c): the user that
  * owns the peer's socket, and the shared secret a peer may show. What the
  * registry uses to decide who may subscribe (docs/protocol.md §8a). */
