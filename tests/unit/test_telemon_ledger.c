@@ -50,24 +50,19 @@ static bool exists(const char *fmt, ...)
 	return stat(path, &sb) == 0;
 }
 
-static off_t size_of(const char *rel)
+static struct stat stat_of(const char *rel)
 {
 	char path[512];
 	struct stat sb;
 
 	snprintf(path, sizeof path, "%s/%s", state, rel);
 	assert_int_equal(stat(path, &sb), 0);
-	return sb.st_size;
+	return sb;
 }
 
 static ino_t inode_of(const char *rel)
 {
-	char path[512];
-	struct stat sb;
-
-	snprintf(path, sizeof path, "%s/%s", state, rel);
-	assert_int_equal(stat(path, &sb), 0);
-	return sb.st_ino;
+	return stat_of(rel).st_ino;
 }
 
 static void reused(void **st)
@@ -99,7 +94,7 @@ static void reused(void **st)
 	assert_false(exists("tools/1-session.ledger"));
 	assert_int_equal(pool.n, 1);
 	assert_true(exists("tools/free/0.ledger"));
-	assert_int_equal(size_of("tools/free/0.ledger"), 0);     /* (emptied: out of the cache) */
+	assert_int_equal(stat_of("tools/free/0.ledger").st_size, 0);     /* (emptied: out of the cache) */
 
 	/* the next new ledger is that file, fresh */
 	assert_int_equal(ledger_open(&l, state, &pool, 2, LK_CHECKER, &existed), 0);
@@ -118,7 +113,7 @@ static void reused(void **st)
 	assert_false(exists("tools/2-checker.ledger"));
 	assert_int_equal(pool.n, 1);
 	assert_true(exists("tools/free/1.ledger"));
-	assert_int_equal(size_of("tools/free/1.ledger"), 0);
+	assert_int_equal(stat_of("tools/free/1.ledger").st_size, 0);
 
 	/* the pool is found again, and goes on numbering after it */
 	ledger_pool_close(&pool);
