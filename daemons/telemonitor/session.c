@@ -1065,11 +1065,62 @@ static void lost(struct session *s, const char *why)
  * giving output is working through its queue (a busy machine) and gets
  * more time; one idle that long is killed (what it had not read is counted
  * at the finish). */
+/* The log ended, and a shell tool's run died with whole records of it
+ * unread (tool_replay): it gets another run, given those records and the
+ * end, if its restart is due within TM_TOOL_EXIT_WAIT_S of the end. Not
+ * when the instance was stopped or is gone, or the telemonitor stops: the
+ * records are counted as lost then (settle). */
+static bool last_run_due(const struct session *s, struct tool *t)
+{
+	uint64_t lead;
+
+	return s->state == SS_DRAINING && s->end_state == IS_ENDED && !s->tm->stopping &&
+	       !s->discard && t->kind == TK_SHELL && tool_replay(t, &lead) &&
+	       t->retry_at <= s->drained_at + TM_TOOL_EXIT_WAIT_S;
+}
+
+/* Start the tools waiting for a last run whose restart is due; those that
+ * may not have one are done. Returns the seconds until the next one is
+ * due, 0 if none waits. */
+static double last_runs(struct session *s, double now)
+{
+	double wait = 0;
+
+	for (size_t i = 0; i < s->ntools; i++) {
+		struct tool *t = s->tools[i];
+		if (t->state != TL_DEAD)
+			continue;
+		if (!last_run_due(s, t)) {
+			t->state = TL_DONE;
+			continue;
+		}
+		if (now < t->retry_at) {
+			if (wait == 0 || t->retry_at - now < wait)
+				wait = t->retry_at - now;
+			continue;
+		}
+		spawn_tool(s, t);
+		if (t->state != TL_RUNNING) {
+			t->state = TL_DONE;     /* (it could not start: settle counts the rest) */
+			continue;
+		}
+		typescript_note(&s->ts, "the log is over; this run gets the records the last one "
+				"left unread, then the end");
+		t->state = TL_CLOSING;
+		tool_close_input(t);
+	}
+	return wait;
+}
+
 static void drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
-	double now = tm_now(), last = 0;
+	double now = tm_now(), last = 0, wait = last_runs(s, now);
 
+	if (wait > 0) {
+		timer_arm(s, drain_timeout, wait);
+		return;
+	}
 	if (!s->tm->stopping) {
 		for (size_t i = 0; i < s->ntools; i++)
 			if (s->tools[i]->state == TL_CLOSING && s->tools[i]->active_at > last)
@@ -1103,11 +1154,13 @@ static void drain(struct session *s, enum inst_state end, const char *why)
 {
 	struct window_done done[WINDOW_PENDING_MAX];
 	size_t nd;
+	double wait;
 
 	if (s->state == SS_DRAINING || s->state == SS_DONE)
 		return;
 	s->state = SS_DRAINING;
 	s->end_state = end;
+	s->drained_at = tm_now();
 	snprintf(s->why, sizeof s->why, "%s", why);
 	if (s->conn) {
 		cmon_connect_cancel(s->conn);
@@ -1122,7 +1175,7 @@ static void drain(struct session *s, enum inst_state end, const char *why)
 		if (t->state == TL_RUNNING) {
 			t->state = TL_CLOSING;
 			tool_close_input(t);
-		} else if (t->state != TL_CLOSING) {
+		} else if (t->state != TL_CLOSING && !(t->state == TL_DEAD && last_run_due(s, t))) {
 			t->state = TL_DONE;
 		}
 	}
@@ -1132,7 +1185,8 @@ static void drain(struct session *s, enum inst_state end, const char *why)
 		finish(s);
 		return;
 	}
-	timer_arm(s, drain_timeout, s->tm->stopping ? 0.5 : TM_TOOL_EXIT_WAIT_S);
+	wait = last_runs(s, tm_now());
+	timer_arm(s, drain_timeout, s->tm->stopping ? 0.5 : wait > 0 ? wait : TM_TOOL_EXIT_WAIT_S);
 }
 
 /* The instance is over for this session: whatever of the log a tool did
@@ -1264,6 +1318,19 @@ static void tool_done(void *ctx, struct tool *t)
 						WEXITSTATUS(t->status) == 1
 					? " (some assertion failed)" : "");
 		t->state = TL_DONE;
+		if (s->state == SS_DRAINING) {
+			/* it left records unread: another run, after its backoff */
+			t->retry_at = tm_now() + cmon_backoff_next(&t->restart) / 1000.0;
+			if (last_run_due(s, t)) {
+				t->state = TL_DEAD;
+				in->tool_restarts++;
+				in->dirty = true;
+				typescript_note(&s->ts, "restarting it for the records it left unread "
+						"in %.0f ms", (t->retry_at - tm_now()) * 1e3);
+				timer_arm(s, drain_timeout, t->retry_at - tm_now());
+				return;
+			}
+		}
 		if (s->state == SS_DRAINING && tools_done(s))
 			finish(s);
 		return;

@@ -73,6 +73,7 @@ struct session {
 	                                 instance is gone): the stream is read to its end
 	                                 and what they did not get is counted as lost */
 	bool streamed;                /* Accepted at least once */
+	double drained_at;            /* when the session began to drain (the log ended) */
 	uint64_t gap_due;             /* records to mark as a gap before the next record
 	                                 (loss found when re-attaching) */
 	struct ledger led;            /* what the session took in (records and gaps): its

@@ -28,9 +28,12 @@ def main():
         # the replayed tool's first run reads one line of the header,
         # waits while records pile up in its pipe, and dies; its second
         # run takes everything: it must get what the first left unread
-        replay = ('if [ -e {d}/replayed.ran ]; then exec cat > {d}/replayed.out; fi; '
-                  'touch {d}/replayed.ran; read -r l; sleep 1; kill -SEGV $$').format(d=env.dir)
+        replay = ('if [ -e {d}/$M_PROG.ran ]; then exec cat > {d}/$M_PROG.out; fi; '
+                  'touch {d}/$M_PROG.ran; read -r l; sleep 1; kill -SEGV $$').format(d=env.dir)
+        # lastrun: the same tool, but the log is written at once and over
+        # before its first run dies: the run it needs comes after the end
         rc = (tt.rc_class("crashy", tool=crash) + tt.rc_class("replayed", tool=replay) +
+              tt.rc_class("lastrun", tool=replay) +
               tt.rc_class("stuck", tool="sleep 600", block=False) +
               tt.rc_class("fsread", spec=tt.FSREAD_SPEC))
         tm = tt.Telemonitor(env, reg, rc)
@@ -49,6 +52,8 @@ def main():
         good = env.snarflog("fsread", reg=reg, cmd=tt.writer_cmd("--reads", 500, "--slow", "7"))
         replayed = env.snarflog("replayed", reg=reg, cmd=tt.writer_cmd(
             "--reads", 200, "--batch", 10, "--pace", 0.1))
+        lastrun = env.snarflog("lastrun", reg=reg, cmd=tt.writer_cmd("--reads", 200,
+                                                                     "--batch", 600))
 
         # the stall is said while it lasts: from 6 s after the tool stopped
         # reading until the snarflog gives up the end of the log (5 s after
@@ -88,25 +93,30 @@ def main():
         check("killed by signal 11" in tm.stderr(), "crash logged: %s", tm.stderr())
 
         # what a dead run left unread goes to the next run, not to the
-        # lost count: every record once, in order, after one header
-        check(replayed.wait(30) == 0, "snarflog: %s", replayed.stderr())
-        r = tm.instance(lambda i: i["prog"] == "replayed" and i["state"] == "ended",
-                        what="the replayed instance to end")
-        check(r["tool_restarts"] == 1 and r["records"] == 600 and r["lost"] == 0,
-              "replayed: every record reached the second run: %r", r)
-        with open(env.path("replayed.out")) as f:
-            out = f.read().splitlines()
-        recs = [ln for ln in out if ln and not ln.startswith("#")]
-        check(len(recs) == 600 and len(set(recs)) == 600,
-              "the second run got %d records (%d distinct), not 600", len(recs), len(set(recs)))
-        check(recs == tt.fsread_records(200)[0], "the records in the log's order")
-        check(out[0].startswith("#") and not any(ln.startswith("#") for ln in out[out.index(
-            recs[0]):]), "one header, before the records: %r", out[:12])
-        ts = tm.ctl("typescript", str(r["id"]))
-        m = re.search(r"the tool's last run left (\d+) records unread; given to this run", ts)
-        check(m and int(m.group(1)) > 0, "the replay in the typescript: %r", ts)
-        print("replayed: the first run left %s records unread, given to the second" %
-              m.group(1))
+        # lost count: every record once, in order, after one header; and
+        # so when the log is over before the run dies (lastrun)
+        for prog, snarf in (("replayed", replayed), ("lastrun", lastrun)):
+            check(snarf.wait(30) == 0, "snarflog: %s", snarf.stderr())
+            r = tm.instance(lambda i: i["prog"] == prog and i["state"] == "ended",
+                            what="the %s instance to end" % prog)
+            check(r["tool_restarts"] == 1 and r["records"] == 600 and r["lost"] == 0,
+                  "%s: every record reached the second run: %r", prog, r)
+            with open(env.path(prog + ".out")) as f:
+                out = f.read().splitlines()
+            recs = [ln for ln in out if ln and not ln.startswith("#")]
+            check(len(recs) == 600 and len(set(recs)) == 600, "%s: the second run got %d "
+                  "records (%d distinct), not 600", prog, len(recs), len(set(recs)))
+            check(recs == tt.fsread_records(200)[0], "the records in the log's order")
+            check(out[0].startswith("#") and not any(ln.startswith("#") for ln in out[out.index(
+                recs[0]):]), "one header, before the records: %r", out[:12])
+            ts = tm.ctl("typescript", str(r["id"]))
+            m = re.search(r"the tool's last run left (\d+) records unread; given to this run",
+                          ts)
+            check(m and int(m.group(1)) > 0, "the replay in the typescript: %r", ts)
+            after = "the log is over; this run gets the records the last one left unread"
+            check((after in ts) == (prog == "lastrun"), "%s: %r", prog, ts)
+            print("%s: the first run left %s records unread, given to the second" %
+                  (prog, m.group(1)))
         tm.stop()
 
 
