@@ -163,10 +163,11 @@ static void retire(struct ledger_pool *p, const char *path, struct ledger_file *
 
 	if (p && p->dir && p->n < LEDGER_POOL_MAX && room(p)) {
 		int r = truncate(path, 0) < 0 ? -errno : 0;
-		if (r < 0 && r != -ENOENT) {
-			if (f)
-				f->magic = 0;
-			r = f ? 0 : unmark(path);
+		if (r < 0 && r != -ENOENT && f) {
+			f->magic = 0;           /* (cannot be emptied: read as new all the same) */
+			r = 0;
+		} else if (r < 0 && r != -ENOENT) {
+			r = unmark(path);
 		}
 		if (r == -ENOENT)
 			return;

@@ -1061,10 +1061,6 @@ static void lost(struct session *s, const char *why)
 
 /* --- the end ------------------------------------------------------------------ */
 
-/* The tools had TM_TOOL_EXIT_WAIT_S to finish: one still taking input or
- * giving output is working through its queue (a busy machine) and gets
- * more time; one idle that long is killed (what it had not read is counted
- * at the finish). */
 /* The log ended, and a shell tool's run died with whole records of it
  * unread (tool_replay): it gets another run, given those records and the
  * end, if its restart is due within TM_TOOL_EXIT_WAIT_S of the end. Not
@@ -1112,6 +1108,11 @@ static double last_runs(struct session *s, double now)
 	return wait;
 }
 
+/* The tools had TM_TOOL_EXIT_WAIT_S to finish: one still taking input or
+ * giving output is working through its queue (a busy machine) and gets
+ * more time; one idle that long is killed (what it had not read is counted
+ * at the finish). Tools due for a last run (last_runs) start
+ * first. */
 static void drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;

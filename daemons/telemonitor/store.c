@@ -346,11 +346,6 @@ static void free_items(struct bl_list *l)
 	}
 }
 
-static void free_journal(struct store *st)
-{
-	free_items(&st->journal);
-}
-
 /* Make the pending writes in the open batch (opening it).
  * A write refused for a reason of its own is dropped (logged), the batch
  * begun again with what went in before. 0, or -EAGAIN (degraded: all of
@@ -416,7 +411,7 @@ int store_commit(struct store *st)
 		degrade(st, NULL, "committing");
 		return -EAGAIN;
 	}
-	free_journal(st);
+	free_items(&st->journal);
 	if (st->shared)
 		fleet_ended(st);
 	if (st->on_commit)
@@ -578,7 +573,7 @@ int store_retry(struct store *st, double now)
 			st->next_retry = now;       /* reopen at once */
 			return -EAGAIN;
 		}
-		free_journal(st);
+		free_items(&st->journal);
 	}
 	if (st->shared)
 		fleet_ended(st);
@@ -657,7 +652,7 @@ void store_close(struct store *st)
 		cmon_err("store still degraded at exit (%s): %zu held writes (%zu failures) are lost",
 			 st->reason, st->bl.total, st->bl.count[BK_FAILURE]);
 	backlog_clear(&st->bl);
-	free_journal(st);
+	free_items(&st->journal);
 	free_items(&st->pending);
 	free_items(&st->to_pack);
 	fleet_close(st);
