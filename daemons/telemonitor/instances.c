@@ -712,6 +712,27 @@ static size_t fleet_share(const struct tmon *tm)
 	return (live + nodes - 1) / nodes + 1;
 }
 
+/* An even split of the fleet's live instances. */
+static size_t fleet_even(const struct tmon *tm)
+{
+	size_t nodes = tm->fleet.nodes ? tm->fleet.nodes : 1;
+
+	return (tm->fleet.instances + nodes - 1) / nodes;
+}
+
+/* An instance a node let go to balance the fleet is for the node that
+ * joined: while that one is under an even split, a node at it or above
+ * leaves the instance alone (else two old nodes handing over at once take
+ * each other's, and more move than the joiner gets). Once the joiner has
+ * its split, or none is joining, any node with room takes it. */
+static bool leave_to_joiner(const struct tmon *tm, const char *owner, uint64_t last_epoch)
+{
+	size_t even = fleet_even(tm);
+
+	return !owner && last_epoch && tm->fleet.joining && tm->fleet.joiner_sessions < even &&
+	       tm->nsessions >= even;
+}
+
 bool fleet_room(const struct tmon *tm)
 {
 	/* (the fleet is counted once a second: until two counts have come,
@@ -745,6 +766,7 @@ static void take_over(void *arg, uint64_t id, const char *owner, uint64_t last_e
 	if (!last_epoch)
 		tm->unowned_seen++;           /* a new instance nobody took yet */
 	if (instances_find(tm, id) || tm->ninstances >= TM_INSTANCES_MAX || !fleet_room(tm) ||
+	    leave_to_joiner(tm, owner, last_epoch) ||
 	    (id == tm->handed_id && now_s(tm) < tm->handed_until) ||
 	    store_instance_claim(tm->store, id, &epoch) != 1)
 		return;
@@ -803,7 +825,7 @@ static void take_over(void *arg, uint64_t id, const char *owner, uint64_t last_e
 static void balance(struct tmon *tm)
 {
 	struct tm_instance *in;
-	size_t nodes = tm->fleet.nodes, even, share = fleet_share(tm), tol;
+	size_t nodes = tm->fleet.nodes, even = fleet_even(tm), share = fleet_share(tm), tol;
 
 	/* A node that joins (or comes back) has far less than an even split:
 	 * the others hand instances over to it until it is within a tenth of
@@ -814,7 +836,6 @@ static void balance(struct tmon *tm)
 		tm->rebalancing = false;
 		return;
 	}
-	even = (tm->fleet.instances + nodes - 1) / nodes;
 	tol = even > 10 ? even / 10 : 1;
 	/* (for three counts in a row: a count is up to two seconds old) */
 	tm->short_beats = tm->fleet.joining && tm->fleet.joiner_sessions * 2 < even

@@ -28,6 +28,10 @@ import tempfile
 import time
 import traceback
 
+# A test's lines in the order they happened, its stderr among them (ctest
+# captures both through one pipe, where stdout would be block-buffered).
+sys.stdout.reconfigure(line_buffering=True)
+
 BUILD = os.environ.get("CMON_BUILD_DIR") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build")
 SOURCE = os.environ.get("CMON_SOURCE_DIR") or os.path.join(
@@ -210,6 +214,11 @@ class Env:
             etype = TestFailure
             sys.stderr.write("---- sanitizer reports in %s\n" % ", ".join(p.name for p in reports))
         if etype is not None:
+            # what failed first: a long dump below may be cut short where
+            # the output is shown in part (a CI log's excerpt)
+            if evalue is not None:
+                sys.stderr.write("---- %s failed: %s: %s\n" % (self.name, etype.__name__,
+                                                              str(evalue)[:2000]))
             sys.stderr.write("---- %s failed; stderr of its processes:\n" % self.name)
             for p in self.procs:
                 text = p.stderr()

@@ -449,9 +449,15 @@ def scenario_join(env, srv):
             if r["state"] not in ("ended", "gone"):
                 per[r["owner"]] = per.get(r["owner"], 0) + 1
         return per if abs(per.get("n3", 0) - share) <= max(1, share // 10) else None
+    joined = time.monotonic()
     per = ct.wait_for(balanced, 30, "the new node to get its share")
+    joined = time.monotonic() - joined
     rows = fl.wait_ended()
     handed = [p for p, r in rows.items() if r["epoch"] > 1]
+    # what the old nodes let go went to the new one, not to each other
+    # (two of them handing over at once used to take each other's)
+    check(all(rows[p]["owner"] == "n3" for p in handed), "handed over between the old nodes: %r",
+          [(p, rows[p]["owner"], rows[p]["epoch"]) for p in handed])
     check(all(rows[p]["lost"] == 0 for p in handed), "loss on a hand-over: %r",
           [(p, rows[p]) for p in handed if rows[p]["lost"]])
     fl.check_streams(rows)
@@ -468,17 +474,19 @@ def scenario_join(env, srv):
         if p not in handed:
             v = fl.sql("SELECT partial FROM verdicts WHERE instance_id = %d" % r["id"])
             check(all(x[0] == "0" for x in v), "%s: a whole-log verdict marked partial", p)
-    print("join: the new node got %d of %d (share %d), %d handed over, nothing lost" %
-          (per.get("n3", 0), n, share, len(handed)))
+    print("join: the new node got %d of %d (share %d) in %.1f s, %d handed over, nothing lost" %
+          (per.get("n3", 0), n, share, joined, len(handed)))
     fl.stop()
 
 
 def scenario_unmonitored(env, srv):
     fl = Fleet(env, srv, "full", nodes=("n1", "n2"), extra=["-max-sessions", "1"])
+    began = time.monotonic()
     busy = [fl.program(k, 1500, pace=0.2, batch=30) for k in range(2)]
     held = ct.wait_for(lambda: (lambda r: r if all(holder(fl, p) for p in busy) and
                                 len({r[p]["owner"] for p in busy}) == 2 else None)(
                                     fl.instance_rows()), 30, "one busy program on each node")
+    t0 = time.monotonic() - began
     for k in range(2, 6):
         # -hold 0: at the end of its log the snarflog does not wait for a
         # subscriber to connect (it says the log's length as it leaves)
@@ -492,6 +500,7 @@ def scenario_unmonitored(env, srv):
         short = [rows.get("%s-%03d" % (fl.name, k)) for k in range(2, 6)]
         return rows if all(r and r["state"] == "gone" for r in short) else None
     rows = ct.wait_for(short_ended, 30, "the short programs' instances to end")
+    t1 = time.monotonic() - began
     check(all(rows[p]["state"] == "monitoring" for p in busy),
           "the busy ones still held: %r", {p: rows[p] for p in busy})
     rows = fl.wait_ended()
@@ -503,8 +512,9 @@ def scenario_unmonitored(env, srv):
     log = fl.logs()
     check(log.count("before any telemonitor monitored it: its 50 records counted as "
                     "lost") == 4, "said once each: %s", log[-3000:])
-    print("unmonitored: 4 programs ended past capacity, each counted lost once; held %r" %
-          {p: held[p]["owner"] for p in busy})
+    print("unmonitored: 4 programs ended past capacity, each counted lost once (held %.1f s,"
+          " ended %.1f s after the busy ones began); held %r" %
+          (t0, t1, {p: held[p]["owner"] for p in busy}))
     fl.no_noise()
     fl.stop()
 
@@ -551,24 +561,22 @@ def main():
             scenario_measure(env, srv, PROGRAMS, float(_E("CMON_FLEET_SECONDS", 20)))
             return
         srv = pgserver.start(env)
-        if "start" in which:
-            scenario_start_and_burst(env, srv)
-        if "kill" in which:
-            scenario_kill(env, srv)
-        if "killback" in which:
-            scenario_killback(env, srv)
-        if "stop" in which:
-            scenario_stop(env, srv, float(_E("CMON_FLEET_STOP_S", 8)))
-        if "pgrestart" in which:
-            scenario_pgrestart(env, srv)
-        if "outage" in which:
-            scenario_outage(env, srv)
-        if "join" in which:
-            scenario_join(env, srv)
-        if "skew" in which:
-            scenario_skew(env, srv)
-        if "unmonitored" in which:
-            scenario_unmonitored(env, srv)
+        began = time.monotonic()
+        for name, scenario in (
+                ("start", scenario_start_and_burst),
+                ("kill", scenario_kill),
+                ("killback", scenario_killback),
+                ("stop", lambda e, s: scenario_stop(e, s, float(_E("CMON_FLEET_STOP_S", 8)))),
+                ("pgrestart", scenario_pgrestart),
+                ("outage", scenario_outage),
+                ("join", scenario_join),
+                ("skew", scenario_skew),
+                ("unmonitored", scenario_unmonitored)):
+            if name in which:
+                # (which one a failure came from, and when, even where the
+                # output is shown in part)
+                print("-- %s, at %.0f s" % (name, time.monotonic() - began), flush=True)
+                scenario(env, srv)
 
 
 ct.run_test(main)
