@@ -34,8 +34,8 @@ it for its whole life).
              the server is down (kill -9): no node can record them; each
              keeps the announcements and tries again every second, and once
              the server is back every instance is claimed once (epoch 1),
-             monitored to its end, every record and failure exact (the
-             snarflogs hold the logs meanwhile: -drain)
+             monitored whole: no record lost, every failure exact (the
+             snarflogs hold the logs meanwhile: -hold, -drain)
   join       a third node joins two busy ones and gets its share, handed
              over at a record boundary with nothing lost
   unmonitored  past capacity (max-sessions 1 on two busy nodes), programs
@@ -101,9 +101,11 @@ class Fleet:
     def sql(self, q):
         return [ln.split("|") for ln in self.srv.sql(self.db, q).strip().splitlines() if ln]
 
-    def program(self, k, count, pace=0.2, batch=30, drain=15):
+    def program(self, k, count, pace=0.2, batch=30, drain=15, hold=None):
         prog = "%s-%03d" % (self.name, k)
-        snarf = self.env.snarflog(prog, "-drain", str(drain), reg=self.reg, wait_port=False,
+        extra = ["-hold", str(hold)] if hold is not None else []
+        snarf = self.env.snarflog(prog, "-drain", str(drain), *extra, reg=self.reg,
+                                  wait_port=False,
                                   cmd=ct.logwriter_cmd("--count", str(count), "--batch", str(batch),
                                                        "--pace", str(pace)))
         self.progs[prog] = (count, snarf)
@@ -205,6 +207,15 @@ class Fleet:
                       short, r["unchecked"], r["lost"])
         return worst
 
+    def check_whole(self, rows):
+        """Every log monitored whole: nothing lost, skipped or unchecked
+        (check_streams alone accepts loss that is counted)."""
+        short = [(p, rows[p]["records"], rows[p]["lost"], rows[p]["skipped"], rows[p]["unchecked"],
+                  rows[p]["state"]) for p, (count, _) in self.progs.items()
+                 if rows[p]["records"] != count]
+        check(not short, "%d logs not monitored whole (prog, records, lost, skipped, unchecked,"
+              " state): %r", len(short), short[:20])
+
     def logs(self):
         return "".join(tm.stderr() for tm in self.tms.values())
 
@@ -239,6 +250,7 @@ def scenario_start_and_burst(env, srv):
     rows = fl.wait_ended()
     moved = [p for p, r in rows.items() if r["epoch"] != 1]
     check(not moved, "instances moved between live nodes: %r", [(p, rows[p]) for p in moved])
+    fl.check_whole(rows)
     fl.check_streams(rows)
     fl.no_noise()
     per = {}
@@ -370,6 +382,7 @@ def scenario_skew(env, srv):
     rows = fl.wait_ended()
     moved = [p for p, r in rows.items() if r["epoch"] != 1]
     check(not moved, "a node 10 s ahead took instances over: %r", moved)
+    fl.check_whole(rows)
     fl.check_streams(rows)
     print("skew: a node 10 s ahead; %d instances, none moved" % len(rows))
     fl.stop()
@@ -394,6 +407,7 @@ def scenario_pgrestart(env, srv):
     rows = fl.wait_ended()
     moved = [p for p, r in rows.items() if r["epoch"] != 1]
     check(not moved, "instances changed hands over a server restart: %r", moved)
+    fl.check_whole(rows)
     fl.check_streams(rows)
     print("pgrestart: server down %.0f s; none moved" % (LEASE + 1))
     fl.stop()
@@ -409,7 +423,10 @@ def scenario_outage(env, srv, programs=OUTAGE_PROGRAMS, count=3000):
                     "every node to notice the store is gone")
     down = time.monotonic()
     for k in range(programs):
-        fl.program(k, count, pace=0, batch=100, drain=120)
+        # (-hold: a log that ends before its auto subscriber connects waits
+        # for it that long; these end within a second, the server is down
+        # for longer than the default 5 s)
+        fl.program(k, count, pace=0, batch=100, drain=120, hold=120)
 
     def waiting(tm):
         return len(re.findall(r"out-\d+.*cannot be recorded in the store", tm.stderr()))
@@ -420,6 +437,8 @@ def scenario_outage(env, srv, programs=OUTAGE_PROGRAMS, count=3000):
     rows = fl.wait_ended(timeout=180)
     moved = [(p, r["epoch"], r["owner"]) for p, r in rows.items() if r["epoch"] != 1]
     check(not moved, "instances claimed more than once: %r", moved[:20])
+    # every log was held for the fleet: none of it is lost
+    fl.check_whole(rows)
     fl.check_streams(rows)
     fl.no_noise()
     per = {}
@@ -460,6 +479,7 @@ def scenario_join(env, srv):
           [(p, rows[p]["owner"], rows[p]["epoch"]) for p in handed])
     check(all(rows[p]["lost"] == 0 for p in handed), "loss on a hand-over: %r",
           [(p, rows[p]) for p in handed if rows[p]["lost"]])
+    fl.check_whole(rows)
     fl.check_streams(rows)
     fl.no_noise()
     # whole-log verdicts: of a handed-over instance, one set per holder,
