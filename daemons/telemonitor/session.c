@@ -983,10 +983,16 @@ static void retry_fire(evutil_socket_t fd, short what, void *arg)
 		connect_now(s);
 }
 
-/* A tool's restart delay is over, or a tool caught up: read again. */
+/* A tool's restart delay is over, a tool caught up, or the leases are
+ * sure again: read again. (Also while greeting the snarflog: a Hello that
+ * came while the leases were unsure, just after the store came back,
+ * paused a session that had not streamed yet; resumed only from
+ * streaming, it stayed "connecting" for good, its log held and never
+ * read.) */
 static void resume(struct session *s)
 {
-	if (s->state != SS_STREAMING && s->state != SS_STOPPING)
+	if (s->state != SS_STREAMING && s->state != SS_STOPPING && s->state != SS_HELLO &&
+	    s->state != SS_PROOF && s->state != SS_ACCEPT)
 		return;
 	if (!tools_behind(s) && !s->lease_wait)
 		set_paused(s, false);

@@ -433,7 +433,10 @@ typedef void (*store_id_cb)(void *arg, uint64_t id, const char *owner, uint64_t 
 
 /* At most `limit` (64) live instances nobody holds: never claimed, let go,
  * or whose holder's lease ended (server time), this node's name among the
- * holders (a lease an earlier run of it held). */
+ * holders (a lease an earlier run of it held). Oldest first (first_seen):
+ * in a burst the ones waiting longest are claimed first as room frees; in
+ * id order, the ids of the node whose block is highest waited behind every
+ * newer instance, and short programs' logs were lost past snarflog -hold. */
 int store_leases_expired(struct store *st, size_t limit, store_id_cb cb, void *arg);
 
 /* Let instance `id` go (handed over, or ended): its lease has no owner,

@@ -66,7 +66,7 @@
 	  "SELECT i.id, l.owner, coalesce(l.epoch, 0) FROM instances i"                      \
 	  " LEFT JOIN leases l ON l.instance_id = i.id"                                      \
 	  " WHERE i.ended IS NULL AND (l.instance_id IS NULL OR l.owner IS NULL"             \
-	  " OR l.lease_until < now()) ORDER BY i.id LIMIT ?1")                               \
+	  " OR l.lease_until < now()) ORDER BY i.first_seen, i.id LIMIT ?1")                 \
 	X(RELEASE,                                                                           \
 	  "UPDATE leases SET owner = NULL, lease_until = NULL"                               \
 	  " WHERE instance_id = ?1 AND owner = ?2 AND epoch = ?3")                           \
