@@ -102,8 +102,9 @@ void cmon_heap_for_streams(void);
  * process's life. A walk of the heap's free lists (0.01-6 ms in the
  * telemonitor at 1,000 streams, a heap of about 150 MiB; 18-39 ms for a
  * synthetic heap of 394 MiB with 100,000 holes); pages given back fault
- * in again when used, so call it every few seconds, not per event. True if any memory was given back
- * (false, too, where the C library cannot do it). */
+ * in again when used, so call it every few seconds, not per event. True
+ * if any memory was given back (false, too, where the C library cannot
+ * do it). */
 bool cmon_heap_give_back(void);
 
 /* Who is at the other end of a connection (peercred.c): the user that
