@@ -600,7 +600,7 @@ def main():
             if name in which:
                 # (which one a failure came from, and when, even where the
                 # output is shown in part)
-                print("-- %s, at %.0f s" % (name, time.monotonic() - began), flush=True)
+                print("-- %s, at %.0f s" % (name, time.monotonic() - began))
                 scenario(env, srv)
 
 
