@@ -62,6 +62,8 @@ COMBOS = [(fmt, blk) for fmt in ("ascii", "binary") for blk in ("drop", "block")
 # Fail on a program held up longer than the fault explains (bench/faults/soak.sh
 # sets it; the suite itself never asserts wall-clock time, only prints it).
 STALL_BOUND = _E("CMON_MATRIX_STALL_BOUND") == "1"
+# Only these rows (comma-separated names, as printed), for chasing one fault.
+ONLY = [x for x in _E("CMON_MATRIX_ROWS", "").split(",") if x]
 
 
 def write_main(argv):
@@ -185,7 +187,23 @@ class Row:
         telemonitor's to count. cat copies byte for byte, so it holds
         nothing exactly when the bytes it has read minus those it has
         written (/proc/PID/io) are at their least: stop it a few times to
-        learn that least, then kill it stopped at such a moment."""
+        learn that least, then kill it stopped at such a moment. Each
+        reading is taken only once the kernel shows it stopped (state T):
+        a SIGSTOP sent to a tool waiting for the CPU takes effect only when
+        it next runs, and on a loaded machine that can be after a pipe
+        read that the reading would miss."""
+        def stop(pid):
+            os.killpg(pid, signal.SIGSTOP)
+            for _ in range(2000):
+                with open("/proc/%d/stat" % pid) as f:
+                    state = f.read().rpartition(")")[2].split()[0]
+                if state in "Tt":
+                    return
+                if state in "ZX":
+                    raise ProcessLookupError(pid)
+                time.sleep(0.001)
+            check(False, "tool_kill: tool %d did not stop within 2 s of SIGSTOP", pid)
+
         def held(pid):
             with open("/proc/%d/io" % pid) as f:
                 io = dict(ln.split(": ") for ln in f.read().splitlines())
@@ -201,8 +219,7 @@ class Row:
             seen = []
             try:
                 for k in range(400):
-                    os.killpg(pid, signal.SIGSTOP)
-                    time.sleep(0.002)
+                    stop(pid)
                     seen.append(held(pid))
                     if k >= 20 and seen[-1] == min(seen):
                         os.killpg(pid, signal.SIGKILL)
@@ -335,6 +352,8 @@ def main():
         results = []
 
         def row(name, fault, tm_up=True, before=None):
+            if ONLY and name.split("#")[0] not in ONLY:
+                return
             r = Row(env, name)
             if not tm_up:
                 r.gate = env.path(name + ".gate")
