@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cmon/digits.h"
 #include "cmon/logfmt.h"
 #include "cmonlog.pb-c.h"
 #include "logscan.h"
@@ -176,10 +177,8 @@ static int ascii_record(struct logscan *s, const char *p, size_t n, logscan_cb c
 	if (*q >= '0' && *q <= '9') {
 		/* up to 19 digits (a CLOCK_REALTIME clock in ns has 19), at most
 		 * INT64_MAX, as pcheck reads a timestamp */
-		uint64_t ts = 0;
-		const char *d = q;
-		while (d < end && *d >= '0' && *d <= '9' && d - q < 19)
-			ts = ts * 10 + (uint64_t)(*d++ - '0');
+		uint64_t ts;
+		const char *d = q + cmon_scan_digits19(q, end, &ts);
 		if (d < end && (*d == ' ' || *d == '\t') && ts <= (uint64_t)INT64_MAX)
 			s->last_ts = (int64_t)ts;
 	}
@@ -191,13 +190,16 @@ static int ascii_record(struct logscan *s, const char *p, size_t n, logscan_cb c
 	return 0;
 }
 
-static int ascii_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg)
+static int ascii_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg,
+		      struct cmon_tally *t)
 {
 	const uint8_t *end = p + n, *nl;
 	int r;
 
 	while (p < end) {
 		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl && t)
+			cmon_log_tally_line(p, nl, t);   /* (the line as this chunk has it) */
 		if (!nl) {
 			if (s->skipping)
 				return 0;
@@ -462,7 +464,7 @@ int logscan_header(struct logscan *s, const uint8_t *p, size_t n)
 		return 0;
 	if (s->fmt == CMON__FORMAT__FORMAT_BINARY)
 		return bin_data(s, p, n, no_records, NULL);
-	return ascii_data(s, p, n, no_records, NULL);
+	return ascii_data(s, p, n, no_records, NULL, NULL);
 }
 
 int logscan_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg)
@@ -471,5 +473,28 @@ int logscan_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, v
 		return 0;
 	if (s->fmt == CMON__FORMAT__FORMAT_BINARY)
 		return bin_data(s, p, n, cb, arg);
-	return ascii_data(s, p, n, cb, arg);
+	return ascii_data(s, p, n, cb, arg, NULL);
+}
+
+int logscan_data_tally(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg,
+		       struct cmon_tally *t)
+{
+	struct cmon_tally k = { 0 };
+	int r;
+
+	if (n == 0)
+		return 0;
+	if (s->fmt == CMON__FORMAT__FORMAT_BINARY) {
+		r = bin_data(s, p, n, cb, arg);
+	} else {
+		r = ascii_data(s, p, n, cb, arg, &k);
+		if (r == 0) {
+			t->events += k.events;
+			t->gap += k.gap;
+			t->markers += k.markers;
+			return 0;
+		}
+	}
+	cmon_log_tally(s->fmt, p, n, SIZE_MAX, t);   /* (cut short: counted apart) */
+	return r;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cmon.pb-c.h"
+#include "cmon/logfmt.h"
 
 /* Limits. */
 #define LOGSCAN_RECORD_MAX (1u << 20)   /* longest record carried across chunks */
@@ -69,5 +70,10 @@ int logscan_header(struct logscan *s, const uint8_t *p, size_t n);
 /* Take whole (or partial) records from a LogData payload, calling `cb` for
  * each complete one. 0 or -ENOMEM. */
 int logscan_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg);
+
+/* logscan_data, adding to *t what the chunk stands for, as cmon_log_tally
+ * counts it (ascii: in the same pass over its lines). */
+int logscan_data_tally(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg,
+		       struct cmon_tally *t);
 
 #endif

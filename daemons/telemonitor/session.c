@@ -487,13 +487,12 @@ static void on_data(struct session *s, const uint8_t *p, size_t n)
 	struct cmon_tally t = { 0 };
 	size_t nd;
 
-	if (logscan_data(&s->scan, p, n, on_record, s) < 0)
+	if (logscan_data_tally(&s->scan, p, n, on_record, s, &t) < 0)
 		cmon_warn("instance %" PRIu64 ": out of memory following the log", s->inst->id);
 	note_version(s);
 	refresh_window_header(s);
 	s->inst->bytes += n;
 	s->inst->dirty = true;
-	cmon_log_tally(s->fmt, p, n, SIZE_MAX, &t);
 	ledger_write(&s->led, &t, n);
 	to_tools(s, p, n, &t);
 	sync_counts(s);

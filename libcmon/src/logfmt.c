@@ -248,7 +248,7 @@ uint64_t cmon_log_count_records(Cmon__Format fmt, const uint8_t *p, size_t n, si
 
 /* An ascii line [p, end) without its newline: one event, a gap, or nothing
  * (as the telemonitor's logscan.c reads it). */
-static void tally_line(const uint8_t *p, const uint8_t *end, struct cmon_tally *t)
+void cmon_log_tally_other(const uint8_t *p, const uint8_t *end, struct cmon_tally *t)
 {
 	if (end > p && end[-1] == '\r')
 		end--;
@@ -331,10 +331,7 @@ size_t cmon_log_tally(Cmon__Format fmt, const uint8_t *p, size_t n, size_t max,
 		const uint8_t *nl = memchr(q, '\n', (size_t)(end - q));
 		if (!nl || (q > p && (size_t)(nl + 1 - p) > max))
 			break;
-		if ((*q >= '0' && *q <= '9') && nl > q)
-			t->events++;                     /* the usual record: a timestamp first */
-		else
-			tally_line(q, nl, t);
+		cmon_log_tally_line(q, nl, t);
 		q = nl + 1;
 	}
 	return (size_t)(q - p);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "util.h"
+#include "cmon/digits.h"
 
 #define LINE_TOO_LONG 2
 
@@ -57,7 +58,7 @@ static const char *token_end(const char *p, const char *lend)
 /* Read the run of decimal digits at *pp, advancing *pp: returns how many
  * there were and folds them into *acc (acc * 10^n + value; it wraps beyond
  * 19 digits, which callers check). A plain loop, for the general parser and
- * reals; the fast paths convert whole words instead (digits_value()). */
+ * reals; the fast paths convert whole words instead (cmon_word_digits()). */
 static inline __attribute__((always_inline)) size_t scan_digits(const char **pp, uint64_t *acc)
 {
     const char *p = *pp, *s = p;
@@ -640,47 +641,12 @@ static inline bool ends_token(char c)
  * line or the buffer's LOG_BUF_PAD bytes of slack, never further, since
  * every scan stops at the '\n' or within 16 bytes of where it started. */
 
-static inline uint64_t load_word(const char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-/* 0x80 in every byte of w that is not an ASCII digit, 0 in the others
- * (no carry crosses a byte: (x & 0x7f) + 0x76 is at most 0xf5). */
-static inline uint64_t nondigit_bytes(uint64_t w)
-{
-    uint64_t x = w ^ 0x3030303030303030ull;
-    return (x | ((x & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull)) & 0x8080808080808080ull;
-}
-
 /* 0x80 in the lowest byte of w below '!' (a blank, a control byte, NUL);
  * bits above that byte mean nothing (borrows), bytes from 0x80 never count. */
 static inline uint64_t low_bytes(uint64_t w)
 {
     return (w - 0x2121212121212121ull) & ~w & 0x8080808080808080ull;
 }
-
-/* Index of the byte flagged by the lowest 0x80 bit of m (m != 0). */
-static inline unsigned first_byte(uint64_t m)
-{
-    return (unsigned)__builtin_ctzll(m) >> 3;
-}
-
-/* Value of the n (1 to 8) digits in the low bytes of w, the first byte
- * being the most significant digit: pairs, then quads, then all eight. */
-static inline uint64_t digits_value(uint64_t w, unsigned n)
-{
-    uint64_t v = (w & 0x0f0f0f0f0f0f0f0full) << (64 - 8 * n);
-    v = v * 10 + (v >> 8);
-    return (((v & 0x000000ff000000ffull) * (100 + (1000000ull << 32))) +
-            (((v >> 16) & 0x000000ff000000ffull) * (1 + (10000ull << 32)))) >> 32;
-}
-
-static const uint64_t pow10_u64[] = {
-    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
-};
 
 /* Read the run of decimal digits at *pp into *v, advancing *pp; returns how
  * many there were. Like scan_digits() from 0 (and wrapping the same way
@@ -689,27 +655,27 @@ static const uint64_t pow10_u64[] = {
 static inline __attribute__((always_inline)) size_t scan_uint(const char **pp, uint64_t *v)
 {
     const char *p = *pp;
-    uint64_t w = load_word(p), m = nondigit_bytes(w);
+    uint64_t w = cmon_word_load(p), m = cmon_word_nondigits(w);
     if (PS_LIKELY(m)) {
-        unsigned n = first_byte(m);
+        unsigned n = cmon_word_first(m);
         if (n == 0)
             return 0;
-        *v = digits_value(w, n);
+        *v = cmon_word_digits(w, n);
         *pp = p + n;
         return n;
     }
-    uint64_t w1 = load_word(p + 8), m1 = nondigit_bytes(w1);
+    uint64_t w1 = cmon_word_load(p + 8), m1 = cmon_word_nondigits(w1);
     if (PS_LIKELY(m1)) {
-        unsigned n = first_byte(m1);
-        uint64_t x = digits_value(w, 8);
+        unsigned n = cmon_word_first(m1);
+        uint64_t x = cmon_word_digits(w, 8);
         if (n)
-            x = x * pow10_u64[n] + digits_value(w1, n);
+            x = x * cmon_pow10_u64[n] + cmon_word_digits(w1, n);
         *v = x;
         *pp = p + 8 + n;
         return 8 + n;
     }
     /* 17 digits or more (a clock in ns since 1970 has 19): on from the 16th */
-    uint64_t x = digits_value(w, 8) * 100000000u + digits_value(w1, 8);
+    uint64_t x = cmon_word_digits(w, 8) * 100000000u + cmon_word_digits(w1, 8);
     p += 16;
     size_t n = 16 + scan_digits(&p, &x);     /* (beyond 19 digits x may wrap: the callers decline) */
     *pp = p;
@@ -745,13 +711,13 @@ static inline __attribute__((always_inline)) uint32_t cached_name(log_reader *r,
 static inline __attribute__((always_inline)) uint32_t fast_name(log_reader *r, const char **pp)
 {
     const char *p = *pp;
-    uint64_t w0 = load_word(p), w1 = 0, m = low_bytes(w0);
+    uint64_t w0 = cmon_word_load(p), w1 = 0, m = low_bytes(w0);
     size_t n;
     if (PS_LIKELY(m)) {
-        n = first_byte(m);
+        n = cmon_word_first(m);
         w0 &= (1ull << (8 * n)) - 1;
     } else {
-        w1 = load_word(p + 8);
+        w1 = cmon_word_load(p + 8);
         m = low_bytes(w1);
         if (!m) {
             n = 16 + token_len(p + 16);
@@ -762,7 +728,7 @@ static inline __attribute__((always_inline)) uint32_t fast_name(log_reader *r, c
                 *pp = p + n;
             return id;
         }
-        n = 8 + first_byte(m);
+        n = 8 + cmon_word_first(m);
         w1 &= (1ull << (8 * (n - 8))) - 1;
     }
     if (n == 0 || !ends_token(p[n]))
@@ -779,13 +745,13 @@ static inline __attribute__((always_inline)) uint32_t fast_name(log_reader *r, c
 static inline __attribute__((always_inline)) int fast_int_value(const char **pp, double *out)
 {
     const char *p = *pp;
-    uint64_t w = load_word(p), m = nondigit_bytes(w);
+    uint64_t w = cmon_word_load(p), m = cmon_word_nondigits(w);
     if (!m)
         return 0;
-    unsigned n = first_byte(m);
+    unsigned n = cmon_word_first(m);
     if (n == 0 || !ends_token(p[n]))
         return 0;
-    *out = (double)digits_value(w, n);
+    *out = (double)cmon_word_digits(w, n);
     *pp = p + n;
     return 1;
 }
@@ -821,8 +787,8 @@ static inline uint64_t digits16(const char *p, unsigned n)
     if (n == 1)
         return (uint64_t)(unsigned char)(*p - '0');
     if (n <= 8)
-        return digits_value(load_word(p), n);
-    return digits_value(load_word(p), 8) * pow10_u64[n - 8] + digits_value(load_word(p + 8), n - 8);
+        return cmon_word_digits(cmon_word_load(p), n);
+    return cmon_word_digits(cmon_word_load(p), 8) * cmon_pow10_u64[n - 8] + cmon_word_digits(cmon_word_load(p + 8), n - 8);
 }
 
 /* fast_record() for a line of at most 31 bytes with nothing but blanks
@@ -880,11 +846,11 @@ static inline __attribute__((always_inline)) int fast_line(log_reader *r, const 
     size_t n = e - st;
     uint32_t id;
     if (n < 16) {
-        uint64_t w0 = load_word(name), w1 = 0;
+        uint64_t w0 = cmon_word_load(name), w1 = 0;
         if (n < 8) {
             w0 &= (1ull << (8 * n)) - 1;
         } else {
-            w1 = load_word(name + 8) & ((1ull << (8 * (n - 8))) - 1);
+            w1 = cmon_word_load(name + 8) & ((1ull << (8 * (n - 8))) - 1);
         }
         id = cached_name(r, name, n, w0, w1);
     } else {

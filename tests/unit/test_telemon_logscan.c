@@ -295,7 +295,8 @@ static char *random_log(unsigned seed, size_t *len)
 }
 
 /* Feed `log` to a fresh follower of `fmt` (after `hdr`, if any) in random
- * cuts of 1..most bytes, and check it gives what `whole` saw. */
+ * cuts of 1..most bytes, and check it gives what `whole` saw, and that
+ * each cut's tally (logscan_data_tally) is cmon_log_tally's. */
 static void same_in_cuts(Cmon__Format fmt, const uint8_t *hdr, size_t hlen, const uint8_t *log,
 			 size_t len, size_t most, unsigned *x, const struct all *whole)
 {
@@ -313,7 +314,12 @@ static void same_in_cuts(Cmon__Format fmt, const uint8_t *hdr, size_t hlen, cons
 		k = 1 + (*x >> 8) % most;
 		if (k > len - at)
 			k = len - at;
-		assert_int_equal(logscan_data(&ls, log + at, k, collect_all, &cut), 0);
+		struct cmon_tally got = { 0 }, want = { 0 };
+		assert_int_equal(logscan_data_tally(&ls, log + at, k, collect_all, &cut, &got), 0);
+		/* the chunk stands for what cmon_log_tally says it does */
+		cmon_log_tally(fmt, log + at, k, SIZE_MAX, &want);
+		assert_true(got.events == want.events && got.gap == want.gap &&
+			    got.markers == want.markers);
 		at += k;
 	}
 	assert_int_equal(cut.n, whole->n);
@@ -457,6 +463,56 @@ static void any_cut_binary(void **state)
 		      records);
 }
 
+/* Timestamps of 1 to 21 digits (cmon_scan_digits19's word path from 16
+ * bytes of line on, its byte loop below that), each line also alone in a
+ * heap block of exactly its length (ASan: nothing read past the line):
+ * the same value as a byte loop, and a timestamp of 20 digits or more
+ * leaves the last one in place, as pcheck does. */
+static void timestamps(void **state)
+{
+	static const char *tails[] = { " 1 Ev 1", " 1", "\t1", "x 1 Ev", "", " 1 Ev 1 0.5 0.5 0.5" };
+	const char *digits = "918273645501928374659";
+	uint64_t checked = 0;
+
+	(void)state;
+	for (size_t nd = 1; nd <= 21; nd++) {
+		for (size_t k = 0; k < sizeof tails / sizeof tails[0]; k++) {
+			char line[64];
+			int n = snprintf(line, sizeof line, "%.*s%s", (int)nd, digits, tails[k]);
+			uint64_t want = 0, got;
+			size_t i = 0, used;
+			char *exact = malloc((size_t)n);
+			struct logscan ls;
+			struct seen s = { 0 };
+			char fed[80];
+
+			assert_non_null(exact);
+			while (i < (size_t)n && i < 19 && line[i] >= '0' && line[i] <= '9')
+				want = want * 10 + (uint64_t)(line[i++] - '0');
+			memcpy(exact, line, (size_t)n);
+			used = cmon_scan_digits19(exact, exact + n, &got);
+			assert_int_equal(used, i);
+			assert_true(got == want);
+			free(exact);
+
+			/* through the scanner: a timestamp only when a blank follows */
+			logscan_init(&ls, CMON__FORMAT__FORMAT_ASCII);
+			ls.last_ts = 7;
+			snprintf(fed, sizeof fed, "%s\n", line);
+			feed(&ls, fed, &s);
+			assert_int_equal(s.n, 1);
+			if (i < (size_t)n && (line[i] == ' ' || line[i] == '\t') && want <= INT64_MAX)
+				assert_true(s.ts[0] == (int64_t)want);
+			else
+				assert_true(s.ts[0] == 7);
+			logscan_free(&ls);
+			checked++;
+		}
+	}
+	print_message("%llu timestamps of 1 to 21 digits: as a byte loop reads them\n",
+		      (unsigned long long)checked);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -466,6 +522,7 @@ int main(void)
 		cmocka_unit_test(over_long_line),
 		cmocka_unit_test(any_cut),
 		cmocka_unit_test(any_cut_binary),
+		cmocka_unit_test(timestamps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

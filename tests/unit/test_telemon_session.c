@@ -68,9 +68,11 @@ int logscan_header(struct logscan *s, const uint8_t *p, size_t n)
 	return 0;
 }
 
-int logscan_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg)
+int logscan_data_tally(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb, void *arg,
+		       struct cmon_tally *t)
 {
-	(void)s, (void)p, (void)n, (void)cb, (void)arg;
+	(void)cb, (void)arg;
+	cmon_log_tally(s->fmt, p, n, SIZE_MAX, t);   /* (what the real one adds) */
 	return 0;
 }
 

@@ -106,6 +106,22 @@ static inline uint64_t cmon_tally_weight(const struct cmon_tally *t)
 	return t->events + t->gap;
 }
 
+/* The ascii line [p, nl), its '\n' at nl, added to *t as cmon_log_tally
+ * adds it (a line that is not the usual record goes to
+ * cmon_log_tally_other). A reader that already finds every line of a chunk
+ * counts it in the same pass: p is where the line starts in the chunk,
+ * even when the chunk begins inside a line (cmon_log_tally reads that
+ * tail the same way). */
+void cmon_log_tally_other(const uint8_t *p, const uint8_t *nl, struct cmon_tally *t);
+
+static inline void cmon_log_tally_line(const uint8_t *p, const uint8_t *nl, struct cmon_tally *t)
+{
+	if (nl > p && (unsigned char)(*p - '0') < 10)
+		t->events++;                     /* the usual record: a timestamp first */
+	else
+		cmon_log_tally_other(p, nl, t);
+}
+
 /* Add up the whole records at `p` (`n` bytes), taking at most `max` bytes
  * of them but always the first record if it is complete; *t is added to.
  * Returns the bytes taken (0: no complete record). */
