@@ -247,13 +247,34 @@ static int64_t summ_window(const runner *rn, int64_t ts)
     return w >= 9.2e18 ? INT64_MAX - len : w <= -9.2e18 ? INT64_MIN : (int64_t)w;
 }
 
+/* When the window [summ_from, summ_to) opens: the first timestamp, in
+ * ticks, past it, so that the clock of every record need not be divided
+ * (summ_window's integral path, the usual one: from 0 up to that
+ * timestamp, t * tick stays below summ_to, and summ_from being a multiple
+ * of the length, t - t % len is at most summ_from). 0 where that does not
+ * hold: every timestamp then takes summ_window. */
+static void summ_clock_ahead(runner *rn)
+{
+    int64_t tick = (int64_t)rn->ev.tick_ns, to;
+
+    rn->summ_next_ts = 0;
+    rn->summ_next_tick = rn->ev.tick_ns;
+    if (tick < 1 || (double)tick != rn->ev.tick_ns || rn->summ_from < 0 ||
+        rn->summ_from % rn->summ_len || __builtin_add_overflow(rn->summ_from, rn->summ_len, &to))
+        return;
+    rn->summ_next_ts = to / tick + (to % tick != 0);
+}
+
 /* The log's clock reads `ts` (a record's timestamp, before the record is
  * checked): once it has passed the end of the current summary window, that
  * window is over, whether an interval closes now or not. */
 static void on_clock(void *ctx, int64_t ts)
 {
     runner *rn = ctx;
-    if (rn->summ_open && summ_window(rn, ts) > rn->summ_from)
+    if (!rn->summ_open ||
+        (ts >= 0 && ts < rn->summ_next_ts && rn->ev.tick_ns == rn->summ_next_tick))
+        return;
+    if (summ_window(rn, ts) > rn->summ_from)
         report_summaries(rn);
 }
 
@@ -271,6 +292,7 @@ static void summarise(runner *rn, const pv_interval *iv)
         rn->summ_from = w;
         rn->summ_to = w > INT64_MAX - rn->summ_len ? INT64_MAX : w + rn->summ_len;
         rn->summ_open = true;
+        summ_clock_ahead(rn);
     }
     for (uint32_t i = rn->summ_first[t->id]; i < rn->summ_first[t->id + 1]; i++) {
         ps_summary *s = &rn->summ[i];
