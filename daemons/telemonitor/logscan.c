@@ -495,6 +495,6 @@ int logscan_data_tally(struct logscan *s, const uint8_t *p, size_t n, logscan_cb
 			return 0;
 		}
 	}
-	cmon_log_tally(s->fmt, p, n, SIZE_MAX, t);   /* (cut short: counted apart) */
+	cmon_log_tally(s->fmt, p, n, SIZE_MAX, t);   /* (binary, or ascii cut short: apart) */
 	return r;
 }
