@@ -654,30 +654,18 @@ static inline uint64_t low_bytes(uint64_t w)
  * branch per digit. */
 static inline __attribute__((always_inline)) size_t scan_uint(const char **pp, uint64_t *v)
 {
-    const char *p = *pp;
-    uint64_t w = cmon_word_load(p), m = cmon_word_nondigits(w);
-    if (PS_LIKELY(m)) {
-        unsigned n = cmon_word_first(m);
+    uint64_t x;
+    size_t n = cmon_scan_words16(*pp, &x);
+    if (PS_LIKELY(n < 16)) {
         if (n == 0)
             return 0;
-        *v = cmon_word_digits(w, n);
-        *pp = p + n;
+        *v = x;
+        *pp += n;
         return n;
     }
-    uint64_t w1 = cmon_word_load(p + 8), m1 = cmon_word_nondigits(w1);
-    if (PS_LIKELY(m1)) {
-        unsigned n = cmon_word_first(m1);
-        uint64_t x = cmon_word_digits(w, 8);
-        if (n)
-            x = x * cmon_pow10_u64[n] + cmon_word_digits(w1, n);
-        *v = x;
-        *pp = p + 8 + n;
-        return 8 + n;
-    }
     /* 17 digits or more (a clock in ns since 1970 has 19): on from the 16th */
-    uint64_t x = cmon_word_digits(w, 8) * 100000000u + cmon_word_digits(w1, 8);
-    p += 16;
-    size_t n = 16 + scan_digits(&p, &x);     /* (beyond 19 digits x may wrap: the callers decline) */
+    const char *p = *pp + 16;
+    n = 16 + scan_digits(&p, &x);     /* (beyond 19 digits x may wrap: the callers decline) */
     *pp = p;
     *v = x;
     return n;

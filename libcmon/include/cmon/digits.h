@@ -50,9 +50,36 @@ static inline uint64_t cmon_word_digits(uint64_t w, unsigned n)
 		(((v >> 16) & 0x000000ff000000ffull) * (1 + (10000ull << 32)))) >> 32;
 }
 
-static const uint64_t cmon_pow10_u64[] = {
+static const uint64_t cmon_pow10_u64[] __attribute__((unused)) = {
 	1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
 };
+
+/* The run of decimal digits at p, read two words at a time: how many of
+ * the first 16 bytes are digits before the first that is not (16 if all
+ * are), their value in *v. The 16 bytes at p must be readable. No branch
+ * per digit; a caller whose run may go on past 16 digits reads on from
+ * p + 16 itself. */
+static inline __attribute__((always_inline)) size_t cmon_scan_words16(const char *p, uint64_t *v)
+{
+	uint64_t w = cmon_word_load(p), m = cmon_word_nondigits(w), w1, m1, x;
+	unsigned n;
+
+	if (__builtin_expect(m != 0, 1)) {
+		n = cmon_word_first(m);
+		*v = n ? cmon_word_digits(w, n) : 0;
+		return n;
+	}
+	w1 = cmon_word_load(p + 8);
+	m1 = cmon_word_nondigits(w1);
+	x = cmon_word_digits(w, 8);
+	if (__builtin_expect(m1 != 0, 1)) {
+		n = cmon_word_first(m1);
+		*v = n ? x * cmon_pow10_u64[n] + cmon_word_digits(w1, n) : x;
+		return 8 + n;
+	}
+	*v = x * 100000000u + cmon_word_digits(w1, 8);
+	return 16;
+}
 
 /* The run of at most 19 decimal digits at [p, end) into *v: how many
  * there were (0 if none; a 20th digit is left unread, for the caller to
@@ -63,25 +90,9 @@ static inline size_t cmon_scan_digits19(const char *p, const char *end, uint64_t
 	size_t n = 0;
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (end - p >= 16) {
-		uint64_t w = cmon_word_load(p), m = cmon_word_nondigits(w), w1, m1;
-		if (m) {
-			n = cmon_word_first(m);
-			*v = n ? cmon_word_digits(w, (unsigned)n) : 0;
-			return n;
-		}
-		w1 = cmon_word_load(p + 8);
-		m1 = cmon_word_nondigits(w1);
-		x = cmon_word_digits(w, 8);
-		if (m1) {
-			n = cmon_word_first(m1);
-			if (n)
-				x = x * cmon_pow10_u64[n] + cmon_word_digits(w1, (unsigned)n);
-			*v = x;
-			return 8 + n;
-		}
-		x = x * 100000000u + cmon_word_digits(w1, 8);
-		n = 16;
+	if (end - p >= 16 && (n = cmon_scan_words16(p, &x)) < 16) {
+		*v = x;
+		return n;
 	}
 #endif
 	while (p + n < end && n < 19 && (unsigned char)(p[n] - '0') < 10)
