@@ -55,8 +55,8 @@ typedef struct runner {
     int64_t summ_from, summ_to; /* the current window [from, to) in ns (to = from + summ_len), where
                                    the intervals closing now are summarised */
     bool summ_open;             /* some interval was summarised in it (an empty one says nothing) */
-    int64_t summ_next_ts;       /* a timestamp (ticks) from 0 up to this one is still in it, */
-    double summ_next_tick;      /* ...at this tick (summ_clock_ahead; 0: not known) */
+    int64_t summ_next_ts;       /* a timestamp (ticks) from 0 below this one is still in it
+                                   (summ_clock_ahead; 0: not known) */
     bool want_iv;               /* report every interval (run_passes' want_iv) */
     bool want_ev;               /* report every event (run_passes' want_ev) */
 } runner;

@@ -258,7 +258,6 @@ static void summ_clock_ahead(runner *rn)
     int64_t tick = (int64_t)rn->ev.tick_ns, to;
 
     rn->summ_next_ts = 0;
-    rn->summ_next_tick = rn->ev.tick_ns;
     if (tick < 1 || (double)tick != rn->ev.tick_ns || rn->summ_from < 0 ||
         rn->summ_from % rn->summ_len || __builtin_add_overflow(rn->summ_from, rn->summ_len, &to))
         return;
@@ -271,9 +270,8 @@ static void summ_clock_ahead(runner *rn)
 static void on_clock(void *ctx, int64_t ts)
 {
     runner *rn = ctx;
-    if (!rn->summ_open ||
-        (ts >= 0 && ts < rn->summ_next_ts && rn->ev.tick_ns == rn->summ_next_tick))
-        return;
+    if (!rn->summ_open || (ts >= 0 && ts < rn->summ_next_ts))
+        return;             /* (the tick is the runner's for its whole life) */
     if (summ_window(rn, ts) > rn->summ_from)
         report_summaries(rn);
 }
