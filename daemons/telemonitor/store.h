@@ -223,7 +223,15 @@ int store_instances_open(struct store *st, store_instance_cb cb, void *arg);
 int store_instance_end(struct store *st, const struct tm_instance *in, enum inst_state state,
 		       double when);
 
-/* Mark every not-ended instance whose id is not in `live` ended ("gone"). */
+/* Mark every not-ended instance whose id is not in `live` ended ("gone").
+ * On a shared store, not one another node holds, nor one first seen at
+ * `when` or later: the reap is made at the next commit, and a row another
+ * node (or this one) added since this node's registry list was complete
+ * is of a live program that list did not have yet (two telemonitors
+ * started at once: one reaped the instance the other had just added and
+ * nobody had claimed yet, and its log was never read). first_seen is the
+ * adding node's clock: nodes whose clocks differ by more than the moments
+ * between a list and its commit narrow that guard by the difference. */
 int store_instances_reap(struct store *st, const uint64_t *live, size_t n, double when);
 
 /* Add a failure; *id gets its id. Its row is made at the next commit

@@ -428,9 +428,10 @@ static const char *const stmt_sql_pg[ST_COUNT] = {
 	[ST_INST_REAP] = "UPDATE instances SET ended = ?1, state = 'gone',"
 			 " status = 'ended while the telemonitor was away'"
 			 " WHERE ended IS NULL AND id NOT IN " PG_IDS(2)
-			 " AND (CAST(?3 AS TEXT) IS NULL OR NOT EXISTS (SELECT 1 FROM leases l"
+			 " AND (CAST(?3 AS TEXT) IS NULL OR (instances.first_seen < ?1"
+			 " AND NOT EXISTS (SELECT 1 FROM leases l"
 			 " WHERE l.instance_id = instances.id AND l.owner IS NOT NULL"
-			 " AND l.owner <> ?3))",
+			 " AND l.owner <> ?3)))",
 	/* the fence (store_fleet.c): an instance's writes go in only while
 	 * this node (?N) holds its lease at its epoch (?N+1), the lease row
 	 * held FOR KEY SHARE until the batch commits */
