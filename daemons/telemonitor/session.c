@@ -504,6 +504,116 @@ static void on_data(struct session *s, const uint8_t *p, size_t n)
 		set_paused(s, true);
 }
 
+/* --- whole records ----------------------------------------------------------
+ * A LogData chunk holds whole records (protocol.md, "What the consumer
+ * receives"): snarflog keeps to that, but a process that announced the
+ * instance itself (it knows the token) need not. Everything past this
+ * point (logscan, the ledgers, the tools' pipes, the checker) counts a
+ * record in the chunk that ends it, by what it is, so a record cut
+ * across chunks would be counted by its tail: a cut `#cmon-gap 7` line
+ * as an event, a cut binary frame as garbage. So the start of a record
+ * a chunk cut off waits here for the rest; a record longer than
+ * LOGSCAN_RECORD_MAX goes on as it is (logscan skips it as too long). A
+ * LogGap or LogEnd before its end: an ascii record is ended with a
+ * newline there (pcheck reads a last line without one the same way), a
+ * binary one cannot be and is dropped, said in the typescript. A new
+ * stream (a reconnection) starts without it: that record was not
+ * delivered whole, so Accepted.records_before counts it as lost. */
+
+/* The bytes of [p, p + n) up to the end of its last whole record. */
+static size_t whole_len(Cmon__Format fmt, const uint8_t *p, size_t n)
+{
+	const uint8_t *q = p, *end = p + n;
+
+	if (fmt != CMON__FORMAT__FORMAT_BINARY) {
+		const uint8_t *nl;
+		if (n == 0 || p[n - 1] == '\n')
+			return n;
+		nl = memrchr(p, '\n', n);
+		return nl ? (size_t)(nl + 1 - p) : 0;
+	}
+	for (;;) {
+		size_t hdr;
+		uint64_t body;
+		int r = cmon_bin_frame(q, (size_t)(end - q), &hdr, &body);
+		if (r < 0)
+			return n;               /* no frame: nothing to wait for */
+		if (r == 0 || body > (uint64_t)(end - q) - hdr)
+			return (size_t)(q - p);
+		q += hdr + (size_t)body;
+	}
+}
+
+static bool cut_keep(struct session *s, const uint8_t *p, size_t n)
+{
+	if (s->cut_len + n > s->cut_cap) {
+		size_t cap = s->cut_cap ? s->cut_cap : 256;
+		uint8_t *g;
+		while (cap < s->cut_len + n)
+			cap *= 2;
+		if (!(g = realloc(s->cut, cap)))
+			return false;
+		s->cut = g;
+		s->cut_cap = cap;
+	}
+	memcpy(s->cut + s->cut_len, p, n);
+	s->cut_len += n;
+	return true;
+}
+
+static void on_chunk(struct session *s, const uint8_t *p, size_t n)
+{
+	size_t whole;
+
+	if (!s->cut_len) {
+		whole = whole_len(s->fmt, p, n);
+		if (whole)
+			on_data(s, p, whole);
+		if (whole == n || cut_keep(s, p + whole, n - whole))
+			return;
+		cmon_warn("instance %" PRIu64 ": out of memory joining a record cut across chunks",
+			  s->inst->id);
+		on_data(s, p + whole, n - whole);       /* (counted by its tail, as before) */
+		return;
+	}
+	if (!cut_keep(s, p, n)) {
+		cmon_warn("instance %" PRIu64 ": out of memory joining a record cut across chunks",
+			  s->inst->id);
+		on_data(s, s->cut, s->cut_len);
+		s->cut_len = 0;
+		on_data(s, p, n);
+		return;
+	}
+	whole = whole_len(s->fmt, s->cut, s->cut_len);
+	if (!whole && s->cut_len > LOGSCAN_RECORD_MAX)
+		whole = s->cut_len;                      /* no record: on as it is */
+	if (!whole)
+		return;
+	on_data(s, s->cut, whole);
+	memmove(s->cut, s->cut + whole, s->cut_len - whole);
+	s->cut_len -= whole;
+}
+
+/* A LogGap or LogEnd: the record a chunk cut off will not be finished. */
+static void cut_end(struct session *s, const char *what)
+{
+	size_t n = s->cut_len;
+
+	if (!n)
+		return;
+	if (s->fmt != CMON__FORMAT__FORMAT_BINARY && cut_keep(s, (const uint8_t *)"\n", 1)) {
+		typescript_note(&s->ts, "a record the snarflog cut off was not finished before %s: "
+				"ended there", what);
+		on_data(s, s->cut, s->cut_len);
+	} else {
+		typescript_note(&s->ts, "%zu bytes of a record the snarflog cut off were not "
+				"finished before %s: dropped", n, what);
+		cmon_warn("instance %" PRIu64 ": %zu bytes of an unfinished record dropped at %s",
+			  s->inst->id, n, what);
+	}
+	s->cut_len = 0;
+}
+
 /* Mark `count` lost records at this point of the log: in the session's
  * ledger, the window ring and for the running tools (the others catch up
  * when they start). */
@@ -616,6 +726,7 @@ static void on_accepted(struct session *s, const Cmon__Accepted *a)
 		drain(s, IS_GONE, "gone (its endpoint now belongs to another instance)");
 		return;
 	}
+	s->cut_len = 0;                       /* (not delivered whole: lost, or sent again) */
 	if (first) {
 		s->fmt = a->instance->has_format ? a->instance->format : CMON__FORMAT__FORMAT_ASCII;
 		logscan_init(&s->scan, s->fmt);
@@ -756,12 +867,14 @@ static void session_drive(struct session *s, const Cmon__Msg *m)
 		case CMON__MSG__KIND_DATA:
 			flush_gap_due(s);
 			if (m->data->has_data)
-				on_data(s, m->data->data.data, m->data->data.len);
+				on_chunk(s, m->data->data.data, m->data->data.len);
 			return;
 		case CMON__MSG__KIND_GAP:
+			cut_end(s, "a gap");
 			on_gap(s, m->gap->has_count ? m->gap->count : 0);
 			return;
 		case CMON__MSG__KIND_END:
+			cut_end(s, "the end of the stream");
 			on_end(s, m->end);
 			return;
 		default:
@@ -1580,6 +1693,7 @@ void session_free(struct session *s)
 	typescript_close(&s->ts);
 	window_ring_free(&s->ring);
 	logscan_free(&s->scan);
+	free(s->cut);
 	free(s->cls.tool);
 	free(s->cls.spec);
 	free(s->cls.mail);

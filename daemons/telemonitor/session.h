@@ -81,6 +81,9 @@ struct session {
 	bool led_fresh;               /* the ledgers were created, not found (no history) */
 	Cmon__Format fmt;             /* the log's format */
 	struct logscan scan;          /* record ordinals, header, ascii text */
+	uint8_t *cut;                 /* the start of a record a LogData chunk cut off,
+	                                 waiting for its end (session.c, "Whole records") */
+	size_t cut_len, cut_cap;      /* its length, and the buffer's */
 	struct window_ring ring;      /* recent records and pending windows */
 	struct tool *tools[2];        /* checker and/or shell tool */
 	size_t ntools;                /* how many */
