@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backlog.h"
 
@@ -45,6 +46,14 @@ struct db_stmt;
 /* True if `target` names a PostgreSQL server ("postgresql://" or
  * "postgres://" URL, or a libpq "key=value" string with host= or dbname=). */
 bool db_is_url(const char *target);
+
+/* A store target that names the embedded default: NULL, "" or "sqlite"
+ * (DESIGN.md: `(store "sqlite")`), which is sqlite in the state
+ * directory; any other target is a PostgreSQL URL. */
+static inline bool db_target_embedded(const char *target)
+{
+	return !target || !*target || !strcmp(target, "sqlite");
+}
 
 /* Open a connection to `target`: a PostgreSQL URL (db_is_url) or a sqlite
  * file path (created if missing). NULL with a message naming the target. */

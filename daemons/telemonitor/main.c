@@ -23,6 +23,7 @@
 #include "alerts.h"
 #include "amsilences.h"
 #include "control.h"
+#include "db.h"
 #include "failures.h"
 #include "hygiene.h"
 #include "http.h"
@@ -69,9 +70,9 @@ static const char usage[] =
 	"                             its own); specs inproc cannot take (two passes,\n"
 	"                             unknowns, errors) always get a process\n"
 	"  -store, --store URL        keep failures, instances and mail in the\n"
-	"                             PostgreSQL database at URL (postgresql://...;\n"
-	"                             default: the configuration's store, else sqlite\n"
-	"                             in the state directory)\n"
+	"                             PostgreSQL database at URL (postgresql://...),\n"
+	"                             or sqlite in the state directory (sqlite; the\n"
+	"                             default when the configuration names no store)\n"
 	"  -node, --node NAME         this telemonitor's name among those sharing a\n"
 	"                             PostgreSQL store (default HOST:STATE_DIR)\n"
 	"  -store-backlog, --store-backlog N\n"
@@ -203,8 +204,9 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 			o->node = optarg;
 			break;
 		case O_STORE:
-			if (strncmp(optarg, "postgresql://", 13) && strncmp(optarg, "postgres://", 11))
-				cmon_cmdline_fail(&cmdline, "bad value '%s' for -store (a "
+			if (!db_target_embedded(optarg) && strncmp(optarg, "postgresql://", 13) &&
+			    strncmp(optarg, "postgres://", 11))
+				cmon_cmdline_fail(&cmdline, "bad value '%s' for -store (sqlite, or a "
 						  "postgresql:// URL)", optarg);
 			o->store = optarg;
 			break;

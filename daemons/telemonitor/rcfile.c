@@ -15,6 +15,7 @@
 
 #include "cmon/names.h"
 #include "cmon/net.h"
+#include "db.h"
 #include "rcfile.h"
 #include "window.h"
 
@@ -228,9 +229,9 @@ static bool value_ok(enum rc_prop p, const char *v, char *msg, size_t size)
 		}
 		return true;
 	case RC_STORE:
-		if (*v && strncmp(v, "postgresql://", 13) != 0 && strncmp(v, "postgres://", 11) != 0) {
-			snprintf(msg, size, "\"%.80s\" is not a postgresql:// URL (leave the store "
-				 "out for sqlite in the state directory)", v);
+		if (!db_target_embedded(v) && strncmp(v, "postgresql://", 13) != 0 &&
+		    strncmp(v, "postgres://", 11) != 0) {
+			snprintf(msg, size, "\"%.80s\" is neither \"sqlite\" nor a postgresql:// URL", v);
 			return false;
 		}
 		return true;

@@ -84,12 +84,12 @@ struct store *store_open(const char *dir, const char *target, char *err, size_t 
 	TAILQ_INIT(&st->pending);
 	TAILQ_INIT(&st->to_pack);
 	backlog_init(&st->bl, STORE_BACKLOG_DEFAULT, STORE_BACKLOG_BYTES);
-	if (target && *target)
+	if (!db_target_embedded(target))
 		n = snprintf(st->path, sizeof st->path, "%s", target);
 	else
 		n = snprintf(st->path, sizeof st->path, "%s/telemonitor.db", dir);
 	if (n < 0 || (size_t)n >= sizeof st->path) {
-		snprintf(err, errlen, "%s: too long", target && *target ? "store" : dir);
+		snprintf(err, errlen, "%s: too long", !db_target_embedded(target) ? "store" : dir);
 		free(st);
 		return NULL;
 	}

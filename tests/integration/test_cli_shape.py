@@ -227,6 +227,34 @@ def spellings(tmp):
         usage_error("telemonitor", "bad value '0' for -store-backlog (1 to 10000000)", flag, "0")
     for flag in ("-max-sessions", "--max-sessions"):
         usage_error("telemonitor", "bad value '2001' for -max-sessions (1 to 2000)", flag, "2001")
+    # the store: sqlite (DESIGN.md's (store "sqlite"), the default) or a PostgreSQL URL
+    usage_error("telemonitor", "bad value 'mysql://x' for -store (sqlite, or a postgresql:// "
+                "URL)", "-store", "mysql://x", "-rc", rc_file, "-check")
+    sq_rc = os.path.join(tmp, "sqlite.rc")
+    with open(sq_rc, "w") as f:
+        f.write('(defaults (store "sqlite"))\n')
+    r = run("telemonitor", "-rc", sq_rc, "-check")
+    check(r == (0, "%s: configuration OK (0 classes)\n" % sq_rc, ""), "(store \"sqlite\"): %r", r)
+    with open(os.path.join(tmp, "mysql.rc"), "w") as f:
+        f.write('(defaults (store "mysql://x"))\n')
+    r = run("telemonitor", "-rc", os.path.join(tmp, "mysql.rc"), "-check")
+    check(r[0] == 2 and 'mysql.rc:1: error: store: "mysql://x" is neither "sqlite" nor a '
+          'postgresql:// URL' in r[2], "(store \"mysql://x\"): %r", r)
+    sq_state = os.path.join(tmp, "sqstate")
+    os.mkdir(sq_state)
+    p = subprocess.Popen([binary("telemonitor"), "-rc", sq_rc, "-store", "sqlite", "-state",
+                          sq_state, "-regmachine", "127.0.0.1:1"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp,
+                         preexec_fn=ct.die_with_parent)
+    try:
+        ct.wait_for(lambda: os.path.exists(os.path.join(sq_state, "control.sock")), 20,
+                    "the telemonitor's control socket")
+        check(os.path.exists(os.path.join(sq_state, "telemonitor.db")) and
+              not os.path.exists(os.path.join(tmp, "sqlite")),
+              "-store sqlite: not the state directory's telemonitor.db: %r", os.listdir(sq_state))
+    finally:
+        p.terminate()
+        p.communicate(timeout=20)
 
     # telemonctl: -state / --state, and a command's own options either way
     state = os.path.join(tmp, "nostate")
