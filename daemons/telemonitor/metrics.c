@@ -61,13 +61,16 @@
 	  "Attempts to send alerts to Alertmanager that failed, since start.")               \
 	X(M_ALERTS_DROPPED, "cmon_alerts_dropped_total", "counter",                          \
 	  "Alerts dropped since start.")                                                     \
-	X(M_CPU, "process_cpu_seconds_total", "counter",                                     \
+	X(M_CPU, "cmon_process_cpu_seconds_total", "counter",                                \
 	  "Total user and system CPU time spent in seconds.")                                \
-	X(M_RSS, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.") \
-	X(M_VSZ, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.")   \
-	X(M_FDS, "process_open_fds", "gauge", "Number of open file descriptors.")            \
-	X(M_MAXFDS, "process_max_fds", "gauge", "Maximum number of open file descriptors.")  \
-	X(M_PSTART, "process_start_time_seconds", "gauge",                                   \
+	X(M_RSS, "cmon_process_resident_memory_bytes", "gauge",                              \
+	  "Resident memory size in bytes.")                                                  \
+	X(M_VSZ, "cmon_process_virtual_memory_bytes", "gauge",                               \
+	  "Virtual memory size in bytes.")                                                   \
+	X(M_FDS, "cmon_process_open_fds", "gauge", "Number of open file descriptors.")       \
+	X(M_MAXFDS, "cmon_process_max_fds", "gauge",                                         \
+	  "Maximum number of open file descriptors.")                                        \
+	X(M_PSTART, "cmon_process_start_time_seconds", "gauge",                              \
 	  "Start time of the process since unix epoch in seconds.")                          \
 	X(M_HTTP_CONNS, "cmon_http_connections", "gauge", "HTTP connections open.")          \
 	X(M_HTTP_CLOSED, "cmon_http_connections_closed_total", "counter",                    \

@@ -9,6 +9,7 @@ backslash, a double quote or a newline are escaped (an assertion label
 in a spec of ours). Skipped (exit 77, with the reason) only when
 Prometheus is not installed or cannot start here."""
 import calendar
+import re
 import http.client
 import json
 import os
@@ -197,8 +198,16 @@ def main():
         # the gauges stay beside it
         check('cmon_report_mapping{%s,key="7"} 2' % bl in expo, "the mapping's gauges")
 
+        # every family's name starts with cmon_ (DESIGN.md), the process
+        # metrics' too
+        names = {ln.split()[2] for ln in expo.splitlines() if ln.startswith("# TYPE ")}
+        names |= {re.split(r"[{ ]", ln)[0] for ln in expo.splitlines()
+                  if ln and not ln.startswith("#")}
+        check(names and all(n.startswith("cmon_") for n in names),
+              "metric names without cmon_: %r", sorted(n for n in names if not n.startswith("cmon_")))
+
         # delivery (no relay, no Alertmanager here: all 0, as status --json
-        # says) and the standard process_* metrics, from /proc/self
+        # says) and the process metrics (client libraries' process_*), from /proc/self
         samples = {}
         for line in expo.splitlines():
             if line and not line.startswith("#") and "{" not in line:
@@ -214,15 +223,17 @@ def main():
                      "cmon_mail_queue_length"):
             check(samples.get(name) == 0, "%s: %r", name, samples.get(name))
         since = calendar.timegm(time.strptime(status["since"], "%Y-%m-%dT%H:%M:%SZ"))
-        check(abs(samples.get("process_start_time_seconds", 0) - since) < 3,
-              "process_start_time_seconds %r, started %s", samples.get("process_start_time_seconds"),
-              status["since"])
-        check(0 <= samples.get("process_cpu_seconds_total", -1) < 600 and
-              samples.get("process_resident_memory_bytes", 0) > 1 << 20 and
-              samples.get("process_virtual_memory_bytes", 0) >=
-              samples["process_resident_memory_bytes"] and
-              3 <= samples.get("process_open_fds", 0) <= samples.get("process_max_fds", 0),
-              "process metrics: %r", {k: v for k, v in samples.items() if k.startswith("process_")})
+        check(abs(samples.get("cmon_process_start_time_seconds", 0) - since) < 3,
+              "cmon_process_start_time_seconds %r, started %s",
+              samples.get("cmon_process_start_time_seconds"), status["since"])
+        check(0 <= samples.get("cmon_process_cpu_seconds_total", -1) < 600 and
+              samples.get("cmon_process_resident_memory_bytes", 0) > 1 << 20 and
+              samples.get("cmon_process_virtual_memory_bytes", 0) >=
+              samples["cmon_process_resident_memory_bytes"] and
+              3 <= samples.get("cmon_process_open_fds", 0) <=
+              samples.get("cmon_process_max_fds", 0),
+              "process metrics: %r",
+              {k: v for k, v in samples.items() if k.startswith("cmon_process_")})
 
         # Prometheus scrapes it; its query API gives the stored numbers
         pport = start_prometheus(env, "%s:%d" % (host, port))
@@ -243,8 +254,8 @@ def main():
         wait_value(pport, "cmon_store_degraded", 0, "the store is fine")
         wait_value(pport, 'cmon_build_info{version!=""}', 1, "build info")
         wait_value(pport, "cmon_alerts_failed_total", 0, "alert delivery")
-        r = ct.wait_for(lambda: query(pport, "process_resident_memory_bytes"), 30,
-                        "process_resident_memory_bytes", interval=0.5)
+        r = ct.wait_for(lambda: query(pport, "cmon_process_resident_memory_bytes"), 30,
+                        "cmon_process_resident_memory_bytes", interval=0.5)
         check(float(r[0]["value"][1]) > 1 << 20, "process metrics scraped: %r", r)
 
         # interval durations as a histogram, from the checkers' summaries:
