@@ -4,10 +4,12 @@
 # connections, TLS, systemd integration, logging. Internal static library;
 # headers under include/cmon/ (all but emit.h, which belongs to emit.cmake).
 #
-# cmoncmdline — the command-line front end of every program (cmon/cmdline.h),
-# a library of its own so that the PSpec tools get it without the transport's
-# dependencies; cmoncommon includes it.
-add_library(cmoncmdline STATIC ${CMAKE_CURRENT_SOURCE_DIR}/src/cmdline.c)
+# cmoncmdline — the command-line front end of every program (cmon/cmdline.h)
+# and the times users give (cmon/when.h), a library of its own so that the
+# PSpec tools and telemonctl get it without the transport's dependencies;
+# cmoncommon includes it.
+add_library(cmoncmdline STATIC ${CMAKE_CURRENT_SOURCE_DIR}/src/cmdline.c
+            ${CMAKE_CURRENT_SOURCE_DIR}/src/when.c)
 target_include_directories(cmoncmdline PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 set_target_properties(cmoncmdline PROPERTIES POSITION_INDEPENDENT_CODE ON)
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmon/cmdline.h"
+#include "cmon/when.h"
 #include "cmdtab.h"
 #include "telemonctl.h"
 
@@ -156,53 +157,13 @@ static void need_id(const char *cmd, const char *s)
 		die("%s: '%s' is not an id (a positive number)", cmd, s);
 }
 
-/* A time as Unix seconds: ISO date/time (UTC), @UNIX, or "N UNIT [ago]". */
+/* A time (cmon/when.h: the forms the HTTP API takes too) as Unix seconds,
+ * or -1. */
 static double parse_time(const char *s)
 {
-	static const struct { const char *fmt; } iso[] = {
-		{ "%Y-%m-%dT%H:%M:%SZ" }, { "%Y-%m-%dT%H:%M:%S" }, { "%Y-%m-%d %H:%M:%S" },
-		{ "%Y-%m-%dT%H:%MZ" }, { "%Y-%m-%dT%H:%M" }, { "%Y-%m-%d %H:%M" }, { "%Y-%m-%d" },
-	};
-	static const struct { const char *name; double secs; } units[] = {
-		{ "s", 1 }, { "sec", 1 }, { "secs", 1 }, { "second", 1 }, { "seconds", 1 },
-		{ "m", 60 }, { "min", 60 }, { "mins", 60 }, { "minute", 60 }, { "minutes", 60 },
-		{ "h", 3600 }, { "hour", 3600 }, { "hours", 3600 }, { "d", 86400 },
-		{ "day", 86400 }, { "days", 86400 }, { "w", 604800 }, { "week", 604800 },
-		{ "weeks", 604800 },
-	};
-	char unit[16] = "", *end;
-	double v;
+	double t;
 
-	for (size_t i = 0; i < sizeof iso / sizeof iso[0]; i++) {
-		struct tm tm = { 0 };
-		char *e = strptime(s, iso[i].fmt, &tm);
-		if (e && !*e)
-			return (double)timegm(&tm);
-	}
-	if (*s == '@') {
-		v = strtod(s + 1, &end);
-		if (end != s + 1 && !*end && v >= 0)
-			return v;
-		return -1;
-	}
-	v = strtod(s, &end);
-	if (end == s || v < 0)
-		return -1;
-	while (*end == ' ')
-		end++;
-	size_t n = strcspn(end, " ");
-	if (n == 0 || n >= sizeof unit)
-		return -1;
-	memcpy(unit, end, n);
-	end += n;
-	while (*end == ' ')
-		end++;
-	if (*end && strcmp(end, "ago"))
-		return -1;
-	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-		if (!strcmp(unit, units[i].name))
-			return (double)time(NULL) - v * units[i].secs;
-	return -1;
+	return cmon_when_parse(s, (double)time(NULL), &t) ? t : -1;
 }
 
 static bool valid_day(const char *s)
@@ -485,7 +446,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 			double t = parse_time(since);
 			if (t < 0)
 				die("--since: '%s' is not a time (2024-03-01, 2024-03-01T12:00, "
-				    "'2 hours', @1700000000)", since);
+				    "'2 hours', 1700000000)", since);
 			word(c, "since=%.3f", t);
 		}
 		if (inst) {
@@ -502,7 +463,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 			double t = parse_time(until);
 			if (t < 0)
 				die("--until: '%s' is not a time (2024-03-01, 2024-03-01T12:00, "
-				    "'2 hours', @1700000000)", until);
+				    "'2 hours', 1700000000)", until);
 			word(c, "until=%.3f", t);
 		}
 		if (kind)

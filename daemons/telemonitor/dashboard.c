@@ -1306,8 +1306,8 @@ static int take_param(struct dash_req *q, const char *key, const char *v, unsign
 		if (!*v)
 			break;          /* an empty field of the form: not given */
 		if (!http_parse_time(v, bit == DQ_SINCE ? &q->since : &q->until)) {
-			snprintf(err, errlen, "%s: '%.40s' is not a time (Unix seconds, 2024-03-01 "
-				 "or 2024-03-01T12:00:00Z)", key, v);
+			snprintf(err, errlen, "%s: '%.40s' is not a time (Unix seconds, 2024-03-01, "
+				 "2024-03-01T12:00:00Z or '2 hours')", key, v);
 			return -EINVAL;
 		}
 		if (bit == DQ_SINCE) {

@@ -32,6 +32,8 @@
 #include <event2/listener.h>
 
 #include "cmon/log.h"
+#include "cmon/when.h"
+#include "clock.h"
 #include "cmdtab.h"
 #include "control.h"
 #include "dashboard.h"
@@ -446,24 +448,7 @@ static void add_word(struct http_args *a, const char *fmt, const char *v)
 
 bool http_parse_time(const char *s, double *out)
 {
-	static const char *const iso[] = { "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S",
-					   "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M", "%Y-%m-%d" };
-	char *end;
-	double v;
-
-	for (size_t i = 0; i < sizeof iso / sizeof iso[0]; i++) {
-		struct tm tm = { 0 };
-		char *e = strptime(s, iso[i], &tm);
-		if (e && !*e) {
-			*out = (double)timegm(&tm);
-			return true;
-		}
-	}
-	v = strtod(s, &end);
-	if (end == s || *end || !(v >= 0))
-		return false;
-	*out = v;
-	return true;
+	return cmon_when_parse(s, tm_now(), out);
 }
 
 int http_query_each(const char *query, http_param_fn fn, void *arg, char *err, size_t errlen)
@@ -520,7 +505,7 @@ static int query_word(void *arg, const char *key, const char *value, char *err, 
 		char num[80];
 		if (!http_parse_time(value, &t)) {
 			snprintf(err, errlen, "%s: '%.40s' is not a time (Unix seconds, "
-				 "2024-03-01 or 2024-03-01T12:00:00Z)", key, value);
+				 "2024-03-01, 2024-03-01T12:00:00Z or '2 hours')", key, value);
 			return -EINVAL;
 		}
 		snprintf(num, sizeof num, "%s=%.3f", key, t);

@@ -82,8 +82,9 @@ typedef int (*http_param_fn)(void *arg, const char *key, const char *value, char
  * returns < 0. 0, that value, or -EINVAL for a malformed query string. */
 int http_query_each(const char *query, http_param_fn fn, void *arg, char *err, size_t errlen);
 
-/* A time given in a query (since, until): Unix seconds, or an ISO 8601
- * date or UTC time (2024-03-01, 2024-03-01T12:00, 2024-03-01T12:00:00Z).
+/* A time given in a query (since, until), in the forms telemonctl takes
+ * (cmon/when.h): Unix seconds, a date or UTC time (2024-03-01,
+ * 2024-03-01T12:00, 2024-03-01T12:00:00Z), or a time ago ("2 hours").
  * False if it is none (*out untouched). */
 bool http_parse_time(const char *s, double *out);
 

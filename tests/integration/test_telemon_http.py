@@ -17,6 +17,7 @@ import json
 import socket
 import ssl
 import time
+import urllib.parse
 
 import cmontest as ct
 import telemontest as tt
@@ -143,6 +144,14 @@ def main():
         check(len(tm.http_json("/api/v1/failures?prog=fsread&since=%s"
                                % time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                time.gmtime(t0 - 60)))) == 4, "since (ISO)")
+        # every form of time either takes, the other takes, with the same meaning
+        ago = "%d min" % (int(time.time() - t0) // 60 + 2)
+        for when in ("%d" % int(t0 - 60), "@%d" % int(t0 - 60), ago, ago + " ago",
+                     time.strftime("%Y-%m-%d %H:%M", time.gmtime(t0 - 120))):
+            same(tm, "/api/v1/failures?prog=fsread&since=" + urllib.parse.quote(when),
+                 "failures", "--prog", "fsread", "--since", when, reverse=True)
+            check(len(tm.http_json("/api/v1/failures?prog=fsread&since=" +
+                                   urllib.parse.quote(when))) == 4, "since=%s", when)
         # paging: limit, then before= the last id of the page
         page1 = tm.http_json("/api/v1/failures?prog=fsread&limit=3")
         check([f["id"] for f in page1] == [f["id"] for f in fs[:3]], "page 1: %r", page1)
