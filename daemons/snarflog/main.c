@@ -178,8 +178,15 @@ static void parse_args(int argc, char **argv, struct options *o)
 	o->hello_s = 10;
 	while ((c = cmon_cmdline_next(&cmdline, nopt, argv)) != -1) {
 		switch (c) {
-		case O_ASCII: o->format = CMON__FORMAT__FORMAT_ASCII; break;
-		case O_BINARY: o->format = CMON__FORMAT__FORMAT_BINARY; break;
+		case O_ASCII:
+		case O_BINARY: {
+			Cmon__Format f = c == O_ASCII ? CMON__FORMAT__FORMAT_ASCII
+						      : CMON__FORMAT__FORMAT_BINARY;
+			if (o->format && o->format != f)
+				cmon_cmdline_fail(&cmdline, "-ascii and -binary cannot be combined");
+			o->format = f;
+			break;
+		}
 		case O_BUFFER: o->buffer = parse_size(optarg); break;
 		case O_FIFO: o->fifo = optarg; break;
 		case O_DEBUG: o->debug = true; break;
@@ -228,6 +235,9 @@ static void parse_args(int argc, char **argv, struct options *o)
 		cmon_cmdline_fail(&cmdline, "invalid -machine name '%s'", o->machine);
 	if (o->fifo && o->cmd)
 		cmon_cmdline_fail(&cmdline, "-fifo and a command cannot be combined");
+	/* (a list that cannot be read is not refused here: it is said, and
+	 * the program runs without a registry, never kept from running by it;
+	 * announce.c) */
 	if (!o->regmachine)
 		o->regmachine = getenv("TELEMONREG_MACHINE");
 	if (!o->regmachine || !*o->regmachine)

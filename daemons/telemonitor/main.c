@@ -181,7 +181,7 @@ static void read_registry_secret(struct tm_options *o)
 
 static void parse_args(int argc, char **argv, struct tm_options *o)
 {
-	char *end;
+	char *end, why[400];
 	int c;
 
 	while ((c = cmon_cmdline_next(&cmdline, argc, argv)) != -1) {
@@ -241,10 +241,8 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 	}
 	if (optind < argc)
 		cmon_cmdline_fail(&cmdline, "unexpected argument '%s'", argv[optind]);
-	if (!o->regmachine)
-		o->regmachine = getenv("TELEMONREG_MACHINE");
-	if (!o->regmachine || !*o->regmachine)
-		o->regmachine = CMON_REGISTRY_HOST;
+	if (!(o->regmachine = cmon_regmachine(o->regmachine, why, sizeof why)))
+		cmon_cmdline_fail(&cmdline, "%s", why);
 	cmon_tls_opts_from_env(&o->tls);
 	if (!o->http_tls.cert != !o->http_tls.key)
 		cmon_cmdline_fail(&cmdline, "-http-tls-cert and -http-tls-key go together");

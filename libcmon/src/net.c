@@ -130,6 +130,26 @@ int cmon_addr_list_parse(const char *text, uint16_t default_port, struct cmon_ad
 	}
 }
 
+const char *cmon_regmachine(const char *flag, char *err, size_t errlen)
+{
+	struct cmon_addr_item items[CMON_REGISTRIES_MAX];
+	const char *v = flag ? flag : getenv("TELEMONREG_MACHINE");
+	char why[300];
+	size_t n;
+
+	if (!flag && (!v || !*v))
+		return CMON_REGISTRY_HOST;
+	if (cmon_addr_list_parse(v, CMON_REGISTRY_PORT, items, CMON_REGISTRIES_MAX, &n, why,
+				 sizeof why) < 0) {
+		if (flag)
+			snprintf(err, errlen, "bad value '%.200s' for -regmachine: %s", v, why);
+		else
+			snprintf(err, errlen, "bad TELEMONREG_MACHINE '%.200s': %s", v, why);
+		return NULL;
+	}
+	return v;
+}
+
 char *cmon_addr_format(const struct cmon_addr *a, char *buf, size_t size)
 {
 	if (a->kind == CMON_ADDR_UNIX)

@@ -189,6 +189,10 @@ def spellings(tmp):
          lambda r: r[0] == 0 and "using 4K" in r[2], stdin=small)
     for flag in ("-buffer", "--buffer"):
         usage_error("snarflog", "bad value 'abc' for -buffer", "x", flag, "abc")
+    # the format: one of -ascii and -binary (either twice is no conflict)
+    usage_error("snarflog", "-ascii and -binary cannot be combined", "x", "-ascii", "--binary")
+    usage_error("snarflog", "-ascii and -binary cannot be combined", "x", "-binary", "-ascii",
+                "--", "true")
     # options stop at "--": what follows is CMD's, even words that look like ours
     rc, out, err = run("snarflog", "cmdargs", "-standalone", "--", "sh", "-c",
                        'echo "$@"; exit 7', "sh", "-buffer", "--help", "-h")
@@ -227,6 +231,16 @@ def spellings(tmp):
         usage_error("telemonitor", "bad value '0' for -store-backlog (1 to 10000000)", flag, "0")
     for flag in ("-max-sessions", "--max-sessions"):
         usage_error("telemonitor", "bad value '2001' for -max-sessions (1 to 2000)", flag, "2001")
+    # a registry list that cannot be read: a usage error, from the option or
+    # the variable (snarflog goes on without a registry: test_multi_registry)
+    usage_error("telemonitor", "bad value '127.0.0.1:99999' for -regmachine: bad address "
+                "'127.0.0.1:99999'", "-regmachine", "127.0.0.1:99999", "-rc", rc_file, "-check")
+    usage_error("telemonitor", "bad value '' for -regmachine: bad address ''", "--regmachine=",
+                "-rc", rc_file, "-check")
+    usage_error("telemonitor", "bad TELEMONREG_MACHINE 'a:1,,b:2': bad address ''", "-rc",
+                rc_file, "-check", env={"TELEMONREG_MACHINE": "a:1,,b:2"})
+    r = run("telemonitor", "-rc", rc_file, "-check", env={"TELEMONREG_MACHINE": ""})
+    check(r[0] == 0, "an empty TELEMONREG_MACHINE is the default: %r", r)
     # the store: sqlite (DESIGN.md's (store "sqlite"), the default) or a PostgreSQL URL
     usage_error("telemonitor", "bad value 'mysql://x' for -store (sqlite, or a postgresql:// "
                 "URL)", "-store", "mysql://x", "-rc", rc_file, "-check")

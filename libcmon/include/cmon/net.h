@@ -58,6 +58,13 @@ struct cmon_addr_item {
 int cmon_addr_list_parse(const char *text, uint16_t default_port, struct cmon_addr_item *out,
 			 size_t max, size_t *n, char *err, size_t errlen);
 
+/* The registries a program talks to: `flag` (its -regmachine, NULL when
+ * not given), else $TELEMONREG_MACHINE when set and not empty, else
+ * CMON_REGISTRY_HOST. NULL when the list is malformed (an empty -regmachine
+ * included), with `err` naming where it came from and what is wrong: a
+ * usage error, found before anything starts. */
+const char *cmon_regmachine(const char *flag, char *err, size_t errlen);
+
 /* Format `a` back into the syntax above; returns `buf`. */
 char *cmon_addr_format(const struct cmon_addr *a, char *buf, size_t size);
 
