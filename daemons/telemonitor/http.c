@@ -877,8 +877,8 @@ static int http_plan(const struct tmon *tm, struct http_plan *p, char *err, size
 	}
 	if (!p->tls && !cmon_addr_is_local(&p->a)) {
 		snprintf(err, errlen, "http: refusing to serve plain HTTP on %.200s, which is not a "
-			 "loopback address: configure TLS (-tls-cert, -tls-key, and -tls-ca for "
-			 "client certificates) or listen on 127.0.0.1", p->text);
+			 "loopback address: configure TLS (-http-tls-cert, -http-tls-key, and "
+			 "-http-tls-ca for client certificates) or listen on 127.0.0.1", p->text);
 		return -EINVAL;
 	}
 	if (p->tls && !p->topts->ca && !(p->tokfile && *p->tokfile) && !cmon_addr_is_local(&p->a)) {

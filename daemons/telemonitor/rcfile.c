@@ -43,6 +43,21 @@ int rc_prop_lookup(const char *name)
 	return -1;
 }
 
+/* "known: NAME ...; in defaults also NAME ...", from the table (so that an
+ * unknown property's message names every property there is). */
+static void known_props(char *buf, size_t size)
+{
+	size_t n = (size_t)snprintf(buf, size, "known:");
+
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass && n < size)
+			n += (size_t)snprintf(buf + n, size - n, "; in defaults also");
+		for (int i = 0; i < RC_NPROPS && n < size; i++)
+			if (props[i].in_class == !pass)
+				n += (size_t)snprintf(buf + n, size - n, " %s", props[i].name);
+	}
+}
+
 bool rc_prop_is_bool(enum rc_prop p)
 {
 	return (unsigned)p < RC_NPROPS && props[p].is_bool;
@@ -355,7 +370,7 @@ static int rc_fail(struct parser *ps, int line, const char *what, const char *fm
 	__attribute__((format(printf, 4, 5)));
 static int rc_fail(struct parser *ps, int line, const char *what, const char *fmt, ...)
 {
-	char msg[400];
+	char msg[600];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -490,12 +505,11 @@ static int parse_property(struct parser *ps, struct rc_props *pp, bool in_defaul
 			    tok_desc(ps, d, sizeof d));
 	snprintf(name, sizeof name, "%.64s", ps->buf);
 	p = rc_prop_lookup(name);
-	if (p < 0)
-		return rc_fail(ps, line, name, "unknown property (known: prog machine pid tool "
-			    "spec mail window mailgroup block auto notify-reports alertmanager resolve-after "
-			    "mail-resolved allow-unbounded; in "
-			    "defaults also "
-			    "smtp from store-backlog retention http store)");
+	if (p < 0) {
+		char known[400];
+		known_props(known, sizeof known);
+		return rc_fail(ps, line, name, "unknown property (%s)", known);
+	}
 	if (!in_defaults && !props[p].in_class)
 		return rc_fail(ps, line, name, "only allowed in (defaults ...)");
 	next(ps);

@@ -193,6 +193,9 @@ static void errors(void **state)
 		  "defaults: must come before");
 	parse_bad("(defaults)\n(defaults)", "rc:2:", "defaults: given twice (first on line 1)");
 	parse_bad("(class\n (prog \"a\")\n (colour \"red\"))", "rc:3:", "colour: unknown property");
+	/* the message names every property there is, from the table */
+	parse_bad("(defaults (colour \"red\"))", "allow-unbounded; in defaults also smtp",
+		  "max-sessions retention http http-token-file store)");
 	parse_bad("(class (prog \"a\") (tool \"x\")\n  (block \"yes\"))", "rc:2:",
 		  "block: expected TRUE or FALSE");
 	parse_bad("(class (prog \"a\") (tool \"x\") (block true))", "rc:1:",
