@@ -1362,9 +1362,25 @@ static int setup(engine *g, const ps_pass *p, char **errmsg)
             g->maxattr = prog->evtypes.v[i]->nattr;
 
     for (uint32_t i = 0; i < prog->ivtypes.n; i++) {
-        if (!p->need_iv[i])
-            continue;
         ps_ivtype *t = prog->ivtypes.v[i];
+        if (!p->need_iv[i]) {
+            /* not used by this pass, but its time constants are checked
+             * all the same: a spec is wrong whether or not its intervals
+             * are used (pcheck.1, exit status 2) */
+            double x;
+            int rc = 0;
+            if (t->end_kind == IVE_AFTER)
+                rc = time_const(g, t->after, &x, false, "after", t, errmsg);
+            if (rc == 0 && t->within && p->overdue)
+                rc = time_const(g, t->within, &x, false, "within", t, errmsg);
+            if (rc == 0 && t->start_kind == IVS_EVERY)
+                rc = time_const(g, t->from, &x, true, "from", t, errmsg);
+            if (rc == 0 && t->start_kind == IVS_EVERY)
+                rc = time_const(g, t->every, &x, false, "every", t, errmsg);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
         ivst *is = ivst_new(g, t);
         g->ivs[i] = is;
         if (t->end_kind == IVE_AFTER) {
