@@ -131,6 +131,8 @@ int main(int argc, char **argv)
     /* `-u a.X b.Y fs.log`: a last "name" that is a readable file is the log. */
     if (!log && nonly > 0 && access(only[nonly - 1], R_OK) == 0)
         log = only[--nonly];
+    if (log && nonly == 0 && only[0])
+        cmon_cmdline_fail(&cl, "-u needs at least one name (SPEC.NAME) before the log '%s'", log);
     if (!spec)
         cmon_cmdline_fail(&cl, "no specification given (-s SPEC)");
     if (cli_spec_on_stdin(spec) && (!log || strcmp(log, "-") == 0))

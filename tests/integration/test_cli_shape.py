@@ -152,6 +152,10 @@ def spellings(tmp):
     # psolve: -s / --spec, -d / --data
     same("psolve", [["-s", spec, "-d", "-", log], ["--spec", spec, "--data", "-", log]],
          lambda r: r[0] != 2 and "unrecognized" not in r[2])
+    # -u NAME... [LOG]: the log alone after -u leaves no name (not "every unknown")
+    usage_error("psolve", "-u needs at least one name (SPEC.NAME) before the log '%s'" % log,
+                "-s", spec, "-u", log)
+    usage_error("psolve", "-u needs at least one name (SPEC.NAME)", "-s", spec, "-u", "--", log)
 
     # pinfer: -m / -min-count / --min-count, -p / -percentile / --percentile
     fig3 = os.path.join(src, "tests", "lang", "fig3.log")
