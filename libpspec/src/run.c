@@ -1016,8 +1016,11 @@ static int session_eval(pspec_session *s, const ps_expr *e, pv *out, char **errm
     plan_walk(&pl, e);
     int status = PSPEC_EXIT_OK;
     if (pl.passes > 0 && !s->r) {
-        *errmsg = ps_strdup("this expression needs a log, and none was given");
-        status = PSPEC_EXIT_LOG;
+        /* a command's error, where the command is (not a log that could
+         * not be read: there is none) */
+        *errmsg = ps_asprintf("%s:%u:%u: error: this expression needs a log, and none was given",
+                              s->ps->prog.files.v[e->loc.file]->path, e->loc.line, e->loc.col);
+        status = PSPEC_EXIT_SPEC;
     } else {
         status = run_passes(&rn, &pl, s->r, true, false, false, errmsg);
     }
@@ -1079,7 +1082,7 @@ static int session_run(pspec_session *s, const char *text, const char *source_na
         int st = session_eval(s, it->assert.expr, &v, errmsg);
         if (st == PSPEC_EXIT_LOG || st == PSPEC_EXIT_SPEC) {
             pv_free(v);
-            return -EIO;
+            return st == PSPEC_EXIT_LOG ? -EIO : -EINVAL;   /* (peval: exit 3, or 2) */
         }
         pspec_report rep = {.kind = PSPEC_REPORT_VALUE, .prog = prog, .value = &v};
         if (report)

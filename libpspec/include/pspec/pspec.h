@@ -296,7 +296,9 @@ PSPEC_API void pspec_session_free(pspec_session *s);
 /* Run the commands in `text` (each ending in ';'): declarations are added,
  * expressions are evaluated and reported as PSPEC_REPORT_VALUE; `echo` text
  * and `help` come back through `out` as plain text. Returns 0, -EINVAL on
- * a syntax/type error (message in *errmsg as FILE:LINE:COL: error: ...). */
+ * a command's error: a syntax or type error, an expression that needs a
+ * log when the session has none, a bad time constant (message in *errmsg
+ * as FILE:LINE:COL: error: ...), or -EIO when the log cannot be read. */
 PSPEC_API int pspec_session_run(pspec_session *s, const char *text, const char *source_name,
                                 pspec_report_fn report, void (*out)(void *ctx, const char *text), void *ctx,
                                 char **errmsg);
