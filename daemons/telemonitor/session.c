@@ -902,6 +902,9 @@ static void data_read(struct bufferevent *bev, void *arg)
 		 * the next renewal says (session_lease_go) */
 		s->lease_wait = true;
 		set_paused(s, true);
+		cmon_debug("instance %" PRIu64 ": this node's leases are unsure (it was stopped or "
+			   "starved): reading nothing (%s) until the next renewal says", s->inst->id,
+			   session_state_name(s));
 	}
 	if (s->lease_wait)
 		return;

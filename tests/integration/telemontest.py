@@ -15,8 +15,11 @@ to CMON_LOG_FD with chosen slow reads, optional gates and pacing.
 """
 
 import email
+import hashlib
+import hmac
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -235,6 +238,75 @@ def rc_class(prog, spec=None, tool=None, auto=True, block=True, window=None, mai
     if mailgroup:
         parts.append('(mailgroup "%s")' % mailgroup)
     return "(class %s %s)\n" % (" ".join(parts), extra)
+
+
+class FakeSnarflog:
+    """A snarflog written in Python, for what the real one never does:
+    listens on 127.0.0.1, announces `prog` (format 1 ascii, 2 binary) with
+    a token of its own, and to the telemonitor that connects says Hello,
+    proves the token (after calling `before_proof`, if given), then
+    Accepted, the header, `chunks` as LogData each, and LogEnd."""
+
+    def __init__(self, reg, prog, fmt, header, chunks, before_proof=None):
+        self.prog, self.fmt, self.header, self.chunks = prog, fmt, header, chunks
+        self.before_proof = before_proof
+        self.token = os.urandom(32)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.sent = False
+        self.error = None
+        threading.Thread(target=self._serve, daemon=True).start()
+        self.ctl = ct.Client(reg.port)
+        self.ctl.send(ct.m_hello(ct.ROLE_SNARFLOG) +
+                      ct.m_announce(prog, pid=os.getpid(), endpoint="127.0.0.1:%d" % self.port,
+                                    token=self.token))
+        self.ctl.expect("hello")
+        self.ctl.expect("announce_ack")
+
+    def _recv(self, c, buf, want):
+        while True:
+            frames, buf = ct.split_frames(buf)
+            for body in frames:
+                (num, vals), = ct.decode(body).items()
+                if num == ct.MSG[want]:
+                    return ct.decode(vals[0]) if vals and vals[0] else {}, buf
+            chunk = c.recv(65536)
+            if not chunk:
+                raise OSError("the telemonitor closed the connection before %s" % want)
+            buf += chunk
+
+    def _serve(self):
+        try:
+            c, _ = self.sock.accept()
+            c.settimeout(20)
+            c.sendall(ct.m_hello(ct.ROLE_SNARFLOG))
+            hello, buf = self._recv(c, b"", "hello")
+            challenge = hello[4][0]
+            mac = hmac.new(self.token, b"cmon-proof-1" + challenge, hashlib.sha256).digest()
+            if self.before_proof:
+                self.before_proof()
+            c.sendall(ct.msg("proof", ct.f_bytes(1, mac)))
+            _, buf = self._recv(c, buf, "start")
+            inst = (ct.f_bytes(1, self.prog) + ct.f_bytes(2, "testhost") +
+                    ct.f_varint(3, os.getpid()) + ct.f_varint(6, self.fmt))
+            c.sendall(ct.msg("accepted", ct.f_bytes(1, inst) + ct.f_varint(2, 0) +
+                             ct.f_varint(3, 0)))
+            c.sendall(ct.msg("header", ct.f_bytes(1, self.header)))
+            for ch in self.chunks:
+                c.sendall(ct.msg("data", ct.f_bytes(1, ch)))
+            c.sendall(ct.msg("end", ct.f_varint(1, 1)))
+            self.sent = True
+            while c.recv(65536):
+                pass
+            c.close()
+        except OSError as e:
+            self.error = str(e)
+
+    def close(self):
+        self.ctl.close()
+        self.sock.close()
 
 
 # ---------------------------------------------------------------------------

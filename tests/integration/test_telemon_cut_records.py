@@ -5,87 +5,19 @@ telemonitor must still count every record as a whole one: a record cut
 anywhere (inside its timestamp, inside a `#cmon-gap N` line of the log,
 right after a newline) counts once, as what the joined line is.
 
-Two fake snarflogs, written here, announce their instances, prove their
+Two fake snarflogs (telemontest.FakeSnarflog) announce their instances, prove their
 tokens, and send a log cut every 37 bytes (ascii: 180 records with a
 `#cmon-gap 7` line among them and two slow reads; binary: 300 records).
 A third sends a record whose end never comes before LogEnd. Each class
 has the checker and a tool (`cat` into a file): the instance's counts, the
 failures, and the tool's copy of the log must all be exact."""
-import hashlib
-import hmac
 import os
-import socket
-import threading
 
 import cmontest as ct
 import telemontest as tt
 from cmontest import check
 
 CUT = 37
-
-
-class FakeSnarflog:
-    """Listens on 127.0.0.1, announces `prog` with a token of its own, and
-    to the telemonitor that connects: Hello, the Proof of the token,
-    Accepted, the header, then `chunks` as LogData, then LogEnd."""
-
-    def __init__(self, reg, prog, fmt, header, chunks):
-        self.prog, self.fmt, self.header, self.chunks = prog, fmt, header, chunks
-        self.token = os.urandom(32)
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
-        self.sent = False
-        self.error = None
-        threading.Thread(target=self._serve, daemon=True).start()
-        self.ctl = ct.Client(reg.port)
-        self.ctl.send(ct.m_hello(ct.ROLE_SNARFLOG) +
-                      ct.m_announce(prog, pid=os.getpid(), endpoint="127.0.0.1:%d" % self.port,
-                                    token=self.token))
-        self.ctl.expect("hello")
-        self.ctl.expect("announce_ack")
-
-    def _recv(self, c, buf, want):
-        while True:
-            frames, buf = ct.split_frames(buf)
-            for body in frames:
-                (num, vals), = ct.decode(body).items()
-                if num == ct.MSG[want]:
-                    return ct.decode(vals[0]) if vals and vals[0] else {}, buf
-            chunk = c.recv(65536)
-            if not chunk:
-                raise OSError("the telemonitor closed the connection before %s" % want)
-            buf += chunk
-
-    def _serve(self):
-        try:
-            c, _ = self.sock.accept()
-            c.settimeout(20)
-            c.sendall(ct.m_hello(ct.ROLE_SNARFLOG))
-            hello, buf = self._recv(c, b"", "hello")
-            challenge = hello[4][0]
-            mac = hmac.new(self.token, b"cmon-proof-1" + challenge, hashlib.sha256).digest()
-            c.sendall(ct.msg("proof", ct.f_bytes(1, mac)))
-            _, buf = self._recv(c, buf, "start")
-            inst = (ct.f_bytes(1, self.prog) + ct.f_bytes(2, "testhost") +
-                    ct.f_varint(3, os.getpid()) + ct.f_varint(6, self.fmt))
-            c.sendall(ct.msg("accepted", ct.f_bytes(1, inst) + ct.f_varint(2, 0) +
-                             ct.f_varint(3, 0)))
-            c.sendall(ct.msg("header", ct.f_bytes(1, self.header)))
-            for ch in self.chunks:
-                c.sendall(ct.msg("data", ct.f_bytes(1, ch)))
-            c.sendall(ct.msg("end", ct.f_varint(1, 1)))
-            self.sent = True
-            while c.recv(65536):
-                pass
-            c.close()
-        except OSError as e:
-            self.error = str(e)
-
-    def close(self):
-        self.ctl.close()
-        self.sock.close()
 
 
 def cuts(data, every):
@@ -114,9 +46,9 @@ def main():
         # a record whose end never comes: "...EndRead 1" with no newline, then LogEnd
         elines, _ = tt.fsread_records(10)
         edata = ("\n".join(elines)).encode()
-        fakes = [FakeSnarflog(reg, "cutascii", 1, ahdr, achunks),
-                 FakeSnarflog(reg, "cutbin", 2, bhdr, cuts(bdata, CUT)),
-                 FakeSnarflog(reg, "cutend", 1, ahdr, cuts(edata, CUT))]
+        fakes = [tt.FakeSnarflog(reg, "cutascii", 1, ahdr, achunks),
+                 tt.FakeSnarflog(reg, "cutbin", 2, bhdr, cuts(bdata, CUT)),
+                 tt.FakeSnarflog(reg, "cutend", 1, ahdr, cuts(edata, CUT))]
         ended = {}
         for f in fakes:
             ended[f.prog] = tm.instance(lambda i, p=f.prog: i["prog"] == p and
