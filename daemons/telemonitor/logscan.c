@@ -46,6 +46,41 @@ static int append(uint8_t **buf, size_t *len, const void *p, size_t n, size_t ma
 	return 0;
 }
 
+/* The start of an incomplete record, kept until its end comes: the buffer
+ * grows by doubling, so that a long record arriving in small pieces costs
+ * its length, not its length squared (realloc to the exact size each time
+ * copied it whole at every piece under a sanitizer's allocator). */
+static int carry_add(struct logscan *s, const void *p, size_t n, size_t max)
+{
+	if (s->clen + n > max)
+		return -E2BIG;
+	if (s->clen + n + 1 > s->ccap) {
+		size_t cap = s->ccap ? s->ccap : 256;
+		uint8_t *g;
+		while (cap < s->clen + n + 1)
+			cap *= 2;
+		if (!(g = realloc(s->carry, cap)))
+			return -ENOMEM;
+		s->carry = g;
+		s->ccap = cap;
+	}
+	memcpy(s->carry + s->clen, p, n);
+	s->clen += n;
+	s->carry[s->clen] = '\0';
+	return 0;
+}
+
+/* The carried record is done with: a large buffer goes back. */
+static void carry_reset(struct logscan *s)
+{
+	s->clen = 0;
+	if (s->ccap > LOGSCAN_CARRY_KEEP) {
+		free(s->carry);
+		s->carry = NULL;
+		s->ccap = 0;
+	}
+}
+
 static int ascii_line(struct logscan *s, const char *fmt, const char *k, const char *v)
 {
 	char line[600];
@@ -206,12 +241,12 @@ static int ascii_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb 
 			if (s->clen + (size_t)(end - p) > LOGSCAN_RECORD_MAX) {
 				const uint8_t *first = s->clen ? s->carry : p;
 				s->skip_record = *first != '#';
-				s->clen = 0;
+				carry_reset(s);
 				s->skipping = true;
 				s->malformed++;
 				return 0;
 			}
-			return append(&s->carry, &s->clen, p, (size_t)(end - p), LOGSCAN_RECORD_MAX + 1);
+			return carry_add(s, p, (size_t)(end - p), LOGSCAN_RECORD_MAX + 1);
 		}
 		if (s->skipping) {
 			s->skipping = false;
@@ -228,16 +263,16 @@ static int ascii_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb 
 			if (*first != '#')
 				s->pos++;
 			s->malformed++;
-			s->clen = 0;
+			carry_reset(s);
 			p = nl + 1;
 			continue;
 		}
 		if (s->clen) {
-			r = append(&s->carry, &s->clen, p, (size_t)(nl - p), LOGSCAN_RECORD_MAX + 1);
+			r = carry_add(s, p, (size_t)(nl - p), LOGSCAN_RECORD_MAX + 1);
 			if (r < 0)
 				return r;
 			r = ascii_record(s, (const char *)s->carry, s->clen, cb, arg);
-			s->clen = 0;
+			carry_reset(s);
 		} else {
 			r = ascii_record(s, (const char *)p, (size_t)(nl - p), cb, arg);
 		}
@@ -410,23 +445,23 @@ static int bin_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb
 			int k = cmon_bin_frame(s->carry, s->clen, &hdr, &body);
 			size_t want, take;
 			if (k < 0) {
-				s->clen = 0;
+				carry_reset(s);
 				s->malformed++;
 				break;
 			}
 			want = k == 0 ? 1 : (size_t)(hdr + body - s->clen);
 			take = want < (size_t)(end - p) ? want : (size_t)(end - p);
 			if (k == 1 && hdr + body > LOGSCAN_RECORD_MAX) {
-				s->clen = 0;
+				carry_reset(s);
 				return 0;                 /* cannot resynchronise inside the chunk */
 			}
-			r = append(&s->carry, &s->clen, p, take, LOGSCAN_RECORD_MAX + 8);
+			r = carry_add(s, p, take, LOGSCAN_RECORD_MAX + 8);
 			if (r < 0)
 				return r;
 			p += take;
 			if (k == 1 && s->clen == hdr + body) {
 				r = bin_frame(s, s->carry, s->clen, hdr, cb, arg);
-				s->clen = 0;
+				carry_reset(s);
 				if (r < 0)
 					return r;
 				break;
@@ -444,7 +479,7 @@ static int bin_data(struct logscan *s, const uint8_t *p, size_t n, logscan_cb cb
 		if (k == 0 || body > (uint64_t)(end - p) - hdr) {
 			if ((size_t)(end - p) > LOGSCAN_RECORD_MAX)
 				return 0;
-			return append(&s->carry, &s->clen, p, (size_t)(end - p), LOGSCAN_RECORD_MAX + 8);
+			return carry_add(s, p, (size_t)(end - p), LOGSCAN_RECORD_MAX + 8);
 		}
 		r = bin_frame(s, p, hdr + (size_t)body, hdr, cb, arg);
 		if (r < 0)

@@ -16,6 +16,8 @@
 
 /* Limits. */
 #define LOGSCAN_RECORD_MAX (1u << 20)   /* longest record carried across chunks */
+#define LOGSCAN_CARRY_KEEP 65536        /* a carry buffer larger than this is freed
+                                           once its record is done */
 #define LOGSCAN_HEADER_MAX (1u << 20)   /* largest replayable header */
 #define LOGSCAN_VERSION_MAX 128         /* longest program version kept */
 #define LOGSCAN_TYPES_MAX 65536         /* binary type ids */
@@ -45,6 +47,7 @@ struct logscan {
 	char version[LOGSCAN_VERSION_MAX + 1]; /* #program-version (snarflog), or "" */
 	uint8_t *carry;          /* bytes of an incomplete record */
 	size_t clen;             /* how many */
+	size_t ccap;             /* the buffer's size */
 	bool skipping;           /* ascii: discarding an over-long line */
 	bool skip_record;        /* ...which is a record, not a '#' line */
 	char **names;            /* binary: type name by id (owned) */
