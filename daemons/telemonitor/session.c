@@ -561,6 +561,16 @@ static bool cut_keep(struct session *s, const uint8_t *p, size_t n)
 	return true;
 }
 
+/* Nothing waits: a buffer a long record grew goes back. */
+static void cut_trim(struct session *s)
+{
+	if (!s->cut_len && s->cut_cap > LOGSCAN_CARRY_KEEP) {
+		free(s->cut);
+		s->cut = NULL;
+		s->cut_cap = 0;
+	}
+}
+
 static void on_chunk(struct session *s, const uint8_t *p, size_t n)
 {
 	size_t whole;
@@ -592,6 +602,7 @@ static void on_chunk(struct session *s, const uint8_t *p, size_t n)
 	on_data(s, s->cut, whole);
 	memmove(s->cut, s->cut + whole, s->cut_len - whole);
 	s->cut_len -= whole;
+	cut_trim(s);
 }
 
 /* A LogGap or LogEnd: the record a chunk cut off will not be finished. */
@@ -612,6 +623,7 @@ static void cut_end(struct session *s, const char *what)
 			  s->inst->id, n, what);
 	}
 	s->cut_len = 0;
+	cut_trim(s);
 }
 
 /* Mark `count` lost records at this point of the log: in the session's

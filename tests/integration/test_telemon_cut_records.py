@@ -7,7 +7,8 @@ right after a newline) counts once, as what the joined line is.
 
 Two fake snarflogs (telemontest.FakeSnarflog) announce their instances, prove their
 tokens, and send a log cut every 37 bytes (ascii: 180 records with a
-`#cmon-gap 7` line among them and two slow reads; binary: 300 records).
+`#cmon-gap 7` line among them and two slow reads; binary: 300 records,
+one of them 160 KB).
 A third sends a record whose end never comes before LogEnd. Each class
 has the checker and a tool (`cat` into a file): the instance's counts, the
 failures, and the tool's copy of the log must all be exact."""
@@ -42,7 +43,10 @@ def main():
         check(any(ch.endswith(b"#cmon-") for ch in achunks), "no cut inside the gap line")
         ahdr = tt.FSREAD_HEADER.encode()
         bhdr = ct.bin_header() + ct.bin_typedef(1, "Ev")
-        bdata = b"".join(ct.bin_event(1, i, ts=1000 + i) for i in range(300))
+        # (record 150 is 160 KB: its pieces grow the waiting buffer past what
+        # is kept once the record is done)
+        bdata = b"".join(ct.bin_event(1, i, ts=1000 + i, pad=20000 if i == 150 else 0)
+                         for i in range(300))
         # a record whose end never comes: "...EndRead 1" with no newline, then LogEnd
         elines, _ = tt.fsread_records(10)
         edata = ("\n".join(elines)).encode()
