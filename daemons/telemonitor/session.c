@@ -796,9 +796,12 @@ static void on_end(struct session *s, const Cmon__LogEnd *e)
 
 	flush_gap_due(s);
 	sync_counts(s);
-	typescript_note(&s->ts, "%s (%" PRIu64 " records, %" PRIu64 " reported lost; this stream: "
-			"%" PRIu64 " records sent, %" PRIu64 " reported dropped)", why,
-			s->inst->records, s->inst->lost, e->has_records ? e->records : 0,
+	/* (what the session took in: the instance's counts follow the tools,
+	 * which may still be reading) */
+	typescript_note(&s->ts, "%s (%" PRIu64 " records received, %" PRIu64 " reported lost; "
+			"this stream: %" PRIu64 " records sent, %" PRIu64 " reported dropped)", why,
+			s->led.f ? s->led.f->events : s->inst->records,
+			s->led.f ? s->led.f->gap : s->inst->lost, e->has_records ? e->records : 0,
 			e->has_dropped ? e->dropped : 0);
 	drain(s, s->state == SS_STOPPING ? IS_STOPPED : IS_ENDED, why);
 }

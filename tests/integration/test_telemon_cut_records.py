@@ -71,6 +71,11 @@ def main():
         check((b["records"], b["lost"], b["gaps"]) == (300, 0, 0),
               "cutbin: records %s lost %s gaps %s (want 300, 0, 0)",
               b["records"], b["lost"], b["gaps"])
+        # the end note says what the session received, whatever the tools have read yet
+        for inst, want in ((a, "(180 records received, 7 reported lost;"),
+                           (b, "(300 records received, 0 reported lost;")):
+            ts = tm.ctl("typescript", str(inst["id"]))
+            check("the log ended " + want in ts, "%s's typescript: %r", inst["prog"], ts[-600:])
         e = ended["cutend"]
         check((e["records"], e["lost"]) == (30, 0),
               "cutend: records %s lost %s (want 30, 0: the unfinished last record counts "
