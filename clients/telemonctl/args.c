@@ -448,7 +448,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 			if (t < 0)
 				die("--since: '%s' is not a time (2024-03-01, 2024-03-01T12:00, "
 				    "'2 hours', 1700000000)", since);
-			word(c, "since=%.3f", t);
+			word(c, "since=%.6f", t);
 		}
 		if (inst) {
 			need_id("--instance", inst);
@@ -465,7 +465,7 @@ void args_parse(int argc, char **argv, struct ctl_cmd *c)
 			if (t < 0)
 				die("--until: '%s' is not a time (2024-03-01, 2024-03-01T12:00, "
 				    "'2 hours', 1700000000)", until);
-			word(c, "until=%.3f", t);
+			word(c, "until=%.6f", t);
 		}
 		if (kind)
 			word(c, "kind=%s", kind);

@@ -508,7 +508,7 @@ static int query_word(void *arg, const char *key, const char *value, char *err, 
 				 "2024-03-01, 2024-03-01T12:00:00Z or '2 hours')", key, value);
 			return -EINVAL;
 		}
-		snprintf(num, sizeof num, "%s=%.3f", key, t);
+		snprintf(num, sizeof num, "%s=%.6f", key, t);
 		add_word(a, "%s", num);
 	} else {
 		char fmt[80];

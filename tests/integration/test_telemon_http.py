@@ -144,6 +144,16 @@ def main():
         check(len(tm.http_json("/api/v1/failures?prog=fsread&since=%s"
                                % time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                time.gmtime(t0 - 60)))) == 4, "since (ISO)")
+        # since is at or after, to the microsecond (it was rounded to the ms)
+        newest = fs[0]
+        t = newest["time_unix"]
+        # (time_unix is printed to the us: the stored time lies within half a us)
+        for when, has in (("%.6f" % (t - 1e-6), True), ("%.6f" % (t + 0.0004), False)):
+            got = [f["id"] for f in tm.json("failures", "--prog", "fsread", "--since", when)]
+            api = [f["id"] for f in tm.http_json("/api/v1/failures?prog=fsread&since=" + when)]
+            check((newest["id"] in got) == has and (newest["id"] in api) == has,
+                  "since %s (failure %d at %.6f): telemonctl %r, API %r", when, newest["id"], t,
+                  got, api)
         # every form of time either takes, the other takes, with the same meaning
         ago = "%d min" % (int(time.time() - t0) // 60 + 2)
         for when in ("%d" % int(t0 - 60), "@%d" % int(t0 - 60), ago, ago + " ago",
