@@ -55,6 +55,14 @@ static inline bool db_target_embedded(const char *target)
 	return !target || !*target || !strcmp(target, "sqlite");
 }
 
+/* A store target a user may give (-store, (store ...)): the embedded one
+ * or a postgresql:// / postgres:// URL. */
+static inline bool db_target_valid(const char *target)
+{
+	return db_target_embedded(target) || !strncmp(target, "postgresql://", 13) ||
+	       !strncmp(target, "postgres://", 11);
+}
+
 /* Open a connection to `target`: a PostgreSQL URL (db_is_url) or a sqlite
  * file path (created if missing). NULL with a message naming the target. */
 struct db *db_open(const char *target, char *err, size_t errlen);

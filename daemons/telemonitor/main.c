@@ -204,8 +204,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 			o->node = optarg;
 			break;
 		case O_STORE:
-			if (!db_target_embedded(optarg) && strncmp(optarg, "postgresql://", 13) &&
-			    strncmp(optarg, "postgres://", 11))
+			if (!db_target_valid(optarg))
 				cmon_cmdline_fail(&cmdline, "bad value '%s' for -store (sqlite, or a "
 						  "postgresql:// URL)", optarg);
 			o->store = optarg;

@@ -244,8 +244,7 @@ static bool value_ok(enum rc_prop p, const char *v, char *msg, size_t size)
 		}
 		return true;
 	case RC_STORE:
-		if (!db_target_embedded(v) && strncmp(v, "postgresql://", 13) != 0 &&
-		    strncmp(v, "postgres://", 11) != 0) {
+		if (!db_target_valid(v)) {
 			snprintf(msg, size, "\"%.80s\" is neither \"sqlite\" nor a postgresql:// URL", v);
 			return false;
 		}
