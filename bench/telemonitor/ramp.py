@@ -69,6 +69,7 @@ SECS = int(_E("SECS", 20))
 KINDS = _E("KINDS", "check count").split()
 SLOW_EVERY = int(_E("SLOW_EVERY", 100))
 REPEAT = max(1, int(_E("REPEAT", 1)))
+EVERY_MS = int(_E("EVERY_MS", 100))     # a program writes every EVERY_MS ms
 READS_S = 333                       # 999 records a second
 READS = READS_S * SECS
 RECORDS = 3 * READS
@@ -172,7 +173,7 @@ def run(n, kind):
             prog = "ramp-%04d" % k
             env.snarflog(prog, reg=reg, wait_port=False, stdout=subprocess.DEVNULL,
                          cmd=[writer, "-reads", str(READS), "-rate", str(READS_S),
-                              "-every-ms", "100", "-wall", "-slow-every", str(SLOW_EVERY),
+                              "-every-ms", str(EVERY_MS), "-wall", "-slow-every", str(SLOW_EVERY),
                               "-prog", prog])
             progs.append(prog)
         started = time.monotonic() - t0

@@ -52,9 +52,13 @@ struct stream {
 	uint64_t sent_records;        /* records sent (for LogEnd) */
 	uint64_t sent_gap;            /* records reported as dropped (for LogEnd) */
 	uint64_t epoch;               /* Start.epoch: its claim (0: none) */
+	double batch_s;               /* Start.batch_ms, in seconds (0: send as they come) */
+	double last_data;             /* when the last LogData went (monotonic) */
+	bool batch_armed;             /* st->timer waits to send the held records */
 };
 
 #define FLUSH_S 5                 /* a closing connection gets this long */
+#define BATCH_MAX_MS 1000         /* longest Start.batch_ms honoured */
 
 static void stream_free(struct stream *st);
 
@@ -78,6 +82,7 @@ static void timer_set(struct stream *st, event_callback_fn fn, int seconds)
 	struct timeval tv = { seconds, 0 };
 
 	evtimer_del(st->timer);
+	st->batch_armed = false;
 	evtimer_assign(st->timer, st->s->base, fn, st);
 	evtimer_add(st->timer, &tv);
 }
@@ -270,6 +275,8 @@ static void on_start(struct stream *st, const Cmon__Start *m)
 	s->consumer_lost = false;
 	evtimer_del(st->timer);
 	st->epoch = m->has_epoch ? m->epoch : 0;
+	st->batch_s = m->has_batch_ms ? (m->batch_ms < BATCH_MAX_MS ? m->batch_ms : BATCH_MAX_MS) / 1e3
+				      : 0;
 	st->block = m->has_block && m->block;
 	s->active_blocks = st->block;
 	st->from_start = m->has_from_start && m->from_start;
@@ -666,6 +673,43 @@ bool stream_ending(struct snarf *s)
 	return false;
 }
 
+static void batch_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct stream *st = arg;
+
+	(void)fd;
+	(void)what;
+	st->batch_armed = false;
+	if (st->state == ST_STREAMING)
+		stream_pump(st->s);
+}
+
+/* Start.batch_ms: keep the records for now, the timer sending them
+ * batch_s after the last LogData? Not once the log has ended, nor when a
+ * quarter of the buffer (or a chunk) waits: a batch never makes the
+ * buffer drop or block. */
+static bool batch_holds(struct stream *st)
+{
+	const struct ring *r = &st->s->ring;
+	size_t most = r->cap / 4 < SNARF_CHUNK ? r->cap / 4 : SNARF_CHUNK;
+	double wait;
+
+	if (st->batch_s <= 0 || st->s->phase != PH_RUNNING || r->used >= most ||
+	    r->nrec >= r->icap / 4)
+		return false;
+	wait = st->last_data + st->batch_s - mono_now();
+	if (wait <= 0)
+		return false;
+	if (!st->batch_armed) {
+		struct timeval tv = { (time_t)wait, (suseconds_t)((wait - (double)(time_t)wait) * 1e6) + 1 };
+
+		evtimer_assign(st->timer, st->s->base, batch_due, st);
+		evtimer_add(st->timer, &tv);
+		st->batch_armed = true;
+	}
+	return true;
+}
+
 void stream_pump(struct snarf *s)
 {
 	struct stream *st = s->active;
@@ -691,9 +735,13 @@ void stream_pump(struct snarf *s)
 			send_pending_gap(st);
 			continue;
 		}
+		if (s->ring.nrec == 0 || batch_holds(st))
+			break;
 		n = ring_peek(&s->ring, SNARF_CHUNK, &p, &nrec);
 		if (n == 0)
 			break;
+		if (st->batch_s > 0)
+			st->last_data = mono_now();
 		if (send_data(st, CMON__MSG__KIND_DATA, p, n) < 0) {
 			cmon_warn("%s: cannot queue data", st->peer);
 			break;

@@ -37,7 +37,7 @@
 static const char usage[] =
 	"Usage: telemonitor [-rc FILE] [-state DIR] [-regmachine HOST[:PORT]] [-regname NAME]\n"
 	"                   [-pcheck PATH] [-checker inproc|process] [-store URL] [-node NAME] [-store-backlog N]\n"
-	"                   [-max-sessions N] [-http ADDR]\n"
+	"                   [-max-sessions N] [-batch MS] [-http ADDR]\n"
 	"                   [-web DIR] [-check]\n"
 	"                   [-finish-tools]\n"
 	"                   [-debug]\n"
@@ -85,6 +85,12 @@ static const char usage[] =
 	"                             said in their status, and start as others end\n"
 	"                             (default: the configuration's max-sessions, else\n"
 	"                             " STR(TM_SESSIONS_MAX) ")\n"
+	"  -batch, --batch MS         let each snarflog keep its records up to MS\n"
+	"                             milliseconds after it last sent some, to send\n"
+	"                             them together: fewer, larger messages cost\n"
+	"                             both sides less, failures come later by up to\n"
+	"                             MS (0: as they come; at most 1000; default\n"
+	"                             " STR(TM_BATCH_MS) ")\n"
 	"  -http, --http ADDR         serve the HTTP API, /metrics and /healthz on ADDR\n"
 	"                             (HOST:PORT, default the configuration's http, else\n"
 	"                             off); only loopback unless TLS is configured\n"
@@ -130,7 +136,7 @@ static const char usage[] =
 /* The command line: these options plus -h/--help and -V/--version. */
 enum { O_RC = 256, O_STATE, O_REG, O_REGNAME, O_PCHECK, O_STORE, O_NODE, O_BACKLOG, O_HTTP, O_WEB,
        O_CHECK, O_FINISH, O_DEBUG, O_CERT, O_KEY, O_CA, O_MAXSESS, O_TOKEN, O_HCERT, O_HKEY,
-       O_HCA, O_REGSECRET, O_CHECKER };
+       O_HCA, O_REGSECRET, O_CHECKER, O_BATCH };
 static const struct option opts[] = {
 	{ "rc", required_argument, NULL, O_RC },
 	{ "state", required_argument, NULL, O_STATE },
@@ -142,6 +148,7 @@ static const struct option opts[] = {
 	{ "node", required_argument, NULL, O_NODE },
 	{ "store-backlog", required_argument, NULL, O_BACKLOG },
 	{ "max-sessions", required_argument, NULL, O_MAXSESS },
+	{ "batch", required_argument, NULL, O_BATCH },
 	{ "http", required_argument, NULL, O_HTTP },
 	{ "web", required_argument, NULL, O_WEB },
 	{ "check", no_argument, NULL, O_CHECK },
@@ -222,6 +229,13 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 			    o->max_sessions > RC_MAX_SESSIONS_MAX)
 				cmon_cmdline_fail(&cmdline, "bad value '%s' for -max-sessions "
 						  "(1 to %d)", optarg, RC_MAX_SESSIONS_MAX);
+			break;
+		case O_BATCH:
+			o->batch_ms = (int)strtol(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || strlen(optarg) > 4 ||
+			    o->batch_ms > TM_BATCH_MS_MAX)
+				cmon_cmdline_fail(&cmdline, "bad value '%s' for -batch (0 to %d "
+						  "milliseconds)", optarg, TM_BATCH_MS_MAX);
 			break;
 		case O_HTTP: o->http = optarg; break;
 		case O_WEB: o->web = optarg; break;
@@ -426,6 +440,7 @@ int main(int argc, char **argv)
 	cmon_heap_for_streams();
 
 	tm.lock_fd = -1;
+	tm.opt.batch_ms = -1;
 	parse_args(argc, argv, &tm.opt);
 	cmon_log_init("telemonitor", tm.opt.debug);
 	signal(SIGPIPE, SIG_IGN);

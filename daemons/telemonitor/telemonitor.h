@@ -61,6 +61,9 @@
 #define TM_INSTANCES_MAX 10000          /* live instances known at once */
 #define TM_SESSIONS_MAX 2000            /* instances monitored at once (max-sessions' bound
                                            and default) */
+#define TM_BATCH_MS 200                 /* -batch default: a snarflog may keep records this
+                                           long to send them together (Start.batch_ms) */
+#define TM_BATCH_MS_MAX 1000            /* ...at most (snarflog's own bound) */
 #define TM_TOOL_HIGH (512u << 10)       /* bytes queued for a tool before we stop reading */
 #define TM_TOOL_LOW (128u << 10)        /* ...and start again below this */
 #define TM_LINE_MAX (4u << 20)          /* longest line a checker may print */
@@ -111,6 +114,7 @@ struct tm_options {
 	const char *web;              /* -web DIR: the dashboard's files, or NULL (dashboard.h) */
 	size_t store_backlog;         /* -store-backlog N, or 0 */
 	size_t max_sessions;          /* -max-sessions N, or 0 */
+	int batch_ms;                 /* -batch MS, or -1 (TM_BATCH_MS) */
 	const char *store;            /* -store URL (PostgreSQL), or NULL (see store.h) */
 	const char *node;             /* -node NAME among telemonitors sharing a store, or NULL */
 	bool check_only;              /* -check: check the configuration and exit */

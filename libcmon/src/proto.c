@@ -372,8 +372,19 @@ int cmon_send_start(struct evbuffer *out, bool block, bool from_start, const uin
 int cmon_send_start_epoch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
 			  size_t token_len, uint64_t epoch)
 {
+	return cmon_send_start_batch(out, block, from_start, token, token_len, epoch, 0);
+}
+
+int cmon_send_start_batch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
+			  size_t token_len, uint64_t epoch, unsigned batch_ms)
+{
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__Start s = CMON__START__INIT;
+
+	if (batch_ms) {
+		s.has_batch_ms = true;
+		s.batch_ms = batch_ms;
+	}
 
 	if (epoch) {
 		s.has_epoch = true;

@@ -41,7 +41,7 @@ static const char usage[] =
 	"                [-registry-secret-file FILE]  (default $CMON_REGISTRY_SECRET_FILE)\n"
 	"                [-ready FILE] [-streaming FILE] [-stats FILE]\n"
 	"                [-stall] [-pause-after N -pause-ms MS] [-stop-after N] [-drop-after N]\n"
-	"                [-rcvbuf BYTES]\n"
+	"                [-rcvbuf BYTES] [-batch MS]\n"
 	"                [-tls-cert FILE -tls-key FILE] [-tls-ca FILE] [-debug]\n"
 	"exit: 0 log ended (or -drop-after done), 1 error, 2 usage, 3 busy, 4 timeout,\n"
 	"      5 refused (not authorized)\n";
@@ -62,7 +62,8 @@ static struct {
 	bool watch, autostart, block, stall, debug;
 	const char *prog, *machine, *pid, *regmachine, *connect, *out, *ready, *streaming, *stats;
 	double timeout;
-	long pause_after, pause_ms, stop_after, drop_after, rcvbuf;
+	long pause_after, pause_ms, stop_after, drop_after, rcvbuf, batch_ms;
+	uint64_t frames;              /* LogData messages received */
 	struct cmon_tls_opts tls;
 	const char *registry_secret_file;  /* shown to the registry in Hello.secret */
 	char registry_secret[CMON_SECRET_MAX + 1];
@@ -139,6 +140,7 @@ static void on_data(const Cmon__Msg *m)
 		g.records += cmon_log_count_records(g.format, m->data->data.data,
 						    m->data->data.len, &whole);
 		g.data_bytes += m->data->data.len;
+		g.frames++;
 		break;
 	case CMON__MSG__KIND_GAP:
 		write_all(marker, cmon_log_gap_marker(g.format, m->gap->count, marker));
@@ -280,8 +282,9 @@ static void data_event(struct bufferevent *bev, short what, void *arg)
 
 static void send_start(struct bufferevent *bev)
 {
-	cmon_send_start(bufferevent_get_output(bev), g.block, g.autostart,
-			g.has_token ? g.token : NULL, g.has_token ? CMON_TOKEN_LEN : 0);
+	cmon_send_start_batch(bufferevent_get_output(bev), g.block, g.autostart,
+			      g.has_token ? g.token : NULL, g.has_token ? CMON_TOKEN_LEN : 0, 0,
+			      (unsigned)g.batch_ms);
 	g.dstate = D_ACCEPT;
 }
 
@@ -455,7 +458,7 @@ static void parse_args(int argc, char **argv)
 	enum { O_WATCH = 1, O_PROG, O_MACHINE, O_PID, O_AUTO, O_BLOCK, O_REG, O_CONNECT, O_OUT,
 	       O_TIMEOUT, O_READY, O_STREAMING, O_STATS, O_STALL, O_PAUSE_AFTER, O_PAUSE_MS,
 	       O_STOP_AFTER, O_DROP_AFTER, O_RCVBUF, O_CERT, O_KEY, O_CA, O_TOKEN, O_TOKEN_FILE,
-	       O_REG_SECRET, O_DEBUG, O_HELP, O_VERSION };
+	       O_REG_SECRET, O_DEBUG, O_HELP, O_VERSION, O_BATCH };
 	static const struct option opts[] = {
 		{ "watch", no_argument, NULL, O_WATCH }, { "prog", required_argument, NULL, O_PROG },
 		{ "machine", required_argument, NULL, O_MACHINE },
@@ -474,6 +477,7 @@ static void parse_args(int argc, char **argv)
 		{ "stop-after", required_argument, NULL, O_STOP_AFTER },
 		{ "drop-after", required_argument, NULL, O_DROP_AFTER },
 		{ "rcvbuf", required_argument, NULL, O_RCVBUF },
+		{ "batch", required_argument, NULL, O_BATCH },
 		{ "tls-cert", required_argument, NULL, O_CERT },
 		{ "tls-key", required_argument, NULL, O_KEY },
 		{ "tls-ca", required_argument, NULL, O_CA },
@@ -508,6 +512,7 @@ static void parse_args(int argc, char **argv)
 		case O_STOP_AFTER: g.stop_after = atol(optarg); break;
 		case O_DROP_AFTER: g.drop_after = atol(optarg); break;
 		case O_RCVBUF: g.rcvbuf = atol(optarg); break;
+		case O_BATCH: g.batch_ms = atol(optarg); break;
 		case O_CERT: g.tls.cert = optarg; break;
 		case O_KEY: g.tls.key = optarg; break;
 		case O_CA: g.tls.ca = optarg; break;
@@ -605,9 +610,10 @@ int main(int argc, char **argv)
 	}
 	event_base_dispatch(g.base);
 	if (g.stats && (f = fopen(g.stats, "w"))) {
-		fprintf(f, "records=%llu\ngaps=%llu\ngapped=%llu\nbytes=%llu\nend=%s\n",
+		fprintf(f, "records=%llu\ngaps=%llu\ngapped=%llu\nbytes=%llu\nend=%s\nframes=%llu\n",
 			(unsigned long long)g.records, (unsigned long long)g.gaps,
-			(unsigned long long)g.gapped, (unsigned long long)g.data_bytes, g.end_reason);
+			(unsigned long long)g.gapped, (unsigned long long)g.data_bytes, g.end_reason,
+			(unsigned long long)g.frames);
 		fclose(f);
 	}
 	if (g.data)

@@ -114,6 +114,12 @@ int cmon_send_start(struct evbuffer *out, bool block, bool from_start, const uin
 int cmon_send_start_epoch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
 			  size_t token_len, uint64_t epoch);
 
+/* The same asking the snarflog to batch: it may keep records up to
+ * `batch_ms` milliseconds after its last LogData to send them in one
+ * (docs/protocol.md §7, "Batches"; 0: as they come). */
+int cmon_send_start_batch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
+			  size_t token_len, uint64_t epoch, unsigned batch_ms);
+
 /* Append a Stop (data connection, telemonitor side). */
 int cmon_send_stop(struct evbuffer *out);
 
