@@ -41,7 +41,9 @@ pair, then their median: on a shared machine one pair's steady ratio
 moves by 0.1 from run to run.
 
 Environment: RAMP (default "100 300 500 1000"), SECS (20), KINDS ("check
-count"), SLOW_EVERY (100), REPEAT (1). Run on a Release build (cmake -DCMAKE_BUILD_TYPE=
+count"), SLOW_EVERY (100), REPEAT (1), EVERY_MS (100: ten writes a second
+a program), TM_ARGS (more telemonitor options, e.g. "-batch 0" for
+records sent as they come). Run on a Release build (cmake -DCMAKE_BUILD_TYPE=
 Release); the programs and snarflogs share the machine with the
 telemonitor, as they would on a busy host.
 """
@@ -70,6 +72,7 @@ KINDS = _E("KINDS", "check count").split()
 SLOW_EVERY = int(_E("SLOW_EVERY", 100))
 REPEAT = max(1, int(_E("REPEAT", 1)))
 EVERY_MS = int(_E("EVERY_MS", 100))     # a program writes every EVERY_MS ms
+TM_ARGS = _E("TM_ARGS", "").split()     # more telemonitor options (e.g. "-batch 0")
 READS_S = 333                       # 999 records a second
 READS = READS_S * SECS
 RECORDS = 3 * READS
@@ -163,7 +166,7 @@ def run(n, kind):
         else:
             rc = tt.rc_class("ramp-*", tool="exec wc -c > /dev/null", block=True)
         reg = env.registry()
-        tm = Quiet(env, reg, rc, extra=["-checker", "process"] if kind == "pcheck" else [])
+        tm = Quiet(env, reg, rc, extra=(["-checker", "process"] if kind == "pcheck" else []) + TM_ARGS)
         pid = tm.proc.p.pid
         cpu0 = cpu(pid)
         writer = ct.binary("bench_tm_writer")

@@ -55,6 +55,8 @@ struct stream {
 	double batch_s;               /* Start.batch_ms, in seconds (0: send as they come) */
 	double last_data;             /* when the last LogData went (monotonic) */
 	bool batch_armed;             /* st->timer waits to send the held records */
+	bool batch_going;             /* a batch is being sent: it goes until the buffer is
+	                                 empty (what the socket did not take of it included) */
 };
 
 #define FLUSH_S 5                 /* a closing connection gets this long */
@@ -685,16 +687,16 @@ static void batch_due(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Start.batch_ms: keep the records for now, the timer sending them
- * batch_s after the last LogData? Not once the log has ended, nor when a
- * quarter of the buffer (or a chunk) waits: a batch never makes the
- * buffer drop or block. */
+ * batch_s after the last LogData? Not while a batch is going, nor once
+ * the log has ended, nor when a quarter of the buffer (or a chunk)
+ * waits: a batch never makes the buffer drop or block. */
 static bool batch_holds(struct stream *st)
 {
 	const struct ring *r = &st->s->ring;
 	size_t most = r->cap / 4 < SNARF_CHUNK ? r->cap / 4 : SNARF_CHUNK;
 	double wait;
 
-	if (st->batch_s <= 0 || st->s->phase != PH_RUNNING || r->used >= most ||
+	if (st->batch_s <= 0 || st->batch_going || st->s->phase != PH_RUNNING || r->used >= most ||
 	    r->nrec >= r->icap / 4)
 		return false;
 	wait = st->last_data + st->batch_s - mono_now();
@@ -735,13 +737,19 @@ void stream_pump(struct snarf *s)
 			send_pending_gap(st);
 			continue;
 		}
-		if (s->ring.nrec == 0 || batch_holds(st))
+		if (s->ring.nrec == 0) {
+			st->batch_going = false;
+			break;
+		}
+		if (batch_holds(st))
 			break;
 		n = ring_peek(&s->ring, SNARF_CHUNK, &p, &nrec);
 		if (n == 0)
 			break;
-		if (st->batch_s > 0)
+		if (st->batch_s > 0) {
 			st->last_data = mono_now();
+			st->batch_going = true;
+		}
 		if (send_data(st, CMON__MSG__KIND_DATA, p, n) < 0) {
 			cmon_warn("%s: cannot queue data", st->peer);
 			break;

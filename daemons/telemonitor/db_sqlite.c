@@ -1,5 +1,6 @@
 /* The sqlite driver of db.h: a file in WAL mode. */
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,9 +351,21 @@ static void sq_close(struct db *db)
 	free(db);
 }
 
+/* sqlite's memory statistics (on by default) take a global mutex around
+ * every allocation; nothing here reads them. Set before sqlite starts,
+ * once: a process that already started sqlite keeps them (harmless). */
+static void sq_configure(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 struct db *db_sqlite_open(const char *path, char *err, size_t errlen)
 {
-	struct sq *c = calloc(1, sizeof *c);
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct sq *c;
+
+	pthread_once(&once, sq_configure);
+	c = calloc(1, sizeof *c);
 
 	if (!c) {
 		snprintf(err, errlen, "out of memory");

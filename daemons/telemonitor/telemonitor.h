@@ -61,7 +61,7 @@
 #define TM_INSTANCES_MAX 10000          /* live instances known at once */
 #define TM_SESSIONS_MAX 2000            /* instances monitored at once (max-sessions' bound
                                            and default) */
-#define TM_BATCH_MS 200                 /* -batch default: a snarflog may keep records this
+#define TM_BATCH_MS 300                 /* -batch default: a snarflog may keep records this
                                            long to send them together (Start.batch_ms) */
 #define TM_BATCH_MS_MAX 1000            /* ...at most (snarflog's own bound) */
 #define TM_TOOL_HIGH (512u << 10)       /* bytes queued for a tool before we stop reading */
@@ -74,7 +74,7 @@
 
 /* Timing. */
 #define TM_FLUSH_MS 100                 /* store commit interval */
-#define TM_CHECKED_SAVE 0.5             /* an instance's row is saved for its checker's
+#define TM_CHECKED_SAVE 1.0             /* an instance's row is saved for its checker's
                                            progress at most this often (a restart counts
                                            the records checked since as unchecked) */
 #define TM_WINDOW_WAIT_S 30.0           /* longest wait for a window's AFTER part */
