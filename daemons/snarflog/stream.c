@@ -287,8 +287,8 @@ static void on_start(struct stream *st, const Cmon__Start *m)
 	else
 		skipped = s->dropped_unseen;
 	s->dropped_unseen = 0;
-	cmon_debug("%s: streaming to it%s%s", st->peer, st->block ? " (block)" : "",
-		   st->from_start ? " (from the start)" : "");
+	cmon_debug("%s: streaming to it%s%s (batch %.0f ms)", st->peer, st->block ? " (block)" : "",
+		   st->from_start ? " (from the start)" : "", st->batch_s * 1e3);
 	core_hold_release(s, "consumer connected");
 	if (s->active != st)
 		return;

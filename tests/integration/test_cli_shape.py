@@ -235,6 +235,13 @@ def spellings(tmp):
         usage_error("telemonitor", "bad value '0' for -store-backlog (1 to 10000000)", flag, "0")
     for flag in ("-max-sessions", "--max-sessions"):
         usage_error("telemonitor", "bad value '2001' for -max-sessions (1 to 2000)", flag, "2001")
+    for flag in ("-batch", "--batch"):
+        for bad in ("1001", "-1", "x", "", "0300x"):
+            usage_error("telemonitor", "bad value '%s' for -batch (0 to 1000 milliseconds)" % bad,
+                        flag, bad)
+    same("telemonitor", [["-batch", "0", "-rc", rc_file, "-check"],
+                         ["--batch=1000", "-rc", rc_file, "-check"]],
+         lambda r: r == (0, "%s: configuration OK (0 classes)\n" % rc_file, ""))
     # a registry list that cannot be read: a usage error, from the option or
     # the variable (snarflog goes on without a registry: test_multi_registry)
     usage_error("telemonitor", "bad value '127.0.0.1:99999' for -regmachine: bad address "

@@ -6,10 +6,13 @@ second, every record exact and in order; one that does not ask gets them
 as they come. A burst is never held (a quarter of the buffer, or a chunk,
 goes at once), also for a blocking consumer with a small buffer, where a
 batch that waited for the buffer to fill would stall the program for
-good. The last records go when the log ends, not a batch later."""
+good. The last records go when the log ends, not a batch later. A
+telemonitor asks for its -batch, and what it stores is what an unbatched
+stream gives."""
 import time
 
 import cmontest as ct
+import telemontest as tt
 from cmontest import check
 
 TRICKLE = 300        # single-record writes, 10 ms apart: about 3 s
@@ -64,6 +67,22 @@ def main():
         check(got == BURST and dropped == 0, "burst: got %d, dropped %d", got, dropped)
         print("burst, batch 1000 ms, block, 64K buffer: %d records in %s LogData messages"
               % (got, stats["frames"]))
+
+        # A telemonitor's -batch reaches the snarflog; what it stores is
+        # what an unbatched stream gives: every record, the one slow read.
+        reg = env.registry()
+        tm = tt.Telemonitor(env, reg, tt.rc_class("fsread", spec=tt.FSREAD_SPEC),
+                            extra=["-batch", "250"])
+        snarf = env.snarflog("fsread", "-debug", reg=reg, cmd=tt.writer_cmd(
+            "--reads", 100, "--slow", "50", "--batch", 1, "--pace", 0.01))
+        check(snarf.wait(60) == 0, "snarflog: %s", snarf.stderr())
+        check("(batch 250 ms)" in snarf.stderr(), "the telemonitor's batch: %s", snarf.stderr())
+        done = tm.instance(lambda i: i["prog"] == "fsread" and i["state"] == "ended",
+                           what="the instance to end")
+        check(done["records"] == 300 and done["lost"] == 0, "every record: %r", done)
+        failures = tm.failures("--prog", "fsread")
+        check(len(failures) == 1, "the slow read, once: %r", failures)
+        tm.stop()
 
 
 ct.run_test(main)
