@@ -703,7 +703,8 @@ static bool batch_holds(struct stream *st)
 	if (wait <= 0)
 		return false;
 	if (!st->batch_armed) {
-		struct timeval tv = { (time_t)wait, (suseconds_t)((wait - (double)(time_t)wait) * 1e6) + 1 };
+		long us = (long)(wait * 1e6) + 1;
+		struct timeval tv = { (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
 
 		evtimer_assign(st->timer, st->s->base, batch_due, st);
 		evtimer_add(st->timer, &tv);
