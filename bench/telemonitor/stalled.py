@@ -23,7 +23,8 @@ and prints the program's time and the CPU of everything involved
 (the writer, snarflog, and for `stalled`/`checked` the telemonitor and its
 tool), from getrusage of the children and /proc of the services.
 
-Environment: READS (default 3,000,000), ROUNDS (5), BLOCK (0).
+Environment: READS (default 3,000,000), ROUNDS (5), BLOCK (0), TM_ARGS (more
+telemonitor options, as for ramp.py).
 """
 import os
 import subprocess
@@ -97,7 +98,7 @@ def run_monitored(kind):
         else:
             rc = tt.rc_class("stalled-*", spec=spec, block=BLOCK)
         reg = env.registry()
-        tm = ramp.Quiet(env, reg, rc)
+        tm = ramp.Quiet(env, reg, rc, extra=ramp.TM_ARGS)
         pid = tm.proc.p.pid
         c0 = sum(ramp.cpu(pid)) + sum(ramp.cpu(reg.p.pid))
         t, c = timed(snarf_argv(env, "stalled-1", reg))
