@@ -54,7 +54,6 @@ struct stream {
 	uint64_t epoch;               /* Start.epoch: its claim (0: none) */
 	double batch_s;               /* Start.batch_ms, in seconds (0: send as they come) */
 	double last_data;             /* when the last LogData went (monotonic) */
-	bool batch_armed;             /* st->timer waits to send the held records */
 	bool batch_going;             /* a batch is being sent: it goes until the buffer is
 	                                 empty (what the socket did not take of it included) */
 };
@@ -84,7 +83,6 @@ static void timer_set(struct stream *st, event_callback_fn fn, int seconds)
 	struct timeval tv = { seconds, 0 };
 
 	evtimer_del(st->timer);
-	st->batch_armed = false;
 	evtimer_assign(st->timer, st->s->base, fn, st);
 	evtimer_add(st->timer, &tv);
 }
@@ -681,34 +679,30 @@ static void batch_due(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	st->batch_armed = false;
 	if (st->state == ST_STREAMING)
 		stream_pump(st->s);
 }
 
-/* Start.batch_ms: keep the records for now, the timer sending them
- * batch_s after the last LogData? Not while a batch is going, nor once
- * the log has ended, nor when a quarter of the buffer (or a chunk)
- * waits: a batch never makes the buffer drop or block. */
-static bool batch_holds(struct stream *st)
+/* Start.batch_ms, at `now`: keep the records for now, st->timer (free
+ * while streaming) sending them batch_s after the last LogData? Not while
+ * a batch is going, nor once the log has ended, nor when a quarter of the
+ * buffer (or a chunk) waits: a batch never makes the buffer drop or
+ * block. */
+static bool batch_holds(struct stream *st, double now)
 {
 	const struct ring *r = &st->s->ring;
 	size_t most = r->cap / 4 < SNARF_CHUNK ? r->cap / 4 : SNARF_CHUNK;
-	double wait;
+	double wait = st->last_data + st->batch_s - now;
 
-	if (st->batch_s <= 0 || st->batch_going || st->s->phase != PH_RUNNING || r->used >= most ||
-	    r->nrec >= r->icap / 4)
+	if (st->batch_going || st->s->phase != PH_RUNNING || r->used >= most ||
+	    r->nrec >= r->icap / 4 || wait <= 0)
 		return false;
-	wait = st->last_data + st->batch_s - mono_now();
-	if (wait <= 0)
-		return false;
-	if (!st->batch_armed) {
+	if (!evtimer_pending(st->timer, NULL)) {
 		long us = (long)(wait * 1e6) + 1;
 		struct timeval tv = { (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
 
 		evtimer_assign(st->timer, st->s->base, batch_due, st);
 		evtimer_add(st->timer, &tv);
-		st->batch_armed = true;
 	}
 	return true;
 }
@@ -718,6 +712,7 @@ void stream_pump(struct snarf *s)
 	struct stream *st = s->active;
 	struct evbuffer *out;
 	bool freed = false;
+	double now = 0;
 
 	if (!st || st->state != ST_STREAMING)
 		return;
@@ -742,13 +737,13 @@ void stream_pump(struct snarf *s)
 			st->batch_going = false;
 			break;
 		}
-		if (batch_holds(st))
+		if (st->batch_s > 0 && batch_holds(st, now = mono_now()))
 			break;
 		n = ring_peek(&s->ring, SNARF_CHUNK, &p, &nrec);
 		if (n == 0)
 			break;
 		if (st->batch_s > 0) {
-			st->last_data = mono_now();
+			st->last_data = now;
 			st->batch_going = true;
 		}
 		if (send_data(st, CMON__MSG__KIND_DATA, p, n) < 0) {

@@ -1,7 +1,7 @@
 /* The sqlite driver of db.h: a file in WAL mode. */
 #include <errno.h>
-#include <pthread.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -231,7 +231,7 @@ static void parse_args(int argc, char **argv, struct tm_options *o)
 						  "(1 to %d)", optarg, RC_MAX_SESSIONS_MAX);
 			break;
 		case O_BATCH:
-			o->batch_ms = (int)strtol(optarg, &end, 10);
+			o->batch_ms = (unsigned)strtoul(optarg, &end, 10);
 			if (*optarg < '0' || *optarg > '9' || *end || strlen(optarg) > 4 ||
 			    o->batch_ms > TM_BATCH_MS_MAX)
 				cmon_cmdline_fail(&cmdline, "bad value '%s' for -batch (0 to %d "
@@ -440,7 +440,7 @@ int main(int argc, char **argv)
 	cmon_heap_for_streams();
 
 	tm.lock_fd = -1;
-	tm.opt.batch_ms = -1;
+	tm.opt.batch_ms = TM_BATCH_MS;
 	parse_args(argc, argv, &tm.opt);
 	cmon_log_init("telemonitor", tm.opt.debug);
 	signal(SIGPIPE, SIG_IGN);

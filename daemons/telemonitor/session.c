@@ -984,11 +984,13 @@ static void send_start(struct session *s)
 	evtimer_del(s->timer);
 	s->unproven = 0;
 	s->state = SS_ACCEPT;
-	cmon_send_start_batch(bufferevent_get_output(s->data), s->cls.block,
-			      s->from_start && !s->streamed,
-			      s->inst->has_token ? s->inst->token : NULL,
-			      s->inst->has_token ? CMON_TOKEN_LEN : 0, s->inst->epoch,
-			      s->tm->opt.batch_ms < 0 ? TM_BATCH_MS : (unsigned)s->tm->opt.batch_ms);
+	cmon_send_start(bufferevent_get_output(s->data),
+			&(struct cmon_start){ .block = s->cls.block,
+					      .from_start = s->from_start && !s->streamed,
+					      .token = s->inst->has_token ? s->inst->token : NULL,
+					      .token_len = s->inst->has_token ? CMON_TOKEN_LEN : 0,
+					      .epoch = s->inst->epoch,
+					      .batch_ms = s->tm->opt.batch_ms });
 }
 
 /* The data endpoint said Hello as a snarflog: it must now prove that it

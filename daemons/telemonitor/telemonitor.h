@@ -114,7 +114,7 @@ struct tm_options {
 	const char *web;              /* -web DIR: the dashboard's files, or NULL (dashboard.h) */
 	size_t store_backlog;         /* -store-backlog N, or 0 */
 	size_t max_sessions;          /* -max-sessions N, or 0 */
-	int batch_ms;                 /* -batch MS, or -1 (TM_BATCH_MS) */
+	unsigned batch_ms;            /* -batch MS (default TM_BATCH_MS) */
 	const char *store;            /* -store URL (PostgreSQL), or NULL (see store.h) */
 	const char *node;             /* -node NAME among telemonitors sharing a store, or NULL */
 	bool check_only;              /* -check: check the configuration and exit */

@@ -363,43 +363,24 @@ int cmon_send_unsubscribe(struct evbuffer *out, uint32_t id)
 	return cmon_frame_send(out, &m);
 }
 
-int cmon_send_start(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
-		    size_t token_len)
-{
-	return cmon_send_start_epoch(out, block, from_start, token, token_len, 0);
-}
-
-int cmon_send_start_epoch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
-			  size_t token_len, uint64_t epoch)
-{
-	return cmon_send_start_batch(out, block, from_start, token, token_len, epoch, 0);
-}
-
-int cmon_send_start_batch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
-			  size_t token_len, uint64_t epoch, unsigned batch_ms)
+int cmon_send_start(struct evbuffer *out, const struct cmon_start *st)
 {
 	Cmon__Msg m = CMON__MSG__INIT;
 	Cmon__Start s = CMON__START__INIT;
 
-	if (batch_ms) {
-		s.has_batch_ms = true;
-		s.batch_ms = batch_ms;
-	}
-
-	if (epoch) {
-		s.has_epoch = true;
-		s.epoch = epoch;
-	}
-
-	if (token && token_len) {
+	s.has_batch_ms = st->batch_ms != 0;
+	s.batch_ms = st->batch_ms;
+	s.has_epoch = st->epoch != 0;
+	s.epoch = st->epoch;
+	if (st->token && st->token_len) {
 		s.has_token = true;
-		s.token.data = (uint8_t *)token;
-		s.token.len = token_len;
+		s.token.data = (uint8_t *)st->token;
+		s.token.len = st->token_len;
 	}
 	s.has_block = true;
-	s.block = block;
+	s.block = st->block;
 	s.has_from_start = true;
-	s.from_start = from_start;
+	s.from_start = st->from_start;
 	m.kind_case = CMON__MSG__KIND_START;
 	m.start = &s;
 	return cmon_frame_send(out, &m);

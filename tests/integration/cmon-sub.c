@@ -282,9 +282,11 @@ static void data_event(struct bufferevent *bev, short what, void *arg)
 
 static void send_start(struct bufferevent *bev)
 {
-	cmon_send_start_batch(bufferevent_get_output(bev), g.block, g.autostart,
-			      g.has_token ? g.token : NULL, g.has_token ? CMON_TOKEN_LEN : 0, 0,
-			      (unsigned)g.batch_ms);
+	cmon_send_start(bufferevent_get_output(bev),
+			&(struct cmon_start){ .block = g.block, .from_start = g.autostart,
+					      .token = g.has_token ? g.token : NULL,
+					      .token_len = g.has_token ? CMON_TOKEN_LEN : 0,
+					      .batch_ms = (unsigned)g.batch_ms });
 	g.dstate = D_ACCEPT;
 }
 

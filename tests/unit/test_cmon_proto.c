@@ -112,7 +112,9 @@ static void frame_limit_respected(void **state)
 	evbuffer_free(b);
 }
 
-/* Start carries the token as given, and none when there is none. */
+/* Start carries the token as given, and none when there is none; an
+ * epoch and a batch only when they are set (an older snarflog sees the
+ * Start it always saw). */
 static void start_token(void **state)
 {
 	static const uint8_t tok[4] = { 0, 1, 0xfe, 0xff };
@@ -120,18 +122,26 @@ static void start_token(void **state)
 	const char *why = NULL;
 	Cmon__Msg *m = NULL;
 
-	assert_int_equal(cmon_send_start(b, true, false, tok, sizeof tok), 0);
-	assert_int_equal(cmon_send_start(b, false, true, NULL, 0), 0);
+	assert_int_equal(cmon_send_start(b, &(struct cmon_start){ .block = true, .token = tok,
+								 .token_len = sizeof tok }), 0);
+	assert_int_equal(cmon_send_start(b, &(struct cmon_start){ .from_start = true, .epoch = 7,
+								 .batch_ms = 300 }), 0);
 	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 1);
 	assert_int_equal(m->kind_case, CMON__MSG__KIND_START);
 	assert_true(m->start->block);
 	assert_true(m->start->has_token);
 	assert_int_equal(m->start->token.len, sizeof tok);
 	assert_memory_equal(m->start->token.data, tok, sizeof tok);
+	assert_false(m->start->has_epoch);
+	assert_false(m->start->has_batch_ms);
 	cmon_msg_free(m);
 	assert_int_equal(cmon_frame_next(b, CMON_CONTROL_FRAME_MAX, &m, &why), 1);
 	assert_true(m->start->from_start);
 	assert_false(m->start->has_token);
+	assert_true(m->start->has_epoch);
+	assert_int_equal(m->start->epoch, 7);
+	assert_true(m->start->has_batch_ms);
+	assert_int_equal(m->start->batch_ms, 300);
 	cmon_msg_free(m);
 	evbuffer_free(b);
 }

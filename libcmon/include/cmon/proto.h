@@ -104,21 +104,21 @@ int cmon_send_subscribe(struct evbuffer *out, uint32_t id, const char *program,
 /* Append an Unsubscribe for class `id`. */
 int cmon_send_unsubscribe(struct evbuffer *out, uint32_t id);
 
-/* Append a Start (data connection, telemonitor side) carrying the
- * instance's token (`token_len` bytes; none when NULL or 0). */
-int cmon_send_start(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
-		    size_t token_len);
+/* What a Start asks of a snarflog (docs/protocol.md §7). */
+struct cmon_start {
+	bool block;                  /* back-pressure the program instead of dropping */
+	bool from_start;             /* report loss since the first record */
+	const uint8_t *token;        /* the instance's token (none when NULL or token_len 0) */
+	size_t token_len;
+	uint64_t epoch;              /* the consumer's claim (0: none): a newer one replaces
+	                                the stream's current consumer */
+	unsigned batch_ms;           /* the snarflog may keep records this long after its
+	                                last LogData to send them in one ("Batches"; 0: as
+	                                they come) */
+};
 
-/* The same with the consumer's claim `epoch` (0: none): a newer epoch
- * replaces the stream's current consumer (docs/protocol.md §7). */
-int cmon_send_start_epoch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
-			  size_t token_len, uint64_t epoch);
-
-/* The same asking the snarflog to batch: it may keep records up to
- * `batch_ms` milliseconds after its last LogData to send them in one
- * (docs/protocol.md §7, "Batches"; 0: as they come). */
-int cmon_send_start_batch(struct evbuffer *out, bool block, bool from_start, const uint8_t *token,
-			  size_t token_len, uint64_t epoch, unsigned batch_ms);
+/* Append a Start (data connection, consumer side). */
+int cmon_send_start(struct evbuffer *out, const struct cmon_start *st);
 
 /* Append a Stop (data connection, telemonitor side). */
 int cmon_send_stop(struct evbuffer *out);
